@@ -1,0 +1,39 @@
+/**
+ * `createDb(url)`: one pool and the Drizzle database over it. Each entrypoint (web, workers,
+ * tests, bench) makes its own; `db/` keeps no globals and reads no environment.
+ */
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import * as schema from './schema';
+
+export type Db = NodePgDatabase<typeof schema>;
+
+export interface DbHandle {
+  pool: pg.Pool;
+  db: Db;
+  close(): Promise<void>;
+}
+
+export interface CreateDbOptions {
+  /** Connections in the pool (default 10). */
+  max?: number;
+  applicationName?: string;
+  /** Per-statement limit, so a stuck query fails loudly instead of hanging a loop. */
+  statementTimeoutMs?: number;
+}
+
+export function createDb(url: string, options: CreateDbOptions = {}): DbHandle {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'leasehold',
+    statement_timeout: options.statementTimeoutMs ?? 30_000,
+    keepAlive: true,
+    connectionTimeoutMillis: 10_000,
+  });
+  // An idle client that loses its server (restart, pg_terminate_backend) emits 'error' on the
+  // pool; without a listener that would crash the process. The next checkout reconnects.
+  pool.on('error', () => {});
+  const db = drizzle(pool, { schema });
+  return { pool, db, close: () => pool.end() };
+}

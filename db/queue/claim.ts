@@ -1,0 +1,86 @@
+/**
+ * Claim: one statement takes up to `limit` due jobs and leases them to one worker.
+ *
+ * Invariants:
+ * - a job is handed to at most one attempt at a time: the candidate rows are locked
+ *   `FOR UPDATE SKIP LOCKED` and the UPDATE only touches rows still `ready`;
+ * - every claim is a new attempt (`attempts + 1`) with a fresh random lease token and a
+ *   deadline in database time, committed before the handler starts;
+ * - paused queues give nothing.
+ *
+ * Why a CTE: the locking SELECT with its LIMIT must run before the UPDATE and by itself. Put
+ * as `UPDATE … WHERE id IN (SELECT … LIMIT n)` the planner may turn the subquery into a join
+ * and re-evaluate it, locking or updating more rows than asked for; a CTE that locks rows is
+ * always materialised once, so it is a fence.
+ *
+ * Why LATERAL per queue: the claim index is (queue, claim_at, id) WHERE ready. For each queue
+ * asked for, the lateral subquery walks that index in claim order and stops after `limit`
+ * rows, so a claim reads O(limit) index entries however many jobs wait. The outer ORDER BY
+ * merges the queues' heads by the same aging key.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { z } from 'zod';
+import { run, type Executor } from './executor';
+import { JOB_COLUMNS, mapClaimedJob, type ClaimedJob } from './job';
+import { nameSchema, parseInput } from './validate';
+
+export const MAX_CLAIM_BATCH = 1000;
+
+const claimOptionsSchema = z.strictObject({
+  queues: z.array(nameSchema).min(1).max(100),
+  workerId: z.string().min(1).max(200),
+  limit: z.int().min(1).max(MAX_CLAIM_BATCH).default(1),
+  leaseSeconds: z.number().min(1).max(24 * 3600).default(60),
+});
+
+export type ClaimOptions = z.input<typeof claimOptionsSchema>;
+
+/**
+ * Leases up to `limit` due jobs from `queues`. An empty result means nothing eligible and
+ * unlocked right now, not that the queues are empty. Run it outside a long transaction: the
+ * lease must be committed before the handler's work begins.
+ */
+export async function claim(executor: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
+  const rows = await run(executor, claimStatement(options));
+  return rows.map(mapClaimedJob);
+}
+
+/** The claim statement itself (for `claim`, and for EXPLAIN in tests and the benchmark). */
+export function claimStatement(options: ClaimOptions): SQL {
+  const { queues, workerId, limit, leaseSeconds } = parseInput('claim', claimOptionsSchema, options);
+  return sql`
+    WITH candidate AS (
+      SELECT c.id
+      FROM (
+        SELECT u.name FROM unnest(${sql.param([...new Set(queues)])}::text[]) AS u(name)
+        WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = u.name AND q.paused)
+      ) AS wanted
+      CROSS JOIN LATERAL (
+        SELECT j.id, j.claim_at
+        FROM jobs j
+        WHERE j.state = 'ready' AND j.queue = wanted.name AND j.run_at <= now()
+        ORDER BY j.claim_at, j.id
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      ) c
+      ORDER BY c.claim_at, c.id
+      LIMIT ${limit}
+    )
+    UPDATE jobs j
+    SET state = 'running',
+        attempts = j.attempts + 1,
+        lease_token = gen_random_uuid(),
+        lease_until = now() + make_interval(secs => ${leaseSeconds}::float8),
+        worker_id = ${workerId},
+        started_at = now(),
+        updated_at = now(),
+        trace_id = coalesce(j.trace_id, replace(j.id::text, '-', ''))
+    FROM candidate
+    WHERE j.id = candidate.id AND j.state = 'ready'
+    RETURNING ${sql.raw(prefixedColumns)}
+    `;
+}
+
+const prefixedColumns = JOB_COLUMNS.split(',')
+  .map((c) => `j.${c.trim()}`)
+  .join(', ');

@@ -1,0 +1,262 @@
+/**
+ * Enqueue: jobs are rows written in the caller's transaction, so a job exists exactly when the
+ * business write that asked for it committed.
+ *
+ * Idempotency keys live in `dedupe_keys` (primary key on the key). A second enqueue of a key
+ * hits the unique index: while the first transaction is open it waits; after the first
+ * commits it does nothing and we read the winner's job id; after the first rolls back it
+ * inserts. So concurrent enqueues of one key give one row and no error. The follow-up read is
+ * a separate statement because the conflicting row may have committed after our statement's
+ * snapshot was taken (READ COMMITTED: the next statement sees it).
+ */
+import { sql } from 'drizzle-orm';
+import { v7 as uuidv7 } from 'uuid';
+import { z } from 'zod';
+import { DEFAULT_AGING_SECONDS, DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema';
+import { LeaseholdInputError } from './errors';
+import { run, type Executor } from './executor';
+import { JOB_COLUMNS, mapJob, type Job } from './job';
+import { encodePayload, nameSchema, problemsOf, uuidSchema } from './validate';
+
+/** How long an idempotency key keeps deduplicating by default, job or no job: 30 days. */
+export const DEFAULT_DEDUPE_WINDOW_SECONDS = 30 * 24 * 3600;
+/** Most jobs accepted by one `enqueueMany` call. */
+export const MAX_BULK_ENQUEUE = 100_000;
+
+const enqueueSpecSchema = z
+  .strictObject({
+    /** Application-supplied id; a UUIDv7 is generated when absent. */
+    id: uuidSchema.optional(),
+    queue: nameSchema.default('default'),
+    kind: nameSchema,
+    kindVersion: z.int().min(1).max(1_000_000).default(1),
+    payload: z.unknown().optional(),
+    idempotencyKey: z.string().min(1).max(512).optional(),
+    /** Higher runs first; waiting jobs age (see docs/contract.md §5). */
+    priority: z.int().min(MIN_PRIORITY).max(MAX_PRIORITY).default(0),
+    /** Earliest start. Give `runAt` or `delayMs`, not both. */
+    runAt: z.date().refine((d) => !Number.isNaN(d.getTime()), 'invalid date').optional(),
+    /** Earliest start as a delay from the database's now(). */
+    delayMs: z.number().min(0).max(10 * 365 * 24 * 3600 * 1000).optional(),
+    maxAttempts: z.int().min(1).max(1000).default(DEFAULT_MAX_ATTEMPTS),
+    /** After this many seconds from enqueue a failing job goes `dead` (expired) instead of retrying. */
+    maxAgeSeconds: z.number().positive().max(10 * 365 * 24 * 3600).optional(),
+    traceId: z.string().min(1).max(128).optional(),
+    dedupeWindowSeconds: z.number().positive().max(10 * 365 * 24 * 3600).default(DEFAULT_DEDUPE_WINDOW_SECONDS),
+  })
+  .refine((spec) => !(spec.runAt && spec.delayMs !== undefined), {
+    message: 'give runAt or delayMs, not both',
+    path: ['runAt'],
+  });
+
+export type EnqueueSpec = z.input<typeof enqueueSpecSchema>;
+
+export interface EnqueueResult {
+  id: string;
+  /** false when the idempotency key already named a job; `id` is then that job's. */
+  created: boolean;
+  /** The job as stored now; null only when retention removed a deduplicated job. */
+  job: Job | null;
+}
+
+export interface BulkEnqueueResult {
+  id: string;
+  created: boolean;
+}
+
+interface PreparedSpec {
+  id: string;
+  queue: string;
+  kind: string;
+  kindVersion: number;
+  payloadText: string;
+  idempotencyKey: string | null;
+  priority: number;
+  runAt: Date | null;
+  delaySeconds: number;
+  maxAttempts: number;
+  maxAgeSeconds: number | null;
+  traceId: string | null;
+  dedupeWindowSeconds: number;
+}
+
+function prepare(operation: string, specs: readonly unknown[]): PreparedSpec[] {
+  const problems: string[] = [];
+  const prepared: PreparedSpec[] = [];
+  specs.forEach((input, index) => {
+    const prefix = specs.length === 1 && operation === 'enqueue' ? '' : `jobs[${index}]`;
+    const parsed = enqueueSpecSchema.safeParse(input);
+    if (!parsed.success) {
+      problems.push(...problemsOf(parsed.error, prefix));
+      return;
+    }
+    const spec = parsed.data;
+    const payload = encodePayload(spec.payload);
+    if ('problems' in payload) {
+      problems.push(...payload.problems.map((p) => (prefix ? `${prefix}.${p}` : p)));
+      return;
+    }
+    prepared.push({
+      id: spec.id ?? uuidv7(),
+      queue: spec.queue,
+      kind: spec.kind,
+      kindVersion: spec.kindVersion,
+      payloadText: payload.text,
+      idempotencyKey: spec.idempotencyKey ?? null,
+      priority: spec.priority,
+      runAt: spec.runAt ?? null,
+      delaySeconds: (spec.delayMs ?? 0) / 1000,
+      maxAttempts: spec.maxAttempts,
+      maxAgeSeconds: spec.maxAgeSeconds ?? null,
+      traceId: spec.traceId ?? null,
+      dedupeWindowSeconds: spec.dedupeWindowSeconds,
+    });
+  });
+  if (problems.length > 0) throw new LeaseholdInputError(operation, problems.slice(0, 20));
+  return prepared;
+}
+
+/**
+ * One statement for one or many jobs: unnest the columns, claim the idempotency keys, insert
+ * the jobs whose key was free (or that have none). Returns the ids inserted and, per key, the
+ * job id that owns it when this statement inserted it.
+ */
+async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: boolean) {
+  const col = <T>(pick: (j: PreparedSpec) => T) => sql.param(jobs.map(pick));
+  const returning = returnJobs ? sql.raw(JOB_COLUMNS) : sql.raw('id');
+  // claim_at is the aging sort key: run_at moved earlier by priority × the queue's aging step.
+  return run(
+    executor,
+    sql`
+    WITH input AS (
+      SELECT * FROM unnest(
+        ${col((j) => j.id)}::uuid[], ${col((j) => j.queue)}::text[], ${col((j) => j.kind)}::text[],
+        ${col((j) => j.kindVersion)}::int[], ${col((j) => j.payloadText)}::jsonb[],
+        ${col((j) => j.idempotencyKey)}::text[], ${col((j) => j.priority)}::int[],
+        ${col((j) => j.runAt)}::timestamptz[], ${col((j) => j.delaySeconds)}::float8[],
+        ${col((j) => j.maxAttempts)}::int[], ${col((j) => j.maxAgeSeconds)}::float8[],
+        ${col((j) => j.traceId)}::text[], ${col((j) => j.dedupeWindowSeconds)}::float8[]
+      ) WITH ORDINALITY AS t(id, queue, kind, kind_version, payload, idempotency_key, priority,
+                             run_at, delay_s, max_attempts, max_age_s, trace_id, window_s, ord)
+    ),
+    keyed AS (
+      INSERT INTO dedupe_keys (key, job_id, queue, expires_at)
+      SELECT idempotency_key, id, queue, now() + make_interval(secs => window_s)
+      FROM input WHERE idempotency_key IS NOT NULL ORDER BY ord
+      ON CONFLICT (key) DO NOTHING
+      RETURNING key, job_id
+    ),
+    inserted AS (
+      INSERT INTO jobs (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
+                        claim_at, max_attempts, trace_id, expires_at)
+      SELECT i.id, i.queue, i.kind, i.kind_version, i.payload, i.idempotency_key, i.priority,
+             s.run_at,
+             s.run_at - make_interval(secs => i.priority * coalesce(q.aging_seconds, ${DEFAULT_AGING_SECONDS}::int)),
+             i.max_attempts, i.trace_id,
+             CASE WHEN i.max_age_s IS NULL THEN NULL ELSE now() + make_interval(secs => i.max_age_s) END
+      FROM input i
+      CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + make_interval(secs => i.delay_s)) AS run_at) s
+      LEFT JOIN queues q ON q.name = i.queue
+      WHERE i.idempotency_key IS NULL OR i.id IN (SELECT job_id FROM keyed)
+      ORDER BY i.ord
+      RETURNING ${returning}
+    )
+    SELECT 'job' AS row_type, inserted.*, NULL AS key, NULL::uuid AS job_id FROM inserted
+    UNION ALL
+    SELECT 'key' AS row_type, ${returnJobs ? sql.raw(nullColumns) : sql.raw('NULL::uuid')}, key, job_id FROM keyed
+    `,
+  );
+}
+
+const nullColumns = JOB_COLUMNS.split(',')
+  .map((c) => c.trim())
+  .map((c) => {
+    const typed: Record<string, string> = {
+      id: 'uuid', payload: 'jsonb', kind_version: 'int', priority: 'int', attempts: 'int', max_attempts: 'int',
+      lease_token: 'uuid', run_at: 'timestamptz', lease_until: 'timestamptz', expires_at: 'timestamptz',
+      created_at: 'timestamptz', started_at: 'timestamptz', finished_at: 'timestamptz', updated_at: 'timestamptz',
+    };
+    return `NULL::${typed[c] ?? 'text'}`;
+  })
+  .join(', ');
+
+/** The job ids that own `keys` now, with the jobs where they still exist. */
+async function lookupKeys(executor: Executor, keys: string[], withJobs: boolean) {
+  const rows = await run(
+    executor,
+    sql`SELECT d.key, d.job_id ${withJobs ? sql.raw(', ' + prefixed('j')) : sql.raw('')}
+        FROM dedupe_keys d ${withJobs ? sql.raw('LEFT JOIN jobs j ON j.id = d.job_id') : sql.raw('')}
+        WHERE d.key = ANY(${sql.param(keys)}::text[])`,
+  );
+  return new Map(rows.map((r) => [r.key as string, r]));
+}
+
+const prefixed = (alias: string) =>
+  JOB_COLUMNS.split(',')
+    .map((c) => `${alias}.${c.trim()}`)
+    .join(', ');
+
+async function translateConflicts<T>(operation: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const pgError = error as { code?: string; constraint?: string; cause?: { code?: string; constraint?: string } };
+    const code = pgError.code ?? pgError.cause?.code;
+    const constraint = pgError.constraint ?? pgError.cause?.constraint;
+    if (code === '23505' && constraint === 'jobs_pkey') {
+      throw new LeaseholdInputError(operation, ['id: a job with this id already exists (ids must be unique; use idempotencyKey to deduplicate)']);
+    }
+    throw error;
+  }
+}
+
+/**
+ * Adds one job. Pass the caller's transaction as `executor` to commit the job with the
+ * business write. With `idempotencyKey`, a repeat returns the first job and `created: false`.
+ */
+export async function enqueue(executor: Executor, spec: EnqueueSpec): Promise<EnqueueResult> {
+  const [job] = prepare('enqueue', [spec]);
+  if (!job) throw new Error('unreachable: prepare returned no job');
+  return translateConflicts('enqueue', async () => {
+    // Loop only for the rare race where a duplicate's key was purged between our statements.
+    for (let tries = 0; tries < 3; tries++) {
+      const rows = await insertJobs(executor, [job], true);
+      const inserted = rows.find((r) => r.row_type === 'job');
+      if (inserted) return { id: job.id, created: true, job: mapJob(inserted) };
+      const owner = (await lookupKeys(executor, [job.idempotencyKey!], true)).get(job.idempotencyKey!);
+      if (owner) {
+        return { id: owner.job_id as string, created: false, job: owner.id ? mapJob(owner) : null };
+      }
+    }
+    throw new Error(`Leasehold enqueue: idempotency key ${job.idempotencyKey} kept changing owner; try again`);
+  });
+}
+
+/**
+ * Adds many jobs in one statement (up to 100,000). Results are in input order; repeated keys,
+ * within the call or against earlier jobs, give `created: false` and the owning job's id.
+ */
+export async function enqueueMany(executor: Executor, specs: readonly EnqueueSpec[]): Promise<BulkEnqueueResult[]> {
+  if (!Array.isArray(specs)) throw new LeaseholdInputError('enqueueMany', ['jobs: expected an array']);
+  if (specs.length > MAX_BULK_ENQUEUE) {
+    throw new LeaseholdInputError('enqueueMany', [`jobs: ${specs.length} given, at most ${MAX_BULK_ENQUEUE} per call`]);
+  }
+  if (specs.length === 0) return [];
+  const jobs = prepare('enqueueMany', specs);
+  return translateConflicts('enqueueMany', async () => {
+    const rows = await insertJobs(executor, jobs, false);
+    const insertedIds = new Set(rows.filter((r) => r.row_type === 'job').map((r) => r.id as string));
+    const owners = new Map<string, string>();
+    for (const r of rows) if (r.row_type === 'key') owners.set(r.key as string, r.job_id as string);
+    const missing = [...new Set(jobs.filter((j) => j.idempotencyKey && !owners.has(j.idempotencyKey)).map((j) => j.idempotencyKey!))];
+    if (missing.length > 0) {
+      for (const [key, row] of await lookupKeys(executor, missing, false)) owners.set(key, row.job_id as string);
+    }
+    return jobs.map((j) => {
+      if (insertedIds.has(j.id)) return { id: j.id, created: true };
+      const owner = j.idempotencyKey ? owners.get(j.idempotencyKey) : undefined;
+      if (!owner) throw new Error(`Leasehold enqueueMany: idempotency key ${j.idempotencyKey} has no owner after insert; try again`);
+      return { id: owner, created: false };
+    });
+  });
+}

@@ -1,0 +1,89 @@
+/**
+ * The job as the queue API hands it out. Column names become camelCase here, once; the rest
+ * of the code never sees a raw row.
+ */
+import type { FailureClass, JobState } from '../schema';
+import { toDate, toDateOrNull, toInt } from './executor';
+
+export interface Job {
+  id: string;
+  queue: string;
+  kind: string;
+  kindVersion: number;
+  payload: unknown;
+  idempotencyKey: string | null;
+  state: JobState;
+  priority: number;
+  runAt: Date;
+  attempts: number;
+  maxAttempts: number;
+  leaseToken: string | null;
+  leaseUntil: Date | null;
+  workerId: string | null;
+  failureClass: FailureClass | null;
+  lastError: string | null;
+  traceId: string | null;
+  expiresAt: Date | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  updatedAt: Date;
+}
+
+/**
+ * A job as one attempt holds it. `attempt` is the fence: hand it to outside systems so they
+ * can reject a late attempt's side effects; `leaseToken` proves ownership to the queue.
+ */
+export interface ClaimedJob extends Job {
+  state: 'running';
+  attempt: number;
+  leaseToken: string;
+  leaseUntil: Date;
+}
+
+/** What a settlement needs to prove it still owns the job. */
+export interface LeaseRef {
+  id: string;
+  leaseToken: string;
+}
+
+export type SettleOutcome = { applied: true } | { applied: false; reason: 'lease_lost' };
+export const APPLIED: SettleOutcome = Object.freeze({ applied: true });
+export const LEASE_LOST: SettleOutcome = Object.freeze({ applied: false, reason: 'lease_lost' });
+
+/** Column list shared by every statement that returns whole jobs. */
+export const JOB_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_key, state, priority,
+  run_at, attempts, max_attempts, lease_token, lease_until, worker_id, failure_class, last_error,
+  trace_id, expires_at, created_at, started_at, finished_at, updated_at`;
+
+export function mapJob(row: Record<string, unknown>): Job {
+  return {
+    id: row.id as string,
+    queue: row.queue as string,
+    kind: row.kind as string,
+    kindVersion: toInt(row.kind_version),
+    payload: row.payload,
+    idempotencyKey: (row.idempotency_key as string | null) ?? null,
+    state: row.state as JobState,
+    priority: toInt(row.priority),
+    runAt: toDate(row.run_at),
+    attempts: toInt(row.attempts),
+    maxAttempts: toInt(row.max_attempts),
+    leaseToken: (row.lease_token as string | null) ?? null,
+    leaseUntil: toDateOrNull(row.lease_until),
+    workerId: (row.worker_id as string | null) ?? null,
+    failureClass: (row.failure_class as FailureClass | null) ?? null,
+    lastError: (row.last_error as string | null) ?? null,
+    traceId: (row.trace_id as string | null) ?? null,
+    expiresAt: toDateOrNull(row.expires_at),
+    createdAt: toDate(row.created_at),
+    startedAt: toDateOrNull(row.started_at),
+    finishedAt: toDateOrNull(row.finished_at),
+    updatedAt: toDate(row.updated_at),
+  };
+}
+
+export function mapClaimedJob(row: Record<string, unknown>): ClaimedJob {
+  const job = mapJob(row);
+  return { ...job, state: 'running', attempt: job.attempts, leaseToken: job.leaseToken!, leaseUntil: job.leaseUntil! };
+}

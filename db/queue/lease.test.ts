@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  cancelIfUnchanged,
+  claim,
+  completeIfLeaseHeld,
+  failIfLeaseHeld,
+  heartbeatIfLeaseHeld,
+  reapExpiredLeases,
+  releaseIfLeaseHeld,
+} from '.';
+import { testDatabase, type TestDatabase } from '../../test/db';
+import { addJob, attemptsOf, claimOne, expireLease, getJob, makeDue, uniqueQueue } from '../../test/factories';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await testDatabase();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('the stale worker story (seed 000)', () => {
+  it("refuses every settlement by a worker whose lease was reaped and re-claimed, and B's completion wins", async () => {
+    const queue = uniqueQueue();
+    const job = await addJob(t.db, { queue });
+    const a = await claimOne(t.db, queue, 'worker-a');
+    expect(a.attempt).toBe(1);
+
+    await expireLease(t.db, job.id);
+    const reaped = await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 });
+    expect(reaped.retried).toContain(job.id);
+
+    const b = await claimOne(t.db, queue, 'worker-b');
+    expect(b.id).toBe(job.id);
+    expect(b.attempt).toBe(2);
+    expect(b.leaseToken).not.toBe(a.leaseToken);
+
+    const before = await getJob(t.db, job.id);
+    expect(await completeIfLeaseHeld(t.db, a)).toEqual({ applied: false, reason: 'lease_lost' });
+    expect(await failIfLeaseHeld(t.db, a, { error: 'late', failureClass: 'transient' })).toEqual({
+      applied: false,
+      reason: 'lease_lost',
+    });
+    expect(await heartbeatIfLeaseHeld(t.db, a, { leaseSeconds: 60 })).toEqual({ applied: false, reason: 'lease_lost' });
+    expect(await releaseIfLeaseHeld(t.db, a)).toEqual({ applied: false, reason: 'lease_lost' });
+    expect(await getJob(t.db, job.id)).toEqual(before);
+
+    expect(await completeIfLeaseHeld(t.db, b)).toEqual({ applied: true });
+    const after = await getJob(t.db, job.id);
+    expect(after.state).toBe('done');
+    expect(after.attempts).toBe(2);
+    expect(after.workerId).toBe('worker-b');
+    const history = await attemptsOf(t.db, job.id);
+    expect(history.map((h) => [h.attempt, h.outcome, h.worker_id])).toEqual([
+      [1, 'lease_expired', 'worker-a'],
+      [2, 'completed', 'worker-b'],
+    ]);
+    expect(history[0]!.lease_token).toBe(a.leaseToken);
+    expect(history[1]!.lease_token).toBe(b.leaseToken);
+  });
+
+  it('rejects a completion after lease_until even before any reaper has run', async () => {
+    const queue = uniqueQueue();
+    await addJob(t.db, { queue });
+    const [job] = await claim(t.db, { queues: [queue], workerId: 'slow', leaseSeconds: 1 });
+    // Real time passes here: the deadline is database time, one second after the claim.
+    await new Promise((r) => setTimeout(r, 1_300));
+    expect(await completeIfLeaseHeld(t.db, job!)).toEqual({ applied: false, reason: 'lease_lost' });
+    const stored = await getJob(t.db, job!.id);
+    expect(stored.state).toBe('running');
+    expect(stored.leaseToken).toBe(job!.leaseToken);
+    expect(await attemptsOf(t.db, job!.id)).toEqual([]);
+  });
+});
+
+describe('heartbeat', () => {
+  it('extends the lease of the attempt that holds it, in database time', async () => {
+    const queue = uniqueQueue();
+    await addJob(t.db, { queue });
+    const job = await claimOne(t.db, queue, 'w', 5);
+    const beat = await heartbeatIfLeaseHeld(t.db, job, { leaseSeconds: 120 });
+    expect(beat.applied).toBe(true);
+    if (beat.applied) expect(beat.leaseUntil.getTime()).toBeGreaterThan(job.leaseUntil.getTime() + 100_000);
+    expect((await getJob(t.db, job.id)).leaseUntil).toEqual(beat.applied ? beat.leaseUntil : null);
+  });
+
+  it('keeps a job that heartbeats past its first deadline away from the reaper', async () => {
+    const queue = uniqueQueue();
+    await addJob(t.db, { queue });
+    const job = await claimOne(t.db, queue, 'w', 1);
+    await new Promise((r) => setTimeout(r, 600));
+    expect((await heartbeatIfLeaseHeld(t.db, job, { leaseSeconds: 1 })).applied).toBe(true);
+    await new Promise((r) => setTimeout(r, 600));
+    // 1.2 s after the claim: past the first lease, inside the extended one.
+    const reaped = await reapExpiredLeases(t.db);
+    expect(reaped.retried).not.toContain(job.id);
+    expect(reaped.dead).not.toContain(job.id);
+    expect(await completeIfLeaseHeld(t.db, job)).toEqual({ applied: true });
+  });
+});
+
+describe('release', () => {
+  it('returns the job to ready without charging the attempt, keeping the attempt number growing', async () => {
+    const queue = uniqueQueue();
+    await addJob(t.db, { queue, maxAttempts: 2 });
+    const first = await claimOne(t.db, queue);
+    expect(await releaseIfLeaseHeld(t.db, first, { reason: 'shutting down' })).toEqual({ applied: true });
+    const released = await getJob(t.db, first.id);
+    expect(released).toMatchObject({ state: 'ready', attempts: 1, maxAttempts: 3, leaseToken: null });
+    const second = await claimOne(t.db, queue);
+    expect(second.attempt).toBe(2);
+    expect(await completeIfLeaseHeld(t.db, second)).toEqual({ applied: true });
+    expect((await attemptsOf(t.db, first.id)).map((a) => a.outcome)).toEqual(['released', 'completed']);
+  });
+});
+
+describe('operator cancel of a running job', () => {
+  it('is refused with a stale token, and with the current token stops the worker from settling', async () => {
+    const queue = uniqueQueue();
+    const job = await addJob(t.db, { queue });
+    const a = await claimOne(t.db, queue, 'worker-a');
+    await expireLease(t.db, job.id);
+    await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 });
+    const b = await claimOne(t.db, queue, 'worker-b');
+
+    // The operator looked while attempt 1 was running: that token is stale now.
+    const stale = await cancelIfUnchanged(t.db, { id: job.id, leaseToken: a.leaseToken, actor: 'ops@example.com' });
+    expect(stale).toMatchObject({ applied: false, reason: 'changed_since_viewed', state: 'running' });
+    const withoutToken = await cancelIfUnchanged(t.db, { id: job.id, actor: 'ops@example.com' });
+    expect(withoutToken).toMatchObject({ applied: false, reason: 'changed_since_viewed' });
+    expect((await getJob(t.db, job.id)).state).toBe('running');
+
+    const current = await cancelIfUnchanged(t.db, { id: job.id, leaseToken: b.leaseToken, actor: 'ops@example.com' });
+    expect(current.applied).toBe(true);
+    expect(await heartbeatIfLeaseHeld(t.db, b, { leaseSeconds: 30 })).toEqual({ applied: false, reason: 'lease_lost' });
+    expect(await completeIfLeaseHeld(t.db, b)).toEqual({ applied: false, reason: 'lease_lost' });
+    const stored = await getJob(t.db, job.id);
+    expect(stored).toMatchObject({ state: 'cancelled', failureClass: 'cancelled', leaseToken: null });
+    expect(stored.finishedAt).not.toBeNull();
+    expect((await attemptsOf(t.db, job.id)).map((h) => h.outcome)).toEqual(['lease_expired', 'cancelled']);
+  });
+});
+
+describe('a job whose lease keeps expiring', () => {
+  it('ends dead as lease_expired when its attempts are spent, instead of looping', async () => {
+    const queue = uniqueQueue();
+    const job = await addJob(t.db, { queue, maxAttempts: 3 });
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const claimed = await claimOne(t.db, queue, `crashy-${attempt}`);
+      expect(claimed.attempt).toBe(attempt);
+      await expireLease(t.db, job.id);
+      const reaped = await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 });
+      expect(attempt < 3 ? reaped.retried : reaped.dead).toContain(job.id);
+    }
+    const stored = await getJob(t.db, job.id);
+    expect(stored).toMatchObject({ state: 'dead', failureClass: 'lease_expired', attempts: 3 });
+    expect(stored.lastError).toMatch(/no attempts left/);
+    expect(await claim(t.db, { queues: [queue], workerId: 'w' })).toEqual([]);
+  });
+
+  it('waits the lease-expired delay before it can be claimed again', async () => {
+    const queue = uniqueQueue();
+    const job = await addJob(t.db, { queue });
+    await claimOne(t.db, queue);
+    await expireLease(t.db, job.id);
+    await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 60_000 });
+    expect(await claim(t.db, { queues: [queue], workerId: 'w' })).toEqual([]);
+    await makeDue(t.db, job.id);
+    expect((await claimOne(t.db, queue)).attempt).toBe(2);
+  });
+});

@@ -1,0 +1,250 @@
+/**
+ * Operator actions: retry, cancel, pause, resume. Each is one statement that changes the jobs
+ * and writes its `audit_log` row together, so an action is never applied without its audit
+ * entry nor audited without being applied. Refusals are audited too (outcome `refused`).
+ *
+ * Guards (every transition is a compare-and-set on what the operator saw):
+ * - retry: only `dead` or `cancelled` jobs go back to `ready`;
+ * - cancel: a `ready` job, or a `running` job only with the lease token the operator saw, so
+ *   "the job changed since you looked" is a refusal and never cancels a newer attempt. The
+ *   cancelled attempt learns it at its next heartbeat or settlement (`lease_lost`).
+ * - bulk forms take an explicit, frozen id set of at most 1,000 jobs.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { z } from 'zod';
+import type { JobState } from '../schema';
+import { run, type Executor } from './executor';
+import { recordAttempts } from './history';
+import { actorSchema, nameSchema, parseInput, uuidSchema } from './validate';
+
+export const MAX_BULK_ACTION = 1000;
+
+export type RefusalReason = 'not_found' | 'changed_since_viewed';
+
+export interface ActionRefusal {
+  id: string;
+  reason: RefusalReason;
+  /** The job's state when the action was refused (absent when not found). */
+  state?: JobState;
+}
+
+export interface ActionResult {
+  requested: number;
+  affected: number;
+  applied: string[];
+  refused: ActionRefusal[];
+  auditId: number;
+}
+
+export type SingleActionOutcome =
+  | { applied: true; auditId: number }
+  | { applied: false; reason: RefusalReason; state?: JobState; auditId: number };
+
+const actorFields = { actor: actorSchema, reason: z.string().max(1000).optional() };
+
+const bulkIds = z
+  .array(uuidSchema)
+  .min(1)
+  .max(MAX_BULK_ACTION, `at most ${MAX_BULK_ACTION} jobs per action`)
+  .refine((ids) => new Set(ids).size === ids.length, 'ids repeat');
+
+const retryManySchema = z.strictObject({ ids: bulkIds, ...actorFields });
+const retryOneSchema = z.strictObject({ id: uuidSchema, ...actorFields });
+const cancelTarget = z.strictObject({ id: uuidSchema, leaseToken: uuidSchema.nullish() });
+const cancelManySchema = z.strictObject({
+  jobs: z
+    .array(cancelTarget)
+    .min(1)
+    .max(MAX_BULK_ACTION, `at most ${MAX_BULK_ACTION} jobs per action`)
+    .refine((jobs) => new Set(jobs.map((j) => j.id)).size === jobs.length, 'ids repeat'),
+  ...actorFields,
+});
+const cancelOneSchema = z.strictObject({ id: uuidSchema, leaseToken: uuidSchema.nullish(), ...actorFields });
+
+/**
+ * Runs `changes` (CTEs named `changed…` returning `id, queue`) with the audit insert, then
+ * reads the pre-action state of every requested id to explain refusals.
+ */
+async function actAndAudit(
+  executor: Executor,
+  action: string,
+  actor: string,
+  reason: string | undefined,
+  ids: string[],
+  input: SQL,
+  changes: SQL,
+  changedUnion: string,
+): Promise<ActionResult> {
+  const rows = await run(
+    executor,
+    sql`
+    WITH input AS (${input}),
+    ${changes},
+    changed AS (${sql.raw(changedUnion)}),
+    audit AS (
+      INSERT INTO audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
+      SELECT ${actor}, ${action}, ${sql.param(ids)}::uuid[],
+             (SELECT CASE WHEN count(DISTINCT queue) = 1 THEN min(queue) END FROM changed),
+             ${ids.length}::int, (SELECT count(*) FROM changed)::int,
+             CASE (SELECT count(*) FROM changed) WHEN 0 THEN 'refused' WHEN ${ids.length}::int THEN 'applied' ELSE 'partial' END,
+             jsonb_build_object('reason', ${reason ?? null}::text,
+                                'applied', coalesce((SELECT jsonb_agg(id) FROM changed), '[]'::jsonb))
+      RETURNING id
+    )
+    SELECT 'audit' AS row_type, (SELECT id FROM audit)::text AS id, NULL AS state
+    UNION ALL SELECT 'changed', id::text, NULL FROM changed
+    UNION ALL SELECT 'seen', j.id::text, j.state FROM jobs j JOIN input i ON i.id = j.id`,
+  );
+  const changed = new Set(rows.filter((r) => r.row_type === 'changed').map((r) => r.id as string));
+  const seen = new Map(rows.filter((r) => r.row_type === 'seen').map((r) => [r.id as string, r.state as JobState]));
+  const auditId = Number(rows.find((r) => r.row_type === 'audit')?.id);
+  const refused: ActionRefusal[] = ids
+    .filter((id) => !changed.has(id))
+    .map((id) => {
+      const state = seen.get(id);
+      return state ? { id, reason: 'changed_since_viewed', state } : { id, reason: 'not_found' };
+    });
+  return { requested: ids.length, affected: changed.size, applied: ids.filter((id) => changed.has(id)), refused, auditId };
+}
+
+function single(result: ActionResult): SingleActionOutcome {
+  const refusal = result.refused[0];
+  if (!refusal) return { applied: true, auditId: result.auditId };
+  return { applied: false, reason: refusal.reason, ...(refusal.state ? { state: refusal.state } : {}), auditId: result.auditId };
+}
+
+function retrySql(executor: Executor, action: string, actor: string, reason: string | undefined, ids: string[]) {
+  // A retry gives the job at least one more attempt; a max age restarts from now.
+  return actAndAudit(
+    executor,
+    action,
+    actor,
+    reason,
+    ids,
+    sql`SELECT unnest(${sql.param(ids)}::uuid[]) AS id`,
+    sql`changed_retry AS (
+      UPDATE jobs j SET state = 'ready', run_at = now(), claim_at = now() - (j.run_at - j.claim_at),
+             max_attempts = greatest(j.max_attempts, j.attempts + 1),
+             expires_at = CASE WHEN j.expires_at IS NULL THEN NULL ELSE now() + (j.expires_at - j.created_at) END,
+             finished_at = NULL, updated_at = now()
+      FROM input i
+      WHERE j.id = i.id AND j.state IN ('dead', 'cancelled') AND j.attempts < 1000
+      RETURNING j.id, j.queue
+    )`,
+    'SELECT id, queue FROM changed_retry',
+  );
+}
+
+/** dead or cancelled → ready. Refused (a value) when the job is in any other state. */
+export async function retryIfTerminal(
+  executor: Executor,
+  input: { id: string; actor: string; reason?: string },
+): Promise<SingleActionOutcome> {
+  const { id, actor, reason } = parseInput('retry', retryOneSchema, input);
+  return single(await retrySql(executor, 'retry', actor, reason, [id]));
+}
+
+/** Bulk retry over a frozen id set (at most 1,000); one audit row for the whole action. */
+export async function retryManyIfTerminal(
+  executor: Executor,
+  input: { ids: string[]; actor: string; reason?: string },
+): Promise<ActionResult> {
+  const { ids, actor, reason } = parseInput('retryMany', retryManySchema, input);
+  return retrySql(executor, 'bulk_retry', actor, reason, ids);
+}
+
+function cancelSql(
+  executor: Executor,
+  action: string,
+  actor: string,
+  reason: string | undefined,
+  jobs: { id: string; leaseToken?: string | null | undefined }[],
+) {
+  const message = `cancelled by ${actor}${reason ? `: ${reason}` : ''}`;
+  const ids = jobs.map((j) => j.id);
+  const end = sql`state = 'cancelled', failure_class = 'cancelled', last_error = ${message},
+                  lease_token = NULL, lease_until = NULL, finished_at = now(), updated_at = now()`;
+  return actAndAudit(
+    executor,
+    action,
+    actor,
+    reason,
+    ids,
+    sql`SELECT * FROM unnest(${sql.param(ids)}::uuid[], ${sql.param(jobs.map((j) => j.leaseToken ?? null))}::uuid[]) AS t(id, token)`,
+    sql`changed_ready AS (
+      UPDATE jobs j SET ${end}
+      FROM input i WHERE j.id = i.id AND j.state = 'ready'
+      RETURNING j.id, j.queue
+    ),
+    settled AS (
+      UPDATE jobs j SET ${end}
+      FROM input i WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, i.token
+    ),
+    history AS (${recordAttempts('cancelled', sql`s.token`, sql`'cancelled'`, sql`${message}`)})`,
+    'SELECT id, queue FROM changed_ready UNION ALL SELECT id, queue FROM settled',
+  );
+}
+
+/**
+ * ready → cancelled; running → cancelled only when `leaseToken` is the token the operator saw
+ * (otherwise refused as `changed_since_viewed`).
+ */
+export async function cancelIfUnchanged(
+  executor: Executor,
+  input: { id: string; leaseToken?: string | null; actor: string; reason?: string },
+): Promise<SingleActionOutcome> {
+  const { id, leaseToken, actor, reason } = parseInput('cancel', cancelOneSchema, input);
+  return single(await cancelSql(executor, 'cancel', actor, reason, [{ id, leaseToken }]));
+}
+
+/** Bulk cancel over a frozen set (at most 1,000), each running job with the token seen. */
+export async function cancelManyIfUnchanged(
+  executor: Executor,
+  input: { jobs: { id: string; leaseToken?: string | null }[]; actor: string; reason?: string },
+): Promise<ActionResult> {
+  const { jobs, actor, reason } = parseInput('cancelMany', cancelManySchema, input);
+  return cancelSql(executor, 'bulk_cancel', actor, reason, jobs);
+}
+
+const queueActionSchema = z.strictObject({ queue: nameSchema, ...actorFields });
+
+export type QueueActionOutcome = { applied: boolean; auditId: number };
+
+async function setPaused(executor: Executor, operation: 'pause' | 'resume', input: unknown): Promise<QueueActionOutcome> {
+  const { queue, actor, reason } = parseInput(operation, queueActionSchema, input);
+  const paused = operation === 'pause';
+  const rows = await run(
+    executor,
+    sql`
+    WITH changed AS (${
+      paused
+        ? sql`INSERT INTO queues (name, paused, paused_at, paused_by) VALUES (${queue}, true, now(), ${actor})
+              ON CONFLICT (name) DO UPDATE SET paused = true, paused_at = now(), paused_by = excluded.paused_by, updated_at = now()
+              WHERE NOT queues.paused
+              RETURNING name`
+        : sql`UPDATE queues SET paused = false, paused_at = NULL, paused_by = NULL, updated_at = now()
+              WHERE name = ${queue} AND paused
+              RETURNING name`
+    }
+    ), audit AS (
+      INSERT INTO audit_log (actor, action, queue, requested, affected, outcome, detail)
+      SELECT ${actor}, ${operation}, ${queue}, 1, (SELECT count(*) FROM changed)::int,
+             CASE WHEN EXISTS (SELECT 1 FROM changed) THEN 'applied' ELSE 'refused' END,
+             jsonb_build_object('reason', ${reason ?? null}::text)
+      RETURNING id
+    )
+    SELECT (SELECT id FROM audit) AS audit_id, EXISTS (SELECT 1 FROM changed) AS applied`,
+  );
+  return { applied: rows[0]?.applied === true, auditId: Number(rows[0]?.audit_id) };
+}
+
+/** Stops claims from `queue` (jobs keep their place). Refused when already paused. */
+export function pauseQueue(executor: Executor, input: { queue: string; actor: string; reason?: string }) {
+  return setPaused(executor, 'pause', input);
+}
+
+/** Lets claims from `queue` start again. Refused when not paused. */
+export function resumeQueue(executor: Executor, input: { queue: string; actor: string; reason?: string }) {
+  return setPaused(executor, 'resume', input);
+}

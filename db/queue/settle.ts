@@ -1,0 +1,207 @@
+/**
+ * Settlement: the attempt that holds a lease ends it (complete, fail, release) or extends it
+ * (heartbeat).
+ *
+ * Invariant: every statement here is one compare-and-set guarded by
+ *   state = 'running' AND lease_token = <the attempt's token> AND lease_until > now()
+ * so a worker whose lease expired, was reaped, re-claimed by someone else or cancelled by an
+ * operator changes nothing, even if the reaper has not run yet. A refused settlement is the
+ * value `{ applied: false, reason: 'lease_lost' }`, never an exception and never a write.
+ *
+ * Ending an attempt also writes its `job_attempts` row in the same statement, so history and
+ * state cannot disagree.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { z } from 'zod';
+import type { FailureClass } from '../schema';
+import { FAILURE_CLASSES } from '../schema';
+import { run, toDate, type Executor } from './executor';
+import { APPLIED, LEASE_LOST, type LeaseRef, type SettleOutcome } from './job';
+import { recordAttempts } from './history';
+import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy';
+import { parseInput, uuidSchema } from './validate';
+
+/** Longest error text stored; longer messages are cut (stack traces belong in logs). */
+export const MAX_ERROR_LENGTH = 4000;
+
+const leaseSchema = z.object({ id: uuidSchema, leaseToken: uuidSchema });
+
+function guard(lease: LeaseRef): SQL {
+  return sql`j.id = ${lease.id}::uuid AND j.state = 'running' AND j.lease_token = ${lease.leaseToken}::uuid AND j.lease_until > now()`;
+}
+
+export function truncateError(message: string): string {
+  return message.length <= MAX_ERROR_LENGTH ? message : `${message.slice(0, MAX_ERROR_LENGTH - 1)}…`;
+}
+
+/** Marks the job `done` if this attempt still holds its lease. */
+export async function completeIfLeaseHeld(executor: Executor, lease: LeaseRef): Promise<SettleOutcome> {
+  parseInput('complete', leaseSchema, lease);
+  const rows = await run(
+    executor,
+    sql`
+    WITH settled AS (
+      UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
+                        finished_at = now(), updated_at = now()
+      WHERE ${guard(lease)}
+      RETURNING id, attempts, queue, kind, worker_id, started_at
+    ), history AS (${recordAttempts('completed', sql`${lease.leaseToken}::uuid`, sql`NULL`, sql`NULL`)})
+    SELECT id FROM settled`,
+  );
+  return rows.length === 1 ? APPLIED : LEASE_LOST;
+}
+
+/**
+ * Completes many jobs in one statement (batched acknowledgements). Each job is guarded by its
+ * own token; the result lists which applied, in input order.
+ */
+export async function completeManyIfLeaseHeld(
+  executor: Executor,
+  leases: readonly LeaseRef[],
+): Promise<SettleOutcome[]> {
+  parseInput('completeMany', z.array(leaseSchema).max(10_000), leases);
+  if (leases.length === 0) return [];
+  const rows = await run(
+    executor,
+    sql`
+    WITH input AS (
+      SELECT * FROM unnest(${sql.param(leases.map((l) => l.id))}::uuid[],
+                           ${sql.param(leases.map((l) => l.leaseToken))}::uuid[]) AS t(id, token)
+    ), settled AS (
+      UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
+                        finished_at = now(), updated_at = now()
+      FROM input i
+      WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token AND j.lease_until > now()
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, i.token
+    ), history AS (${recordAttempts('completed', sql`s.token`, sql`NULL`, sql`NULL`)})
+    SELECT id FROM settled`,
+  );
+  const applied = new Set(rows.map((r) => r.id as string));
+  return leases.map((l) => (applied.has(l.id) ? APPLIED : LEASE_LOST));
+}
+
+const failSchema = z.strictObject({
+  error: z.string(),
+  failureClass: z.enum(FAILURE_CLASSES),
+  retryAfterMs: z.number().min(0).optional(),
+  policy: z.record(z.string(), z.number()).optional(),
+});
+
+export interface FailInput {
+  /** What went wrong, for people: stored (cut to 4,000 characters) on the job and its attempt. */
+  error: string;
+  failureClass: FailureClass;
+  /** For `rate_limited`: the provider's Retry-After, in milliseconds. */
+  retryAfterMs?: number;
+  policy?: Partial<RetryPolicy>;
+}
+
+export type FailOutcome =
+  | { applied: true; state: 'ready' | 'dead'; failureClass: FailureClass; runAt: Date }
+  | { applied: false; reason: 'lease_lost' };
+
+/**
+ * Ends the attempt as failed. The retry policy (docs/contract.md §4) picks `ready` after a
+ * delay or `dead`; the UPDATE re-checks the attempt budget and max age in database time.
+ */
+export async function failIfLeaseHeld(
+  executor: Executor,
+  lease: LeaseRef & { attempt: number; maxAttempts: number },
+  input: FailInput,
+): Promise<FailOutcome> {
+  parseInput('fail', leaseSchema, lease);
+  parseInput('fail', failSchema, input);
+  const decision: RetryDecision = decideRetry({
+    failureClass: input.failureClass,
+    attempt: lease.attempt,
+    maxAttempts: lease.maxAttempts,
+    retryAfterMs: input.retryAfterMs,
+    policy: input.policy,
+  });
+  const retry = decision.action === 'retry';
+  const delaySeconds = retry ? decision.delayMs / 1000 : 0;
+  const error = truncateError(input.error);
+  // `next` is the run time a retry would get; a job whose max age ends before it goes dead
+  // as `expired`. The budget is re-checked here, in the guarded row, not only in the policy.
+  const next = sql`(now() + make_interval(secs => ${delaySeconds}::float8))`;
+  const expired = sql`(${retry}::boolean AND coalesce(j.expires_at <= ${next}, false))`;
+  const retrying = sql`(${retry}::boolean AND j.attempts < j.max_attempts AND NOT coalesce(j.expires_at <= ${next}, false))`;
+  const rows = await run(
+    executor,
+    sql`
+    WITH settled AS (
+      UPDATE jobs j SET
+        state = CASE WHEN ${retrying} THEN 'ready' ELSE 'dead' END,
+        failure_class = CASE WHEN ${expired} THEN 'expired' ELSE ${input.failureClass} END,
+        last_error = CASE WHEN ${expired} THEN ${error} || ' (max age reached: not retried)' ELSE ${error} END,
+        run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,
+        claim_at = CASE WHEN ${retrying} THEN ${next} - (j.run_at - j.claim_at) ELSE j.claim_at END,
+        lease_token = NULL, lease_until = NULL,
+        finished_at = CASE WHEN ${retrying} THEN NULL ELSE now() END,
+        updated_at = now()
+      WHERE ${guard(lease)}
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.failure_class, j.run_at
+    ), history AS (${recordAttempts('failed', sql`${lease.leaseToken}::uuid`, sql`s.failure_class`, sql`${error}`)})
+    SELECT state, failure_class, run_at FROM settled`,
+  );
+  const row = rows[0];
+  if (!row) return LEASE_LOST as FailOutcome;
+  return {
+    applied: true,
+    state: row.state as 'ready' | 'dead',
+    failureClass: row.failure_class as FailureClass,
+    runAt: toDate(row.run_at),
+  };
+}
+
+export type HeartbeatOutcome = { applied: true; leaseUntil: Date } | { applied: false; reason: 'lease_lost' };
+
+/** Extends the lease to now() + `leaseSeconds` if this attempt still holds it. */
+export async function heartbeatIfLeaseHeld(
+  executor: Executor,
+  lease: LeaseRef,
+  options: { leaseSeconds: number },
+): Promise<HeartbeatOutcome> {
+  parseInput('heartbeat', leaseSchema, lease);
+  parseInput('heartbeat', z.object({ leaseSeconds: z.number().min(1).max(24 * 3600) }), options);
+  const rows = await run(
+    executor,
+    sql`UPDATE jobs j SET lease_until = now() + make_interval(secs => ${options.leaseSeconds}::float8), updated_at = now()
+        WHERE ${guard(lease)}
+        RETURNING lease_until`,
+  );
+  const row = rows[0];
+  return row ? { applied: true, leaseUntil: toDate(row.lease_until) } : (LEASE_LOST as HeartbeatOutcome);
+}
+
+/**
+ * Gives the job back (graceful shutdown): `ready` again after `delayMs` (default 0). The
+ * released attempt is not charged to the retry budget: `max_attempts` grows by one, so the
+ * attempt number (the fence) still only grows.
+ */
+export async function releaseIfLeaseHeld(
+  executor: Executor,
+  lease: LeaseRef,
+  options: { delayMs?: number; reason?: string } = {},
+): Promise<SettleOutcome> {
+  parseInput('release', leaseSchema, lease);
+  parseInput('release', z.object({ delayMs: z.number().min(0).optional(), reason: z.string().optional() }), options);
+  const delaySeconds = (options.delayMs ?? 0) / 1000;
+  const reason = truncateError(options.reason ?? 'released by its worker');
+  const rows = await run(
+    executor,
+    sql`
+    WITH settled AS (
+      UPDATE jobs j SET
+        state = 'ready',
+        max_attempts = least(j.max_attempts + 1, 1000),
+        run_at = now() + make_interval(secs => ${delaySeconds}::float8),
+        claim_at = now() + make_interval(secs => ${delaySeconds}::float8) - (j.run_at - j.claim_at),
+        lease_token = NULL, lease_until = NULL, updated_at = now()
+      WHERE ${guard(lease)} AND j.attempts < least(j.max_attempts + 1, 1000)
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at
+    ), history AS (${recordAttempts('released', sql`${lease.leaseToken}::uuid`, sql`NULL`, sql`${reason}`)})
+    SELECT id FROM settled`,
+  );
+  return rows.length === 1 ? APPLIED : LEASE_LOST;
+}

@@ -1,0 +1,95 @@
+/**
+ * Input checks for the queue API. Everything is checked before the first statement, so a bad
+ * call writes nothing and says which field is wrong.
+ */
+import { z } from 'zod';
+import { MAX_PAYLOAD_BYTES } from '../schema';
+import { LeaseholdInputError } from './errors';
+
+/** Queue and kind names: letters, digits and `_ . : -`, up to 128 characters. */
+export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
+export const nameSchema = z.string().regex(NAME_PATTERN, 'expected 1-128 of A-Z a-z 0-9 _ . : - (starting with a letter or digit)');
+export const uuidSchema = z.string().regex(
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+  'expected a UUID',
+);
+export const actorSchema = z.string().min(1).max(256);
+
+export function problemsOf(error: z.ZodError, prefix = ''): string[] {
+  return error.issues.map((issue) => {
+    const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
+    return `${path || 'input'}: ${issue.message}`;
+  });
+}
+
+/** Parses `input` with `schema`, or throws a LeaseholdInputError naming every problem. */
+export function parseInput<S extends z.ZodType>(operation: string, schema: S, input: unknown): z.output<S> {
+  const result = schema.safeParse(input);
+  if (!result.success) throw new LeaseholdInputError(operation, problemsOf(result.error));
+  return result.data;
+}
+
+/**
+ * Encodes a payload as JSON text for a `jsonb` column, refusing what JSON.stringify would
+ * silently change (NaN → null, a Date → a string, an undefined field dropped) and what
+ * PostgreSQL would refuse later with a less helpful message (U+0000, lone surrogates).
+ * Returns the text or a list of problems.
+ */
+export function encodePayload(payload: unknown): { text: string } | { problems: string[] } {
+  const problems: string[] = [];
+  const seen = new Set<object>();
+  const visit = (value: unknown, path: string, depth: number): void => {
+    if (problems.length >= 5) return;
+    if (depth > 100) {
+      problems.push(`${path}: nested deeper than 100 levels`);
+      return;
+    }
+    if (value === null || typeof value === 'boolean') return;
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) problems.push(`${path}: ${value} is not a JSON number`);
+      return;
+    }
+    if (typeof value === 'string') {
+      checkText(value, path);
+      return;
+    }
+    if (typeof value !== 'object') {
+      problems.push(`${path}: a ${typeof value} is not JSON`);
+      return;
+    }
+    if (seen.has(value)) {
+      problems.push(`${path}: circular reference`);
+      return;
+    }
+    seen.add(value);
+    if (Array.isArray(value)) {
+      value.forEach((item, i) => visit(item, `${path}[${i}]`, depth + 1));
+    } else {
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) {
+        problems.push(`${path}: a ${value.constructor?.name ?? 'non-plain object'} is not JSON (convert it first)`);
+      } else {
+        for (const [key, item] of Object.entries(value)) {
+          checkText(key, `${path}.${key}`);
+          if (item === undefined) problems.push(`${path}.${key}: undefined is not JSON (omit the field or use null)`);
+          else visit(item, `${path}.${key}`, depth + 1);
+        }
+      }
+    }
+    seen.delete(value);
+  };
+  const checkText = (text: string, path: string) => {
+    if (text.includes('\u0000')) problems.push(`${path}: contains U+0000, which PostgreSQL jsonb cannot store`);
+    else if (!(text as string & { isWellFormed(): boolean }).isWellFormed()) problems.push(`${path}: contains a lone UTF-16 surrogate`);
+  };
+  if (payload === undefined) return { text: '{}' };
+  visit(payload, 'payload', 0);
+  if (problems.length > 0) return { problems };
+  const text = JSON.stringify(payload);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > MAX_PAYLOAD_BYTES) {
+    return { problems: [`payload: ${bytes} bytes of JSON, more than the ${MAX_PAYLOAD_BYTES} allowed (store large data elsewhere and enqueue a reference)`] };
+  }
+  return { text };
+}

@@ -1,0 +1,94 @@
+/**
+ * Test fixtures built through the queue API itself, plus the one thing tests may do that the
+ * API does not: let time pass for a lease or a backoff (by moving the deadline, not the clock).
+ */
+import { sql } from 'drizzle-orm';
+import {
+  cancelIfUnchanged,
+  claim,
+  completeIfLeaseHeld,
+  enqueue,
+  failIfLeaseHeld,
+  type ClaimedJob,
+  type EnqueueSpec,
+  type Executor,
+  type Job,
+} from '../db/queue';
+import { run } from '../db/queue/executor';
+import { mapJob, JOB_COLUMNS } from '../db/queue/job';
+
+let counter = 0;
+export function uniqueQueue(prefix = 'q'): string {
+  counter += 1;
+  return `${prefix}-${process.pid}-${counter}`;
+}
+
+export async function addJob(db: Executor, overrides: Partial<EnqueueSpec> = {}): Promise<Job> {
+  const result = await enqueue(db, { kind: 'test.noop', queue: 'default', payload: { n: counter++ }, ...overrides });
+  return result.job!;
+}
+
+export async function claimOne(db: Executor, queue: string, workerId = 'worker-a', leaseSeconds = 30): Promise<ClaimedJob> {
+  const [job] = await claim(db, { queues: [queue], workerId, limit: 1, leaseSeconds });
+  if (!job) throw new Error(`nothing to claim in ${queue}`);
+  return job;
+}
+
+export async function getJob(db: Executor, id: string): Promise<Job> {
+  const rows = await run(db, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE id = ${id}::uuid`);
+  if (!rows[0]) throw new Error(`no job ${id}`);
+  return mapJob(rows[0]);
+}
+
+export async function allJobs(db: Executor): Promise<Job[]> {
+  const rows = await run(db, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs ORDER BY id`);
+  return rows.map(mapJob);
+}
+
+/** As if the lease's deadline had passed: moves lease_until into the past. */
+export async function expireLease(db: Executor, id: string): Promise<void> {
+  await run(db, sql`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid AND state = 'running'`);
+}
+
+/** As if a retry's backoff had elapsed: makes a waiting job due now, keeping its aging offset. */
+export async function makeDue(db: Executor, id: string): Promise<void> {
+  await run(
+    db,
+    sql`UPDATE jobs SET claim_at = now() - (run_at - claim_at), run_at = now() WHERE id = ${id}::uuid AND state = 'ready'`,
+  );
+}
+
+export async function attemptsOf(db: Executor, id: string) {
+  return run<{ attempt: number; outcome: string; failure_class: string | null; lease_token: string; worker_id: string }>(
+    db,
+    sql`SELECT attempt, outcome, failure_class, lease_token, worker_id FROM job_attempts WHERE job_id = ${id}::uuid ORDER BY attempt`,
+  );
+}
+
+/**
+ * One job in every state and sub-state, on its own queue: ready, scheduled, running, lease
+ * expired, retry-waiting, done, dead, cancelled. Made through the API.
+ */
+export async function mixedFixture(db: Executor, queue: string): Promise<Record<string, Job>> {
+  const scheduled = await addJob(db, { queue, delayMs: 3_600_000 });
+  const running = await addJob(db, { queue });
+  const expired = await addJob(db, { queue });
+  const retrying = await addJob(db, { queue });
+  const done = await addJob(db, { queue });
+  const dead = await addJob(db, { queue });
+  const cancelled = await addJob(db, { queue });
+  // Claim everything due, settle each as its state needs, then add the plain ready job.
+  const claimed = await claim(db, { queues: [queue], workerId: 'fixture', limit: 100, leaseSeconds: 600 });
+  const byId = new Map(claimed.map((j) => [j.id, j]));
+  const lease = (job: Job) => byId.get(job.id)!;
+  await completeIfLeaseHeld(db, lease(done));
+  await failIfLeaseHeld(db, lease(dead), { error: 'bad payload', failureClass: 'permanent' });
+  await failIfLeaseHeld(db, lease(retrying), { error: 'provider 503', failureClass: 'transient' });
+  await cancelIfUnchanged(db, { id: cancelled.id, leaseToken: lease(cancelled).leaseToken, actor: 'fixture' });
+  await expireLease(db, expired.id);
+  const ready = await addJob(db, { queue });
+  const jobs = { ready, scheduled, running, expired, retrying, done, dead, cancelled };
+  const fresh: Record<string, Job> = {};
+  for (const [name, job] of Object.entries(jobs)) fresh[name] = await getJob(db, job.id);
+  return fresh;
+}

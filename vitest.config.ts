@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['db/**/*.test.ts', 'workers/**/*.test.ts', 'lib/**/*.test.ts', 'scripts/**/*.test.ts'],
+    globalSetup: ['./test/global-setup.ts'],
+    // Each test file gets its own database cloned from a migrated template (test/db.ts).
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});
