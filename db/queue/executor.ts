@@ -19,8 +19,16 @@ const dialect = new PgDialect();
 /** Runs one statement and returns its rows. */
 export async function run<Row = Record<string, unknown>>(executor: Executor, query: SQL): Promise<Row[]> {
   if ('execute' in executor && typeof executor.execute === 'function') {
-    const result = await executor.execute(query);
-    return result.rows as Row[];
+    try {
+      const result = await executor.execute(query);
+      return result.rows as Row[];
+    } catch (error) {
+      // Drizzle wraps the driver's error ("Failed query: …"); hand out pg's own DatabaseError
+      // (code, constraint, detail) so callers see the same error whichever executor they use.
+      const cause = (error as { cause?: unknown }).cause;
+      if (cause instanceof Error && 'code' in cause) throw cause;
+      throw error;
+    }
   }
   const { sql: text, params } = dialect.sqlToQuery(query);
   const result = await (executor as PgExecutor).query(text, params as unknown[]);

@@ -17,7 +17,7 @@ const retentionSchema = z.strictObject({
   deadAfterSeconds: seconds.default(14 * DAY),
   cancelledAfterSeconds: seconds.default(7 * DAY),
   attemptsAfterSeconds: seconds.default(14 * DAY),
-  /** Most rows removed per table per call. */
+  /** Most rows removed per call for each terminal state, attempt history and keys. */
   limit: z.int().min(1).max(100_000).default(1000),
 });
 

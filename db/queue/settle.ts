@@ -97,12 +97,13 @@ export interface FailInput {
 }
 
 export type FailOutcome =
-  | { applied: true; state: 'ready' | 'dead'; failureClass: FailureClass; runAt: Date }
+  | { applied: true; state: 'ready' | 'dead' | 'cancelled'; failureClass: FailureClass; runAt: Date }
   | { applied: false; reason: 'lease_lost' };
 
 /**
  * Ends the attempt as failed. The retry policy (docs/contract.md §4) picks `ready` after a
- * delay or `dead`; the UPDATE re-checks the attempt budget and max age in database time.
+ * delay or `dead` (`cancelled` for the class `cancelled`: the application gave up on it); the
+ * UPDATE re-checks the attempt budget and max age in database time.
  */
 export async function failIfLeaseHeld(
   executor: Executor,
@@ -131,7 +132,7 @@ export async function failIfLeaseHeld(
     sql`
     WITH settled AS (
       UPDATE jobs j SET
-        state = CASE WHEN ${retrying} THEN 'ready' ELSE 'dead' END,
+        state = CASE WHEN ${retrying} THEN 'ready' ELSE ${input.failureClass === 'cancelled' ? 'cancelled' : 'dead'}::text END,
         failure_class = CASE WHEN ${expired} THEN 'expired' ELSE ${input.failureClass} END,
         last_error = CASE WHEN ${expired} THEN ${error} || ' (max age reached: not retried)' ELSE ${error} END,
         run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,
@@ -148,7 +149,7 @@ export async function failIfLeaseHeld(
   if (!row) return LEASE_LOST as FailOutcome;
   return {
     applied: true,
-    state: row.state as 'ready' | 'dead',
+    state: row.state as 'ready' | 'dead' | 'cancelled',
     failureClass: row.failure_class as FailureClass,
     runAt: toDate(row.run_at),
   };

@@ -1,0 +1,32 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { describe, expect, inject, it } from 'vitest';
+import { withDatabase } from './database';
+import { migrateDatabase } from './migrate';
+
+describe('migrations', () => {
+  it('apply once when run twice and from two runners at the same time', async () => {
+    const serverUrl = inject('serverUrl');
+    const name = `leasehold_mig_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    try {
+      const url = withDatabase(serverUrl, name);
+      await Promise.all([migrateDatabase(url), migrateDatabase(url)]);
+      await migrateDatabase(url);
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      const applied = await client.query('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations');
+      const tables = await client.query(
+        `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
+      );
+      await client.end();
+      expect(applied.rows[0].n).toBeGreaterThanOrEqual(1);
+      expect(tables.rows.map((r) => r.table_name)).toEqual(['audit_log', 'dedupe_keys', 'job_attempts', 'jobs', 'queues']);
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+});

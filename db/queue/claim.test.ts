@@ -1,0 +1,197 @@
+import { sql } from 'drizzle-orm';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany, pauseQueue, reapStatement, resumeQueue } from '.';
+import { testDatabase, type TestDatabase } from '../../test/db';
+import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories';
+import { run } from './executor';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await testDatabase({ max: 30 });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('claim', () => {
+  it('leases a batch: running, attempt + 1, a fresh token each, a deadline in database time', async () => {
+    const queue = uniqueQueue();
+    await enqueueMany(t.db, Array.from({ length: 5 }, () => ({ queue, kind: 'k' })));
+    const [{ now }] = (await run(t.db, sql`SELECT now() AS now`)) as [{ now: string }];
+    const jobs = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 3, leaseSeconds: 30 });
+    expect(jobs).toHaveLength(3);
+    expect(new Set(jobs.map((j) => j.leaseToken)).size).toBe(3);
+    for (const job of jobs) {
+      expect(job).toMatchObject({ state: 'running', attempt: 1, attempts: 1, workerId: 'w1' });
+      const lease = job.leaseUntil.getTime() - new Date(now.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).getTime();
+      expect(lease).toBeGreaterThan(29_000);
+      expect(lease).toBeLessThan(35_000);
+    }
+    expect(await claim(t.db, { queues: [queue], workerId: 'w1', limit: 10 })).toHaveLength(2);
+    expect(await claim(t.db, { queues: [queue], workerId: 'w1', limit: 10 })).toEqual([]);
+  });
+
+  it('does not hand out jobs scheduled for later', async () => {
+    const queue = uniqueQueue();
+    await addJob(t.db, { queue, delayMs: 60_000 });
+    await addJob(t.db, { queue, runAt: new Date(Date.now() + 3_600_000) });
+    expect(await claim(t.db, { queues: [queue], workerId: 'w', limit: 10 })).toEqual([]);
+  });
+
+  it('skips paused queues and serves them again after resume', async () => {
+    const paused = uniqueQueue('paused');
+    const open = uniqueQueue('open');
+    const p = await addJob(t.db, { queue: paused });
+    const o = await addJob(t.db, { queue: open });
+    await pauseQueue(t.db, { queue: paused, actor: 'admin' });
+    const claimed = await claim(t.db, { queues: [paused, open], workerId: 'w', limit: 10 });
+    expect(claimed.map((j) => j.id)).toEqual([o.id]);
+    expect((await getJob(t.db, p.id)).state).toBe('ready');
+    await resumeQueue(t.db, { queue: paused, actor: 'admin' });
+    expect((await claim(t.db, { queues: [paused], workerId: 'w' })).map((j) => j.id)).toEqual([p.id]);
+  });
+
+  it('serves several queues in one claim, in the shared priority-and-age order', async () => {
+    const a = uniqueQueue('a');
+    const b = uniqueQueue('b');
+    const low = await addJob(t.db, { queue: a, priority: 0 });
+    const high = await addJob(t.db, { queue: b, priority: 5 });
+    const later = await addJob(t.db, { queue: a, priority: 0 });
+    const claimed = await claim(t.db, { queues: [a, b], workerId: 'w', limit: 2 });
+    expect(claimed.map((j) => j.id).sort()).toEqual([high.id, low.id].sort());
+    expect((await getJob(t.db, later.id)).state).toBe('ready');
+  });
+
+  it('claims higher priority first and breaks ties by id', async () => {
+    const queue = uniqueQueue();
+    const runAt = new Date(Date.now() - 1000);
+    const ids = ['00000000-0000-7000-8000-000000000003', '00000000-0000-7000-8000-000000000001', '00000000-0000-7000-8000-000000000002'];
+    await enqueueMany(t.db, ids.map((id) => ({ id, queue, kind: 'k', runAt })));
+    const urgent = await addJob(t.db, { queue, priority: 10 });
+    const order: string[] = [];
+    for (let i = 0; i < 4; i++) order.push((await claimOne(t.db, queue)).id);
+    expect(order).toEqual([urgent.id, ...[...ids].sort()]);
+  });
+
+  it('refuses bad options with a clear error', async () => {
+    await expect(claim(t.db, { queues: [], workerId: 'w' })).rejects.toThrow(/queues/);
+    await expect(claim(t.db, { queues: ['ok'], workerId: 'w', limit: 0 })).rejects.toThrow(/limit/);
+    await expect(claim(t.db, { queues: ['bad queue!'], workerId: 'w' })).rejects.toThrow(/queues\.0/);
+  });
+});
+
+describe('concurrent claimers', () => {
+  it('16 claimers on separate connections over 5,000 jobs claim each job exactly once, leaving none behind', async () => {
+    const queue = uniqueQueue('race');
+    const total = 5_000;
+    await enqueueMany(t.db, Array.from({ length: total }, (_, i) => ({ queue, kind: 'k', payload: { i } })));
+    const seen: { id: string; attempt: number; worker: string }[] = [];
+    const claimers = Array.from({ length: 16 }, async (_, w) => {
+      const client = new pg.Client({ connectionString: t.url });
+      await client.connect();
+      try {
+        let empty = 0;
+        while (empty < 3) {
+          const jobs = await claim(client, { queues: [queue], workerId: `w${w}`, limit: 1 + ((w * 7) % 20), leaseSeconds: 60 });
+          if (jobs.length === 0) {
+            empty += 1;
+            continue;
+          }
+          empty = 0;
+          for (const job of jobs) seen.push({ id: job.id, attempt: job.attempt, worker: `w${w}` });
+          const outcomes = await completeManyIfLeaseHeld(client, jobs);
+          expect(outcomes.every((o) => o.applied)).toBe(true);
+        }
+      } finally {
+        await client.end();
+      }
+    });
+    await Promise.all(claimers);
+    expect(seen).toHaveLength(total);
+    expect(new Set(seen.map((s) => s.id)).size).toBe(total);
+    expect(seen.every((s) => s.attempt === 1)).toBe(true);
+    expect(new Set(seen.map((s) => s.worker)).size).toBeGreaterThan(1);
+    const [counts] = await run(
+      t.db,
+      sql`SELECT count(*) FILTER (WHERE state = 'done')::int AS done, count(*)::int AS all,
+                 (SELECT count(*)::int FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE j.queue = ${queue}) AS history
+          FROM jobs WHERE queue = ${queue}`,
+    );
+    expect(counts).toEqual({ done: total, all: total, history: total });
+  });
+});
+
+describe('priority aging', () => {
+  it('serves a low-priority job within the stated bound under a continuous higher-priority flood', async () => {
+    // Bound (docs/contract.md §5): a job of priority p is claimed before every job of priority
+    // q > p that became due more than (q − p) × aging_seconds after it.
+    const queue = uniqueQueue('flood');
+    await run(t.db, sql`INSERT INTO queues (name, aging_seconds) VALUES (${queue}, 1)`);
+    const flood = () => enqueueMany(t.db, Array.from({ length: 10 }, () => ({ queue, kind: 'flood', priority: 2 })));
+    await flood();
+    const low = await addJob(t.db, { queue, kind: 'low', priority: 0 });
+    const claimedBefore: Date[] = [];
+    let lowClaimedAfterMs = -1;
+    const started = Date.now();
+    while (Date.now() - started < 30_000) {
+      await flood(); // 10 in, 5 out per tick: the backlog only grows
+      const jobs = await claim(t.db, { queues: [queue], workerId: 'w', limit: 5 });
+      await completeManyIfLeaseHeld(t.db, jobs);
+      if (jobs.some((j) => j.id === low.id)) {
+        lowClaimedAfterMs = Date.now() - started;
+        break;
+      }
+      claimedBefore.push(...jobs.map((j) => j.runAt));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(lowClaimedAfterMs).toBeGreaterThan(0);
+    const bound = low.runAt.getTime() + 2 * 1000;
+    expect(claimedBefore.filter((runAt) => runAt.getTime() > bound)).toEqual([]);
+    const [backlog] = await run(t.db, sql`SELECT count(*)::int AS n FROM jobs WHERE queue = ${queue} AND state = 'ready'`);
+    expect(backlog!.n).toBeGreaterThan(0); // the flood was still going when the low job ran
+  });
+
+  it('without aging the same flood would starve it (control)', async () => {
+    const queue = uniqueQueue('flood-control');
+    await run(t.db, sql`INSERT INTO queues (name, aging_seconds) VALUES (${queue}, 86400)`);
+    const low = await addJob(t.db, { queue, kind: 'low', priority: 0 });
+    for (let i = 0; i < 20; i++) {
+      await enqueueMany(t.db, Array.from({ length: 10 }, () => ({ queue, kind: 'flood', priority: 2 })));
+      const jobs = await claim(t.db, { queues: [queue], workerId: 'w', limit: 5 });
+      expect(jobs.map((j) => j.id)).not.toContain(low.id);
+      await completeManyIfLeaseHeld(t.db, jobs);
+    }
+  });
+});
+
+describe('plans under history volume', () => {
+  type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] };
+  const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+
+  async function explain(statement: ReturnType<typeof sql>) {
+    const rows = await run<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(t.db, sql`EXPLAIN (FORMAT JSON) ${statement}`);
+    return nodes(rows[0]!['QUERY PLAN'][0].Plan);
+  }
+
+  it('claim and reap use their partial indexes and never scan jobs sequentially (200,000 terminal, 1,000 ready)', async () => {
+    const queue = uniqueQueue('history');
+    await run(
+      t.db,
+      sql`INSERT INTO jobs (id, queue, kind, state, attempts, finished_at, created_at)
+          SELECT gen_random_uuid(), ${queue}, 'k', (ARRAY['done','dead','cancelled'])[1 + g % 3], 1, now(), now()
+          FROM generate_series(1, 200000) g`,
+    );
+    await enqueueMany(t.db, Array.from({ length: 1000 }, () => ({ queue, kind: 'k' })));
+    await claim(t.db, { queues: [queue], workerId: 'w', limit: 20, leaseSeconds: 600 });
+    await run(t.db, sql`ANALYZE jobs`);
+
+    const claimPlan = await explain(claimStatement({ queues: [queue], workerId: 'w', limit: 10 }));
+    expect(claimPlan.map((n) => n['Index Name']).filter(Boolean)).toContain('jobs_claim_idx');
+    expect(claimPlan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'jobs')).toEqual([]);
+
+    const reapPlan = await explain(reapStatement({ limit: 100 }));
+    expect(reapPlan.map((n) => n['Index Name']).filter(Boolean)).toContain('jobs_lease_idx');
+    expect(reapPlan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'jobs')).toEqual([]);
+  });
+});

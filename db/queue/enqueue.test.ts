@@ -1,0 +1,217 @@
+import { sql } from 'drizzle-orm';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claim, completeIfLeaseHeld, enqueue, enqueueMany, LeaseholdInputError, removeExpiredHistory } from '.';
+import { MAX_PAYLOAD_BYTES } from '../schema';
+import { testDatabase, type TestDatabase } from '../../test/db';
+import { allJobs, getJob, uniqueQueue } from '../../test/factories';
+import { run } from './executor';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await testDatabase({ max: 40 });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const count = async (where = sql`true`) =>
+  ((await run<{ n: number }>(t.db, sql`SELECT count(*)::int AS n FROM jobs WHERE ${where}`))[0]!.n);
+
+describe('enqueue inside the caller transaction', () => {
+  it('commits the job with the business write (Drizzle transaction)', async () => {
+    const queue = uniqueQueue();
+    const id = await t.db.transaction(async (tx) => {
+      const result = await enqueue(tx, { queue, kind: 'receipt.send', payload: { orderId: 42 } });
+      return result.id;
+    });
+    const job = await getJob(t.db, id);
+    expect(job).toMatchObject({ state: 'ready', kind: 'receipt.send', payload: { orderId: 42 }, attempts: 0, queue });
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/); // UUIDv7 when the app gives none
+  });
+
+  it('leaves nothing when the transaction rolls back (pg client)', async () => {
+    const queue = uniqueQueue();
+    const client = await t.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await enqueue(client, { queue, kind: 'k', idempotencyKey: `rolled-back-${queue}` });
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    expect(await count(sql`queue = ${queue}`)).toBe(0);
+    const keys = await run(t.db, sql`SELECT 1 FROM dedupe_keys WHERE key = ${`rolled-back-${queue}`}`);
+    expect(keys).toEqual([]);
+    // The key is free again: a later enqueue creates the job.
+    expect((await enqueue(t.db, { queue, kind: 'k', idempotencyKey: `rolled-back-${queue}` })).created).toBe(true);
+  });
+
+  it('keeps the app-supplied id, priority, run time, attempts and trace id', async () => {
+    const queue = uniqueQueue();
+    const id = '0190f0e8-0000-7000-8000-00000000abcd';
+    const runAt = new Date(Date.now() + 60_000);
+    const { job } = await enqueue(t.db, {
+      id, queue, kind: 'k', kindVersion: 2, priority: -5, runAt, maxAttempts: 3, traceId: 'trace-1', maxAgeSeconds: 600,
+    });
+    expect(job).toMatchObject({ id, kindVersion: 2, priority: -5, maxAttempts: 3, traceId: 'trace-1' });
+    expect(job!.runAt.getTime()).toBe(runAt.getTime());
+    expect(job!.expiresAt!.getTime() - job!.createdAt.getTime()).toBeCloseTo(600_000, -2);
+  });
+});
+
+describe('idempotency keys', () => {
+  it('32 concurrent enqueues of one key on separate connections give exactly one job', async () => {
+    const queue = uniqueQueue();
+    const key = `receipt:order-${queue}`;
+    const results = await Promise.all(
+      Array.from({ length: 32 }, async (_, i) => {
+        const client = new pg.Client({ connectionString: t.url });
+        await client.connect();
+        try {
+          await client.query('BEGIN');
+          const result = await enqueue(client, { queue, kind: 'receipt.send', idempotencyKey: key, payload: { i } });
+          await new Promise((r) => setTimeout(r, Math.random() * 20));
+          await client.query('COMMIT');
+          return result;
+        } finally {
+          await client.end();
+        }
+      }),
+    );
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    expect(await count(sql`queue = ${queue}`)).toBe(1);
+    const duplicate = results.find((r) => !r.created)!;
+    expect(duplicate.job).toMatchObject({ id: duplicate.id, queue });
+  });
+
+  it('gives the key to a waiting enqueue when the first holder rolls back', async () => {
+    const queue = uniqueQueue();
+    const key = `k-${queue}`;
+    const first = new pg.Client({ connectionString: t.url });
+    const second = new pg.Client({ connectionString: t.url });
+    await Promise.all([first.connect(), second.connect()]);
+    try {
+      await first.query('BEGIN');
+      await enqueue(first, { queue, kind: 'k', idempotencyKey: key });
+      const waiting = enqueue(second, { queue, kind: 'k', idempotencyKey: key });
+      await new Promise((r) => setTimeout(r, 200));
+      await first.query('ROLLBACK');
+      const result = await waiting;
+      expect(result.created).toBe(true);
+    } finally {
+      await Promise.all([first.end(), second.end()]);
+    }
+    expect(await count(sql`queue = ${queue}`)).toBe(1);
+  });
+
+  it('still dedupes after retention removed the job', async () => {
+    const queue = uniqueQueue();
+    const key = `k-${queue}`;
+    const first = await enqueue(t.db, { queue, kind: 'k', idempotencyKey: key });
+    const [job] = await claim(t.db, { queues: [queue], workerId: 'w' });
+    await completeIfLeaseHeld(t.db, job!);
+    await run(t.db, sql`UPDATE jobs SET finished_at = now() - interval '2 days' WHERE id = ${first.id}::uuid`);
+    const removed = await removeExpiredHistory(t.db, { doneAfterSeconds: 3600 });
+    expect(removed.jobs).toBeGreaterThanOrEqual(1);
+    expect(await count(sql`id = ${first.id}::uuid`)).toBe(0);
+
+    const again = await enqueue(t.db, { queue, kind: 'k', idempotencyKey: key });
+    expect(again).toEqual({ id: first.id, created: false, job: null });
+    expect(await count(sql`queue = ${queue}`)).toBe(0);
+  });
+
+  it('dedupes within one bulk call and against earlier jobs, reporting the owner', async () => {
+    const queue = uniqueQueue();
+    const earlier = await enqueue(t.db, { queue, kind: 'k', idempotencyKey: `a-${queue}` });
+    const results = await enqueueMany(t.db, [
+      { queue, kind: 'k', idempotencyKey: `a-${queue}` },
+      { queue, kind: 'k', idempotencyKey: `b-${queue}` },
+      { queue, kind: 'k', idempotencyKey: `b-${queue}` },
+      { queue, kind: 'k' },
+    ]);
+    expect(results.map((r) => r.created)).toEqual([false, true, false, true]);
+    expect(results[0]!.id).toBe(earlier.id);
+    expect(results[2]!.id).toBe(results[1]!.id);
+    expect(await count(sql`queue = ${queue}`)).toBe(3);
+  });
+});
+
+describe('bad input', () => {
+  const cases: [string, unknown, RegExp][] = [
+    ['an unknown field', { kind: 'k', colour: 'red' }, /colour/],
+    ['a missing kind', { queue: 'q' }, /kind/],
+    ['an invalid id', { kind: 'k', id: 'not-a-uuid' }, /id: expected a UUID/],
+    ['a priority out of range', { kind: 'k', priority: 101 }, /priority/],
+    ['a fractional priority', { kind: 'k', priority: 1.5 }, /priority/],
+    ['a bad queue name', { kind: 'k', queue: 'no spaces please' }, /queue/],
+    ['a non-JSON payload (function)', { kind: 'k', payload: { f: () => 1 } }, /payload\.f: a function is not JSON/],
+    ['a non-JSON payload (NaN)', { kind: 'k', payload: { n: Number.NaN } }, /payload\.n: NaN/],
+    ['a non-JSON payload (Date)', { kind: 'k', payload: { at: new Date() } }, /payload\.at: a Date is not JSON/],
+    ['a non-JSON payload (BigInt)', { kind: 'k', payload: { n: 10n } }, /bigint is not JSON/],
+    ['a payload with U+0000', { kind: 'k', payload: { s: 'a\u0000b' } }, /U\+0000/],
+    ['an oversized payload', { kind: 'k', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } }, /bytes of JSON, more than/],
+    ['both runAt and delayMs', { kind: 'k', runAt: new Date(), delayMs: 5 }, /runAt or delayMs/],
+    ['zero max attempts', { kind: 'k', maxAttempts: 0 }, /maxAttempts/],
+  ];
+  it.each(cases)('refuses %s with a typed error and writes nothing', async (_name, spec, message) => {
+    const before = await count();
+    const error = await enqueue(t.db, spec as never).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseholdInputError);
+    expect((error as LeaseholdInputError).message).toMatch(message);
+    expect(await count()).toBe(before);
+  });
+
+  it('refuses a circular payload', async () => {
+    const payload: Record<string, unknown> = {};
+    payload.self = payload;
+    await expect(enqueue(t.db, { kind: 'k', payload })).rejects.toThrow(/circular/);
+  });
+
+  it('refuses a whole bulk call when one job is bad, naming its index, and writes none of it', async () => {
+    const queue = uniqueQueue();
+    const error = await enqueueMany(t.db, [
+      { queue, kind: 'k' },
+      { queue, kind: 'k', priority: 1000 },
+    ]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseholdInputError);
+    expect((error as Error).message).toMatch(/jobs\[1\]\.priority/);
+    expect(await count(sql`queue = ${queue}`)).toBe(0);
+  });
+
+  it('refuses a second job with the same id, saying to use an idempotency key', async () => {
+    const queue = uniqueQueue();
+    const { id } = await enqueue(t.db, { queue, kind: 'k' });
+    await expect(enqueue(t.db, { id, queue, kind: 'k' })).rejects.toThrow(/already exists/);
+    expect(await count(sql`queue = ${queue}`)).toBe(1);
+  });
+
+  it('lets the database CHECK refuse what bypasses the API (invariants are not only in code)', async () => {
+    await expect(
+      run(t.db, sql`INSERT INTO jobs (id, kind, state) VALUES (gen_random_uuid(), 'k', 'running')`),
+    ).rejects.toThrow(/jobs_lease_check/);
+    await expect(
+      run(t.db, sql`INSERT INTO jobs (id, kind, state) VALUES (gen_random_uuid(), 'k', 'done')`),
+    ).rejects.toThrow(/jobs_finished_check/);
+    await expect(
+      run(t.db, sql`INSERT INTO jobs (id, kind, state) VALUES (gen_random_uuid(), 'k', 'lost')`),
+    ).rejects.toThrow(/jobs_state_check/);
+    await expect(
+      run(t.db, sql`INSERT INTO jobs (id, kind, attempts, max_attempts) VALUES (gen_random_uuid(), 'k', 3, 3)`),
+    ).rejects.toThrow(/jobs_attempts_check/);
+  });
+});
+
+describe('bulk enqueue', () => {
+  it('writes 10,000 jobs in one call, in input order', async () => {
+    const queue = uniqueQueue();
+    const results = await enqueueMany(t.db, Array.from({ length: 10_000 }, (_, i) => ({ queue, kind: 'k', payload: { i } })));
+    expect(results).toHaveLength(10_000);
+    expect(results.every((r) => r.created)).toBe(true);
+    expect(await count(sql`queue = ${queue}`)).toBe(10_000);
+    const [first] = await run<{ payload: { i: number } }>(t.db, sql`SELECT payload FROM jobs WHERE id = ${results[0]!.id}::uuid`);
+    expect(first!.payload).toEqual({ i: 0 });
+    expect((await allJobs(t.db)).length).toBeGreaterThanOrEqual(10_000);
+  });
+});
