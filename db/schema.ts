@@ -197,3 +197,40 @@ export type JobRow = typeof jobs.$inferSelect;
 export type JobAttemptRow = typeof jobAttempts.$inferSelect;
 export type QueueRow = typeof queues.$inferSelect;
 export type AuditRow = typeof auditLog.$inferSelect;
+
+/**
+ * Live worker processes. Each records itself at start, refreshes `last_seen_at`, and removes
+ * itself on a graceful stop; maintenance deletes entries that stopped refreshing.
+ */
+export const workers = pgTable(
+  'workers',
+  {
+    id: text('id').primaryKey(),
+    host: text('host').notNull(),
+    pid: integer('pid').notNull(),
+    queues: text('queues').array().notNull(),
+    concurrency: integer('concurrency').notNull(),
+    version: text('version'),
+    startedAt: tstz('started_at').notNull().defaultNow(),
+    lastSeenAt: tstz('last_seen_at').notNull().defaultNow(),
+  },
+  (t) => [index('workers_last_seen_idx').on(t.lastSeenAt)],
+);
+
+/**
+ * Idempotency receipts: the recorded result of a side effect, keyed by its delivery key. A
+ * later attempt that finds the receipt returns the result instead of repeating the call.
+ */
+export const receipts = pgTable(
+  'receipts',
+  {
+    key: text('key').primaryKey(),
+    jobId: uuid('job_id').notNull(),
+    attempt: integer('attempt').notNull(),
+    result: jsonb('result').notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('receipts_created_idx').on(t.createdAt)],
+);
+
+export type WorkerRow = typeof workers.$inferSelect;

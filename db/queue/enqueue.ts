@@ -116,16 +116,29 @@ function prepare(operation: string, specs: readonly unknown[]): PreparedSpec[] {
   return prepared;
 }
 
+/** The channel that enqueue NOTIFYs (payload: the queue name) and workers LISTEN on. */
+export const WAKE_CHANNEL = 'leasehold_jobs';
+
+export interface EnqueueOptions {
+  /**
+   * Send a wake-up NOTIFY for the queues that got jobs (default true). PostgreSQL delivers it
+   * at commit and folds repeats within one transaction, so a transaction wakes each queue
+   * once. Turn it off where nothing LISTENs (transaction-pooled PgBouncer).
+   */
+  notify?: boolean;
+}
+
 /**
  * One statement for one or many jobs: unnest the columns, claim the idempotency keys, insert
- * the jobs whose key was free (or that have none). Returns the ids inserted and, per key, the
- * job id that owns it when this statement inserted it.
+ * the jobs whose key was free (or that have none), wake the queues. Returns the inserted jobs
+ * (or their ids) and the keys this statement took, as JSON aggregates in one row.
  */
-async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: boolean) {
+async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: boolean, notify: boolean) {
   const col = <T>(pick: (j: PreparedSpec) => T) => sql.param(jobs.map(pick));
-  const returning = returnJobs ? sql.raw(JOB_COLUMNS) : sql.raw('id');
+  const returning = returnJobs ? sql.raw(JOB_COLUMNS) : sql.raw('id, queue');
+  const inserted = returnJobs ? sql.raw('row_to_json(inserted)') : sql.raw('inserted.id');
   // claim_at is the aging sort key: run_at moved earlier by priority × the queue's aging step.
-  return run(
+  const rows = await run<{ inserted: Record<string, unknown>[] | string[]; keys: { key: string; job_id: string }[] }>(
     executor,
     sql`
     WITH input AS (
@@ -161,24 +174,19 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: 
       ORDER BY i.ord
       RETURNING ${returning}
     )
-    SELECT 'job' AS row_type, inserted.*, NULL AS key, NULL::uuid AS job_id FROM inserted
-    UNION ALL
-    SELECT 'key' AS row_type, ${returnJobs ? sql.raw(nullColumns) : sql.raw('NULL::uuid')}, key, job_id FROM keyed
+    SELECT (SELECT coalesce(json_agg(${inserted}), '[]'::json) FROM inserted) AS inserted,
+           (SELECT coalesce(json_agg(json_build_object('key', key, 'job_id', job_id)), '[]'::json) FROM keyed) AS keys,
+           ${
+             notify
+               ? sql`(SELECT count(pg_notify(${WAKE_CHANNEL}, queue)) FROM (SELECT DISTINCT queue FROM inserted) woken)`
+               : sql`0`
+           } AS woken
     `,
   );
+  const row = rows[0];
+  if (!row) throw new Error('Leasehold enqueue: the insert statement returned no row');
+  return row;
 }
-
-const nullColumns = JOB_COLUMNS.split(',')
-  .map((c) => c.trim())
-  .map((c) => {
-    const typed: Record<string, string> = {
-      id: 'uuid', payload: 'jsonb', kind_version: 'int', priority: 'int', attempts: 'int', max_attempts: 'int',
-      lease_token: 'uuid', run_at: 'timestamptz', lease_until: 'timestamptz', expires_at: 'timestamptz',
-      created_at: 'timestamptz', started_at: 'timestamptz', finished_at: 'timestamptz', updated_at: 'timestamptz',
-    };
-    return `NULL::${typed[c] ?? 'text'}`;
-  })
-  .join(', ');
 
 /** The job ids that own `keys` now, with the jobs where they still exist. */
 async function lookupKeys(executor: Executor, keys: string[], withJobs: boolean) {
@@ -214,15 +222,15 @@ async function translateConflicts<T>(operation: string, work: () => Promise<T>):
  * Adds one job. Pass the caller's transaction as `executor` to commit the job with the
  * business write. With `idempotencyKey`, a repeat returns the first job and `created: false`.
  */
-export async function enqueue(executor: Executor, spec: EnqueueSpec): Promise<EnqueueResult> {
+export async function enqueue(executor: Executor, spec: EnqueueSpec, options: EnqueueOptions = {}): Promise<EnqueueResult> {
   const [job] = prepare('enqueue', [spec]);
   if (!job) throw new Error('unreachable: prepare returned no job');
   return translateConflicts('enqueue', async () => {
     // Loop only for the rare race where a duplicate's key was purged between our statements.
     for (let tries = 0; tries < 3; tries++) {
-      const rows = await insertJobs(executor, [job], true);
-      const inserted = rows.find((r) => r.row_type === 'job');
-      if (inserted) return { id: job.id, created: true, job: mapJob(inserted) };
+      const { inserted } = await insertJobs(executor, [job], true, options.notify ?? true);
+      const row = inserted[0];
+      if (row && typeof row === 'object') return { id: job.id, created: true, job: mapJob(row) };
       const owner = (await lookupKeys(executor, [job.idempotencyKey!], true)).get(job.idempotencyKey!);
       if (owner) {
         return { id: owner.job_id as string, created: false, job: owner.id ? mapJob(owner) : null };
@@ -236,7 +244,11 @@ export async function enqueue(executor: Executor, spec: EnqueueSpec): Promise<En
  * Adds many jobs in one statement (up to 100,000). Results are in input order; repeated keys,
  * within the call or against earlier jobs, give `created: false` and the owning job's id.
  */
-export async function enqueueMany(executor: Executor, specs: readonly EnqueueSpec[]): Promise<BulkEnqueueResult[]> {
+export async function enqueueMany(
+  executor: Executor,
+  specs: readonly EnqueueSpec[],
+  options: EnqueueOptions = {},
+): Promise<BulkEnqueueResult[]> {
   if (!Array.isArray(specs)) throw new LeaseholdInputError('enqueueMany', ['jobs: expected an array']);
   if (specs.length > MAX_BULK_ENQUEUE) {
     throw new LeaseholdInputError('enqueueMany', [`jobs: ${specs.length} given, at most ${MAX_BULK_ENQUEUE} per call`]);
@@ -244,10 +256,10 @@ export async function enqueueMany(executor: Executor, specs: readonly EnqueueSpe
   if (specs.length === 0) return [];
   const jobs = prepare('enqueueMany', specs);
   return translateConflicts('enqueueMany', async () => {
-    const rows = await insertJobs(executor, jobs, false);
-    const insertedIds = new Set(rows.filter((r) => r.row_type === 'job').map((r) => r.id as string));
+    const { inserted, keys } = await insertJobs(executor, jobs, false, options.notify ?? true);
+    const insertedIds = new Set(inserted as string[]);
     const owners = new Map<string, string>();
-    for (const r of rows) if (r.row_type === 'key') owners.set(r.key as string, r.job_id as string);
+    for (const k of keys) owners.set(k.key, k.job_id);
     const missing = [...new Set(jobs.filter((j) => j.idempotencyKey && !owners.has(j.idempotencyKey)).map((j) => j.idempotencyKey!))];
     if (missing.length > 0) {
       for (const [key, row] of await lookupKeys(executor, missing, false)) owners.set(key, row.job_id as string);
