@@ -4,7 +4,7 @@ import { defineConfig } from 'drizzle-kit';
 // (scripts/migrate.ts), which picks the embedded server or DATABASE_URL.
 export default defineConfig({
   dialect: 'postgresql',
-  schema: ['./db/schema.ts', './db/demo-schema.ts'],
+  schema: './db/schema.ts',
   out: './drizzle',
   dbCredentials: { url: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
 });

@@ -14,14 +14,25 @@ const MIGRATION_LOCK_KEY = 7_236_178_901_234_001n;
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'drizzle');
 
-export async function migrateDatabase(url: string, migrationsFolder = MIGRATIONS_FOLDER): Promise<void> {
+export interface MigrateOptions {
+  /** Folder of drizzle-kit migrations (default: the queue's own `drizzle/`). */
+  migrationsFolder?: string;
+  /** Journal table, for a separate set of migrations such as the demo's. */
+  migrationsTable?: string;
+}
+
+export async function migrateDatabase(url: string, options: MigrateOptions = {}): Promise<void> {
+  const migrationsFolder = options.migrationsFolder ?? MIGRATIONS_FOLDER;
   const client = new pg.Client({ connectionString: url, application_name: 'leasehold-migrate' });
   await client.connect();
   try {
     // Notices such as "schema drizzle already exists, skipping" are expected on a re-run.
     client.on('notice', () => {});
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
-    await migrate(drizzle(client), { migrationsFolder });
+    await migrate(drizzle(client), {
+      migrationsFolder,
+      ...(options.migrationsTable ? { migrationsTable: options.migrationsTable } : {}),
+    });
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => {});
     await client.end();

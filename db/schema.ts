@@ -49,11 +49,17 @@ export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 /** Largest payload stored inline, in bytes of its JSON text. Bigger data goes by reference. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 /**
- * The database's own backstop. jsonb's binary form can be larger than the JSON text, so the
- * CHECK is looser than the API's limit; the API refuses first, with a clearer message.
+ * The database's own backstop. jsonb's binary form can be several times larger than the JSON
+ * text (an array of small numbers: about 6×), so the CHECK is far looser than the API's limit;
+ * the API refuses first, with a clearer message.
  */
-export const MAX_PAYLOAD_STORED_BYTES = 1024 * 1024;
-export const MIN_PRIORITY = -100;
+export const MAX_PAYLOAD_STORED_BYTES = 4 * 1024 * 1024;
+/**
+ * Priorities run from 0 (the default, lowest) to 100. No negative priorities: with them a job
+ * could sort ahead of due work before it is due itself, and the claim could no longer stop its
+ * index walk at `claim_at <= now()` (see db/queue/claim.ts).
+ */
+export const MIN_PRIORITY = 0;
 export const MAX_PRIORITY = 100;
 /** Seconds of waiting worth one priority step, for queues without a row in `queues`. */
 export const DEFAULT_AGING_SECONDS = 60;
@@ -97,7 +103,6 @@ export const jobs = pgTable(
     index('jobs_terminal_idx')
       .on(t.state, t.finishedAt)
       .where(sql`state IN ('done', 'dead', 'cancelled')`),
-    index('jobs_idempotency_key_idx').on(t.idempotencyKey).where(sql`idempotency_key IS NOT NULL`),
     check('jobs_state_check', sql`state IN (${quoted(JOB_STATES)})`),
     check(
       'jobs_failure_class_check',
@@ -116,6 +121,9 @@ export const jobs = pgTable(
       sql`attempts >= 0 AND attempts <= max_attempts AND (state <> 'ready' OR attempts < max_attempts)`,
     ),
     check('jobs_max_attempts_check', sql`max_attempts BETWEEN 1 AND 1000`),
+    // The claim stops its index walk at claim_at <= now(); that is only right while every
+    // job's sort key is at or before its run time (priority >= 0).
+    check('jobs_claim_at_check', sql`claim_at <= run_at`),
     check('jobs_priority_check', sql`priority BETWEEN ${sql.raw(String(MIN_PRIORITY))} AND ${sql.raw(String(MAX_PRIORITY))}`),
     check('jobs_payload_size_check', sql`pg_column_size(payload) <= ${sql.raw(String(MAX_PAYLOAD_STORED_BYTES))}`),
     check('jobs_names_check', sql`length(queue) BETWEEN 1 AND 128 AND length(kind) BETWEEN 1 AND 128`),
@@ -141,7 +149,10 @@ export const jobAttempts = pgTable(
     durationMs: integer('duration_ms').notNull(),
   },
   (t) => [
-    primaryKey({ name: 'job_attempts_pkey', columns: [t.jobId, t.attempt] }),
+    // The token names one attempt uniquely, even if an application reuses a job id after
+    // retention removed the job (its old history stays until its own window ends).
+    primaryKey({ name: 'job_attempts_pkey', columns: [t.leaseToken] }),
+    index('job_attempts_job_idx').on(t.jobId, t.attempt),
     index('job_attempts_ended_idx').on(t.endedAt),
     check('job_attempts_outcome_check', sql`outcome IN (${quoted(ATTEMPT_OUTCOMES)})`),
   ],

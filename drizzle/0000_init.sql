@@ -32,7 +32,7 @@ CREATE TABLE "job_attempts" (
 	"failure_class" text,
 	"error" text,
 	"duration_ms" integer NOT NULL,
-	CONSTRAINT "job_attempts_pkey" PRIMARY KEY("job_id","attempt"),
+	CONSTRAINT "job_attempts_pkey" PRIMARY KEY("lease_token"),
 	CONSTRAINT "job_attempts_outcome_check" CHECK (outcome IN ('completed', 'failed', 'lease_expired', 'released', 'cancelled'))
 );
 --> statement-breakpoint
@@ -66,8 +66,9 @@ CREATE TABLE "jobs" (
 	CONSTRAINT "jobs_finished_check" CHECK ((state IN ('done', 'dead', 'cancelled')) = (finished_at IS NOT NULL)),
 	CONSTRAINT "jobs_attempts_check" CHECK (attempts >= 0 AND attempts <= max_attempts AND (state <> 'ready' OR attempts < max_attempts)),
 	CONSTRAINT "jobs_max_attempts_check" CHECK (max_attempts BETWEEN 1 AND 1000),
-	CONSTRAINT "jobs_priority_check" CHECK (priority BETWEEN -100 AND 100),
-	CONSTRAINT "jobs_payload_size_check" CHECK (pg_column_size(payload) <= 1048576),
+	CONSTRAINT "jobs_claim_at_check" CHECK (claim_at <= run_at),
+	CONSTRAINT "jobs_priority_check" CHECK (priority BETWEEN 0 AND 100),
+	CONSTRAINT "jobs_payload_size_check" CHECK (pg_column_size(payload) <= 4194304),
 	CONSTRAINT "jobs_names_check" CHECK (length(queue) BETWEEN 1 AND 128 AND length(kind) BETWEEN 1 AND 128),
 	CONSTRAINT "jobs_kind_version_check" CHECK (kind_version >= 1)
 );
@@ -102,20 +103,12 @@ CREATE TABLE "workers" (
 	"last_seen_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
-CREATE TABLE "orders" (
-	"id" uuid PRIMARY KEY NOT NULL,
-	"customer_email" text NOT NULL,
-	"total_cents" integer NOT NULL,
-	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
-	CONSTRAINT "orders_total_check" CHECK (total_cents >= 0)
-);
---> statement-breakpoint
 CREATE INDEX "audit_log_at_idx" ON "audit_log" USING btree ("at");--> statement-breakpoint
 CREATE INDEX "dedupe_keys_expires_idx" ON "dedupe_keys" USING btree ("expires_at");--> statement-breakpoint
+CREATE INDEX "job_attempts_job_idx" ON "job_attempts" USING btree ("job_id","attempt");--> statement-breakpoint
 CREATE INDEX "job_attempts_ended_idx" ON "job_attempts" USING btree ("ended_at");--> statement-breakpoint
 CREATE INDEX "jobs_claim_idx" ON "jobs" USING btree ("queue","claim_at","id") WHERE state = 'ready';--> statement-breakpoint
 CREATE INDEX "jobs_lease_idx" ON "jobs" USING btree ("lease_until") WHERE state = 'running';--> statement-breakpoint
 CREATE INDEX "jobs_terminal_idx" ON "jobs" USING btree ("state","finished_at") WHERE state IN ('done', 'dead', 'cancelled');--> statement-breakpoint
-CREATE INDEX "jobs_idempotency_key_idx" ON "jobs" USING btree ("idempotency_key") WHERE idempotency_key IS NOT NULL;--> statement-breakpoint
 CREATE INDEX "receipts_created_idx" ON "receipts" USING btree ("created_at");--> statement-breakpoint
 CREATE INDEX "workers_last_seen_idx" ON "workers" USING btree ("last_seen_at");

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany, pauseQueue, reapStatement, resumeQueue } from '.';
@@ -193,5 +194,34 @@ describe('plans under history volume', () => {
     const reapPlan = await explain(reapStatement({ limit: 100 }));
     expect(reapPlan.map((n) => n['Index Name']).filter(Boolean)).toContain('jobs_lease_idx');
     expect(reapPlan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'jobs')).toEqual([]);
+  });
+});
+
+describe('claim cost with many scheduled jobs', () => {
+  it('does not walk jobs scheduled for later when nothing is due (200,000 future jobs)', async () => {
+    const queue = uniqueQueue('future');
+    await run(
+      t.db,
+      sql`INSERT INTO jobs (id, queue, kind, run_at, claim_at)
+          SELECT gen_random_uuid(), ${queue}, 'k', now() + g * interval '1 second', now() + g * interval '1 second'
+          FROM generate_series(1, 200000) g`,
+    );
+    await run(t.db, sql`ANALYZE jobs`);
+    type Node = { 'Node Type': string; 'Index Name'?: string; 'Rows Removed by Filter'?: number; 'Actual Rows'?: number; Plans?: Node[] };
+    const flatten = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
+    const client = await t.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { sql: text, params } = new PgDialect().sqlToQuery(
+        claimStatement({ queues: [queue], workerId: 'w', limit: 10 }),
+      );
+      const result = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
+      await client.query('ROLLBACK');
+      const scan = flatten(result.rows[0]['QUERY PLAN'][0].Plan).find((n) => n['Index Name'] === 'jobs_claim_idx');
+      expect(scan).toBeDefined();
+      expect((scan!['Rows Removed by Filter'] ?? 0) + (scan!['Actual Rows'] ?? 0)).toBeLessThan(10);
+    } finally {
+      client.release();
+    }
   });
 });

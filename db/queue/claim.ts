@@ -17,18 +17,25 @@
  * asked for, the lateral subquery walks that index in claim order and stops after `limit`
  * rows, so a claim reads O(limit) index entries however many jobs wait. The outer ORDER BY
  * merges the queues' heads by the same aging key.
+ *
+ * Why `claim_at <= now()` as well as `run_at <= now()`: priorities are never negative, so a due
+ * job always has claim_at <= run_at <= now(). The bound ends the index walk there, so jobs
+ * scheduled for later are not read at all; the only not-yet-due rows the walk passes are those
+ * with priority p due within p × aging_seconds, a bounded window.
+ *
+ * Time is statement_timestamp(), not now(): the same inside a caller's transaction as outside.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { run, type Executor } from './executor';
 import { JOB_COLUMNS, mapClaimedJob, type ClaimedJob } from './job';
-import { nameSchema, parseInput } from './validate';
+import { nameSchema, parseInput, textSchema } from './validate';
 
 export const MAX_CLAIM_BATCH = 1000;
 
 const claimOptionsSchema = z.strictObject({
   queues: z.array(nameSchema).min(1).max(100),
-  workerId: z.string().min(1).max(200),
+  workerId: textSchema(200).pipe(z.string().min(1)),
   limit: z.int().min(1).max(MAX_CLAIM_BATCH).default(1),
   leaseSeconds: z.number().min(1).max(24 * 3600).default(60),
 });
@@ -58,7 +65,8 @@ export function claimStatement(options: ClaimOptions): SQL {
       CROSS JOIN LATERAL (
         SELECT j.id, j.claim_at
         FROM jobs j
-        WHERE j.state = 'ready' AND j.queue = wanted.name AND j.run_at <= now()
+        WHERE j.state = 'ready' AND j.queue = wanted.name
+          AND j.claim_at <= statement_timestamp() AND j.run_at <= statement_timestamp()
         ORDER BY j.claim_at, j.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
@@ -70,10 +78,10 @@ export function claimStatement(options: ClaimOptions): SQL {
     SET state = 'running',
         attempts = j.attempts + 1,
         lease_token = gen_random_uuid(),
-        lease_until = now() + make_interval(secs => ${leaseSeconds}::float8),
+        lease_until = statement_timestamp() + make_interval(secs => ${leaseSeconds}::float8),
         worker_id = ${workerId},
-        started_at = now(),
-        updated_at = now(),
+        started_at = statement_timestamp(),
+        updated_at = statement_timestamp(),
         trace_id = coalesce(j.trace_id, replace(j.id::text, '-', ''))
     FROM candidate
     WHERE j.id = candidate.id AND j.state = 'ready'

@@ -52,9 +52,9 @@ describe('enqueue inside the caller transaction', () => {
     const id = '0190f0e8-0000-7000-8000-00000000abcd';
     const runAt = new Date(Date.now() + 60_000);
     const { job } = await enqueue(t.db, {
-      id, queue, kind: 'k', kindVersion: 2, priority: -5, runAt, maxAttempts: 3, traceId: 'trace-1', maxAgeSeconds: 600,
+      id, queue, kind: 'k', kindVersion: 2, priority: 5, runAt, maxAttempts: 3, traceId: 'trace-1', maxAgeSeconds: 600,
     });
-    expect(job).toMatchObject({ id, kindVersion: 2, priority: -5, maxAttempts: 3, traceId: 'trace-1' });
+    expect(job).toMatchObject({ id, kindVersion: 2, priority: 5, maxAttempts: 3, traceId: 'trace-1' });
     expect(job!.runAt.getTime()).toBe(runAt.getTime());
     expect(job!.expiresAt!.getTime() - job!.createdAt.getTime()).toBeCloseTo(600_000, -2);
   });
@@ -144,6 +144,8 @@ describe('bad input', () => {
     ['a missing kind', { queue: 'q' }, /kind/],
     ['an invalid id', { kind: 'k', id: 'not-a-uuid' }, /id: expected a UUID/],
     ['a priority out of range', { kind: 'k', priority: 101 }, /priority/],
+    ['a negative priority', { kind: 'k', priority: -1 }, /priority/],
+    ['an idempotency key with U+0000', { kind: 'k', idempotencyKey: 'a\u0000' }, /U\+0000/],
     ['a fractional priority', { kind: 'k', priority: 1.5 }, /priority/],
     ['a bad queue name', { kind: 'k', queue: 'no spaces please' }, /queue/],
     ['a non-JSON payload (function)', { kind: 'k', payload: { f: () => 1 } }, /payload\.f: a function is not JSON/],
@@ -213,5 +215,39 @@ describe('bulk enqueue', () => {
     const [first] = await run<{ payload: { i: number } }>(t.db, sql`SELECT payload FROM jobs WHERE id = ${results[0]!.id}::uuid`);
     expect(first!.payload).toEqual({ i: 0 });
     expect((await allJobs(t.db)).length).toBeGreaterThanOrEqual(10_000);
+  });
+});
+
+describe('payload size', () => {
+  it('stores a payload just under the limit even when jsonb is larger than its JSON text', async () => {
+    const queue = uniqueQueue();
+    // 100,000 small numbers: about 200 KB of JSON, several times that as jsonb.
+    const payload = { values: Array.from({ length: 100_000 }, () => 0) };
+    const result = await enqueue(t.db, { queue, kind: 'k', payload });
+    expect(result.created).toBe(true);
+  });
+});
+
+describe('idempotency keys across transactions', () => {
+  it('two bulk enqueues taking the same keys in opposite orders do not deadlock', async () => {
+    const queue = uniqueQueue();
+    const keys = Array.from({ length: 500 }, (_, i) => `dl-${queue}-${String(i).padStart(3, '0')}`);
+    const a = new pg.Client({ connectionString: t.url });
+    const b = new pg.Client({ connectionString: t.url });
+    await Promise.all([a.connect(), b.connect()]);
+    try {
+      await Promise.all([a.query('BEGIN'), b.query('BEGIN')]);
+      const inOrder = (client: pg.Client, order: string[]) =>
+        enqueueMany(client, order.map((idempotencyKey) => ({ queue, kind: 'k', idempotencyKey }))).then(async (r) => {
+          await client.query('COMMIT');
+          return r;
+        });
+      const settled = await Promise.allSettled([inOrder(a, keys), inOrder(b, [...keys].reverse())]);
+      const errors = settled.filter((s) => s.status === 'rejected').map((s) => String((s as PromiseRejectedResult).reason));
+      expect(errors).toEqual([]);
+    } finally {
+      await Promise.all([a.end(), b.end()]);
+    }
+    expect(await count(sql`queue = ${queue}`)).toBe(500);
   });
 });

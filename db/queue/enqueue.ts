@@ -16,7 +16,7 @@ import { DEFAULT_AGING_SECONDS, DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY
 import { LeaseholdInputError } from './errors';
 import { run, type Executor } from './executor';
 import { JOB_COLUMNS, mapJob, type Job } from './job';
-import { encodePayload, nameSchema, problemsOf, uuidSchema } from './validate';
+import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate';
 
 /** How long an idempotency key keeps deduplicating by default, job or no job: 30 days. */
 export const DEFAULT_DEDUPE_WINDOW_SECONDS = 30 * 24 * 3600;
@@ -31,7 +31,7 @@ const enqueueSpecSchema = z
     kind: nameSchema,
     kindVersion: z.int().min(1).max(1_000_000).default(1),
     payload: z.unknown().optional(),
-    idempotencyKey: z.string().min(1).max(512).optional(),
+    idempotencyKey: textSchema(512).pipe(z.string().min(1)).optional(),
     /** Higher runs first; waiting jobs age (see docs/contract.md §5). */
     priority: z.int().min(MIN_PRIORITY).max(MAX_PRIORITY).default(0),
     /** Earliest start. Give `runAt` or `delayMs`, not both. */
@@ -41,7 +41,7 @@ const enqueueSpecSchema = z
     maxAttempts: z.int().min(1).max(1000).default(DEFAULT_MAX_ATTEMPTS),
     /** After this many seconds from enqueue a failing job goes `dead` (expired) instead of retrying. */
     maxAgeSeconds: z.number().positive().max(10 * 365 * 24 * 3600).optional(),
-    traceId: z.string().min(1).max(128).optional(),
+    traceId: textSchema(128).pipe(z.string().min(1)).optional(),
     dedupeWindowSeconds: z.number().positive().max(10 * 365 * 24 * 3600).default(DEFAULT_DEDUPE_WINDOW_SECONDS),
   })
   .refine((spec) => !(spec.runAt && spec.delayMs !== undefined), {
@@ -154,8 +154,12 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: 
     ),
     keyed AS (
       INSERT INTO dedupe_keys (key, job_id, queue, expires_at)
-      SELECT idempotency_key, id, queue, now() + make_interval(secs => window_s)
-      FROM input WHERE idempotency_key IS NOT NULL ORDER BY ord
+      SELECT idempotency_key, id, queue, statement_timestamp() + make_interval(secs => window_s)
+      FROM input WHERE idempotency_key IS NOT NULL
+      -- Keys are taken in key order, so two transactions enqueueing overlapping keys in
+      -- different orders wait for each other instead of deadlocking. (Within a key, the first
+      -- occurrence wins.)
+      ORDER BY idempotency_key, ord
       ON CONFLICT (key) DO NOTHING
       RETURNING key, job_id
     ),
@@ -166,9 +170,9 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: 
              s.run_at,
              s.run_at - make_interval(secs => i.priority * coalesce(q.aging_seconds, ${DEFAULT_AGING_SECONDS}::int)),
              i.max_attempts, i.trace_id,
-             CASE WHEN i.max_age_s IS NULL THEN NULL ELSE now() + make_interval(secs => i.max_age_s) END
+             CASE WHEN i.max_age_s IS NULL THEN NULL ELSE statement_timestamp() + make_interval(secs => i.max_age_s) END
       FROM input i
-      CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + make_interval(secs => i.delay_s)) AS run_at) s
+      CROSS JOIN LATERAL (SELECT coalesce(i.run_at, statement_timestamp() + make_interval(secs => i.delay_s)) AS run_at) s
       LEFT JOIN queues q ON q.name = i.queue
       WHERE i.idempotency_key IS NULL OR i.id IN (SELECT job_id FROM keyed)
       ORDER BY i.ord

@@ -14,7 +14,7 @@ export function recordAttempts(outcome: AttemptOutcome, token: SQL, failureClass
   return sql`
     INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at,
                               outcome, failure_class, error, duration_ms)
-    SELECT s.id, s.attempts, s.queue, s.kind, s.worker_id, ${token}, s.started_at, now(), ${outcome},
-           ${failureClass}, ${error}, greatest(0, (extract(epoch FROM now() - s.started_at) * 1000)::int)
+    SELECT s.id, s.attempts, s.queue, s.kind, s.worker_id, ${token}, s.started_at, statement_timestamp(), ${outcome},
+           ${failureClass}, ${error}, least(greatest(0, extract(epoch FROM statement_timestamp() - s.started_at) * 1000), 2147483647)::int
     FROM settled s`;
 }

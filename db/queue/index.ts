@@ -35,3 +35,9 @@ export {
 export type { ActionResult, ActionRefusal, SingleActionOutcome, RefusalReason, QueueActionOutcome } from './operator';
 export { removeExpiredHistory } from './retention';
 export type { RetentionOptions, RetentionResult } from './retention';
+export { heartbeatManyIfLeaseHeld } from './settle';
+export { findReceipt, recordReceipt, removeOldReceipts } from './receipts';
+export type { Receipt } from './receipts';
+export { registerWorker, touchWorker, deregisterWorker, removeStaleWorkers, listWorkers } from './worker-registry';
+export type { WorkerInfo } from './worker-registry';
+export { withMaintenanceLock } from './maintenance';

@@ -7,6 +7,7 @@ import {
   heartbeatIfLeaseHeld,
   reapExpiredLeases,
   releaseIfLeaseHeld,
+  removeExpiredHistory,
 } from '.';
 import { testDatabase, type TestDatabase } from '../../test/db';
 import { addJob, attemptsOf, claimOne, expireLease, getJob, makeDue, uniqueQueue } from '../../test/factories';
@@ -167,5 +168,56 @@ describe('a job whose lease keeps expiring', () => {
     expect(await claim(t.db, { queues: [queue], workerId: 'w' })).toEqual([]);
     await makeDue(t.db, job.id);
     expect((await claimOne(t.db, queue)).attempt).toBe(2);
+  });
+});
+
+describe('edge cases found in review', () => {
+  it('settles a job whose id was reused after retention removed the first one (history keyed by token)', async () => {
+    const queue = uniqueQueue();
+    const id = '0190f0e8-0000-7000-8000-0000000000aa';
+    await addJob(t.db, { id, queue });
+    await completeIfLeaseHeld(t.db, await claimOne(t.db, queue));
+    await removeExpiredHistory(t.db, { doneAfterSeconds: 0 });
+    await addJob(t.db, { id, queue });
+    const again = await claimOne(t.db, queue);
+    expect(again.attempt).toBe(1);
+    expect(await completeIfLeaseHeld(t.db, again)).toEqual({ applied: true });
+  });
+
+  it('stores an error containing U+0000 instead of failing the settlement', async () => {
+    const queue = uniqueQueue();
+    await addJob(t.db, { queue });
+    const job = await claimOne(t.db, queue);
+    const outcome = await failIfLeaseHeld(t.db, job, { error: 'binary\u0000body', failureClass: 'permanent' });
+    expect(outcome).toMatchObject({ applied: true, state: 'dead' });
+    expect((await getJob(t.db, job.id)).lastError).toBe('binary\uFFFDbody');
+  });
+
+  it('refuses a fail call without the attempt numbers, writing nothing', async () => {
+    const queue = uniqueQueue();
+    await addJob(t.db, { queue });
+    const job = await claimOne(t.db, queue);
+    await expect(
+      failIfLeaseHeld(t.db, { id: job.id, leaseToken: job.leaseToken } as never, { error: 'x', failureClass: 'transient' }),
+    ).rejects.toThrow(/attempt/);
+    expect((await getJob(t.db, job.id)).state).toBe('running');
+  });
+
+  it('never shortens a lease through a heartbeat', async () => {
+    const queue = uniqueQueue();
+    await addJob(t.db, { queue });
+    const job = await claimOne(t.db, queue, 'w', 600);
+    const beat = await heartbeatIfLeaseHeld(t.db, job, { leaseSeconds: 5 });
+    expect(beat.applied && beat.leaseUntil.getTime()).toBe(job.leaseUntil.getTime());
+  });
+
+  it('refuses to cancel a job seen running that went back to ready (changed since viewed)', async () => {
+    const queue = uniqueQueue();
+    const job = await addJob(t.db, { queue });
+    const seen = await claimOne(t.db, queue);
+    await expireLease(t.db, job.id);
+    await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 });
+    const outcome = await cancelIfUnchanged(t.db, { id: job.id, leaseToken: seen.leaseToken, actor: 'op' });
+    expect(outcome).toMatchObject({ applied: false, reason: 'changed_since_viewed', state: 'ready' });
   });
 });

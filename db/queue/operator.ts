@@ -15,7 +15,7 @@ import { z } from 'zod';
 import type { JobState } from '../schema';
 import { run, type Executor } from './executor';
 import { recordAttempts } from './history';
-import { actorSchema, nameSchema, parseInput, uuidSchema } from './validate';
+import { actorSchema, nameSchema, parseInput, textSchema, uuidSchema } from './validate';
 
 export const MAX_BULK_ACTION = 1000;
 
@@ -40,7 +40,7 @@ export type SingleActionOutcome =
   | { applied: true; auditId: number }
   | { applied: false; reason: RefusalReason; state?: JobState; auditId: number };
 
-const actorFields = { actor: actorSchema, reason: z.string().max(1000).optional() };
+const actorFields = { actor: actorSchema, reason: textSchema(1000).optional() };
 
 const bulkIds = z
   .array(uuidSchema)
@@ -123,10 +123,10 @@ function retrySql(executor: Executor, action: string, actor: string, reason: str
     ids,
     sql`SELECT unnest(${sql.param(ids)}::uuid[]) AS id`,
     sql`changed_retry AS (
-      UPDATE jobs j SET state = 'ready', run_at = now(), claim_at = now() - (j.run_at - j.claim_at),
+      UPDATE jobs j SET state = 'ready', run_at = statement_timestamp(), claim_at = statement_timestamp() - (j.run_at - j.claim_at),
              max_attempts = greatest(j.max_attempts, j.attempts + 1),
-             expires_at = CASE WHEN j.expires_at IS NULL THEN NULL ELSE now() + (j.expires_at - j.created_at) END,
-             finished_at = NULL, updated_at = now()
+             expires_at = CASE WHEN j.expires_at IS NULL THEN NULL ELSE statement_timestamp() + (j.expires_at - j.created_at) END,
+             finished_at = NULL, updated_at = statement_timestamp()
       FROM input i
       WHERE j.id = i.id AND j.state IN ('dead', 'cancelled') AND j.attempts < 1000
       RETURNING j.id, j.queue
@@ -163,7 +163,7 @@ function cancelSql(
   const message = `cancelled by ${actor}${reason ? `: ${reason}` : ''}`;
   const ids = jobs.map((j) => j.id);
   const end = sql`state = 'cancelled', failure_class = 'cancelled', last_error = ${message},
-                  lease_token = NULL, lease_until = NULL, finished_at = now(), updated_at = now()`;
+                  lease_token = NULL, lease_until = NULL, finished_at = statement_timestamp(), updated_at = statement_timestamp()`;
   return actAndAudit(
     executor,
     action,
@@ -173,7 +173,9 @@ function cancelSql(
     sql`SELECT * FROM unnest(${sql.param(ids)}::uuid[], ${sql.param(jobs.map((j) => j.leaseToken ?? null))}::uuid[]) AS t(id, token)`,
     sql`changed_ready AS (
       UPDATE jobs j SET ${end}
-      FROM input i WHERE j.id = i.id AND j.state = 'ready'
+      -- A token means the operator saw the job running: if it is ready now (reaped, released),
+      -- it changed since they looked.
+      FROM input i WHERE j.id = i.id AND j.state = 'ready' AND i.token IS NULL
       RETURNING j.id, j.queue
     ),
     settled AS (
@@ -219,11 +221,11 @@ async function setPaused(executor: Executor, operation: 'pause' | 'resume', inpu
     sql`
     WITH changed AS (${
       paused
-        ? sql`INSERT INTO queues (name, paused, paused_at, paused_by) VALUES (${queue}, true, now(), ${actor})
-              ON CONFLICT (name) DO UPDATE SET paused = true, paused_at = now(), paused_by = excluded.paused_by, updated_at = now()
+        ? sql`INSERT INTO queues (name, paused, paused_at, paused_by) VALUES (${queue}, true, statement_timestamp(), ${actor})
+              ON CONFLICT (name) DO UPDATE SET paused = true, paused_at = statement_timestamp(), paused_by = excluded.paused_by, updated_at = statement_timestamp()
               WHERE NOT queues.paused
               RETURNING name`
-        : sql`UPDATE queues SET paused = false, paused_at = NULL, paused_by = NULL, updated_at = now()
+        : sql`UPDATE queues SET paused = false, paused_at = NULL, paused_by = NULL, updated_at = statement_timestamp()
               WHERE name = ${queue} AND paused
               RETURNING name`
     }

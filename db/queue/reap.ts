@@ -45,13 +45,13 @@ export async function reapExpiredLeases(executor: Executor, options: ReapOptions
 /** The reap statement itself (for `reapExpiredLeases`, and for EXPLAIN). */
 export function reapStatement(options: ReapOptions = {}): SQL {
   const { limit, leaseExpiredDelayMs } = parseInput('reap', reapOptionsSchema, options);
-  const next = sql`(now() + make_interval(secs => ${leaseExpiredDelayMs / 1000}::float8))`;
+  const next = sql`(statement_timestamp() + make_interval(secs => ${leaseExpiredDelayMs / 1000}::float8))`;
   const retrying = sql`(j.attempts < j.max_attempts AND NOT coalesce(j.expires_at <= ${next}, false))`;
   return sql`
     WITH expired AS (
       SELECT id, lease_token
       FROM jobs
-      WHERE state = 'running' AND lease_until <= now()
+      WHERE state = 'running' AND lease_until <= statement_timestamp()
       ORDER BY lease_until
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
@@ -66,11 +66,11 @@ export function reapStatement(options: ReapOptions = {}): SQL {
         run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,
         claim_at = CASE WHEN ${retrying} THEN ${next} - (j.run_at - j.claim_at) ELSE j.claim_at END,
         lease_token = NULL, lease_until = NULL,
-        finished_at = CASE WHEN ${retrying} THEN NULL ELSE now() END,
-        updated_at = now()
+        finished_at = CASE WHEN ${retrying} THEN NULL ELSE statement_timestamp() END,
+        updated_at = statement_timestamp()
       FROM expired e
-      WHERE j.id = e.id AND j.state = 'running' AND j.lease_until <= now()
-      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.last_error, e.lease_token
-    ), history AS (${recordAttempts('lease_expired', sql`s.lease_token`, sql`'lease_expired'`, sql`s.last_error`)})
+      WHERE j.id = e.id AND j.state = 'running' AND j.lease_until <= statement_timestamp()
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.failure_class, j.last_error, e.lease_token
+    ), history AS (${recordAttempts('lease_expired', sql`s.lease_token`, sql`s.failure_class`, sql`s.last_error`)})
     SELECT id, state FROM settled`;
 }

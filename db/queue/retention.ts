@@ -35,7 +35,7 @@ export async function removeExpiredHistory(executor: Executor, options: Retentio
   const terminal = (state: string, age: number, name: string) => sql`
     ${sql.raw(name)} AS (
       SELECT id FROM jobs
-      WHERE state = ${state} AND finished_at < now() - make_interval(secs => ${age}::float8)
+      WHERE state = ${state} AND finished_at < statement_timestamp() - make_interval(secs => ${age}::float8)
       ORDER BY finished_at
       LIMIT ${o.limit}
       FOR UPDATE SKIP LOCKED
@@ -54,7 +54,7 @@ export async function removeExpiredHistory(executor: Executor, options: Retentio
     ),
     old_attempts AS (
       SELECT job_id, attempt FROM job_attempts
-      WHERE ended_at < now() - make_interval(secs => ${o.attemptsAfterSeconds}::float8)
+      WHERE ended_at < statement_timestamp() - make_interval(secs => ${o.attemptsAfterSeconds}::float8)
       ORDER BY ended_at
       LIMIT ${o.limit}
     ),
@@ -65,14 +65,14 @@ export async function removeExpiredHistory(executor: Executor, options: Retentio
     ),
     old_keys AS (
       SELECT d.key FROM dedupe_keys d
-      WHERE d.expires_at < now()
+      WHERE d.expires_at < statement_timestamp()
         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id)
         AND d.job_id NOT IN (SELECT id FROM removed_jobs)
       ORDER BY d.expires_at
       LIMIT ${o.limit}
     ),
     removed_keys AS (
-      DELETE FROM dedupe_keys d USING old_keys o WHERE d.key = o.key AND d.expires_at < now() RETURNING 1
+      DELETE FROM dedupe_keys d USING old_keys o WHERE d.key = o.key AND d.expires_at < statement_timestamp() RETURNING 1
     )
     SELECT (SELECT count(*) FROM removed_jobs)::int AS jobs,
            (SELECT count(*) FROM removed_attempts)::int AS attempts,

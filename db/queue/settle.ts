@@ -19,7 +19,7 @@ import { run, toDate, type Executor } from './executor';
 import { APPLIED, LEASE_LOST, type LeaseRef, type SettleOutcome } from './job';
 import { recordAttempts } from './history';
 import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy';
-import { parseInput, uuidSchema } from './validate';
+import { parseInput, storableText, uuidSchema } from './validate';
 
 /** Longest error text stored; longer messages are cut (stack traces belong in logs). */
 export const MAX_ERROR_LENGTH = 4000;
@@ -27,11 +27,13 @@ export const MAX_ERROR_LENGTH = 4000;
 const leaseSchema = z.object({ id: uuidSchema, leaseToken: uuidSchema });
 
 function guard(lease: LeaseRef): SQL {
-  return sql`j.id = ${lease.id}::uuid AND j.state = 'running' AND j.lease_token = ${lease.leaseToken}::uuid AND j.lease_until > now()`;
+  return sql`j.id = ${lease.id}::uuid AND j.state = 'running' AND j.lease_token = ${lease.leaseToken}::uuid AND j.lease_until > statement_timestamp()`;
 }
 
+/** Error text as stored: U+0000 replaced (text columns refuse it), cut to 4,000 characters. */
 export function truncateError(message: string): string {
-  return message.length <= MAX_ERROR_LENGTH ? message : `${message.slice(0, MAX_ERROR_LENGTH - 1)}…`;
+  const text = storableText(String(message));
+  return text.length <= MAX_ERROR_LENGTH ? text : `${text.slice(0, MAX_ERROR_LENGTH - 1)}…`;
 }
 
 /** Marks the job `done` if this attempt still holds its lease. */
@@ -42,7 +44,7 @@ export async function completeIfLeaseHeld(executor: Executor, lease: LeaseRef): 
     sql`
     WITH settled AS (
       UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
-                        finished_at = now(), updated_at = now()
+                        finished_at = statement_timestamp(), updated_at = statement_timestamp()
       WHERE ${guard(lease)}
       RETURNING id, attempts, queue, kind, worker_id, started_at
     ), history AS (${recordAttempts('completed', sql`${lease.leaseToken}::uuid`, sql`NULL`, sql`NULL`)})
@@ -69,9 +71,9 @@ export async function completeManyIfLeaseHeld(
                            ${sql.param(leases.map((l) => l.leaseToken))}::uuid[]) AS t(id, token)
     ), settled AS (
       UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
-                        finished_at = now(), updated_at = now()
+                        finished_at = statement_timestamp(), updated_at = statement_timestamp()
       FROM input i
-      WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token AND j.lease_until > now()
+      WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token AND j.lease_until > statement_timestamp()
       RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, i.token
     ), history AS (${recordAttempts('completed', sql`s.token`, sql`NULL`, sql`NULL`)})
     SELECT id FROM settled`,
@@ -80,11 +82,26 @@ export async function completeManyIfLeaseHeld(
   return leases.map((l) => (applied.has(l.id) ? APPLIED : LEASE_LOST));
 }
 
+const DAY_MS = 24 * 3600 * 1000;
 const failSchema = z.strictObject({
   error: z.string(),
   failureClass: z.enum(FAILURE_CLASSES),
-  retryAfterMs: z.number().min(0).optional(),
-  policy: z.record(z.string(), z.number()).optional(),
+  retryAfterMs: z.number().min(0).max(365 * DAY_MS).optional(),
+  policy: z
+    .strictObject({
+      baseDelayMs: z.number().min(0).max(DAY_MS),
+      maxDelayMs: z.number().min(0).max(30 * DAY_MS),
+      leaseExpiredDelayMs: z.number().min(0).max(DAY_MS),
+      maxRetryAfterMs: z.number().min(0).max(30 * DAY_MS),
+    })
+    .partial()
+    .optional(),
+});
+const failLeaseSchema = z.object({
+  id: uuidSchema,
+  leaseToken: uuidSchema,
+  attempt: z.int().min(1),
+  maxAttempts: z.int().min(1),
 });
 
 export interface FailInput {
@@ -110,7 +127,7 @@ export async function failIfLeaseHeld(
   lease: LeaseRef & { attempt: number; maxAttempts: number },
   input: FailInput,
 ): Promise<FailOutcome> {
-  parseInput('fail', leaseSchema, lease);
+  parseInput('fail', failLeaseSchema, lease);
   parseInput('fail', failSchema, input);
   const decision: RetryDecision = decideRetry({
     failureClass: input.failureClass,
@@ -124,7 +141,7 @@ export async function failIfLeaseHeld(
   const error = truncateError(input.error);
   // `next` is the run time a retry would get; a job whose max age ends before it goes dead
   // as `expired`. The budget is re-checked here, in the guarded row, not only in the policy.
-  const next = sql`(now() + make_interval(secs => ${delaySeconds}::float8))`;
+  const next = sql`(statement_timestamp() + make_interval(secs => ${delaySeconds}::float8))`;
   const expired = sql`(${retry}::boolean AND coalesce(j.expires_at <= ${next}, false))`;
   const retrying = sql`(${retry}::boolean AND j.attempts < j.max_attempts AND NOT coalesce(j.expires_at <= ${next}, false))`;
   const rows = await run(
@@ -138,8 +155,8 @@ export async function failIfLeaseHeld(
         run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,
         claim_at = CASE WHEN ${retrying} THEN ${next} - (j.run_at - j.claim_at) ELSE j.claim_at END,
         lease_token = NULL, lease_until = NULL,
-        finished_at = CASE WHEN ${retrying} THEN NULL ELSE now() END,
-        updated_at = now()
+        finished_at = CASE WHEN ${retrying} THEN NULL ELSE statement_timestamp() END,
+        updated_at = statement_timestamp()
       WHERE ${guard(lease)}
       RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.failure_class, j.run_at
     ), history AS (${recordAttempts('failed', sql`${lease.leaseToken}::uuid`, sql`s.failure_class`, sql`${error}`)})
@@ -167,7 +184,9 @@ export async function heartbeatIfLeaseHeld(
   parseInput('heartbeat', z.object({ leaseSeconds: z.number().min(1).max(24 * 3600) }), options);
   const rows = await run(
     executor,
-    sql`UPDATE jobs j SET lease_until = now() + make_interval(secs => ${options.leaseSeconds}::float8), updated_at = now()
+    // greatest(): a heartbeat extends a lease, it never shortens one.
+    sql`UPDATE jobs j SET lease_until = greatest(j.lease_until, statement_timestamp() + make_interval(secs => ${options.leaseSeconds}::float8)),
+                          updated_at = statement_timestamp()
         WHERE ${guard(lease)}
         RETURNING lease_until`,
   );
@@ -196,13 +215,42 @@ export async function releaseIfLeaseHeld(
       UPDATE jobs j SET
         state = 'ready',
         max_attempts = least(j.max_attempts + 1, 1000),
-        run_at = now() + make_interval(secs => ${delaySeconds}::float8),
-        claim_at = now() + make_interval(secs => ${delaySeconds}::float8) - (j.run_at - j.claim_at),
-        lease_token = NULL, lease_until = NULL, updated_at = now()
+        run_at = statement_timestamp() + make_interval(secs => ${delaySeconds}::float8),
+        claim_at = statement_timestamp() + make_interval(secs => ${delaySeconds}::float8) - (j.run_at - j.claim_at),
+        lease_token = NULL, lease_until = NULL, updated_at = statement_timestamp()
       WHERE ${guard(lease)} AND j.attempts < least(j.max_attempts + 1, 1000)
       RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at
     ), history AS (${recordAttempts('released', sql`${lease.leaseToken}::uuid`, sql`NULL`, sql`${reason}`)})
     SELECT id FROM settled`,
   );
   return rows.length === 1 ? APPLIED : LEASE_LOST;
+}
+
+/**
+ * Extends many leases in one statement (a worker's periodic heartbeat for all its in-flight
+ * jobs). Returns, in input order, which leases are still held; the others were lost (reaped,
+ * cancelled, expired) and their attempts must stop and settle nothing.
+ */
+export async function heartbeatManyIfLeaseHeld(
+  executor: Executor,
+  leases: readonly LeaseRef[],
+  options: { leaseSeconds: number },
+): Promise<HeartbeatOutcome[]> {
+  parseInput('heartbeatMany', z.array(leaseSchema).max(10_000), leases);
+  parseInput('heartbeatMany', z.object({ leaseSeconds: z.number().min(1).max(24 * 3600) }), options);
+  if (leases.length === 0) return [];
+  const rows = await run(
+    executor,
+    sql`
+    UPDATE jobs j SET lease_until = greatest(j.lease_until, statement_timestamp() + make_interval(secs => ${options.leaseSeconds}::float8)),
+                      updated_at = statement_timestamp()
+    FROM unnest(${sql.param(leases.map((l) => l.id))}::uuid[], ${sql.param(leases.map((l) => l.leaseToken))}::uuid[]) AS i(id, token)
+    WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token AND j.lease_until > statement_timestamp()
+    RETURNING j.id, j.lease_until`,
+  );
+  const held = new Map(rows.map((r) => [r.id as string, toDate(r.lease_until)]));
+  return leases.map((l) => {
+    const leaseUntil = held.get(l.id);
+    return leaseUntil ? { applied: true, leaseUntil } : (LEASE_LOST as HeartbeatOutcome);
+  });
 }

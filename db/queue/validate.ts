@@ -14,7 +14,15 @@ export const uuidSchema = z.string().regex(
   /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
   'expected a UUID',
 );
-export const actorSchema = z.string().min(1).max(256);
+/** Text for a `text` column: PostgreSQL cannot store U+0000 in text. */
+export const textSchema = (max: number) =>
+  z.string().max(max).refine((s) => !s.includes('\u0000'), 'contains U+0000, which PostgreSQL text cannot store');
+export const actorSchema = textSchema(256).pipe(z.string().min(1));
+
+/** Makes arbitrary text (an error message, a response body) storable: U+0000 becomes U+FFFD. */
+export function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+}
 
 export function problemsOf(error: z.ZodError, prefix = ''): string[] {
   return error.issues.map((issue) => {

@@ -1,0 +1,62 @@
+/**
+ * The worker registry: live worker processes, for operators and the dashboard. A worker
+ * records itself at start, refreshes `last_seen_at` while it runs and removes itself on a
+ * graceful stop; entries that stop refreshing (SIGKILL, lost host) are removed as stale.
+ */
+import { sql } from 'drizzle-orm';
+import { run, toDate, type Executor } from './executor';
+
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+  queues: string[];
+  concurrency: number;
+  version?: string | null;
+}
+
+export async function registerWorker(executor: Executor, info: WorkerInfo): Promise<void> {
+  await run(
+    executor,
+    sql`INSERT INTO workers (id, host, pid, queues, concurrency, version)
+        VALUES (${info.id}, ${info.host}, ${info.pid}, ${sql.param(info.queues)}::text[], ${info.concurrency}, ${info.version ?? null})
+        ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+          concurrency = excluded.concurrency, version = excluded.version, last_seen_at = statement_timestamp()`,
+  );
+}
+
+/** Refreshes `last_seen_at`; false when the entry is gone (removed as stale) and must be re-registered. */
+export async function touchWorker(executor: Executor, id: string): Promise<boolean> {
+  const rows = await run(executor, sql`UPDATE workers SET last_seen_at = statement_timestamp() WHERE id = ${id} RETURNING id`);
+  return rows.length === 1;
+}
+
+export async function deregisterWorker(executor: Executor, id: string): Promise<void> {
+  await run(executor, sql`DELETE FROM workers WHERE id = ${id}`);
+}
+
+export async function removeStaleWorkers(executor: Executor, staleAfterSeconds: number): Promise<number> {
+  const rows = await run(
+    executor,
+    sql`DELETE FROM workers WHERE last_seen_at < statement_timestamp() - make_interval(secs => ${staleAfterSeconds}::float8) RETURNING id`,
+  );
+  return rows.length;
+}
+
+export async function listWorkers(executor: Executor, seenWithinSeconds: number) {
+  const rows = await run(
+    executor,
+    sql`SELECT id, host, pid, queues, concurrency, version, started_at, last_seen_at FROM workers
+        WHERE last_seen_at >= statement_timestamp() - make_interval(secs => ${seenWithinSeconds}::float8) ORDER BY started_at`,
+  );
+  return rows.map((r) => ({
+    id: r.id as string,
+    host: r.host as string,
+    pid: Number(r.pid),
+    queues: r.queues as string[],
+    concurrency: Number(r.concurrency),
+    version: (r.version as string | null) ?? null,
+    startedAt: toDate(r.started_at),
+    lastSeenAt: toDate(r.last_seen_at),
+  }));
+}
