@@ -1,0 +1,63 @@
+/**
+ * `npm run demo:orders -- --count N [--rate R] [--forever]`: the orders service of seed 000.
+ * Each order is saved and its receipt job enqueued in the same transaction, so a receipt job
+ * exists exactly when its order does. `--rate` paces orders per second; `--forever` keeps
+ * going (the trickle that keeps the dashboard moving).
+ */
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { v7 as uuidv7 } from 'uuid';
+import { createDb } from '../db/client';
+import { migrateDatabase } from '../db/migrate';
+import { enqueue } from '../db/queue';
+import { databaseFromEnv } from '../scripts/env';
+import { orders } from './schema';
+
+export const DEMO_MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'drizzle');
+
+const { values } = parseArgs({
+  options: { count: { type: 'string', default: '100' }, rate: { type: 'string' }, forever: { type: 'boolean', default: false } },
+});
+const count = Number(values.count);
+const rate = values.rate === undefined ? null : Number(values.rate);
+if (!Number.isInteger(count) || count < 0 || count > 10_000_000 || (rate !== null && !(rate > 0 && rate <= 10_000))) {
+  console.error('demo:orders: --count must be a whole number up to 10,000,000 and --rate a number above 0 (orders per second)');
+  process.exit(2);
+}
+
+const database = await databaseFromEnv();
+await migrateDatabase(database.url);
+await migrateDatabase(database.url, { migrationsFolder: DEMO_MIGRATIONS, migrationsTable: '__leasehold_demo_migrations' });
+const { db, close } = createDb(database.url, { max: 4, applicationName: 'leasehold-demo-orders' });
+
+let stopped = false;
+process.on('SIGINT', () => (stopped = true));
+process.on('SIGTERM', () => (stopped = true));
+
+const started = Date.now();
+let made = 0;
+while (!stopped && (values.forever || made < count)) {
+  const orderId = uuidv7();
+  const totalCents = 500 + Math.floor(Math.random() * 20_000);
+  const email = `customer-${randomUUID().slice(0, 8)}@example.com`;
+  await db.transaction(async (tx) => {
+    await tx.insert(orders).values({ id: orderId, customerEmail: email, totalCents });
+    await enqueue(tx, {
+      queue: 'receipts',
+      kind: 'receipt.send',
+      payload: { orderId, email, totalCents },
+      idempotencyKey: `receipt:${orderId}`,
+    });
+  });
+  made += 1;
+  if (rate) {
+    const due = started + (made / rate) * 1000;
+    const wait = due - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+}
+console.log(JSON.stringify({ msg: 'orders saved with their receipt jobs', orders: made, seconds: (Date.now() - started) / 1000 }));
+await close();
+await database.stop();

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseWorkerConfig } from './config';
+
+describe('worker settings', () => {
+  it('reads flags over environment over defaults', () => {
+    const config = parseWorkerConfig(['--queues', 'a,b', '--concurrency', '4', '--no-listen'], {
+      LEASEHOLD_CONCURRENCY: '8',
+      LEASEHOLD_LEASE_SECONDS: '12',
+    });
+    expect(config).toMatchObject({ queues: ['a', 'b'], concurrency: 4, leaseSeconds: 12, listen: false, batchSize: 4, pollMs: 2000 });
+    expect(config.workerId).toMatch(/:\d+:/);
+  });
+
+  it.each([
+    [['--concurrency', 'lots'], /--concurrency \(LEASEHOLD_CONCURRENCY\) = "lots"/],
+    [['--queues', 'bad queue'], /--queues/],
+    [['--lease-seconds', '0'], /--lease-seconds/],
+    [['--poll-ms', '-5'], /--poll-ms/],
+    [['--colour', 'red'], /Unknown option '--colour'/],
+  ])('stops start-up with a message naming the bad setting: %j', (argv, message) => {
+    expect(() => parseWorkerConfig(argv as string[], {})).toThrow(ConfigError);
+    expect(() => parseWorkerConfig(argv as string[], {})).toThrow(message);
+  });
+
+  it('names a bad environment variable too', () => {
+    expect(() => parseWorkerConfig([], { LEASEHOLD_LISTEN: 'maybe' })).toThrow(/LEASEHOLD_LISTEN/);
+  });
+});

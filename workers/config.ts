@@ -1,0 +1,166 @@
+/**
+ * Worker settings from command-line flags and the environment (flags win). A bad setting stops
+ * start-up with a message that names it.
+ *
+ *   --queues a,b            LEASEHOLD_QUEUES            queues to serve (default: default)
+ *   --concurrency N         LEASEHOLD_CONCURRENCY       handlers running at once (default 10)
+ *   --lease-seconds N       LEASEHOLD_LEASE_SECONDS     lease per attempt (default 30)
+ *   --batch-size N          LEASEHOLD_BATCH_SIZE        most jobs per claim (default: concurrency)
+ *   --poll-ms N             LEASEHOLD_POLL_MS           poll interval (default 2000)
+ *   --no-listen             LEASEHOLD_LISTEN=false      no LISTEN wake-ups (PgBouncer transaction pooling)
+ *   --metrics-port N        LEASEHOLD_METRICS_PORT      Prometheus /metrics and /healthz (0 = off, default)
+ *   --grace-ms N            LEASEHOLD_GRACE_MS          shutdown grace period (default 10000)
+ *   --reap-interval-ms N    LEASEHOLD_REAP_INTERVAL_MS  reaper period (default 5000)
+ *   --retention-interval-ms N LEASEHOLD_RETENTION_INTERVAL_MS (default 60000)
+ *   --no-maintenance        LEASEHOLD_MAINTENANCE=false no reaper/retention in this process
+ *   --retry-base-ms N       LEASEHOLD_RETRY_BASE_MS     first backoff step (default 1000)
+ *   --retry-max-ms N        LEASEHOLD_RETRY_MAX_MS      backoff cap (default 3600000)
+ *   --handlers a.ts,b.ts    LEASEHOLD_HANDLERS          extra handler modules to load
+ *   --worker-id ID          LEASEHOLD_WORKER_ID         default host:pid:random
+ *   --log-level L           LEASEHOLD_LOG_LEVEL         default info
+ *   --migrate               LEASEHOLD_MIGRATE=true      apply migrations at start (always on the embedded database)
+ */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { NAME_PATTERN } from '../db/queue/validate';
+import type { WorkerSettings } from './runtime';
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v));
+
+const schema = z.strictObject({
+  queues: z
+    .string()
+    .transform((s) => s.split(',').map((q) => q.trim()).filter(Boolean))
+    .pipe(z.array(z.string().regex(NAME_PATTERN, 'not a queue name')).min(1, 'name at least one queue')),
+  concurrency: int(1, 1000),
+  leaseSeconds: int(2, 3600),
+  batchSize: int(1, 1000).optional(),
+  pollMs: int(50, 600_000),
+  listen: bool,
+  metricsPort: int(0, 65535),
+  graceMs: int(0, 3_600_000),
+  reapIntervalMs: int(100, 3_600_000),
+  retentionIntervalMs: int(1000, 86_400_000),
+  maintenance: bool,
+  retryBaseMs: int(0, 86_400_000),
+  retryMaxMs: int(0, 30 * 86_400_000),
+  handlers: z.string().transform((s) => s.split(',').map((h) => h.trim()).filter(Boolean)),
+  workerId: z.string().min(1).max(200).optional(),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  migrate: bool,
+});
+
+export type WorkerConfig = WorkerSettings & {
+  metricsPort: number;
+  handlerModules: string[];
+  logLevel: string;
+  migrate: boolean;
+};
+
+const DEFAULTS: Record<string, string> = {
+  queues: 'default',
+  concurrency: '10',
+  leaseSeconds: '30',
+  pollMs: '2000',
+  listen: 'true',
+  metricsPort: '0',
+  graceMs: '10000',
+  reapIntervalMs: '5000',
+  retentionIntervalMs: '60000',
+  maintenance: 'true',
+  retryBaseMs: '1000',
+  retryMaxMs: '3600000',
+  handlers: '',
+  logLevel: 'info',
+  migrate: 'false',
+};
+
+const FLAGS = {
+  queues: 'LEASEHOLD_QUEUES',
+  concurrency: 'LEASEHOLD_CONCURRENCY',
+  'lease-seconds': 'LEASEHOLD_LEASE_SECONDS',
+  'batch-size': 'LEASEHOLD_BATCH_SIZE',
+  'poll-ms': 'LEASEHOLD_POLL_MS',
+  listen: 'LEASEHOLD_LISTEN',
+  'metrics-port': 'LEASEHOLD_METRICS_PORT',
+  'grace-ms': 'LEASEHOLD_GRACE_MS',
+  'reap-interval-ms': 'LEASEHOLD_REAP_INTERVAL_MS',
+  'retention-interval-ms': 'LEASEHOLD_RETENTION_INTERVAL_MS',
+  maintenance: 'LEASEHOLD_MAINTENANCE',
+  'retry-base-ms': 'LEASEHOLD_RETRY_BASE_MS',
+  'retry-max-ms': 'LEASEHOLD_RETRY_MAX_MS',
+  handlers: 'LEASEHOLD_HANDLERS',
+  'worker-id': 'LEASEHOLD_WORKER_ID',
+  'log-level': 'LEASEHOLD_LOG_LEVEL',
+  migrate: 'LEASEHOLD_MIGRATE',
+} as const;
+const BOOLEAN_FLAGS = new Set(['listen', 'maintenance', 'migrate']);
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+export function parseWorkerConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerConfig {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    const options: Record<string, { type: 'string' | 'boolean' }> = {};
+    for (const flag of Object.keys(FLAGS)) {
+      options[flag] = { type: BOOLEAN_FLAGS.has(flag) ? 'boolean' : 'string' };
+      if (BOOLEAN_FLAGS.has(flag)) options[`no-${flag}`] = { type: 'boolean' };
+    }
+    values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new ConfigError(`${(error as Error).message} (see workers/config.ts for the settings)`);
+  }
+  const raw: Record<string, string> = { ...DEFAULTS };
+  for (const [flag, envName] of Object.entries(FLAGS)) {
+    const key = camel(flag);
+    const fromEnv = env[envName];
+    if (fromEnv !== undefined && fromEnv !== '') raw[key] = fromEnv;
+    const fromFlag = values[flag];
+    if (typeof fromFlag === 'string') raw[key] = fromFlag;
+    if (fromFlag === true) raw[key] = 'true';
+    if (values[`no-${flag}`] === true) raw[key] = 'false';
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => {
+      const key = String(i.path[0] ?? '');
+      const flag = Object.keys(FLAGS).find((f) => camel(f) === key);
+      return `--${flag ?? key} (${flag ? FLAGS[flag as keyof typeof FLAGS] : ''}) = ${JSON.stringify(raw[key])}: ${i.message}`;
+    });
+    throw new ConfigError(`invalid worker settings:\n  ${problems.join('\n  ')}`);
+  }
+  const c = parsed.data;
+  if (c.retryMaxMs < c.retryBaseMs) throw new ConfigError('invalid worker settings: --retry-max-ms is below --retry-base-ms');
+  return {
+    workerId: c.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    queues: c.queues,
+    concurrency: c.concurrency,
+    leaseSeconds: c.leaseSeconds,
+    batchSize: Math.min(c.batchSize ?? c.concurrency, c.concurrency),
+    pollMs: c.pollMs,
+    listen: c.listen,
+    graceMs: c.graceMs,
+    ackFlushMs: 5,
+    retry: { baseDelayMs: c.retryBaseMs, maxDelayMs: c.retryMaxMs },
+    registryIntervalMs: 10_000,
+    maintenance: {
+      enabled: c.maintenance,
+      reapIntervalMs: c.reapIntervalMs,
+      retentionIntervalMs: c.retentionIntervalMs,
+      staleWorkerSeconds: 60,
+      receiptsRetentionSeconds: 30 * 86_400,
+      retention: {},
+    },
+    metricsPort: c.metricsPort,
+    handlerModules: c.handlers,
+    logLevel: c.logLevel,
+    migrate: c.migrate,
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * What a handler is: a kind, the kind versions it accepts, a zod schema for the payload, its
+ * limits, and the function that does the work.
+ */
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { ClaimedJob, RetryPolicy } from '../db/queue';
+
+export interface HandlerContext<Payload> {
+  job: ClaimedJob;
+  /** Validated against the handler's schema. */
+  payload: Payload;
+  /** The attempt number: a fence for outside systems (it only grows). */
+  attempt: number;
+  /** Stable across attempts: the job's idempotency key, else `<kind>:<job id>`. */
+  deliveryKey: string;
+  /** Fires when the lease is lost, an operator cancels, the timeout passes, or the worker stops. */
+  signal: AbortSignal;
+  /** Extends the lease now (the runtime also does it on its own at a third of the lease). */
+  heartbeat(): Promise<void>;
+  logger: Logger;
+  /**
+   * Runs a side effect at most once per key (default: the delivery key) as far as this
+   * database knows: a recorded result is returned instead of calling `effect` again.
+   */
+  receipt<T>(effect: () => Promise<T>, key?: string): Promise<T>;
+}
+
+export interface Handler<Payload = unknown> {
+  kind: string;
+  /** Kind versions this handler accepts (jobs carry `kindVersion`). */
+  versions: readonly number[];
+  schema: z.ZodType<Payload>;
+  /** Caps the job's own `maxAttempts` for this kind. */
+  maxAttempts?: number;
+  /** The signal fires with a timeout after this long; the attempt fails as `timeout`. */
+  timeoutMs: number;
+  retry?: Partial<RetryPolicy>;
+  handle(context: HandlerContext<Payload>): Promise<unknown>;
+}
+
+/** Defines a handler with the payload type taken from its schema. */
+export function defineHandler<S extends z.ZodType>(handler: Handler<z.output<S>> & { schema: S }): Handler {
+  return handler as unknown as Handler;
+}
+
+export class HandlerRegistry {
+  private readonly byKind = new Map<string, Handler>();
+
+  constructor(handlers: readonly Handler[] = []) {
+    for (const handler of handlers) this.register(handler);
+  }
+
+  register(handler: Handler): void {
+    if (this.byKind.has(handler.kind)) throw new Error(`Leasehold workers: two handlers for kind ${handler.kind}`);
+    if (handler.versions.length === 0) throw new Error(`Leasehold workers: handler ${handler.kind} accepts no version`);
+    this.byKind.set(handler.kind, handler);
+  }
+
+  get(kind: string): Handler | undefined {
+    return this.byKind.get(kind);
+  }
+
+  kinds(): string[] {
+    return [...this.byKind.keys()].sort();
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * `receipt.send` (the seed's demo): send the receipt for one order through the receipt
+ * provider, with the stable delivery key `receipt:<order_id>` on every attempt so that the
+ * provider delivers once however often we call.
+ */
+import { z } from 'zod';
+import { defineHandler } from '../handler';
+import { PermanentError, RateLimitedError, TransientError, UnknownOutcomeError } from '../errors';
+
+const providerUrl = () => process.env.RECEIPT_PROVIDER_URL ?? 'http://127.0.0.1:4010';
+const callTimeoutMs = () => Number(process.env.RECEIPT_CALL_TIMEOUT_MS ?? 2000);
+
+export const receiptPayload = z.strictObject({
+  orderId: z.uuid(),
+  email: z.email(),
+  totalCents: z.int().min(0),
+});
+
+export default defineHandler({
+  kind: 'receipt.send',
+  versions: [1],
+  schema: receiptPayload,
+  maxAttempts: 25,
+  timeoutMs: 30_000,
+  async handle({ payload, attempt, signal, receipt }) {
+    const key = `receipt:${payload.orderId}`;
+    return receipt(async () => {
+      // Our own timer rather than AbortSignal.any([signal, AbortSignal.timeout()]): on Node 20
+      // the timeout signal inside any() can be garbage-collected and never fire.
+      const call = new AbortController();
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        call.abort(new Error('call timeout'));
+      }, callTimeoutMs());
+      const forward = () => call.abort(signal.reason);
+      signal.addEventListener('abort', forward, { once: true });
+      let response: Response;
+      let text: string;
+      try {
+        response = await fetch(`${providerUrl()}/receipts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-attempt': String(attempt) },
+          body: JSON.stringify(payload),
+          signal: call.signal,
+        });
+        text = await response.text();
+      } catch (error) {
+        if (signal.aborted) throw error; // lease lost, cancelled or shutting down: settle nothing
+        if (timedOut) {
+          throw new UnknownOutcomeError(`receipt provider did not answer within ${callTimeoutMs()} ms`, { cause: error });
+        }
+        throw new TransientError(`receipt provider unreachable: ${(error as Error).message}`, { cause: error });
+      } finally {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', forward);
+      }
+      if (response.status === 429) {
+        const retryAfter = Number(response.headers.get('retry-after'));
+        throw new RateLimitedError(`receipt provider rate limited (429)`, {
+          ...(Number.isFinite(retryAfter) ? { retryAfterMs: retryAfter * 1000 } : {}),
+        });
+      }
+      if (response.status >= 500) throw new TransientError(`receipt provider answered ${response.status}`);
+      if (!response.ok) throw new PermanentError(`receipt provider refused the receipt: ${response.status} ${text.slice(0, 200)}`);
+      return JSON.parse(text) as { receiptId: string; deliveredAt: string };
+    }, key);
+  },
+});

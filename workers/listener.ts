@@ -1,0 +1,115 @@
+/**
+ * Wake-ups through LISTEN on a dedicated connection. Polling stays the correctness path: a
+ * lost notification only delays a job until the next poll. The connection has TCP keepalive,
+ * a periodic health query (a connection cut silently answers nothing: the query times out and
+ * the connection is replaced) and reconnects with jittered backoff; after every (re)connect
+ * the worker is woken once, for notifications missed while disconnected.
+ */
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+export interface WakeListenerOptions {
+  url: string;
+  channel: string;
+  onWake(payload: string): void;
+  logger: Logger;
+  healthIntervalMs?: number;
+  healthTimeoutMs?: number;
+}
+
+export class WakeListener {
+  private client: pg.Client | null = null;
+  private stopped = false;
+  private failures = 0;
+  private healthTimer: NodeJS.Timeout | null = null;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  connected = false;
+
+  constructor(private readonly options: WakeListenerOptions) {}
+
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const client = this.client;
+    this.client = null;
+    this.connected = false;
+    await client?.end().catch(() => {});
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const { logger } = this.options;
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      application_name: 'leasehold-listen',
+      connectionTimeoutMillis: 10_000,
+    });
+    client.on('notification', (message) => this.options.onWake(message.payload ?? ''));
+    client.on('error', (error) => this.drop(client, `connection error: ${error.message}`));
+    client.on('end', () => this.drop(client, 'connection ended'));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${client.escapeIdentifier(this.options.channel)}`);
+    } catch (error) {
+      this.drop(client, `could not LISTEN: ${(error as Error).message}`);
+      return;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.client = client;
+    this.connected = true;
+    this.failures = 0;
+    logger.info({ channel: this.options.channel }, 'listening for wake-ups');
+    this.options.onWake('*'); // anything enqueued while we were not listening
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    this.healthTimer = setInterval(() => void this.checkHealth(client), this.options.healthIntervalMs ?? 15_000);
+    this.healthTimer.unref();
+  }
+
+  private async checkHealth(client: pg.Client): Promise<void> {
+    const timeoutMs = this.options.healthTimeoutMs ?? 5_000;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        client.query('SELECT 1'),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+    } catch (error) {
+      this.drop(client, `health check failed: ${(error as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Forgets `client` (once) and schedules a reconnect. */
+  private drop(client: pg.Client, why: string): void {
+    if (this.stopped) return;
+    if (this.client !== null && this.client !== client) return; // an older connection's late event
+    if (this.reconnectTimer) return; // already reconnecting
+    this.client = null;
+    this.connected = false;
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    // A connection cut silently may never finish closing: destroy the socket, do not wait.
+    (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    void client.end().catch(() => {});
+    this.failures += 1;
+    const delay = Math.min(30_000, 250 * 2 ** Math.min(this.failures - 1, 7)) * (0.5 + Math.random() / 2);
+    this.options.logger.warn({ why, retryInMs: Math.round(delay) }, 'LISTEN connection lost; polling continues');
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      void this.connect();
+    }, delay);
+    this.reconnectTimer.unref();
+  }
+}

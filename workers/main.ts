@@ -1,0 +1,88 @@
+/**
+ * `npm run workers`: one worker process. DATABASE_URL or the embedded server; settings in
+ * workers/config.ts. SIGTERM/SIGINT stop it gracefully; a second signal exits at once.
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pino from 'pino';
+import { createDb } from '../db/client';
+import { migrateDatabase } from '../db/migrate';
+import { databaseFromEnv } from '../scripts/env';
+import { ConfigError, parseWorkerConfig } from './config';
+import type { Handler } from './handler';
+import { HandlerRegistry } from './handler';
+import { builtinHandlers } from './handlers';
+import { createMetrics, serveMetrics } from './metrics';
+import { Worker } from './runtime';
+
+let config;
+try {
+  config = parseWorkerConfig(process.argv.slice(2), process.env);
+} catch (error) {
+  if (error instanceof ConfigError) {
+    console.error(`leasehold workers: ${error.message}`);
+    process.exit(2);
+  }
+  throw error;
+}
+
+const logger = pino({ level: config.logLevel, base: { workerId: config.workerId, pid: process.pid } });
+
+async function loadHandlers(modules: string[]): Promise<Handler[]> {
+  const handlers: Handler[] = [...builtinHandlers];
+  for (const file of modules) {
+    const mod = (await import(pathToFileURL(path.resolve(file)).href)) as { default?: unknown; handlers?: unknown };
+    const found = mod.handlers ?? mod.default;
+    const list = Array.isArray(found) ? found : [found];
+    if (list.length === 0 || !list.every((h) => h && typeof h === 'object' && 'kind' in h && 'handle' in h)) {
+      throw new ConfigError(`--handlers ${file}: export \`handlers\` (an array) or a default handler`);
+    }
+    handlers.push(...(list as Handler[]));
+  }
+  return handlers;
+}
+
+const database = await databaseFromEnv((line) => logger.info(line));
+let registry: HandlerRegistry;
+try {
+  registry = new HandlerRegistry(await loadHandlers(config.handlerModules));
+} catch (error) {
+  logger.fatal({ err: error }, 'could not load handlers');
+  await database.stop();
+  process.exit(2);
+}
+if (database.embedded || config.migrate) await migrateDatabase(database.url);
+
+const handle = createDb(database.url, { max: Math.min(config.concurrency + 4, 30), applicationName: 'leasehold-worker' });
+const metrics = createMetrics();
+const worker = new Worker(config, { db: handle.db, databaseUrl: database.url, registry, logger, metrics });
+
+try {
+  await worker.start();
+} catch (error) {
+  logger.fatal({ err: error }, 'worker could not start (is the database reachable and migrated? run npm run db:migrate)');
+  await handle.close();
+  await database.stop();
+  process.exit(1);
+}
+const metricsServer = config.metricsPort > 0 ? await serveMetrics(config.metricsPort, metrics.registry, () => worker.health()) : null;
+if (metricsServer) logger.info({ port: config.metricsPort }, 'metrics on /metrics, health on /healthz');
+
+let signals = 0;
+const onSignal = (signal: NodeJS.Signals) => {
+  signals += 1;
+  if (signals > 1) {
+    logger.warn({ signal }, 'second signal: exiting now');
+    process.exit(130);
+  }
+  logger.info({ signal }, 'stopping gracefully (send again to exit at once)');
+  void (async () => {
+    await worker.stop();
+    metricsServer?.close();
+    await handle.close();
+    await database.stop();
+    process.exit(0);
+  })();
+};
+process.on('SIGTERM', onSignal);
+process.on('SIGINT', onSignal);

@@ -1,0 +1,275 @@
+import { sql } from 'drizzle-orm';
+import pino from 'pino';
+import { z } from 'zod';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { cancelIfUnchanged, enqueue, withMaintenanceLock } from '../db/queue';
+import { run } from '../db/queue/executor';
+import { testDatabase, type TestDatabase } from '../test/db';
+import { attemptsOf, getJob, uniqueQueue } from '../test/factories';
+import { PermanentError, RateLimitedError, TransientError } from './errors';
+import { defineHandler, HandlerRegistry, type Handler } from './handler';
+import { AttemptAborted, Worker, type WorkerSettings } from './runtime';
+
+let t: TestDatabase;
+const workers: Worker[] = [];
+beforeAll(async () => {
+  t = await testDatabase({ max: 30 });
+});
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop(0)));
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+function settings(queue: string, overrides: Partial<WorkerSettings> = {}): WorkerSettings {
+  return {
+    workerId: `test-${queue}-${workers.length}`,
+    queues: [queue],
+    concurrency: 5,
+    leaseSeconds: 30,
+    batchSize: 5,
+    pollMs: 100,
+    listen: false,
+    graceMs: 1000,
+    ackFlushMs: 5,
+    retry: { baseDelayMs: 60_000 },
+    registryIntervalMs: 10_000,
+    maintenance: { enabled: false, reapIntervalMs: 200, retentionIntervalMs: 60_000, staleWorkerSeconds: 60, receiptsRetentionSeconds: 86400, retention: {} },
+    ...overrides,
+  };
+}
+
+async function startWorker(queue: string, handlers: Handler[], overrides: Partial<WorkerSettings> = {}) {
+  const worker = new Worker(settings(queue, overrides), {
+    db: t.db,
+    databaseUrl: t.url,
+    registry: new HandlerRegistry(handlers),
+    logger: pino({ level: 'silent' }),
+  });
+  workers.push(worker);
+  await worker.start();
+  return worker;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+const stateIs = (id: string, ...states: string[]) => async () => {
+  const job = await getJob(t.db, id);
+  return states.includes(job.state) ? job : undefined;
+};
+
+const noop = defineHandler({ kind: 'noop', versions: [1], schema: z.object({}).passthrough(), timeoutMs: 5000, handle: async () => 'ok' });
+
+describe('a worker', () => {
+  it('runs jobs to done, acknowledging them in batches', async () => {
+    const queue = uniqueQueue();
+    const ids = await Promise.all(Array.from({ length: 20 }, () => enqueue(t.db, { queue, kind: 'noop' }).then((r) => r.id)));
+    await startWorker(queue, [noop]);
+    for (const id of ids) await until('done', stateIs(id, 'done'));
+  });
+
+  it('ends an unknown kind dead as permanent after one attempt', async () => {
+    const queue = uniqueQueue();
+    const { id } = await enqueue(t.db, { queue, kind: 'no.such.kind' });
+    await startWorker(queue, [noop]);
+    const job = await until('dead', stateIs(id, 'dead'));
+    expect(job).toMatchObject({ failureClass: 'permanent', attempts: 1 });
+    expect(job.lastError).toMatch(/unknown kind "no.such.kind": this worker runs noop/);
+  });
+
+  it('ends an unsupported kind version and an invalid payload dead as permanent', async () => {
+    const queue = uniqueQueue();
+    const strict = defineHandler({
+      kind: 'strict',
+      versions: [1, 2],
+      schema: z.object({ orderId: z.uuid() }),
+      timeoutMs: 5000,
+      handle: async () => 'ok',
+    });
+    const v3 = await enqueue(t.db, { queue, kind: 'strict', kindVersion: 3, payload: { orderId: crypto.randomUUID() } });
+    const bad = await enqueue(t.db, { queue, kind: 'strict', payload: { orderId: 42 } });
+    await startWorker(queue, [strict]);
+    expect((await until('dead', stateIs(v3.id, 'dead'))).lastError).toMatch(/version 3 is not supported \(this worker supports 1, 2\)/);
+    const invalid = await until('dead', stateIs(bad.id, 'dead'));
+    expect(invalid).toMatchObject({ failureClass: 'permanent', attempts: 1 });
+    expect(invalid.lastError).toMatch(/invalid payload for strict v1/);
+  });
+
+  it('maps typed errors to failure classes: rate limited honours Retry-After, permanent is dead', async () => {
+    const queue = uniqueQueue();
+    const failing = defineHandler({
+      kind: 'failing',
+      versions: [1],
+      schema: z.object({ how: z.enum(['rate', 'permanent', 'plain']) }),
+      timeoutMs: 5000,
+      async handle({ payload }) {
+        if (payload.how === 'rate') throw new RateLimitedError('429', { retryAfterMs: 120_000 });
+        if (payload.how === 'permanent') throw new PermanentError('422 from provider');
+        throw new Error('surprise');
+      },
+    });
+    const rate = await enqueue(t.db, { queue, kind: 'failing', payload: { how: 'rate' } });
+    const permanent = await enqueue(t.db, { queue, kind: 'failing', payload: { how: 'permanent' } });
+    const plain = await enqueue(t.db, { queue, kind: 'failing', payload: { how: 'plain' } });
+    await startWorker(queue, [failing]);
+    const limited = await until('retry scheduled', async () => {
+      const job = await getJob(t.db, rate.id);
+      return job.state === 'ready' && job.attempts === 1 ? job : undefined;
+    });
+    expect(limited.failureClass).toBe('rate_limited');
+    expect(limited.runAt.getTime() - limited.updatedAt.getTime()).toBeGreaterThan(119_000);
+    expect(await until('dead', stateIs(permanent.id, 'dead'))).toMatchObject({ failureClass: 'permanent' });
+    const retried = await until('retry', async () => {
+      const job = await getJob(t.db, plain.id);
+      return job.attempts === 1 && job.state === 'ready' ? job : undefined;
+    });
+    expect(retried).toMatchObject({ failureClass: 'transient', lastError: 'Error: surprise' });
+  });
+
+  it('fails a handler that overruns its timeout as timeout, firing its signal', async () => {
+    const queue = uniqueQueue();
+    let reason: unknown;
+    const slow = defineHandler({
+      kind: 'slow',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 200,
+      handle: ({ signal }) =>
+        new Promise((_, reject) => signal.addEventListener('abort', () => reject((reason = signal.reason)), { once: true })),
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'slow' });
+    await startWorker(queue, [slow]);
+    const job = await until('retry', async () => {
+      const j = await getJob(t.db, id);
+      return j.attempts === 1 && j.state === 'ready' ? j : undefined;
+    });
+    expect(job).toMatchObject({ failureClass: 'timeout' });
+    expect(reason).toBeInstanceOf(AttemptAborted);
+  });
+
+  it('keeps heartbeating a handler that runs longer than its lease, so it is not reaped', async () => {
+    const queue = uniqueQueue();
+    const long = defineHandler({
+      kind: 'long',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 30_000,
+      handle: () => new Promise((r) => setTimeout(r, 5_000)),
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'long' });
+    // Lease 2 s, handler 5 s, and this worker also runs the reaper every 200 ms.
+    await startWorker(queue, [long], {
+      leaseSeconds: 2,
+      maintenance: { ...settings(queue).maintenance, enabled: true, reapIntervalMs: 200 },
+    });
+    const job = await until('done', stateIs(id, 'done'), 20_000);
+    expect(job.attempts).toBe(1);
+    expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['completed']);
+  });
+
+  it('fires the AbortSignal when a heartbeat is rejected (operator cancel), and settles nothing', async () => {
+    const queue = uniqueQueue();
+    let seen: unknown = null;
+    const waiting = defineHandler({
+      kind: 'waiting',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 60_000,
+      handle: ({ signal }) =>
+        new Promise((_, reject) =>
+          signal.addEventListener('abort', () => {
+            seen = signal.reason;
+            reject(signal.reason);
+          }, { once: true }),
+        ),
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'waiting' });
+    await startWorker(queue, [waiting], { leaseSeconds: 2 }); // heartbeats every ~670 ms
+    const running = await until('running', stateIs(id, 'running'));
+    expect((await cancelIfUnchanged(t.db, { id, leaseToken: running.leaseToken!, actor: 'op' })).applied).toBe(true);
+    await until('signal', async () => seen !== null);
+    expect(seen).toBeInstanceOf(AttemptAborted);
+    expect((seen as AttemptAborted).reason).toBe('lease_lost');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await getJob(t.db, id)).toMatchObject({ state: 'cancelled', failureClass: 'cancelled' });
+  });
+
+  it('returns a recorded receipt to a later attempt instead of repeating the side effect', async () => {
+    const queue = uniqueQueue();
+    let effects = 0;
+    const values: unknown[] = [];
+    const sender = defineHandler({
+      kind: 'sender',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 5000,
+      async handle({ receipt, attempt }) {
+        const value = await receipt(async () => {
+          effects += 1;
+          return { sentBy: attempt };
+        });
+        values.push(value);
+        if (attempt === 1) throw new TransientError('crashed after the side effect, before acknowledging');
+      },
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'sender', idempotencyKey: `receipt:${queue}` });
+    await startWorker(queue, [sender], { retry: { baseDelayMs: 10 } });
+    await until('done', stateIs(id, 'done'));
+    expect(effects).toBe(1);
+    expect(values).toEqual([{ sentBy: 1 }, { sentBy: 1 }]);
+    const [row] = await run(t.db, sql`SELECT job_id, attempt FROM receipts WHERE key = ${`receipt:${queue}`}`);
+    expect(row).toEqual({ job_id: id, attempt: 1 });
+  });
+
+  it('starts a job on an idle queue through LISTEN long before the poll interval', async () => {
+    const queue = uniqueQueue();
+    const worker = await startWorker(queue, [noop], { listen: true, pollMs: 30_000 });
+    await until('listening', async () => worker.health().listening === true);
+    await new Promise((r) => setTimeout(r, 200)); // idle: the first poll has passed
+    const { id } = await enqueue(t.db, { queue, kind: 'noop' });
+    const job = await until('done', stateIs(id, 'done'), 10_000);
+    const latency = job.startedAt!.getTime() - job.createdAt.getTime();
+    expect(latency).toBeLessThan(1_000);
+  });
+
+  it('on stop, releases what did not finish within the grace period, for another worker at once', async () => {
+    const queue = uniqueQueue();
+    const stuck = defineHandler({
+      kind: 'stuck',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 60_000,
+      handle: ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'stuck' });
+    const worker = await startWorker(queue, [stuck]);
+    await until('running', stateIs(id, 'running'));
+    await worker.stop(200);
+    const job = await getJob(t.db, id);
+    expect(job).toMatchObject({ state: 'ready', attempts: 1, leaseToken: null });
+    expect(job.runAt.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['released']);
+    const rows = await run(t.db, sql`SELECT 1 FROM workers WHERE id = ${settings(queue).workerId}`);
+    expect(rows).toEqual([]);
+  });
+});
+
+describe('maintenance lock', () => {
+  it('lets one process run a maintenance task at a time', async () => {
+    let inner: { ran: boolean } | undefined;
+    const outer = await withMaintenanceLock(t.db, 'reaper-test', async () => {
+      inner = await withMaintenanceLock(t.db, 'reaper-test', async () => 'second');
+      return 'first';
+    });
+    expect(outer).toEqual({ ran: true, result: 'first' });
+    expect(inner).toEqual({ ran: false });
+  });
+});

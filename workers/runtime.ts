@@ -1,0 +1,580 @@
+/**
+ * The worker runtime: claim, run, heartbeat, settle; plus the maintenance loops and the
+ * worker registry entry.
+ *
+ * Invariants:
+ * - no database connection is held while a handler works: claim, heartbeat and settle each
+ *   borrow a pooled connection for one short statement;
+ * - an attempt settles only through the queue's lease-guarded functions, so a worker that lost
+ *   its lease (expired, reaped, cancelled by an operator) changes nothing; its handler's
+ *   AbortSignal fires as soon as a heartbeat reports the loss;
+ * - at most `concurrency` attempts run at once, and a claim asks only for free slots;
+ * - on stop, nothing is claimed any more, running handlers get `graceMs` to finish, and what
+ *   is still running then is released (token-guarded) so another worker starts it at once.
+ */
+import os from 'node:os';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { Db } from '../db/client';
+import {
+  claim,
+  completeManyIfLeaseHeld,
+  deregisterWorker,
+  failIfLeaseHeld,
+  findReceipt,
+  heartbeatIfLeaseHeld,
+  heartbeatManyIfLeaseHeld,
+  reapExpiredLeases,
+  recordReceipt,
+  registerWorker,
+  releaseIfLeaseHeld,
+  removeExpiredHistory,
+  removeOldReceipts,
+  removeStaleWorkers,
+  touchWorker,
+  WAKE_CHANNEL,
+  withMaintenanceLock,
+  type ClaimedJob,
+  type Executor,
+  type RetentionOptions,
+  type RetryPolicy,
+  type SettleOutcome,
+} from '../db/queue';
+import type { FailureClass } from '../db/schema';
+import { classify } from './errors';
+import type { Handler, HandlerContext, HandlerRegistry } from './handler';
+import { WakeListener } from './listener';
+import type { WorkerMetrics } from './metrics';
+
+export interface WorkerSettings {
+  workerId: string;
+  queues: string[];
+  concurrency: number;
+  leaseSeconds: number;
+  /** Most jobs one claim asks for (never more than the free slots). */
+  batchSize: number;
+  pollMs: number;
+  listen: boolean;
+  graceMs: number;
+  /** Completions wait this long to be acknowledged together in one statement. */
+  ackFlushMs: number;
+  retry?: Partial<RetryPolicy>;
+  registryIntervalMs: number;
+  maintenance: {
+    enabled: boolean;
+    reapIntervalMs: number;
+    retentionIntervalMs: number;
+    staleWorkerSeconds: number;
+    receiptsRetentionSeconds: number;
+    retention: RetentionOptions;
+  };
+}
+
+export interface WorkerDeps {
+  db: Db;
+  databaseUrl: string;
+  registry: HandlerRegistry;
+  logger: Logger;
+  metrics?: WorkerMetrics | undefined;
+}
+
+type StopReason = 'lease_lost' | 'timeout' | 'shutdown';
+
+/** The AbortSignal reason a handler sees. */
+export class AttemptAborted extends Error {
+  constructor(readonly reason: StopReason, message: string) {
+    super(message);
+    this.name = 'AttemptAborted';
+  }
+}
+
+interface InFlight {
+  job: ClaimedJob;
+  handler: Handler | undefined;
+  controller: AbortController;
+  startedAt: number;
+  log: Logger;
+}
+
+const ACK_BATCH = 200;
+
+export class Worker {
+  private readonly inFlight = new Map<string, InFlight>();
+  private readonly stopController = new AbortController();
+  private wakeUp: (() => void) | null = null;
+  private pendingAcks: { entry: InFlight; resolve(outcome: SettleOutcome): void }[] = [];
+  private ackTimer: NodeJS.Timeout | null = null;
+  private listener: WakeListener | null = null;
+  private loops: Promise<void>[] = [];
+  private drained: (() => void) | null = null;
+  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private stopping: Promise<void> | null = null;
+  lastClaimAt: Date | null = null;
+
+  constructor(
+    private readonly settings: WorkerSettings,
+    private readonly deps: WorkerDeps,
+  ) {}
+
+  get running(): number {
+    return this.inFlight.size;
+  }
+
+  health(): Record<string, unknown> {
+    return {
+      status: this.state === 'running' ? 'ok' : this.state,
+      workerId: this.settings.workerId,
+      inFlight: this.inFlight.size,
+      listening: this.listener?.connected ?? false,
+      lastClaimAt: this.lastClaimAt?.toISOString() ?? null,
+    };
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error('Leasehold worker: start() called twice');
+    this.state = 'running';
+    const { db, logger } = this.deps;
+    const s = this.settings;
+    await registerWorker(db, {
+      id: s.workerId,
+      host: os.hostname(),
+      pid: process.pid,
+      queues: s.queues,
+      concurrency: s.concurrency,
+      version: process.env.npm_package_version ?? null,
+    });
+    if (s.listen) {
+      this.listener = new WakeListener({
+        url: this.deps.databaseUrl,
+        channel: WAKE_CHANNEL,
+        logger,
+        onWake: (queue) => {
+          if (queue === '*' || s.queues.includes(queue)) this.wake();
+        },
+      });
+      await this.listener.start();
+    }
+    this.loops = [
+      this.claimLoop(),
+      this.every(Math.max(250, (s.leaseSeconds * 1000) / 3), () => this.heartbeatAll()),
+      this.every(s.registryIntervalMs, () => this.refreshRegistry()),
+    ];
+    if (s.maintenance.enabled) {
+      this.loops.push(this.every(s.maintenance.reapIntervalMs, () => this.reapRound()));
+      this.loops.push(this.every(s.maintenance.retentionIntervalMs, () => this.retentionRound()));
+    }
+    logger.info(
+      { queues: s.queues, concurrency: s.concurrency, leaseSeconds: s.leaseSeconds, listen: s.listen, kinds: this.deps.registry.kinds() },
+      'worker started',
+    );
+  }
+
+  /**
+   * Stops claiming, gives running handlers `graceMs` to finish, then aborts and releases the
+   * rest, flushes acknowledgements and removes the registry entry. Idempotent.
+   */
+  stop(graceMs = this.settings.graceMs): Promise<void> {
+    this.stopping ??= this.shutdown(graceMs);
+    return this.stopping;
+  }
+
+  private async shutdown(graceMs: number): Promise<void> {
+    const { logger, db } = this.deps;
+    this.state = 'stopping';
+    this.stopController.abort();
+    this.wake();
+    await this.listener?.stop();
+    logger.info({ inFlight: this.inFlight.size, graceMs }, 'stopping: no more claims, waiting for running handlers');
+    if (this.inFlight.size > 0) {
+      await Promise.race([this.whenDrained(), sleep(graceMs)]);
+    }
+    if (this.inFlight.size > 0) {
+      logger.warn({ releasing: this.inFlight.size }, 'grace period over: releasing unfinished jobs');
+      for (const entry of this.inFlight.values()) {
+        entry.controller.abort(new AttemptAborted('shutdown', 'the worker is shutting down'));
+      }
+      await Promise.race([this.whenDrained(), sleep(10_000)]);
+    }
+    await this.flushAcks();
+    await Promise.allSettled(this.loops);
+    await deregisterWorker(db, this.settings.workerId).catch((error: unknown) =>
+      logger.warn({ err: error }, 'could not remove the worker registry entry (it will expire)'),
+    );
+    this.state = 'stopped';
+    logger.info('worker stopped');
+  }
+
+  private whenDrained(): Promise<void> {
+    if (this.inFlight.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const previous = this.drained;
+      this.drained = () => {
+        previous?.();
+        resolve();
+      };
+    });
+  }
+
+  /** Wakes the claim loop (a notification, a free slot, a reconnect). */
+  wake(): void {
+    const resolve = this.wakeUp;
+    this.wakeUp = null;
+    resolve?.();
+  }
+
+  private waitForWake(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const signal = this.stopController.signal;
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+      this.wakeUp = done;
+    });
+  }
+
+  private async claimLoop(): Promise<void> {
+    const { db, logger } = this.deps;
+    const s = this.settings;
+    let failures = 0;
+    while (!this.stopController.signal.aborted) {
+      const free = s.concurrency - this.inFlight.size;
+      if (free > 0) {
+        const limit = Math.min(free, s.batchSize);
+        let jobs: ClaimedJob[];
+        try {
+          jobs = await claim(db, { queues: s.queues, workerId: s.workerId, limit, leaseSeconds: s.leaseSeconds });
+          failures = 0;
+        } catch (error) {
+          failures += 1;
+          const delay = backoff(failures);
+          logger.error({ err: error, retryInMs: delay }, 'claim failed; retrying');
+          await sleep(delay, this.stopController.signal);
+          continue;
+        }
+        this.lastClaimAt = new Date();
+        for (const job of jobs) this.begin(job);
+        if (jobs.length === limit) continue; // there may be more due right now
+      }
+      // Polling with jitter is the correctness path; wake-ups only make it prompt.
+      await this.waitForWake(s.pollMs * (0.8 + Math.random() * 0.4));
+    }
+  }
+
+  private begin(job: ClaimedJob): void {
+    const { logger, metrics, registry } = this.deps;
+    const entry: InFlight = {
+      job,
+      handler: registry.get(job.kind),
+      controller: new AbortController(),
+      startedAt: Date.now(),
+      log: logger.child({ jobId: job.id, attempt: job.attempt, kind: job.kind, queue: job.queue, traceId: job.traceId }),
+    };
+    this.inFlight.set(job.id, entry);
+    metrics?.inFlight.inc();
+    metrics?.claimed.inc({ queue: job.queue });
+    if (job.attempt === 1 && job.startedAt) {
+      const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
+      metrics?.startDelay.observe({ queue: job.queue }, Math.max(0, job.startedAt.getTime() - due) / 1000);
+    }
+    void this.execute(entry)
+      .catch((error: unknown) => entry.log.error({ err: error }, 'attempt ended with an unexpected error; the lease will expire'))
+      .finally(() => {
+        this.inFlight.delete(job.id);
+        metrics?.inFlight.dec();
+        if (this.inFlight.size === 0) {
+          const drained = this.drained;
+          this.drained = null;
+          drained?.();
+        }
+        this.wake();
+      });
+  }
+
+  private async execute(entry: InFlight): Promise<void> {
+    const { job, handler, controller, log } = entry;
+    const { registry, metrics } = this.deps;
+    if (!handler) {
+      return this.failAttempt(entry, 'permanent', `unknown kind "${job.kind}": this worker runs ${registry.kinds().join(', ') || 'no kinds'}`);
+    }
+    if (!handler.versions.includes(job.kindVersion)) {
+      return this.failAttempt(
+        entry,
+        'permanent',
+        `kind ${job.kind} version ${job.kindVersion} is not supported (this worker supports ${handler.versions.join(', ')})`,
+      );
+    }
+    const parsed = handler.schema.safeParse(job.payload);
+    if (!parsed.success) {
+      return this.failAttempt(entry, 'permanent', `invalid payload for ${job.kind} v${job.kindVersion}: ${z.prettifyError(parsed.error)}`);
+    }
+
+    const timeout = setTimeout(
+      () => controller.abort(new AttemptAborted('timeout', `${job.kind} did not finish within ${handler.timeoutMs} ms`)),
+      handler.timeoutMs,
+    );
+    const aborted = new Promise<never>((_, reject) => {
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    });
+    aborted.catch(() => {});
+    let result: { ok: true } | { ok: false; error: unknown };
+    try {
+      await Promise.race([handler.handle(this.context(entry, parsed.data)), aborted]);
+      result = { ok: true };
+    } catch (error) {
+      result = { ok: false, error };
+    } finally {
+      clearTimeout(timeout);
+    }
+    const seconds = (Date.now() - entry.startedAt) / 1000;
+    const labels = { queue: job.queue, kind: job.kind };
+
+    if (!result.ok && result.error instanceof AttemptAborted && result.error === controller.signal.reason) {
+      const stop = result.error;
+      metrics?.handlerDuration.observe({ ...labels, outcome: stop.reason }, seconds);
+      if (stop.reason === 'timeout') return this.failAttempt(entry, 'timeout', stop.message);
+      if (stop.reason === 'shutdown') return this.releaseAttempt(entry);
+      metrics?.leasesLost.inc(labels);
+      log.warn('lease lost while running (expired, reaped or cancelled): this attempt settles nothing');
+      return;
+    }
+    if (result.ok) {
+      metrics?.handlerDuration.observe({ ...labels, outcome: 'completed' }, seconds);
+      const outcome = await this.acknowledge(entry);
+      if (outcome.applied) {
+        metrics?.completed.inc(labels);
+        log.info({ ms: Math.round(seconds * 1000) }, 'job done');
+      } else {
+        metrics?.leasesLost.inc(labels);
+        log.warn('completed, but the lease was lost before the acknowledgement: another attempt may run');
+      }
+      return;
+    }
+    const { failureClass, message, retryAfterMs } = classify(result.error);
+    metrics?.handlerDuration.observe({ ...labels, outcome: 'failed' }, seconds);
+    return this.failAttempt(entry, failureClass, message, retryAfterMs);
+  }
+
+  private context(entry: InFlight, payload: unknown): HandlerContext<unknown> {
+    const { job, controller, log } = entry;
+    const { db } = this.deps;
+    const deliveryKey = job.idempotencyKey ?? `${job.kind}:${job.id}`;
+    return {
+      job,
+      payload,
+      attempt: job.attempt,
+      deliveryKey,
+      signal: controller.signal,
+      logger: log,
+      heartbeat: async () => {
+        const outcome = await heartbeatIfLeaseHeld(db, job, { leaseSeconds: this.settings.leaseSeconds });
+        if (!outcome.applied) {
+          controller.abort(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
+          throw controller.signal.reason;
+        }
+        job.leaseUntil = outcome.leaseUntil;
+      },
+      receipt: async <T>(effect: () => Promise<T>, key: string = deliveryKey): Promise<T> => {
+        const existing = await findReceipt(db, key);
+        if (existing) {
+          log.info({ receiptKey: key, recordedBy: existing.attempt }, 'side effect already done: using its receipt');
+          return existing.result as T;
+        }
+        const value = await effect();
+        const { receipt } = await recordReceipt(db, { key, jobId: job.id, attempt: job.attempt, result: value ?? null });
+        return receipt.result as T;
+      },
+    };
+  }
+
+  /** Queues a completion for the next batched acknowledgement. */
+  private acknowledge(entry: InFlight): Promise<SettleOutcome> {
+    return new Promise((resolve) => {
+      this.pendingAcks.push({ entry, resolve });
+      if (this.pendingAcks.length >= ACK_BATCH) void this.flushAcks();
+      else this.ackTimer ??= setTimeout(() => void this.flushAcks(), this.settings.ackFlushMs);
+    });
+  }
+
+  private async flushAcks(): Promise<void> {
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.ackTimer = null;
+    while (this.pendingAcks.length > 0) {
+      const batch = this.pendingAcks.splice(0, ACK_BATCH);
+      const deadline = Math.min(...batch.map((b) => b.entry.job.leaseUntil.getTime()));
+      try {
+        const outcomes = await this.retryingDb('acknowledge', deadline, (db) =>
+          completeManyIfLeaseHeld(db, batch.map((b) => b.entry.job)),
+        );
+        batch.forEach((b, i) => b.resolve(outcomes[i]!));
+      } catch (error) {
+        this.deps.logger.error({ err: error, jobs: batch.length }, 'could not acknowledge completions; their leases will expire and they will run again');
+        for (const b of batch) b.resolve({ applied: false, reason: 'lease_lost' });
+      }
+    }
+  }
+
+  private async failAttempt(entry: InFlight, failureClass: FailureClass, message: string, retryAfterMs?: number): Promise<void> {
+    const { job, handler, log } = entry;
+    const { metrics } = this.deps;
+    const maxAttempts = Math.min(job.maxAttempts, handler?.maxAttempts ?? Number.POSITIVE_INFINITY);
+    try {
+      const outcome = await this.retryingDb('fail', job.leaseUntil.getTime(), (db) =>
+        failIfLeaseHeld(db, { ...job, maxAttempts }, {
+          error: message,
+          failureClass,
+          ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+          policy: { ...this.settings.retry, ...handler?.retry },
+        }),
+      );
+      if (!outcome.applied) {
+        metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
+        log.warn({ failureClass, error: message }, 'failed, but the lease was already lost: nothing recorded');
+        return;
+      }
+      metrics?.failed.inc({ queue: job.queue, kind: job.kind, failure_class: outcome.failureClass });
+      const level = outcome.state === 'ready' ? 'warn' : 'error';
+      log[level]({ failureClass: outcome.failureClass, error: message, next: outcome.state, runAt: outcome.runAt }, 'attempt failed');
+    } catch (error) {
+      log.error({ err: error, failureClass, error: message }, 'could not record the failure; the lease will expire and the reaper will retry it');
+    }
+  }
+
+  private async releaseAttempt(entry: InFlight): Promise<void> {
+    const { job, log } = entry;
+    try {
+      const outcome = await this.retryingDb('release', job.leaseUntil.getTime(), (db) =>
+        releaseIfLeaseHeld(db, job, { reason: `released by ${this.settings.workerId} at shutdown` }),
+      );
+      if (outcome.applied) {
+        this.deps.metrics?.released.inc({ queue: job.queue, kind: job.kind });
+        log.info('released unfinished job for another worker');
+      }
+    } catch (error) {
+      log.error({ err: error }, 'could not release; the lease will expire and the reaper will retry it');
+    }
+  }
+
+  private async heartbeatAll(): Promise<void> {
+    const entries = [...this.inFlight.values()].filter((e) => !e.controller.signal.aborted);
+    if (entries.length === 0) return;
+    try {
+      const outcomes = await heartbeatManyIfLeaseHeld(this.deps.db, entries.map((e) => e.job), {
+        leaseSeconds: this.settings.leaseSeconds,
+      });
+      outcomes.forEach((outcome, i) => {
+        const entry = entries[i]!;
+        if (outcome.applied) entry.job.leaseUntil = outcome.leaseUntil;
+        else entry.controller.abort(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
+      });
+    } catch (error) {
+      this.deps.logger.warn({ err: error, jobs: entries.length }, 'heartbeat failed; retrying at the next beat');
+    }
+  }
+
+  private async refreshRegistry(): Promise<void> {
+    const { db } = this.deps;
+    const s = this.settings;
+    if (!(await touchWorker(db, s.workerId))) {
+      await registerWorker(db, { id: s.workerId, host: os.hostname(), pid: process.pid, queues: s.queues, concurrency: s.concurrency });
+    }
+  }
+
+  private async reapRound(): Promise<void> {
+    const { db, logger, metrics } = this.deps;
+    const limit = 500;
+    for (let round = 0; round < 20; round++) {
+      const outcome = await withMaintenanceLock(db, 'reaper', (tx) =>
+        reapExpiredLeases(tx, {
+          limit,
+          ...(this.settings.retry?.leaseExpiredDelayMs !== undefined ? { leaseExpiredDelayMs: this.settings.retry.leaseExpiredDelayMs } : {}),
+        }),
+      );
+      if (!outcome.ran) return;
+      const { reaped, retried, dead } = outcome.result;
+      if (reaped > 0) {
+        metrics?.reaped.inc({ outcome: 'retried' }, retried.length);
+        metrics?.reaped.inc({ outcome: 'dead' }, dead.length);
+        logger.warn({ retried: retried.length, dead: dead.length }, 'reaped expired leases');
+      }
+      if (reaped < limit) return;
+    }
+  }
+
+  private async retentionRound(): Promise<void> {
+    const { db, logger } = this.deps;
+    const m = this.settings.maintenance;
+    const limit = m.retention.limit ?? 1000;
+    for (let round = 0; round < 20; round++) {
+      const outcome = await withMaintenanceLock(db, 'retention', async (tx) => {
+        const removed = await removeExpiredHistory(tx, { ...m.retention, limit });
+        const receipts = await removeOldReceipts(tx, { olderThanSeconds: m.receiptsRetentionSeconds, limit });
+        const workers = await removeStaleWorkers(tx, m.staleWorkerSeconds);
+        return { ...removed, receipts, workers };
+      });
+      if (!outcome.ran) return;
+      const r = outcome.result;
+      if (r.jobs + r.attempts + r.dedupeKeys + r.receipts + r.workers > 0) logger.info(r, 'retention removed old rows');
+      if (Math.max(r.jobs / 3, r.attempts, r.dedupeKeys, r.receipts) < limit) return;
+    }
+  }
+
+  /** Runs `task` every `ms` until stop, logging (not throwing) its failures. */
+  private async every(ms: number, task: () => Promise<void>): Promise<void> {
+    const signal = this.stopController.signal;
+    while (!signal.aborted) {
+      await sleep(ms * (0.9 + Math.random() * 0.2), signal);
+      if (signal.aborted) return;
+      try {
+        await task();
+      } catch (error) {
+        this.deps.logger.warn({ err: error, task: task.name }, 'background task failed; it runs again next round');
+      }
+    }
+  }
+
+  /**
+   * Runs a settlement, retrying connection-level failures until `deadlineMs` (the lease end:
+   * after it, the statement could not apply anyway).
+   */
+  private async retryingDb<T>(what: string, deadlineMs: number, work: (db: Executor) => Promise<T>): Promise<T> {
+    for (let failures = 1; ; failures++) {
+      try {
+        return await work(this.deps.db);
+      } catch (error) {
+        if (!isRetryableDbError(error) || Date.now() + backoff(failures) > deadlineMs) throw error;
+        this.deps.logger.warn({ err: error, what }, 'database unavailable; retrying the settlement');
+        await sleep(backoff(failures));
+      }
+    }
+  }
+}
+
+/** Connection loss, server shutdown, overload, serialization: worth another try. */
+export function isRetryableDbError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) {
+    return !(error instanceof Error && error.name === 'LeaseholdInputError');
+  }
+  return /^(08|40|53|57)/.test(code);
+}
+
+function backoff(failures: number): number {
+  return Math.min(30_000, 200 * 2 ** Math.min(failures - 1, 8)) * (0.5 + Math.random() / 2);
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
