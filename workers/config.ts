@@ -105,7 +105,7 @@ export class ConfigError extends Error {
 
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
-export function parseWorkerConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerConfig {
+export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, string | undefined>>): WorkerConfig {
   let values: Record<string, string | boolean | undefined>;
   try {
     const options: Record<string, { type: 'string' | 'boolean' }> = {};
