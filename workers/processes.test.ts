@@ -9,6 +9,7 @@ import { run } from '../db/queue/executor';
 import { testDatabase, type TestDatabase } from '../test/db';
 import { uniqueQueue } from '../test/factories';
 import { start, stopAll, type Proc } from '../test/processes';
+import { until } from '../test/wait';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -25,15 +26,6 @@ function worker(queue: string, extra: string[] = [], moreEnv: Record<string, str
   return start('workers/main.ts', ['--queues', queue, '--handlers', 'test/handlers.ts', ...extra], { ...env(), ...moreEnv });
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const states = async (queue: string) =>
   Object.fromEntries(

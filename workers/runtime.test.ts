@@ -6,6 +6,7 @@ import { cancelIfUnchanged, enqueue, withMaintenanceLock } from '../db/queue';
 import { run } from '../db/queue/executor';
 import { testDatabase, type TestDatabase } from '../test/db';
 import { attemptsOf, getJob, uniqueQueue } from '../test/factories';
+import { until } from '../test/wait';
 import { PermanentError, RateLimitedError, TransientError } from './errors';
 import { defineHandler, HandlerRegistry, type Handler } from './handler';
 import { AttemptAborted, Worker, type WorkerSettings } from './runtime';
@@ -52,15 +53,6 @@ async function startWorker(queue: string, handlers: Handler[], overrides: Partia
   return worker;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 const stateIs = (id: string, ...states: string[]) => async () => {
   const job = await getJob(t.db, id);
   return states.includes(job.state) ? job : undefined;
