@@ -23,6 +23,7 @@ import {
   primaryKey,
   text,
   timestamp,
+  uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
 
@@ -100,9 +101,9 @@ export const jobs = pgTable(
   (t) => [
     index('jobs_claim_idx').on(t.queue, t.claimAt, t.id).where(sql`state = 'ready'`),
     index('jobs_lease_idx').on(t.leaseUntil).where(sql`state = 'running'`),
-    index('jobs_terminal_idx')
-      .on(t.state, t.finishedAt)
-      .where(sql`state IN ('done', 'dead', 'cancelled')`),
+    // jobs_terminal_idx (state, finished_at) INCLUDE (queue, kind, failure_class, attempts)
+    // WHERE terminal: created in drizzle/0002 by hand (drizzle cannot declare INCLUDE). It
+    // serves retention and the dashboard's terminal counts as index-only scans.
     check('jobs_state_check', sql`state IN (${quoted(JOB_STATES)})`),
     check(
       'jobs_failure_class_check',
@@ -153,7 +154,7 @@ export const jobAttempts = pgTable(
     // retention removed the job (its old history stays until its own window ends).
     primaryKey({ name: 'job_attempts_pkey', columns: [t.leaseToken] }),
     index('job_attempts_job_idx').on(t.jobId, t.attempt),
-    index('job_attempts_ended_idx').on(t.endedAt),
+    // job_attempts_ended_idx (ended_at) INCLUDE (outcome, failure_class, queue): drizzle/0002.
     check('job_attempts_outcome_check', sql`outcome IN (${quoted(ATTEMPT_OUTCOMES)})`),
   ],
 );
@@ -185,7 +186,7 @@ export const auditLog = pgTable(
     outcome: text('outcome').notNull(),
     detail: jsonb('detail').notNull().default({}),
   },
-  (t) => [index('audit_log_at_idx').on(t.at)],
+  (t) => [index('audit_log_at_idx').on(t.at), index('audit_log_job_ids_idx').using('gin', t.jobIds)],
 );
 
 /**
@@ -245,3 +246,25 @@ export const receipts = pgTable(
 );
 
 export type WorkerRow = typeof workers.$inferSelect;
+
+export const ROLES = ['viewer', 'operator', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** Dashboard users. Passwords are scrypt hashes (`scrypt$N$r$p$salt$hash`). */
+export const users = pgTable(
+  'users',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    email: text('email').notNull(),
+    passwordHash: text('password_hash').notNull(),
+    role: text('role', { enum: ROLES }).notNull(),
+    disabled: boolean('disabled').notNull().default(false),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    updatedAt: tstz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('users_email_idx').on(t.email),
+    check('users_role_check', sql`role IN (${quoted(ROLES)})`),
+    check('users_email_check', sql`email = lower(email) AND position('@' in email) > 1`),
+  ],
+);
