@@ -5,17 +5,15 @@
  * going (the trickle that keeps the dashboard moving).
  */
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { v7 as uuidv7 } from 'uuid';
 import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { enqueue } from '../db/queue';
 import { databaseFromEnv } from '../scripts/env';
+import { DEMO_MIGRATIONS } from './migrations';
 import { orders } from './schema';
 
-export const DEMO_MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'drizzle');
 
 const { values } = parseArgs({
   options: { count: { type: 'string', default: '100' }, rate: { type: 'string' }, forever: { type: 'boolean', default: false } },

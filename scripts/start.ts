@@ -1,30 +1,127 @@
 /**
- * `npm start`: the database side of Leasehold, ready to use. Picks DATABASE_URL or the embedded
- * server, applies migrations, prints the connection URL, and keeps the embedded server up
- * until Ctrl-C (SIGINT) or SIGTERM, then stops it cleanly.
+ * `npm start`: the whole product on one machine, in demo mode. The database (embedded, or
+ * DATABASE_URL), migrations, demo users, the stand-in receipt provider, two workers, a trickle
+ * of orders so the charts move, and the dashboard on http://localhost:3000 (built first when
+ * the build is missing or older than the sources). Ctrl-C stops everything gracefully.
+ *
+ *   npm start                 production build of the dashboard
+ *   npm run dev               the dashboard under `next dev`
+ *   npm run demo              everything but the dashboard
+ *   flags: --port 3000 --rate 2 (orders per second) --workers 2
  */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
-import { databaseFromEnv } from './env';
+import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
+import { DEMO_MIGRATIONS } from '../demo/migrations';
+import { databaseFromEnv, PROJECT_DIR } from './env';
 
-const database = await databaseFromEnv();
+const { values } = parseArgs({
+  options: {
+    dev: { type: 'boolean', default: false },
+    'no-web': { type: 'boolean', default: false },
+    port: { type: 'string', default: process.env.PORT ?? '3000' },
+    rate: { type: 'string', default: '2' },
+    workers: { type: 'string', default: '2' },
+    'provider-port': { type: 'string', default: '4010' },
+  },
+});
+
+const log = (line: string) => console.log(`[leasehold] ${line}`);
+const database = await databaseFromEnv(log);
+const children: ChildProcess[] = [];
+let stopping = false;
+
+async function stop(code = 0): Promise<never> {
+  if (stopping) process.exit(1);
+  stopping = true;
+  log('stopping (Ctrl-C again to exit at once)');
+  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+  await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r)))));
+  await database.stop();
+  process.exit(code);
+}
+process.on('SIGINT', () => void stop());
+process.on('SIGTERM', () => void stop());
+
 try {
   await migrateDatabase(database.url);
+  await migrateDatabase(database.url, { migrationsFolder: DEMO_MIGRATIONS, migrationsTable: '__leasehold_demo_migrations' });
+  const { db, close } = createDb(database.url, { max: 2 });
+  for (const user of DEMO_USERS) await upsertUser(db, { ...user, password: DEMO_PASSWORD });
+  await close();
 } catch (error) {
-  console.error('[leasehold] could not apply migrations:', error);
-  await database.stop();
-  process.exit(1);
+  console.error('[leasehold] could not prepare the database:', error);
+  await stop(1);
 }
-console.log(`[leasehold] queue database ready: ${database.url}`);
-console.log(`[leasehold] ${database.embedded ? 'embedded PostgreSQL; ' : ''}press Ctrl-C to stop`);
 
-let stopping = false;
-const stop = async (signal: string) => {
-  if (stopping) process.exit(1); // a second signal: leave at once
-  stopping = true;
-  console.log(`[leasehold] ${signal}: stopping`);
-  await database.stop();
-  process.exit(0);
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  DATABASE_URL: database.url,
+  LEASEHOLD_DEMO: 'true',
+  RECEIPT_PROVIDER_URL: `http://127.0.0.1:${values['provider-port']}`,
+  RECEIPT_CALL_TIMEOUT_MS: '1000',
+  NEXTAUTH_URL: `http://localhost:${values.port}`,
 };
-process.on('SIGINT', () => void stop('SIGINT'));
-process.on('SIGTERM', () => void stop('SIGTERM'));
-setInterval(() => {}, 1 << 30);
+
+function run(name: string, args: string[]): ChildProcess {
+  const child = spawn(process.execPath, args, {
+    cwd: PROJECT_DIR,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Own process group: a terminal's Ctrl-C reaches only this script, which then stops each
+    // child once (a second signal would make a worker exit without releasing its jobs).
+    detached: true,
+  });
+  const print = (chunk: Buffer) => chunk.toString('utf8').split('\n').filter(Boolean).forEach((line) => console.log(`[${name}] ${line}`));
+  child.stdout!.on('data', print);
+  child.stderr!.on('data', print);
+  child.on('exit', (code, signal) => {
+    if (!stopping) log(`${name} exited (${code ?? signal}); stopping the rest`);
+    if (!stopping) void stop(1);
+  });
+  children.push(child);
+  return child;
+}
+const tsx = (script: string, args: string[] = []) => ['--import', 'tsx', path.join(PROJECT_DIR, script), ...args];
+
+run('provider', tsx('demo/provider.ts', ['--port', values['provider-port']!, '--error-rate', '0.05', '--timeout-rate', '0.02', '--stall-ms', '3000']));
+for (let i = 1; i <= Number(values.workers); i++) {
+  run(`worker-${i}`, tsx('workers/main.ts', ['--queues', 'receipts,default', '--concurrency', '10', '--metrics-port', String(9463 + i), '--log-level', 'warn']));
+}
+run('orders', tsx('demo/orders.ts', ['--forever', '--rate', values.rate!]));
+
+if (!values['no-web']) {
+  const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');
+  if (!values.dev && buildIsStale()) {
+    log('building the dashboard (next build; once per change)…');
+    const build = spawnSync(process.execPath, [next, 'build'], { cwd: PROJECT_DIR, env, stdio: 'inherit' });
+    if (build.status !== 0) {
+      console.error('[leasehold] the dashboard build failed');
+      await stop(1);
+    }
+  }
+  run('web', [next, values.dev ? 'dev' : 'start', '--port', values.port!, '--hostname', '127.0.0.1']);
+  log(`dashboard: http://localhost:${values.port}`);
+  log(`demo logins (password ${DEMO_PASSWORD}): ${DEMO_USERS.map((u) => `${u.email} (${u.role})`).join(', ')}`);
+}
+log(`database: ${database.url}`);
+log(`receipt provider stats: http://127.0.0.1:${values['provider-port']}/stats`);
+
+/** True when .next has no build or a source file is newer than it. */
+function buildIsStale(): boolean {
+  const marker = path.join(PROJECT_DIR, '.next', 'BUILD_ID');
+  if (!existsSync(marker)) return true;
+  const built = statSync(marker).mtimeMs;
+  const newer = (dir: string): boolean =>
+    existsSync(dir) &&
+    readdirSync(dir, { withFileTypes: true }).some((entry) => {
+      const full = path.join(dir, entry.name);
+      return entry.isDirectory() ? newer(full) : statSync(full).mtimeMs > built;
+    });
+  return ['app', 'components', 'lib', 'db'].some((d) => newer(path.join(PROJECT_DIR, d))) ||
+    ['next.config.ts', 'package-lock.json'].some((f) => existsSync(path.join(PROJECT_DIR, f)) && statSync(path.join(PROJECT_DIR, f)).mtimeMs > built);
+}

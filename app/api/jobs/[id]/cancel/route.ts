@@ -1,0 +1,7 @@
+import { cancelJob } from '../../../../../lib/dal';
+import { jsonBody, respond } from '../../../../../lib/http';
+
+export async function POST(request: Request, context: { params: Promise<{ id: string }> }) {
+  const { id } = await context.params;
+  return respond(request, async () => cancelJob({ ...((await jsonBody(request)) as object), id }));
+}

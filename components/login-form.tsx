@@ -1,0 +1,33 @@
+'use client';
+import { signIn } from 'next-auth/react';
+import { useRouter } from 'next/navigation';
+import { useState } from 'react';
+
+export function LoginForm({ demoLogins }: { demoLogins: string[] | null }) {
+  const router = useRouter();
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (form: FormData) => {
+    setBusy(true);
+    setError(null);
+    const result = await signIn('credentials', { email: String(form.get('email')), password: String(form.get('password')), redirect: false });
+    setBusy(false);
+    if (!result || result.error) return setError('Those credentials did not work. Check the email and password.');
+    router.push('/');
+    router.refresh();
+  };
+  return (
+    <form action={(form) => void submit(form)} className="login">
+      <h1>Leasehold</h1>
+      <label>Email <input name="email" type="email" autoComplete="username" required /></label>
+      <label>Password <input name="password" type="password" autoComplete="current-password" required /></label>
+      <button type="submit" disabled={busy}>Sign in</button>
+      {error && <p className="error" role="alert">{error}</p>}
+      {demoLogins && (
+        <p className="muted">
+          Demo logins (password <code>leasehold-demo</code>): {demoLogins.join(', ')}
+        </p>
+      )}
+    </form>
+  );
+}

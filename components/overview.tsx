@@ -1,0 +1,166 @@
+'use client';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Area, AreaChart, Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import type { OverviewDTO, QueueDTO } from '../lib/dto';
+import { fetchOverview, POLL, postJson, queryKeys } from './queries';
+
+const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
+  { key: 'ready', label: 'ready', color: '#3b82f6' },
+  { key: 'scheduled', label: 'scheduled', color: '#a78bfa' },
+  { key: 'retrying', label: 'retrying', color: '#f59e0b' },
+  { key: 'running', label: 'running', color: '#10b981' },
+  { key: 'leaseExpired', label: 'lease expired', color: '#f97316' },
+  { key: 'dead', label: 'dead', color: '#ef4444' },
+  { key: 'cancelled', label: 'cancelled', color: '#6b7280' },
+  { key: 'doneLastHour', label: 'done (last hour)', color: '#22c55e' },
+];
+
+export function age(seconds: number | null): string {
+  if (seconds === null) return '—';
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 86400) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86400).toFixed(1)} d`;
+}
+
+export function OverviewPanel() {
+  const { data, error, isPending } = useQuery({ queryKey: queryKeys.overview, queryFn: fetchOverview, refetchInterval: POLL.overview });
+  if (isPending) return <p>Loading…</p>;
+  if (error) return <p className="error" role="alert">Could not load the overview: {error.message}</p>;
+  return <OverviewView data={data} />;
+}
+
+function OverviewView({ data }: { data: OverviewDTO }) {
+  const client = useQueryClient();
+  const [message, setMessage] = useState<string | null>(null);
+  const toggle = async (queue: string, paused: boolean) => {
+    const result = await postJson(`/api/queues/${encodeURIComponent(queue)}/${paused ? 'resume' : 'pause'}`, {});
+    setMessage(result.message ?? null);
+    await client.invalidateQueries({ queryKey: queryKeys.overview });
+  };
+  const totals = data.throughput.reduce((t, m) => ({ completed: t.completed + m.completed, failed: t.failed + m.failed }), { completed: 0, failed: 0 });
+  return (
+    <div className="overview">
+      <p className="muted">Updated {new Date(data.generatedAt).toLocaleTimeString()} · refreshes every {POLL.overview / 1000} s</p>
+      {message && <p className="notice" role="status">{message}</p>}
+
+      <section>
+        <h2>Backlog by queue</h2>
+        <div className="chart" data-testid="chart-backlog">
+          <ResponsiveContainer width="100%" height={260}>
+            <BarChart data={data.queues}>
+              <CartesianGrid strokeDasharray="3 3" />
+              <XAxis dataKey="queue" />
+              <YAxis allowDecimals={false} />
+              <Tooltip />
+              <Legend />
+              {STATES.map((s) => (
+                <Bar key={s.key} dataKey={s.key} name={s.label} stackId="a" fill={s.color} isAnimationActive={false} />
+              ))}
+            </BarChart>
+          </ResponsiveContainer>
+        </div>
+        <table data-testid="backlog-table">
+          <thead>
+            <tr>
+              <th>queue</th>
+              {STATES.map((s) => <th key={s.key}>{s.label}</th>)}
+              <th>oldest ready (lag)</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {data.queues.map((q) => (
+              <tr key={q.queue}>
+                <td><a href={`/jobs?queue=${encodeURIComponent(q.queue)}`}>{q.queue}</a>{q.paused && <span className="badge paused">paused</span>}</td>
+                {STATES.map((s) => <td key={s.key} className="num">{String(q[s.key])}</td>)}
+                <td className="num" data-testid={`lag-${q.queue}`}>{age(q.oldestReadyAgeSeconds)}</td>
+                <td>{data.can.pause && <button onClick={() => void toggle(q.queue, q.paused)}>{q.paused ? 'Resume' : 'Pause'}</button>}</td>
+              </tr>
+            ))}
+            {data.queues.length === 0 && <tr><td colSpan={STATES.length + 3}>No jobs yet.</td></tr>}
+          </tbody>
+        </table>
+      </section>
+
+      <section>
+        <h2>Throughput, last hour</h2>
+        <p>{totals.completed} completed, {totals.failed} failed attempts in the last 60 minutes.</p>
+        <div className="chart" data-testid="chart-throughput">
+          <ResponsiveContainer width="100%" height={220}>
+            <AreaChart data={data.throughput.map((m) => ({ ...m, time: new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) }))}>
+              <CartesianGrid strokeDasharray="3 3" />
+              <XAxis dataKey="time" minTickGap={30} />
+              <YAxis allowDecimals={false} />
+              <Tooltip />
+              <Legend />
+              <Area type="monotone" dataKey="completed" stroke="#22c55e" fill="#bbf7d0" isAnimationActive={false} />
+              <Area type="monotone" dataKey="failed" stroke="#ef4444" fill="#fecaca" isAnimationActive={false} />
+            </AreaChart>
+          </ResponsiveContainer>
+        </div>
+      </section>
+
+      <div className="two">
+        <section>
+          <h2>Attempts per finished job (24 h)</h2>
+          <div className="chart" data-testid="chart-attempts">
+            <ResponsiveContainer width="100%" height={200}>
+              <BarChart data={data.attempts}>
+                <XAxis dataKey="attempts" />
+                <YAxis allowDecimals={false} />
+                <Tooltip />
+                <Bar dataKey="jobs" fill="#6366f1" isAnimationActive={false} />
+              </BarChart>
+            </ResponsiveContainer>
+          </div>
+          <p>{data.attempts.map((a) => `${a.attempts} attempt${a.attempts === 1 ? '' : 's'}: ${a.jobs}`).join(' · ') || 'No finished jobs in the last day.'}</p>
+        </section>
+        <section>
+          <h2>Failure classes</h2>
+          <div className="chart" data-testid="chart-failures">
+            <ResponsiveContainer width="100%" height={200}>
+              <BarChart data={mergeClasses(data)}>
+                <XAxis dataKey="failureClass" />
+                <YAxis allowDecimals={false} />
+                <Tooltip />
+                <Legend />
+                <Bar dataKey="lastHour" name="last hour" fill="#f97316" isAnimationActive={false} />
+                <Bar dataKey="lastDay" name="last day" fill="#fdba74" isAnimationActive={false} />
+              </BarChart>
+            </ResponsiveContainer>
+          </div>
+          <p>{mergeClasses(data).map((c) => `${c.failureClass}: ${c.lastHour} / ${c.lastDay}`).join(' · ') || 'No failures in the last day.'}</p>
+        </section>
+      </div>
+
+      <section>
+        <h2>Live workers ({data.workers.length})</h2>
+        <table data-testid="workers-table">
+          <thead><tr><th>worker</th><th>host</th><th>pid</th><th>queues</th><th>concurrency</th><th>started</th><th>last seen</th></tr></thead>
+          <tbody>
+            {data.workers.map((w) => (
+              <tr key={w.id}>
+                <td>{w.id}</td><td>{w.host}</td><td className="num">{w.pid}</td><td>{w.queues.join(', ')}</td>
+                <td className="num">{w.concurrency}</td><td>{new Date(w.startedAt).toLocaleString()}</td><td>{new Date(w.lastSeenAt).toLocaleTimeString()}</td>
+              </tr>
+            ))}
+            {data.workers.length === 0 && <tr><td colSpan={7}>No worker has reported in the last minute.</td></tr>}
+          </tbody>
+        </table>
+      </section>
+    </div>
+  );
+}
+
+function mergeClasses(data: OverviewDTO) {
+  const map = new Map<string, { failureClass: string; lastHour: number; lastDay: number }>();
+  for (const c of data.failureClasses.lastDay) map.set(c.failureClass, { failureClass: c.failureClass, lastHour: 0, lastDay: c.count });
+  for (const c of data.failureClasses.lastHour) {
+    const entry = map.get(c.failureClass) ?? { failureClass: c.failureClass, lastHour: 0, lastDay: 0 };
+    entry.lastHour = c.count;
+    map.set(c.failureClass, entry);
+  }
+  return [...map.values()];
+}

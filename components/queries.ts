@@ -1,0 +1,33 @@
+'use client';
+/**
+ * React Query keys, fetchers and polling intervals, in one place. Polling pauses while the tab
+ * is hidden (refetchIntervalInBackground stays false).
+ */
+import type { ActionResultDTO, BulkPreviewDTO, OverviewDTO } from '../lib/dto';
+
+export const POLL = {
+  overview: 5_000,
+} as const;
+
+export const queryKeys = {
+  overview: ['overview'] as const,
+};
+
+async function getJson<T>(url: string): Promise<T> {
+  const response = await fetch(url, { cache: 'no-store' });
+  const body = (await response.json().catch(() => null)) as (T & { message?: string }) | null;
+  if (!response.ok) throw new Error(body?.message ?? `The server answered ${response.status}.`);
+  return body as T;
+}
+
+export async function postJson<T = ActionResultDTO>(url: string, body: unknown): Promise<T & { ok?: boolean; message?: string }> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const parsed = (await response.json().catch(() => null)) as (T & { ok?: boolean; message?: string }) | null;
+  if (!parsed) return { ok: false, message: `The server answered ${response.status} without a message.` } as T & { ok: boolean; message: string };
+  return parsed;
+}
+
+export const fetchOverview = () => getJson<OverviewDTO>('/api/overview');
+export const previewBulk = (body: unknown) => postJson<BulkPreviewDTO>('/api/bulk/preview', body);
+export const previewGroup = (body: unknown) => postJson<BulkPreviewDTO>('/api/failures/preview', body);
+export const applyBulk = (body: unknown) => postJson('/api/bulk/apply', body);

@@ -1,0 +1,234 @@
+/**
+ * Read models for the jobs list, job detail, failure groups, bulk previews and the audit log.
+ * Filters and sorts come from URLs: they are parsed here against allowlists, and lists page
+ * by keyset (the last id seen), never by OFFSET.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { z } from 'zod';
+import { FAILURE_CLASSES, JOB_STATES } from '../schema';
+import { run, toDate, toDateOrNull, type Executor } from '../queue/executor';
+import { JOB_COLUMNS, mapJob, type Job } from '../queue/job';
+import { nameSchema, uuidSchema } from '../queue/validate';
+
+export const LIST_STATES = [...JOB_STATES, 'scheduled', 'retrying', 'lease_expired'] as const;
+export const LIST_SORTS = ['newest', 'oldest'] as const;
+
+export const jobFilterSchema = z.strictObject({
+  state: z.enum(LIST_STATES).optional(),
+  queue: nameSchema.optional(),
+  kind: nameSchema.optional(),
+  failureClass: z.enum(FAILURE_CLASSES).optional(),
+  /** A job id, or an exact idempotency key. */
+  search: z.string().trim().min(1).max(512).refine((s) => !s.includes('\u0000'), 'invalid character').optional(),
+});
+export type JobFilter = z.infer<typeof jobFilterSchema>;
+
+export const jobListSchema = jobFilterSchema.extend({
+  sort: z.enum(LIST_SORTS).default('newest'),
+  /** Keyset cursor: the last id of the previous page. */
+  after: uuidSchema.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+export type JobListQuery = z.input<typeof jobListSchema>;
+
+export function filterSql(filter: JobFilter): SQL {
+  const parts: SQL[] = [sql`true`];
+  switch (filter.state) {
+    case undefined:
+      break;
+    case 'scheduled':
+      parts.push(sql`state = 'ready' AND run_at > now()`);
+      break;
+    case 'retrying':
+      parts.push(sql`state = 'ready' AND run_at <= now() AND attempts > 0`);
+      break;
+    case 'lease_expired':
+      parts.push(sql`state = 'running' AND lease_until <= now()`);
+      break;
+    default:
+      parts.push(sql`state = ${filter.state}`);
+  }
+  if (filter.queue) parts.push(sql`queue = ${filter.queue}`);
+  if (filter.kind) parts.push(sql`kind = ${filter.kind}`);
+  if (filter.failureClass) parts.push(sql`failure_class = ${filter.failureClass}`);
+  if (filter.search) {
+    const byKey = sql`id IN (SELECT job_id FROM dedupe_keys WHERE key = ${filter.search})`;
+    parts.push(uuidSchema.safeParse(filter.search).success ? sql`(id = ${filter.search}::uuid OR ${byKey})` : byKey);
+  }
+  return sql.join(parts, sql` AND `);
+}
+
+export async function listJobs(executor: Executor, query: z.output<typeof jobListSchema>): Promise<{ jobs: Job[]; next: string | null }> {
+  const desc = query.sort === 'newest';
+  const keyset = query.after ? (desc ? sql`AND id < ${query.after}::uuid` : sql`AND id > ${query.after}::uuid`) : sql``;
+  const rows = await run(
+    executor,
+    sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE ${filterSql(query)} ${keyset}
+        ORDER BY id ${sql.raw(desc ? 'DESC' : 'ASC')} LIMIT ${query.limit + 1}`,
+  );
+  const jobs = rows.slice(0, query.limit).map(mapJob);
+  return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };
+}
+
+export interface AttemptRow {
+  attempt: number;
+  workerId: string | null;
+  leaseToken: string;
+  startedAt: Date;
+  endedAt: Date;
+  outcome: string;
+  failureClass: string | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface AuditEntry {
+  id: number;
+  at: Date;
+  actor: string;
+  action: string;
+  jobIds: string[];
+  queue: string | null;
+  requested: number;
+  affected: number;
+  outcome: string;
+  detail: Record<string, unknown>;
+}
+
+export async function jobDetail(executor: Executor, id: string): Promise<{ job: Job; attempts: AttemptRow[]; audit: AuditEntry[] } | null> {
+  const [jobs, attempts, audit] = await Promise.all([
+    run(executor, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE id = ${id}::uuid`),
+    run(executor, sql`SELECT attempt, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms
+                      FROM job_attempts WHERE job_id = ${id}::uuid ORDER BY attempt, ended_at`),
+    run(executor, sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM audit_log WHERE job_ids @> ARRAY[${id}::uuid] ORDER BY id DESC LIMIT 50`),
+  ]);
+  if (!jobs[0]) return null;
+  return {
+    job: mapJob(jobs[0]),
+    attempts: attempts.map((a) => ({
+      attempt: Number(a.attempt),
+      workerId: (a.worker_id as string | null) ?? null,
+      leaseToken: a.lease_token as string,
+      startedAt: toDate(a.started_at),
+      endedAt: toDate(a.ended_at),
+      outcome: a.outcome as string,
+      failureClass: (a.failure_class as string | null) ?? null,
+      error: (a.error as string | null) ?? null,
+      durationMs: Number(a.duration_ms),
+    })),
+    audit: audit.map(mapAudit),
+  };
+}
+
+const AUDIT_COLUMNS = 'id, at, actor, action, job_ids, queue, requested, affected, outcome, detail';
+
+function mapAudit(r: Record<string, unknown>): AuditEntry {
+  return {
+    id: Number(r.id),
+    at: toDate(r.at),
+    actor: r.actor as string,
+    action: r.action as string,
+    jobIds: (r.job_ids as string[] | null) ?? [],
+    queue: (r.queue as string | null) ?? null,
+    requested: Number(r.requested),
+    affected: Number(r.affected),
+    outcome: r.outcome as string,
+    detail: (r.detail as Record<string, unknown>) ?? {},
+  };
+}
+
+export const auditListSchema = z.strictObject({
+  before: z.coerce.number().int().positive().optional(),
+  actor: z.string().max(256).optional(),
+  action: z.string().regex(/^[a-z_]{1,40}$/).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+
+export async function listAudit(executor: Executor, query: z.output<typeof auditListSchema>) {
+  const parts: SQL[] = [sql`true`];
+  if (query.before) parts.push(sql`id < ${query.before}`);
+  if (query.actor) parts.push(sql`actor = ${query.actor}`);
+  if (query.action) parts.push(sql`action = ${query.action}`);
+  const rows = await run(
+    executor,
+    sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM audit_log WHERE ${sql.join(parts, sql` AND `)} ORDER BY id DESC LIMIT ${query.limit + 1}`,
+  );
+  const entries = rows.slice(0, query.limit).map(mapAudit);
+  return { entries, next: rows.length > query.limit ? entries[entries.length - 1]!.id : null };
+}
+
+/** Writes one audit row for an action that changes no job (a payload reveal, a login). */
+export async function recordAudit(
+  executor: Executor,
+  entry: { actor: string; action: string; jobIds?: string[]; queue?: string | null; detail?: Record<string, unknown> },
+): Promise<number> {
+  const rows = await run(
+    executor,
+    sql`INSERT INTO audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
+        VALUES (${entry.actor}, ${entry.action}, ${sql.param(entry.jobIds ?? [])}::uuid[], ${entry.queue ?? null},
+                ${(entry.jobIds ?? []).length}, ${(entry.jobIds ?? []).length}, 'applied', ${JSON.stringify(entry.detail ?? {})}::jsonb)
+        RETURNING id`,
+  );
+  return Number(rows[0]!.id);
+}
+
+/** Fingerprint of an error: numbers, ids and quoted values folded, so alike errors group. */
+const FINGERPRINT = sql`left(regexp_replace(regexp_replace(coalesce(last_error, ''),
+  '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', '<id>', 'gi'), '[0-9]+', '<n>', 'g'), 200)`;
+
+/**
+ * Dead jobs of the last `days` grouped by failure class and error fingerprint, with counts per
+ * day for a trend. Index: jobs_terminal_idx (state = 'dead', finished_at range).
+ */
+export async function failureGroups(executor: Executor, days = 7) {
+  const rows = await run(
+    executor,
+    sql`WITH d AS (
+          SELECT coalesce(failure_class, 'unknown') AS failure_class, ${FINGERPRINT} AS fingerprint,
+                 queue, kind, finished_at, last_error
+          FROM jobs WHERE state = 'dead' AND finished_at > now() - make_interval(days => ${days})
+        ), per_day AS (
+          SELECT failure_class, fingerprint, date_trunc('day', finished_at) AS day, count(*)::int AS n FROM d GROUP BY 1, 2, 3
+        )
+        SELECT g.*, (SELECT json_agg(json_build_object('day', p.day, 'count', p.n) ORDER BY p.day) FROM per_day p
+                     WHERE p.failure_class = g.failure_class AND p.fingerprint = g.fingerprint) AS trend
+        FROM (
+          SELECT failure_class, fingerprint, min(queue) AS queue, min(kind) AS kind, count(*)::int AS n,
+                 max(finished_at) AS last_seen, min(last_error) AS example
+          FROM d GROUP BY 1, 2
+        ) g
+        ORDER BY g.n DESC LIMIT 100`,
+  );
+  return rows.map((r) => ({
+    failureClass: r.failure_class as string,
+    fingerprint: r.fingerprint as string,
+    queue: r.queue as string,
+    kind: r.kind as string,
+    count: Number(r.n),
+    lastSeen: toDateOrNull(r.last_seen),
+    example: (r.example as string | null) ?? '',
+    trend: ((r.trend as { day: string; count: number }[] | null) ?? []).map((p) => ({ day: toDate(p.day), count: Number(p.count) })),
+  }));
+}
+
+/** Ids (and lease tokens) of dead jobs in one failure group, for a bulk retry preview. */
+export function failureGroupFilter(failureClass: string, fingerprint: string, days = 7): SQL {
+  return sql`state = 'dead' AND finished_at > now() - make_interval(days => ${days})
+             AND coalesce(failure_class, 'unknown') = ${failureClass} AND ${FINGERPRINT} = ${fingerprint}`;
+}
+
+/**
+ * A bulk action's frozen id set: at most `cap` jobs matching `where`, oldest first, with the
+ * lease tokens of running ones; `total` counts up to cap + 1 so "more than the cap" is known.
+ */
+export async function previewIds(executor: Executor, where: SQL, cap: number) {
+  const rows = await run(
+    executor,
+    sql`SELECT id, lease_token, state FROM jobs WHERE ${where} ORDER BY id LIMIT ${cap + 1}`,
+  );
+  return {
+    total: rows.length,
+    overCap: rows.length > cap,
+    jobs: rows.slice(0, cap).map((r) => ({ id: r.id as string, leaseToken: (r.lease_token as string | null) ?? null, state: r.state as string })),
+  };
+}

@@ -1,0 +1,11 @@
+import 'server-only';
+/** The web process's one pool (kept on globalThis so dev reloads do not open new pools). */
+import { createDb, type DbHandle } from '../db/client';
+import { webEnv } from './env';
+
+const holder = globalThis as unknown as { leaseholdDb?: DbHandle };
+
+export function database(): DbHandle['db'] {
+  holder.leaseholdDb ??= createDb(webEnv().databaseUrl, { max: 10, applicationName: 'leasehold-dashboard', statementTimeoutMs: 5_000 });
+  return holder.leaseholdDb.db;
+}

@@ -1,0 +1,30 @@
+/**
+ * `npm run web`: the dashboard alone, for production. Needs NEXTAUTH_SECRET (32+ characters);
+ * no demo users, demo passwords refused. DATABASE_URL or the embedded server.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { migrateDatabase } from '../db/migrate';
+import { databaseFromEnv, PROJECT_DIR } from './env';
+
+const secret = process.env.NEXTAUTH_SECRET ?? '';
+if (secret.length < 32) {
+  console.error('[leasehold] refusing to start: set NEXTAUTH_SECRET to a random string of at least 32 characters (for example: openssl rand -base64 32)');
+  process.exit(2);
+}
+const database = await databaseFromEnv();
+await migrateDatabase(database.url);
+const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');
+const port = process.env.PORT ?? '3000';
+const child = spawn(process.execPath, [next, 'start', '--port', port], {
+  cwd: PROJECT_DIR,
+  env: { ...process.env, DATABASE_URL: database.url, LEASEHOLD_DEMO: 'false' },
+  stdio: 'inherit',
+});
+const stop = () => child.kill('SIGTERM');
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
+child.on('exit', async (code) => {
+  await database.stop();
+  process.exit(code ?? 0);
+});
