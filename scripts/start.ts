@@ -10,13 +10,13 @@
  *   flags: --port 3000 --rate 2 (orders per second) --workers 2
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
 import { DEMO_MIGRATIONS } from '../demo/migrations';
+import { buildIsStale } from './build-state';
 import { databaseFromEnv, PROJECT_DIR } from './env';
 
 const { values } = parseArgs({
@@ -110,18 +110,3 @@ if (!values['no-web']) {
 }
 log(`database: ${database.url}`);
 log(`receipt provider stats: http://127.0.0.1:${values['provider-port']}/stats`);
-
-/** True when .next has no build or a source file is newer than it. */
-function buildIsStale(): boolean {
-  const marker = path.join(PROJECT_DIR, '.next', 'BUILD_ID');
-  if (!existsSync(marker)) return true;
-  const built = statSync(marker).mtimeMs;
-  const newer = (dir: string): boolean =>
-    existsSync(dir) &&
-    readdirSync(dir, { withFileTypes: true }).some((entry) => {
-      const full = path.join(dir, entry.name);
-      return entry.isDirectory() ? newer(full) : statSync(full).mtimeMs > built;
-    });
-  return ['app', 'components', 'lib', 'db'].some((d) => newer(path.join(PROJECT_DIR, d))) ||
-    ['next.config.ts', 'package-lock.json'].some((f) => existsSync(path.join(PROJECT_DIR, f)) && statSync(path.join(PROJECT_DIR, f)).mtimeMs > built);
-}

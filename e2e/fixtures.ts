@@ -1,0 +1,76 @@
+/**
+ * Test data for the e2e specs, made through the queue core (db/queue) on the e2e database, and
+ * a signed-in page per role.
+ */
+import { test as base, expect, type Page } from '@playwright/test';
+import { sql } from 'drizzle-orm';
+import { createDb, type DbHandle } from '../db/client';
+import {
+  claim,
+  enqueue,
+  enqueueMany,
+  failIfLeaseHeld,
+  reapExpiredLeases,
+  type ClaimedJob,
+} from '../db/queue';
+import { run } from '../db/queue/executor';
+import { DEMO_PASSWORD } from '../db/users';
+
+export type Role = 'viewer' | 'operator' | 'admin';
+
+let handle: DbHandle | null = null;
+export function db() {
+  handle ??= createDb(process.env.E2E_DATABASE_URL!, { max: 4 });
+  return handle.db;
+}
+
+let counter = 0;
+export const uniqueQueue = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${counter++}`;
+
+/** A dead job (permanent failure) in `queue`, of a kind the e2e worker runs. */
+export async function deadJob(queue: string, payload: Record<string, unknown> = { ms: 0 }, error = 'provider refused: 422'): Promise<string> {
+  const { id } = await enqueue(db(), { queue, kind: 'test.sleep', payload });
+  const [job] = await claim(db(), { queues: [queue], workerId: 'e2e-seed', limit: 1 });
+  await failIfLeaseHeld(db(), job!, { error, failureClass: 'permanent' });
+  return id;
+}
+
+export async function deadJobs(queue: string, count: number): Promise<void> {
+  await enqueueMany(db(), Array.from({ length: count }, (_, i) => ({ queue, kind: 'test.sleep', payload: { ms: 0, i } })));
+  for (;;) {
+    const jobs = await claim(db(), { queues: [queue], workerId: 'e2e-seed', limit: 500 });
+    if (jobs.length === 0) break;
+    await Promise.all(jobs.map((j) => failIfLeaseHeld(db(), j, { error: 'bulk seed failure 500', failureClass: 'permanent' })));
+  }
+}
+
+/** A job running in `queue` under a lease held by the seed (no worker serves that queue). */
+export async function runningJob(queue: string): Promise<ClaimedJob> {
+  await enqueue(db(), { queue, kind: 'test.sleep', payload: { ms: 0 } });
+  const [job] = await claim(db(), { queues: [queue], workerId: 'e2e-seed-a', limit: 1, leaseSeconds: 600 });
+  return job!;
+}
+
+/** Moves a running job on to a new attempt: expire, reap, claim again (the old token is stale). */
+export async function moveOn(queue: string, id: string): Promise<ClaimedJob> {
+  await run(db(), sql`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid`);
+  await reapExpiredLeases(db(), { leaseExpiredDelayMs: 0 });
+  const [job] = await claim(db(), { queues: [queue], workerId: 'e2e-seed-b', limit: 1, leaseSeconds: 600 });
+  return job!;
+}
+
+export async function jobState(id: string): Promise<string> {
+  const [row] = await run<{ state: string }>(db(), sql`SELECT state FROM jobs WHERE id = ${id}::uuid`);
+  return row?.state ?? 'missing';
+}
+
+export async function login(page: Page, role: Role) {
+  await page.goto('/login');
+  await page.getByLabel('Email').fill(`${role}@example.com`);
+  await page.getByLabel('Password').fill(DEMO_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByTestId('who')).toContainText(role);
+}
+
+export const test = base;
+export { expect };

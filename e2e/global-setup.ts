@@ -1,0 +1,84 @@
+/**
+ * Builds the dashboard when the build is missing or stale, creates a fresh database on the
+ * test server (embedded, or DATABASE_URL), seeds the demo users, and starts the dashboard and
+ * one real worker process (queue `e2e-work`, test handlers). Returns the teardown.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { createDb } from '../db/client';
+import { selectDatabase, withDatabase } from '../db/database';
+import { migrateDatabase } from '../db/migrate';
+import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
+import { DEMO_MIGRATIONS } from '../demo/migrations';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+async function waitFor(url: string, child: ChildProcess, output: string[], timeoutMs: number) {
+  const started = Date.now();
+  while (Date.now() - started < timeoutMs) {
+    if (child.exitCode !== null) throw new Error(`process exited early:\n${output.slice(-20).join('')}`);
+    try {
+      const response = await fetch(url);
+      if (response.status < 500) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms:\n${output.slice(-20).join('')}`);
+}
+
+export default async function globalSetup() {
+  const port = Number(process.env.E2E_PORT ?? 3100);
+  const server = await selectDatabase({
+    databaseUrl: process.env.DATABASE_URL,
+    dataDir: path.join(ROOT, '.leasehold', 'test-postgres'),
+    database: 'postgres',
+    unsafeFast: true,
+  });
+  const name = `leasehold_e2e_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = withDatabase(server.url, name);
+  await migrateDatabase(url);
+  await migrateDatabase(url, { migrationsFolder: DEMO_MIGRATIONS, migrationsTable: '__leasehold_demo_migrations' });
+  const { db, close } = createDb(url, { max: 2 });
+  for (const user of DEMO_USERS) await upsertUser(db, { ...user, password: DEMO_PASSWORD });
+  await close();
+  process.env.E2E_DATABASE_URL = url;
+
+  const env = { ...process.env, DATABASE_URL: url, LEASEHOLD_DEMO: 'true', NEXTAUTH_URL: `http://127.0.0.1:${port}` };
+  const next = path.join(ROOT, 'node_modules', 'next', 'dist', 'bin', 'next');
+  const build = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(ROOT, 'e2e', 'build-if-stale.ts')], {
+    cwd: ROOT,
+    env,
+    stdio: 'inherit',
+  });
+  if (build.status !== 0) throw new Error('next build failed');
+
+  const children: ChildProcess[] = [];
+  const output: string[] = [];
+  const start = (args: string[]) => {
+    const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
+    child.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
+    children.push(child);
+    return child;
+  };
+  const web = start([next, 'start', '--port', String(port), '--hostname', '127.0.0.1']);
+  start(['--import', 'tsx', path.join(ROOT, 'workers', 'main.ts'), '--queues', 'e2e-work', '--handlers', 'test/handlers.ts',
+    '--lease-seconds', '4', '--poll-ms', '300', '--concurrency', '4', '--reap-interval-ms', '500', '--log-level', 'warn']);
+  await waitFor(`http://127.0.0.1:${port}/login`, web, output, 60_000);
+
+  return async () => {
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await admin.end();
+    await server.stop();
+  };
+}
