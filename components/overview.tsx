@@ -104,7 +104,8 @@ function OverviewView({ data }: { data: OverviewDTO }) {
 
       <div className="two">
         <section>
-          <h2>Attempts per finished job (24 h)</h2>
+          <h2>Attempts per finished job</h2>
+          <p className="muted">The latest 20,000 jobs finished in the last 24 hours.</p>
           <div className="chart" data-testid="chart-attempts">
             <ResponsiveContainer width="100%" height={200}>
               <BarChart data={data.attempts}>

@@ -52,8 +52,12 @@ export function filterSql(filter: JobFilter): SQL {
   if (filter.kind) parts.push(sql`kind = ${filter.kind}`);
   if (filter.failureClass) parts.push(sql`failure_class = ${filter.failureClass}`);
   if (filter.search) {
-    const byKey = sql`id IN (SELECT job_id FROM dedupe_keys WHERE key = ${filter.search})`;
-    parts.push(uuidSchema.safeParse(filter.search).success ? sql`(id = ${filter.search}::uuid OR ${byKey})` : byKey);
+    // `= ANY(ARRAY(subquery))` runs the lookups once, first, then probes the primary key: an
+    // OR of the two would make the planner walk the whole table in id order.
+    const ids = uuidSchema.safeParse(filter.search).success
+      ? sql`SELECT ${filter.search}::uuid UNION SELECT job_id FROM dedupe_keys WHERE key = ${filter.search}`
+      : sql`SELECT job_id FROM dedupe_keys WHERE key = ${filter.search}`;
+    parts.push(sql`id = ANY(ARRAY(${ids}))`);
   }
   return sql.join(parts, sql` AND `);
 }
@@ -61,10 +65,18 @@ export function filterSql(filter: JobFilter): SQL {
 export async function listJobs(executor: Executor, query: z.output<typeof jobListSchema>): Promise<{ jobs: Job[]; next: string | null }> {
   const desc = query.sort === 'newest';
   const keyset = query.after ? (desc ? sql`AND id < ${query.after}::uuid` : sql`AND id > ${query.after}::uuid`) : sql``;
+  const order = sql.raw(desc ? 'DESC' : 'ASC');
+  // Sub-states of live jobs are few even in a big table: find them through the partial
+  // indexes first (MATERIALIZED), then order; walking the primary key in id order and
+  // filtering would read the whole history to fill a page.
+  const fewRows = query.state === 'running' || query.state === 'scheduled' || query.state === 'retrying' || query.state === 'lease_expired';
   const rows = await run(
     executor,
-    sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE ${filterSql(query)} ${keyset}
-        ORDER BY id ${sql.raw(desc ? 'DESC' : 'ASC')} LIMIT ${query.limit + 1}`,
+    fewRows
+      ? sql`WITH matching AS MATERIALIZED (SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE ${filterSql(query)} ${keyset})
+            SELECT * FROM matching ORDER BY id ${order} LIMIT ${query.limit + 1}`
+      : sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE ${filterSql(query)} ${keyset}
+            ORDER BY id ${order} LIMIT ${query.limit + 1}`,
   );
   const jobs = rows.slice(0, query.limit).map(mapJob);
   return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };

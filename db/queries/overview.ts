@@ -26,7 +26,7 @@ export interface QueueBacklog {
 export interface Overview {
   generatedAt: Date;
   queues: QueueBacklog[];
-  /** Attempts used by jobs that finished in the last 24 hours. */
+  /** Attempts used by the latest finished jobs (at most 20,000, within 24 hours). */
   attempts: { attempts: number; jobs: number }[];
   failureClasses: { lastHour: { failureClass: string; count: number }[]; lastDay: { failureClass: string; count: number }[] };
   /** Per minute over the last hour: attempts completed and failed (including lost leases). */
@@ -78,46 +78,58 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
   return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
 }
 
-export async function overview(executor: Executor): Promise<Overview> {
-  const [queues, attempts, hour, day, throughput, workers] = await Promise.all([
-    backlog(executor),
-    run(executor, sql`
-      SELECT attempts, count(*)::int AS jobs FROM jobs
-      WHERE state IN ('done', 'dead', 'cancelled') AND finished_at > now() - interval '1 day'
-      GROUP BY attempts ORDER BY attempts`),
-    failureClassesSince(executor, '1 hour'),
-    failureClassesSince(executor, '1 day'),
-    run(executor, sql`
-      SELECT date_trunc('minute', ended_at) AS minute,
-             count(*) FILTER (WHERE outcome = 'completed')::int AS completed,
-             count(*) FILTER (WHERE outcome IN ('failed', 'lease_expired'))::int AS failed
-      FROM job_attempts WHERE ended_at > now() - interval '1 hour'
-      GROUP BY 1 ORDER BY 1`),
-    listWorkers(executor, 60),
-  ]);
-  // Every minute of the hour, zeros included, so the chart's time axis is honest.
-  const perMinute = new Map(throughput.map((r) => [toDate(r.minute).getTime(), r]));
-  const now = new Date();
-  const start = Math.floor(now.getTime() / 60_000) * 60_000 - 59 * 60_000;
-  const minutes = Array.from({ length: 60 }, (_, i) => {
+/** How many jobs the attempt histogram looks at: the latest finished, within a day. */
+export const ATTEMPTS_SAMPLE = 20_000;
+
+/**
+ * Attempts used by the latest finished jobs (at most ATTEMPTS_SAMPLE, within 24 hours): one
+ * backward index-only walk per terminal state, so the cost is bounded whatever the volume.
+ */
+export async function attemptsHistogram(executor: Executor) {
+  const arm = (state: string) => sql`(SELECT attempts, finished_at FROM jobs
+    WHERE state = ${state} AND finished_at > now() - interval '1 day'
+    ORDER BY finished_at DESC LIMIT ${ATTEMPTS_SAMPLE})`;
+  const rows = await run(executor, sql`
+    SELECT attempts, count(*)::int AS jobs FROM (
+      SELECT attempts FROM (${arm('done')} UNION ALL ${arm('dead')} UNION ALL ${arm('cancelled')}) a
+      ORDER BY finished_at DESC LIMIT ${ATTEMPTS_SAMPLE}
+    ) latest GROUP BY attempts ORDER BY attempts`);
+  return rows.map((r) => ({ attempts: Number(r.attempts), jobs: Number(r.jobs) }));
+}
+
+/** Every minute of the last hour, zeros included, so the chart's time axis is honest. */
+export async function throughputLastHour(executor: Executor) {
+  const rows = await run(executor, sql`
+    SELECT date_trunc('minute', ended_at) AS minute,
+           count(*) FILTER (WHERE outcome = 'completed')::int AS completed,
+           count(*) FILTER (WHERE outcome IN ('failed', 'lease_expired'))::int AS failed
+    FROM job_attempts WHERE ended_at > now() - interval '1 hour'
+    GROUP BY 1 ORDER BY 1`);
+  const perMinute = new Map(rows.map((r) => [toDate(r.minute).getTime(), r]));
+  const start = Math.floor(Date.now() / 60_000) * 60_000 - 59 * 60_000;
+  return Array.from({ length: 60 }, (_, i) => {
     const minute = start + i * 60_000;
     const row = perMinute.get(minute);
     return { minute: new Date(minute), completed: Number(row?.completed ?? 0), failed: Number(row?.failed ?? 0) };
   });
-  return {
-    generatedAt: now,
-    queues,
-    attempts: attempts.map((r) => ({ attempts: Number(r.attempts), jobs: Number(r.jobs) })),
-    failureClasses: { lastHour: hour, lastDay: day },
-    throughput: minutes,
-    workers,
-  };
 }
 
-async function failureClassesSince(executor: Executor, window: '1 hour' | '1 day') {
+export async function overview(executor: Executor): Promise<Overview> {
+  const [queues, attempts, lastHour, lastDay, throughput, workers] = await Promise.all([
+    backlog(executor),
+    attemptsHistogram(executor),
+    failureClassesSince(executor, '1 hour'),
+    failureClassesSince(executor, '1 day'),
+    throughputLastHour(executor),
+    listWorkers(executor, 60),
+  ]);
+  return { generatedAt: new Date(), queues, attempts, failureClasses: { lastHour, lastDay }, throughput, workers };
+}
+
+export async function failureClassesSince(executor: Executor, window: '1 hour' | '1 day') {
   const rows = await run(executor, sql`
     SELECT coalesce(failure_class, 'unknown') AS failure_class, count(*)::int AS n FROM job_attempts
-    WHERE ended_at > now() - ${window}::interval AND outcome IN ('failed', 'lease_expired')
+    WHERE ended_at > now() - ${window}::interval AND outcome <> 'completed' AND outcome IN ('failed', 'lease_expired')
     GROUP BY 1 ORDER BY 2 DESC`);
   return rows.map((r) => ({ failureClass: r.failure_class as string, count: Number(r.n) }));
 }
