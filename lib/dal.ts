@@ -58,8 +58,10 @@ function parse<S extends z.ZodType>(schema: S, input: unknown, what: string): z.
 }
 
 function subState(job: Job, now = Date.now()): SubState {
-  if (job.state === 'ready' && job.runAt.getTime() > now) return 'scheduled';
+  // Disjoint: a ready job that has run before is retrying (waiting for its backoff or due);
+  // one that never ran is scheduled while its run time is ahead.
   if (job.state === 'ready' && job.attempts > 0) return 'retrying';
+  if (job.state === 'ready' && job.runAt.getTime() > now) return 'scheduled';
   if (job.state === 'running' && job.leaseUntil && job.leaseUntil.getTime() <= now) return 'lease_expired';
   return job.state;
 }

@@ -37,10 +37,10 @@ export function filterSql(filter: JobFilter): SQL {
     case undefined:
       break;
     case 'scheduled':
-      parts.push(sql`state = 'ready' AND run_at > now()`);
+      parts.push(sql`state = 'ready' AND run_at > now() AND attempts = 0`);
       break;
     case 'retrying':
-      parts.push(sql`state = 'ready' AND run_at <= now() AND attempts > 0`);
+      parts.push(sql`state = 'ready' AND attempts > 0`);
       break;
     case 'lease_expired':
       parts.push(sql`state = 'running' AND lease_until <= now()`);

@@ -44,8 +44,8 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
     run(executor, sql`
       SELECT queue,
              count(*) FILTER (WHERE run_at <= now() AND attempts = 0)::int AS ready,
-             count(*) FILTER (WHERE run_at > now())::int AS scheduled,
-             count(*) FILTER (WHERE run_at <= now() AND attempts > 0)::int AS retrying,
+             count(*) FILTER (WHERE run_at > now() AND attempts = 0)::int AS scheduled,
+             count(*) FILTER (WHERE attempts > 0)::int AS retrying,
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8 AS oldest
       FROM jobs WHERE state = 'ready' GROUP BY queue`),
     run(executor, sql`

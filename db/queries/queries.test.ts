@@ -1,0 +1,102 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueMany, pauseQueue } from '../queue';
+import { run } from '../queue/executor';
+import { testDatabase, type TestDatabase } from '../../test/db';
+import { mixedFixture, uniqueQueue } from '../../test/factories';
+import { backlog, overview } from './overview';
+import { failureGroups, filterSql, jobListSchema, listJobs, previewIds } from './jobs';
+
+let t: TestDatabase;
+let queue: string;
+let fixture: Awaited<ReturnType<typeof mixedFixture>>;
+beforeAll(async () => {
+  t = await testDatabase();
+  queue = uniqueQueue('read');
+  fixture = await mixedFixture(t.db, queue);
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('overview read model', () => {
+  it('counts every state and sub-state of a queue, with its lag', async () => {
+    await pauseQueue(t.db, { queue, actor: 'admin' });
+    const row = (await backlog(t.db)).find((q) => q.queue === queue)!;
+    expect(row).toMatchObject({
+      paused: true, ready: 1, scheduled: 1, retrying: 1, running: 1, leaseExpired: 1, dead: 1, cancelled: 1, doneLastHour: 1,
+    });
+    expect(row.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(0);
+  });
+
+  it('reports attempts, failure classes and throughput from history', async () => {
+    const o = await overview(t.db);
+    expect(o.throughput).toHaveLength(60);
+    expect(o.throughput.reduce((n, m) => n + m.completed, 0)).toBeGreaterThanOrEqual(1);
+    expect(o.failureClasses.lastHour.map((c) => c.failureClass)).toEqual(expect.arrayContaining(['permanent', 'transient']));
+    expect(o.attempts.reduce((n, a) => n + a.jobs, 0)).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe('jobs list', () => {
+  const list = (q: Record<string, string>) => listJobs(t.db, jobListSchema.parse({ queue, ...q }));
+
+  it('filters by state and derived sub-state', async () => {
+    expect((await list({ state: 'dead' })).jobs.map((j) => j.id)).toEqual([fixture.dead!.id]);
+    expect((await list({ state: 'scheduled' })).jobs.map((j) => j.id)).toEqual([fixture.scheduled!.id]);
+    expect((await list({ state: 'lease_expired' })).jobs.map((j) => j.id)).toEqual([fixture.expired!.id]);
+    expect((await list({ state: 'retrying' })).jobs.map((j) => j.id)).toEqual([fixture.retrying!.id]);
+    expect((await list({ failureClass: 'transient' })).jobs.map((j) => j.id)).toEqual([fixture.retrying!.id]);
+  });
+
+  it('finds a job by id and by idempotency key', async () => {
+    const keyed = uniqueQueue('keyed');
+    const [job] = await enqueueMany(t.db, [{ queue: keyed, kind: 'k', idempotencyKey: `key-${keyed}` }]);
+    expect((await listJobs(t.db, jobListSchema.parse({ search: job!.id }))).jobs.map((j) => j.id)).toEqual([job!.id]);
+    expect((await listJobs(t.db, jobListSchema.parse({ search: `key-${keyed}` }))).jobs.map((j) => j.id)).toEqual([job!.id]);
+  });
+
+  it('pages by keyset without repeats or gaps', async () => {
+    const paged = uniqueQueue('paged');
+    await enqueueMany(t.db, Array.from({ length: 7 }, () => ({ queue: paged, kind: 'k' })));
+    const seen: string[] = [];
+    let after: string | null | undefined;
+    do {
+      const page = await listJobs(t.db, jobListSchema.parse({ queue: paged, limit: 3, ...(after ? { after } : {}) }));
+      seen.push(...page.jobs.map((j) => j.id));
+      after = page.next;
+    } while (after);
+    expect(seen).toHaveLength(7);
+    expect([...seen].sort().reverse()).toEqual(seen);
+  });
+
+  it('refuses filters and sorts outside the allowlists', () => {
+    expect(jobListSchema.safeParse({ sort: 'created_at; DROP TABLE jobs' }).success).toBe(false);
+    expect(jobListSchema.safeParse({ state: 'zombie' }).success).toBe(false);
+    expect(jobListSchema.safeParse({ limit: '100000' }).success).toBe(false);
+    expect(jobListSchema.safeParse({ colour: 'red' }).success).toBe(false);
+  });
+});
+
+describe('failure groups and bulk previews', () => {
+  it('groups dead jobs whose errors differ only in numbers', async () => {
+    const groupQueue = uniqueQueue('groups');
+    await run(
+      t.db,
+      sql`INSERT INTO jobs (id, queue, kind, state, attempts, failure_class, last_error, finished_at)
+          SELECT gen_random_uuid(), ${groupQueue}, 'k', 'dead', 1, 'permanent', 'order ' || g || ' refused: 422', now()
+          FROM generate_series(1, 3) g`,
+    );
+    const group = (await failureGroups(t.db)).find((g) => g.queue === groupQueue)!;
+    expect(group).toMatchObject({ failureClass: 'permanent', fingerprint: 'order <n> refused: <n>', count: 3 });
+    expect(group.trend.reduce((n, d) => n + d.count, 0)).toBe(3);
+  });
+
+  it('freezes at most the cap of ids and says when more match', async () => {
+    const capped = uniqueQueue('capped');
+    await enqueueMany(t.db, Array.from({ length: 12 }, () => ({ queue: capped, kind: 'k' })));
+    const preview = await previewIds(t.db, filterSql({ queue: capped }), 10);
+    expect(preview).toMatchObject({ total: 11, overCap: true });
+    expect(preview.jobs).toHaveLength(10);
+  });
+});
