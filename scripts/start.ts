@@ -7,6 +7,7 @@
  *   npm start                 production build of the dashboard
  *   npm run dev               the dashboard under `next dev`
  *   npm run demo              everything but the dashboard
+ *   npm run db                only the database (migrated, demo users), until Ctrl-C
  *   flags: --port 3000 --rate 2 (orders per second) --workers 2
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -23,6 +24,7 @@ const { values } = parseArgs({
   options: {
     dev: { type: 'boolean', default: false },
     'no-web': { type: 'boolean', default: false },
+    'only-db': { type: 'boolean', default: false },
     port: { type: 'string', default: process.env.PORT ?? '3000' },
     rate: { type: 'string', default: '2' },
     workers: { type: 'string', default: '2' },
@@ -88,6 +90,14 @@ function run(name: string, args: string[]): ChildProcess {
 }
 const tsx = (script: string, args: string[] = []) => ['--import', 'tsx', path.join(PROJECT_DIR, script), ...args];
 
+if (values['only-db']) {
+  log(`database ready: ${database.url} (Ctrl-C to stop)`);
+  setInterval(() => {}, 1 << 30);
+} else {
+  await startDemo();
+}
+
+async function startDemo() {
 run('provider', tsx('demo/provider.ts', ['--port', values['provider-port']!, '--error-rate', '0.05', '--timeout-rate', '0.02', '--stall-ms', '3000']));
 for (let i = 1; i <= Number(values.workers); i++) {
   run(`worker-${i}`, tsx('workers/main.ts', ['--queues', 'receipts,default', '--concurrency', '10', '--metrics-port', String(9463 + i), '--log-level', 'warn']));
@@ -110,3 +120,4 @@ if (!values['no-web']) {
 }
 log(`database: ${database.url}`);
 log(`receipt provider stats: http://127.0.0.1:${values['provider-port']}/stats`);
+}

@@ -188,9 +188,13 @@ export async function recordAudit(
 const FINGERPRINT = sql`left(regexp_replace(regexp_replace(coalesce(last_error, ''),
   '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', '<id>', 'gi'), '[0-9]+', '<n>', 'g'), 200)`;
 
+/** How many of the latest dead jobs the failure groups look at. */
+export const FAILURE_SAMPLE = 10_000;
+
 /**
- * Dead jobs of the last `days` grouped by failure class and error fingerprint, with counts per
- * day for a trend. Index: jobs_terminal_idx (state = 'dead', finished_at range).
+ * The latest dead jobs (at most FAILURE_SAMPLE, within `days`) grouped by failure class and
+ * error fingerprint, with counts per day for a trend. Index: jobs_terminal_idx walked backwards
+ * from now, so the cost is bounded however many jobs died.
  */
 export async function failureGroups(executor: Executor, days = 7) {
   const rows = await run(
@@ -199,6 +203,7 @@ export async function failureGroups(executor: Executor, days = 7) {
           SELECT coalesce(failure_class, 'unknown') AS failure_class, ${FINGERPRINT} AS fingerprint,
                  queue, kind, finished_at, last_error
           FROM jobs WHERE state = 'dead' AND finished_at > now() - make_interval(days => ${days})
+          ORDER BY finished_at DESC LIMIT ${FAILURE_SAMPLE}
         ), per_day AS (
           SELECT failure_class, fingerprint, date_trunc('day', finished_at) AS day, count(*)::int AS n FROM d GROUP BY 1, 2, 3
         )

@@ -10,7 +10,7 @@ export default async function FailuresPage() {
   return (
     <>
       <h1>Failures</h1>
-      <p className="muted">Dead jobs of the last 7 days, grouped by failure class and error (numbers and ids folded).</p>
+      <p className="muted">The latest 10,000 dead jobs of the last 7 days, grouped by failure class and error (numbers and ids folded). “Retry this group” takes every dead job of the group in those 7 days, up to 1,000.</p>
       <table data-testid="failure-groups">
         <thead><tr><th>class</th><th>error</th><th>queue / kind</th><th className="num">jobs</th><th>per day</th><th>last seen</th><th /></tr></thead>
         <tbody>
