@@ -29,10 +29,14 @@ export const uniqueQueue = (prefix: string) => `${prefix}-${Date.now().toString(
 
 /** A dead job (permanent failure) in `queue`, of a kind the e2e worker runs. */
 export async function deadJob(queue: string, payload: Record<string, unknown> = { ms: 0 }, error = 'provider refused: 422'): Promise<string> {
-  const { id } = await enqueue(db(), { queue, kind: 'test.sleep', payload });
-  const [job] = await claim(db(), { queues: [queue], workerId: 'e2e-seed', limit: 1 });
-  await failIfLeaseHeld(db(), job!, { error, failureClass: 'permanent' });
-  return id;
+  // One transaction: a worker serving `queue` never sees the job ready, only dead.
+  return db().transaction(async (tx) => {
+    const { id } = await enqueue(tx, { queue, kind: 'test.sleep', payload });
+    const [job] = await claim(tx, { queues: [queue], workerId: 'e2e-seed', limit: 1 });
+    if (job?.id !== id) throw new Error('seed: could not claim the job it just enqueued');
+    await failIfLeaseHeld(tx, job, { error, failureClass: 'permanent' });
+    return id;
+  });
 }
 
 export async function deadJobs(queue: string, count: number): Promise<void> {
