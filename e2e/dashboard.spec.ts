@@ -48,15 +48,15 @@ test.describe('roles', () => {
     await page.goto(`/jobs/${id}`);
     await expect(page.getByTestId('payload')).not.toContainText('secret@example.com');
     await expect(page.getByTestId('payload')).toContainText('••••••');
-    await expect(page.getByText('Reveal')).toHaveCount(0);
-    await page.goto(`/jobs/${id}?reveal=1`);
-    await expect(page.getByTestId('payload')).not.toContainText('secret@example.com');
+    await expect(page.getByRole('button', { name: /Reveal/ })).toHaveCount(0);
+    const refused = await page.request.post(`/api/jobs/${id}/reveal`, { data: {} });
+    expect(refused.status()).toBe(403);
 
     await page.context().clearCookies();
     await login(page, 'admin');
     await page.goto(`/jobs/${id}`);
-    await page.getByRole('link', { name: /Reveal/ }).click();
-    await expect(page.getByTestId('payload')).toContainText('secret@example.com');
+    await page.getByRole('button', { name: /Reveal/ }).click();
+    await expect(page.getByTestId('revealed-payload')).toContainText('secret@example.com');
     await page.goto('/audit?action=reveal_payload');
     await expect(page.getByTestId('audit-table')).toContainText('admin@example.com');
   });

@@ -6,7 +6,7 @@ import 'server-only';
  */
 import { getServerSession, type NextAuthOptions } from 'next-auth';
 import CredentialsProvider from 'next-auth/providers/credentials';
-import { authenticate } from '../db/users';
+import { authenticate, findUserByEmail } from '../db/users';
 import type { Role } from '../db/schema';
 import { database } from './db';
 import { DEMO_PASSWORD, webEnv } from './env';
@@ -59,12 +59,17 @@ export function authOptions(): NextAuthOptions {
   };
 }
 
+/**
+ * The signed-in user as the database says now: a user disabled or demoted since signing in
+ * loses access at once, not when the session expires.
+ */
 export async function currentUser(): Promise<SessionUser | null> {
   const session = await getServerSession(authOptions());
-  const role = (session?.user as { role?: Role } | undefined)?.role;
   const email = session?.user?.email;
-  if (!email || !role || !(role in RANK)) return null;
-  return { email, role };
+  if (!email) return null;
+  const user = await findUserByEmail(database(), email);
+  if (!user || user.disabled || !(user.role in RANK)) return null;
+  return { email: user.email, role: user.role };
 }
 
 export function allows(user: SessionUser, role: Role): boolean {

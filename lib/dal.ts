@@ -121,23 +121,28 @@ export function dropEmpty(params: Record<string, string | string[] | undefined>)
   return out;
 }
 
-export async function getJobDetail(id: string, options: { reveal?: boolean } = {}): Promise<JobDetailDTO | null> {
+/** Admin: the unredacted payload (a POST, so a link cannot do it), recorded in the audit log. */
+export async function revealPayload(id: string): Promise<{ payload: unknown }> {
+  const user = await requireRole('admin');
+  const jobId = parse(uuidSchema, id, 'job id');
+  const detail = await jobDetail(database(), jobId);
+  if (!detail) throw new InputError('No job with this id exists any more.');
+  await recordAudit(database(), { actor: user.email, action: 'reveal_payload', jobIds: [jobId], queue: detail.job.queue, detail: { role: user.role } });
+  return { payload: detail.job.payload };
+}
+
+export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   const user = await requireRole('viewer');
   const jobId = parse(uuidSchema, id, 'job id');
   const detail = await jobDetail(database(), jobId);
   if (!detail) return null;
   const { job } = detail;
-  const reveal = options.reveal === true && allows(user, 'admin');
-  if (reveal) {
-    await recordAudit(database(), { actor: user.email, action: 'reveal_payload', jobIds: [job.id], queue: job.queue, detail: { role: user.role } });
-  }
   const masked = redact(job.kind, job.payload);
   const remaining = Math.max(job.maxAttempts, job.attempts + 1) - job.attempts;
   return {
     job: jobDto(job, allows(user, 'operator')),
-    payload: reveal ? job.payload : masked.payload,
+    payload: masked.payload,
     redactedPaths: masked.redacted,
-    revealed: reveal,
     attempts: detail.attempts.map((a) => ({
       attempt: a.attempt, workerId: a.workerId, startedAt: a.startedAt.toISOString(), endedAt: a.endedAt.toISOString(),
       outcome: a.outcome, failureClass: a.failureClass, error: a.error, durationMs: a.durationMs,
@@ -150,7 +155,7 @@ export async function getJobDetail(id: string, options: { reveal?: boolean } = {
     can: {
       retry: allows(user, 'operator') && (job.state === 'dead' || job.state === 'cancelled'),
       cancel: allows(user, 'operator') && (job.state === 'ready' || job.state === 'running'),
-      reveal: allows(user, 'admin') && masked.redacted.length > 0 && !reveal,
+      reveal: allows(user, 'admin') && masked.redacted.length > 0,
     },
   };
 }
@@ -174,8 +179,9 @@ function explain(action: 'retry' | 'cancel', outcome: SingleActionOutcome): Acti
   return { ok: false, message: `Not cancelled: the job is already ${outcome.state}.` };
 }
 
-const retryInput = z.strictObject({ id: uuidSchema, reason: z.string().max(500).optional() });
-const cancelInput = z.strictObject({ id: uuidSchema, leaseToken: uuidSchema.nullish(), reason: z.string().max(500).optional() });
+const reasonSchema = z.string().max(500).refine((s) => !s.includes('\u0000'), 'invalid character');
+const retryInput = z.strictObject({ id: uuidSchema, reason: reasonSchema.optional() });
+const cancelInput = z.strictObject({ id: uuidSchema, leaseToken: uuidSchema.nullish(), reason: reasonSchema.optional() });
 
 export async function retryJob(input: unknown): Promise<ActionResultDTO> {
   const user = await requireRole('operator');
@@ -215,7 +221,7 @@ const bulkApplyInput = z.strictObject({
     .min(1, 'no jobs selected')
     .max(MAX_BULK_ACTION, `at most ${MAX_BULK_ACTION} jobs in one bulk action`),
   confirm: z.literal(true, { error: 'confirm the bulk action first' }),
-  reason: z.string().max(500).optional(),
+  reason: reasonSchema.optional(),
 });
 
 /** Admin: applies a bulk action to exactly the previewed jobs, each through the guarded SQL. */

@@ -58,7 +58,6 @@ export interface JobDetailDTO {
   job: JobDTO;
   payload: unknown;
   redactedPaths: string[];
-  revealed: boolean;
   attempts: AttemptDTO[];
   audit: AuditDTO[];
   retryPlan: string;

@@ -1,6 +1,7 @@
 import 'server-only';
 /** Pages' error handling: a bad URL gets a sentence on the page, a missing session the login. */
 import { redirect } from 'next/navigation';
+import { LeaseholdInputError } from '../db/queue';
 import { AuthError } from './auth';
 import { InputError } from './dal';
 
@@ -13,6 +14,7 @@ export async function load<T>(work: () => Promise<T>): Promise<{ ok: true; value
       return { ok: false, message: error.message };
     }
     if (error instanceof InputError) return { ok: false, message: error.message };
+    if (error instanceof LeaseholdInputError) return { ok: false, message: `That request is not valid (${error.problems.join('; ')}).` };
     throw error;
   }
 }

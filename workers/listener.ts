@@ -67,7 +67,12 @@ export class WakeListener {
     }
     this.client = client;
     this.connected = true;
-    this.failures = 0;
+    // Forget past failures only once the connection has stayed up a while: a server that
+    // drops us right after LISTEN must not cause a reconnect loop.
+    const stable = setTimeout(() => {
+      if (this.client === client) this.failures = 0;
+    }, 30_000);
+    stable.unref();
     logger.info({ channel: this.options.channel }, 'listening for wake-ups');
     this.options.onWake('*'); // anything enqueued while we were not listening
     if (this.healthTimer) clearInterval(this.healthTimer);

@@ -65,8 +65,19 @@ try {
   await database.stop();
   process.exit(1);
 }
-const metricsServer = config.metricsPort > 0 ? await serveMetrics(config.metricsPort, metrics.registry, () => worker.health()) : null;
-if (metricsServer) logger.info({ port: config.metricsPort }, 'metrics on /metrics, health on /healthz');
+let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | null = null;
+if (config.metricsPort > 0) {
+  try {
+    metricsServer = await serveMetrics(config.metricsPort, metrics.registry, () => worker.health());
+    logger.info({ port: config.metricsPort }, 'metrics on /metrics, health on /healthz');
+  } catch (error) {
+    logger.fatal({ err: error, port: config.metricsPort }, 'could not serve metrics on that port; stopping');
+    await worker.stop(0);
+    await handle.close().catch(() => {});
+    await database.stop();
+    process.exit(1);
+  }
+}
 
 let signals = 0;
 const onSignal = (signal: NodeJS.Signals) => {
@@ -77,11 +88,17 @@ const onSignal = (signal: NodeJS.Signals) => {
   }
   logger.info({ signal }, 'stopping gracefully (send again to exit at once)');
   void (async () => {
-    await worker.stop();
-    metricsServer?.close();
-    await handle.close();
-    await database.stop();
-    process.exit(0);
+    let code = 0;
+    try {
+      await worker.stop();
+      metricsServer?.close();
+      await handle.close();
+      await database.stop();
+    } catch (error) {
+      logger.error({ err: error }, 'error while stopping');
+      code = 1;
+    }
+    process.exit(code);
   })();
 };
 process.on('SIGTERM', onSignal);

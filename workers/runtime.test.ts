@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { z } from 'zod';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cancelIfUnchanged, enqueue, withMaintenanceLock } from '../db/queue';
+import { cancelIfUnchanged, enqueue, retryIfTerminal, withMaintenanceLock } from '../db/queue';
 import { run } from '../db/queue/executor';
 import { testDatabase, type TestDatabase } from '../test/db';
 import { attemptsOf, getJob, uniqueQueue } from '../test/factories';
@@ -263,5 +263,64 @@ describe('maintenance lock', () => {
     });
     expect(outer).toEqual({ ran: true, result: 'first' });
     expect(inner).toEqual({ ran: false });
+  });
+});
+
+describe('two attempts of one job in one worker', () => {
+  it('keeps a stale attempt and the new one apart: the stale one is aborted, the new one completes', async () => {
+    const queue = uniqueQueue();
+    const signals: string[] = [];
+    let calls = 0;
+    const twice = defineHandler({
+      kind: 'twice',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 60_000,
+      handle: ({ signal, attempt }) => {
+        calls += 1;
+        if (attempt > 1) return Promise.resolve('second attempt done');
+        return new Promise((_, reject) =>
+          signal.addEventListener('abort', () => {
+            signals.push((signal.reason as AttemptAborted).reason);
+            reject(signal.reason);
+          }, { once: true }),
+        );
+      },
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'twice' });
+    // Lease 6 s: heartbeats every 2 s, so the retry below is claimed before the stale
+    // attempt learns it was cancelled.
+    await startWorker(queue, [twice], { leaseSeconds: 6, pollMs: 50 });
+    const running = await until('running', stateIs(id, 'running'));
+    expect((await cancelIfUnchanged(t.db, { id, leaseToken: running.leaseToken!, actor: 'op' })).applied).toBe(true);
+    expect((await retryIfTerminal(t.db, { id, actor: 'op' })).applied).toBe(true);
+    const done = await until('done', stateIs(id, 'done'), 15_000);
+    expect(done.attempts).toBe(2);
+    await until('stale attempt aborted', async () => signals.length > 0, 10_000);
+    expect(signals).toEqual(['lease_lost']);
+    expect(calls).toBe(2);
+    expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['cancelled', 'completed']);
+  });
+});
+
+describe('shutdown with a grace period longer than the lease', () => {
+  it('keeps heartbeating while handlers finish, so nothing is reaped and run twice', async () => {
+    const queue = uniqueQueue();
+    const slow = defineHandler({
+      kind: 'slow3s',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 60_000,
+      handle: () => new Promise((r) => setTimeout(r, 3_000)),
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'slow3s' });
+    const worker = await startWorker(queue, [slow], { leaseSeconds: 2 });
+    // A second process's reaper, every 200 ms.
+    await startWorker(uniqueQueue('reaper-only'), [], { maintenance: { ...settings(queue).maintenance, enabled: true, reapIntervalMs: 200 } });
+    await until('running', stateIs(id, 'running'));
+    await worker.stop(6_000);
+    const job = await getJob(t.db, id);
+    expect(job).toMatchObject({ state: 'done', attempts: 1 });
+    expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['completed']);
   });
 });

@@ -93,15 +93,22 @@ interface InFlight {
   handler: Handler | undefined;
   controller: AbortController;
   startedAt: number;
+  /** Local monotonic time by which the lease has surely ended if no heartbeat got through. */
+  leaseDeadline: number;
   log: Logger;
 }
 
 const ACK_BATCH = 200;
 
 export class Worker {
+  /** Keyed by lease token: one job can have two attempts here (a stale one and a new one). */
   private readonly inFlight = new Map<string, InFlight>();
   private readonly stopController = new AbortController();
+  /** Heartbeats go on through the grace period and stop only after the last release. */
+  private readonly heartbeatController = new AbortController();
   private wakeUp: (() => void) | null = null;
+  private wokenMeanwhile = false;
+  private claimLoopDone: Promise<void> = Promise.resolve();
   private pendingAcks: { entry: InFlight; resolve(outcome: SettleOutcome): void }[] = [];
   private ackTimer: NodeJS.Timeout | null = null;
   private listener: WakeListener | null = null;
@@ -154,9 +161,10 @@ export class Worker {
       });
       await this.listener.start();
     }
+    this.claimLoopDone = this.claimLoop();
     this.loops = [
-      this.claimLoop(),
-      this.every(Math.max(250, (s.leaseSeconds * 1000) / 3), () => this.heartbeatAll()),
+      this.claimLoopDone,
+      this.every(Math.max(250, (s.leaseSeconds * 1000) / 3), () => this.heartbeatAll(), this.heartbeatController.signal),
       this.every(s.registryIntervalMs, () => this.refreshRegistry()),
     ];
     if (s.maintenance.enabled) {
@@ -184,6 +192,7 @@ export class Worker {
     this.stopController.abort();
     this.wake();
     await this.listener?.stop();
+    await this.claimLoopDone; // a claim in flight has started (or released) its jobs by now
     logger.info({ inFlight: this.inFlight.size, graceMs }, 'stopping: no more claims, waiting for running handlers');
     if (this.inFlight.size > 0) {
       await Promise.race([this.whenDrained(), sleep(graceMs)]);
@@ -196,6 +205,7 @@ export class Worker {
       await Promise.race([this.whenDrained(), sleep(10_000)]);
     }
     await this.flushAcks();
+    this.heartbeatController.abort();
     await Promise.allSettled(this.loops);
     await deregisterWorker(db, this.settings.workerId).catch((error: unknown) =>
       logger.warn({ err: error }, 'could not remove the worker registry entry (it will expire)'),
@@ -219,10 +229,15 @@ export class Worker {
   wake(): void {
     const resolve = this.wakeUp;
     this.wakeUp = null;
-    resolve?.();
+    if (resolve) resolve();
+    else this.wokenMeanwhile = true; // a wake-up during a claim is not lost
   }
 
   private waitForWake(ms: number): Promise<void> {
+    if (this.wokenMeanwhile) {
+      this.wokenMeanwhile = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       const signal = this.stopController.signal;
@@ -256,6 +271,12 @@ export class Worker {
           continue;
         }
         this.lastClaimAt = new Date();
+        if (this.stopController.signal.aborted) {
+          // Stopped while the claim was in flight: hand these straight back.
+          await Promise.all(jobs.map((job) => releaseIfLeaseHeld(db, job, { reason: `released by ${s.workerId}: stopping` }).catch(() => {})));
+          return;
+        }
+        this.wokenMeanwhile = false;
         for (const job of jobs) this.begin(job);
         if (jobs.length === limit) continue; // there may be more due right now
       }
@@ -271,9 +292,10 @@ export class Worker {
       handler: registry.get(job.kind),
       controller: new AbortController(),
       startedAt: Date.now(),
+      leaseDeadline: performance.now() + this.settings.leaseSeconds * 1000 - 1000,
       log: logger.child({ jobId: job.id, attempt: job.attempt, kind: job.kind, queue: job.queue, traceId: job.traceId }),
     };
-    this.inFlight.set(job.id, entry);
+    this.inFlight.set(job.leaseToken, entry);
     metrics?.inFlight.inc();
     metrics?.claimed.inc({ queue: job.queue });
     if (job.attempt === 1 && job.startedAt) {
@@ -283,7 +305,7 @@ export class Worker {
     void this.execute(entry)
       .catch((error: unknown) => entry.log.error({ err: error }, 'attempt ended with an unexpected error; the lease will expire'))
       .finally(() => {
-        this.inFlight.delete(job.id);
+        if (this.inFlight.get(job.leaseToken) === entry) this.inFlight.delete(job.leaseToken);
         metrics?.inFlight.dec();
         if (this.inFlight.size === 0) {
           const drained = this.drained;
@@ -376,6 +398,7 @@ export class Worker {
           throw controller.signal.reason;
         }
         job.leaseUntil = outcome.leaseUntil;
+        entry.leaseDeadline = performance.now() + this.settings.leaseSeconds * 1000 - 1000;
       },
       receipt: async <T>(effect: () => Promise<T>, key: string = deliveryKey): Promise<T> => {
         const existing = await findReceipt(db, key);
@@ -461,17 +484,28 @@ export class Worker {
   private async heartbeatAll(): Promise<void> {
     const entries = [...this.inFlight.values()].filter((e) => !e.controller.signal.aborted);
     if (entries.length === 0) return;
+    const sent = performance.now();
     try {
       const outcomes = await heartbeatManyIfLeaseHeld(this.deps.db, entries.map((e) => e.job), {
         leaseSeconds: this.settings.leaseSeconds,
       });
       outcomes.forEach((outcome, i) => {
         const entry = entries[i]!;
-        if (outcome.applied) entry.job.leaseUntil = outcome.leaseUntil;
-        else entry.controller.abort(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
+        if (outcome.applied) {
+          entry.job.leaseUntil = outcome.leaseUntil;
+          entry.leaseDeadline = sent + this.settings.leaseSeconds * 1000 - 1000;
+        } else entry.controller.abort(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
       });
     } catch (error) {
       this.deps.logger.warn({ err: error, jobs: entries.length }, 'heartbeat failed; retrying at the next beat');
+      // Without a heartbeat the lease runs out on its own: stop handlers whose lease surely
+      // ended, because the reaper may already have handed their jobs to another worker.
+      const now = performance.now();
+      for (const entry of entries) {
+        if (now >= entry.leaseDeadline) {
+          entry.controller.abort(new AttemptAborted('lease_lost', 'no heartbeat got through before the lease ended'));
+        }
+      }
     }
   }
 
@@ -523,8 +557,7 @@ export class Worker {
   }
 
   /** Runs `task` every `ms` until stop, logging (not throwing) its failures. */
-  private async every(ms: number, task: () => Promise<void>): Promise<void> {
-    const signal = this.stopController.signal;
+  private async every(ms: number, task: () => Promise<void>, signal = this.stopController.signal): Promise<void> {
     while (!signal.aborted) {
       await sleep(ms * (0.9 + Math.random() * 0.2), signal);
       if (signal.aborted) return;
@@ -556,10 +589,10 @@ export class Worker {
 /** Connection loss, server shutdown, overload, serialization: worth another try. */
 export function isRetryableDbError(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
-  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) {
-    return !(error instanceof Error && error.name === 'LeaseholdInputError');
-  }
-  return /^(08|40|53|57)/.test(code);
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|40|53|57)/.test(code);
+  if (typeof code === 'string' && /^E(CONN|PIPE|TIMEDOUT|HOSTUNREACH|NETUNREACH|AI_AGAIN)/.test(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
 }
 
 function backoff(failures: number): number {

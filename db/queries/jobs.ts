@@ -151,7 +151,7 @@ function mapAudit(r: Record<string, unknown>): AuditEntry {
 
 export const auditListSchema = z.strictObject({
   before: z.coerce.number().int().positive().optional(),
-  actor: z.string().max(256).optional(),
+  actor: z.string().max(256).refine((s) => !s.includes('\u0000'), 'invalid character').optional(),
   action: z.string().regex(/^[a-z_]{1,40}$/).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });

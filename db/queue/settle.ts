@@ -76,10 +76,11 @@ export async function completeManyIfLeaseHeld(
       WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token AND j.lease_until > statement_timestamp()
       RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, i.token
     ), history AS (${recordAttempts('completed', sql`s.token`, sql`NULL`, sql`NULL`)})
-    SELECT id FROM settled`,
+    SELECT id, token FROM settled`,
   );
-  const applied = new Set(rows.map((r) => r.id as string));
-  return leases.map((l) => (applied.has(l.id) ? APPLIED : LEASE_LOST));
+  // By id and token: two attempts of one job (a stale one and a new one) can be in one batch.
+  const applied = new Set(rows.map((r) => `${r.id as string}/${r.token as string}`));
+  return leases.map((l) => (applied.has(`${l.id}/${l.leaseToken}`) ? APPLIED : LEASE_LOST));
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -246,11 +247,11 @@ export async function heartbeatManyIfLeaseHeld(
                       updated_at = statement_timestamp()
     FROM unnest(${sql.param(leases.map((l) => l.id))}::uuid[], ${sql.param(leases.map((l) => l.leaseToken))}::uuid[]) AS i(id, token)
     WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token AND j.lease_until > statement_timestamp()
-    RETURNING j.id, j.lease_until`,
+    RETURNING j.id, i.token, j.lease_until`,
   );
-  const held = new Map(rows.map((r) => [r.id as string, toDate(r.lease_until)]));
+  const held = new Map(rows.map((r) => [`${r.id as string}/${r.token as string}`, toDate(r.lease_until)]));
   return leases.map((l) => {
-    const leaseUntil = held.get(l.id);
+    const leaseUntil = held.get(`${l.id}/${l.leaseToken}`);
     return leaseUntil ? { applied: true, leaseUntil } : (LEASE_LOST as HeartbeatOutcome);
   });
 }

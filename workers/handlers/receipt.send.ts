@@ -56,9 +56,11 @@ export default defineHandler({
         signal.removeEventListener('abort', forward);
       }
       if (response.status === 429) {
-        const retryAfter = Number(response.headers.get('retry-after'));
+        // Seconds only (an HTTP date or a bad value falls back to backoff), at most a day.
+        const header = response.headers.get('retry-after');
+        const seconds = header !== null && /^\s*\d+(\.\d+)?\s*$/.test(header) ? Number(header) : null;
         throw new RateLimitedError(`receipt provider rate limited (429)`, {
-          ...(Number.isFinite(retryAfter) ? { retryAfterMs: retryAfter * 1000 } : {}),
+          ...(seconds !== null ? { retryAfterMs: Math.min(seconds, 86_400) * 1000 } : {}),
         });
       }
       if (response.status >= 500) throw new TransientError(`receipt provider answered ${response.status}`);

@@ -19,7 +19,9 @@ export default async function FailuresPage() {
               <td>{g.failureClass}</td>
               <td className="mono">{g.example.slice(0, 160)}</td>
               <td>{g.queue} / {g.kind}</td>
-              <td className="num"><a href={`/jobs?state=dead&failureClass=${encodeURIComponent(g.failureClass)}&queue=${encodeURIComponent(g.queue)}`}>{g.count}</a></td>
+              <td className="num">
+                <a href={`/jobs?state=dead&queue=${encodeURIComponent(g.queue)}${g.failureClass === 'unknown' ? '' : `&failureClass=${encodeURIComponent(g.failureClass)}`}`}>{g.count}</a>
+              </td>
               <td className="mono">{g.trend.map((t) => `${new Date(t.day).toLocaleDateString([], { month: 'short', day: 'numeric' })}: ${t.count}`).join(' · ')}</td>
               <td>{g.lastSeen ? new Date(g.lastSeen).toLocaleString() : ''}</td>
               <td>{can.retry && <BulkActions source={{ kind: 'group', failureClass: g.failureClass, fingerprint: g.fingerprint }} actions={['retry']} />}</td>

@@ -1,18 +1,18 @@
 import { notFound } from 'next/navigation';
 import { Fragment } from 'react';
 import { JobActions } from '../../../../components/job-actions';
+import { RevealPayload } from '../../../../components/reveal-payload';
 import { PageError } from '../../../../components/page-error';
 import { StateBadge } from '../../../../components/state-badge';
 import { getJobDetail } from '../../../../lib/dal';
 import { load } from '../../../../lib/page';
 
-export default async function JobPage(props: { params: Promise<{ id: string }>; searchParams: Promise<{ reveal?: string }> }) {
+export default async function JobPage(props: { params: Promise<{ id: string }> }) {
   const { id } = await props.params;
-  const { reveal } = await props.searchParams;
-  const loaded = await load(() => getJobDetail(id, { reveal: reveal === '1' }));
+  const loaded = await load(() => getJobDetail(id));
   if (!loaded.ok) return (<><h1>Job</h1><PageError message={loaded.message} /></>);
   if (!loaded.value) notFound();
-  const { job, payload, attempts, audit, retryPlan, can, redactedPaths, revealed } = loaded.value;
+  const { job, payload, attempts, audit, retryPlan, can, redactedPaths } = loaded.value;
   const fields: [string, string | number | null][] = [
     ['queue', job.queue], ['kind', `${job.kind} v${job.kindVersion}`], ['priority', job.priority],
     ['attempts', `${job.attempts} of ${job.maxAttempts}`], ['run at', job.runAt], ['created', job.createdAt],
@@ -29,11 +29,9 @@ export default async function JobPage(props: { params: Promise<{ id: string }>; 
       {job.lastError && (<><h2>Last error</h2><pre data-testid="last-error">{job.lastError}</pre></>)}
       {can.retry && (<><h2>What a retry will do</h2><p data-testid="retry-plan">{retryPlan}</p></>)}
       <h2>Payload</h2>
-      {redactedPaths.length > 0 && !revealed && (
-        <p className="muted">Masked fields: {redactedPaths.join(', ')}. {can.reveal && <a href={`/jobs/${job.id}?reveal=1`}>Reveal (recorded in the audit log)</a>}</p>
-      )}
-      {revealed && <p className="notice">Revealed: this view was recorded in the audit log.</p>}
+      {redactedPaths.length > 0 && <p className="muted">Masked fields: {redactedPaths.join(', ')}.</p>}
       <pre data-testid="payload">{JSON.stringify(payload, null, 2)}</pre>
+      {can.reveal && <RevealPayload id={job.id} />}
       <h2>Attempts</h2>
       <table data-testid="attempts-table">
         <thead><tr><th className="num">#</th><th>outcome</th><th>worker</th><th>started</th><th>ended</th><th className="num">ms</th><th>class</th><th>error</th></tr></thead>
