@@ -21,7 +21,7 @@ import { failureGroups, jobDetail, jobListSchema, listAudit, listJobs, auditList
 import { run } from '../db/queue/executor';
 import { PROJECT_DIR } from '../scripts/env';
 
-const { values } = parseArgs({ options: { jobs: { type: 'string', default: '1000000' }, out: { type: 'string' } } });
+const { values } = parseArgs({ options: { jobs: { type: 'string', default: '1000000' }, out: { type: 'string' }, keep: { type: 'boolean', default: false } } });
 const total = Number(values.jobs);
 const BUDGET_MS = 250;
 
@@ -98,6 +98,9 @@ try {
     ['jobs list: dead in one queue', list({ state: 'dead', queue: 'emails' })],
     ['jobs list: failure class validation', list({ failureClass: 'validation' })],
     ['jobs list: retrying', list({ state: 'retrying' })],
+    ['jobs list: a kind with no jobs', list({ kind: 'no.such.kind' })],
+    ['jobs list: a queue with no jobs', list({ queue: 'empty-queue' })],
+    ['jobs list: ready in one queue', list({ state: 'ready', queue: 'emails' })],
     ['jobs list: search by id', list({ search: sample!.id })],
     ['job detail', () => jobDetail(db, sample!.id)],
     ['failure groups (7 days)', () => failureGroups(db)],
@@ -127,9 +130,14 @@ try {
   process.exitCode = results.every((r) => r.withinBudget) ? 0 : 1;
 } finally {
   await close();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-  await admin.end();
-  await server.stop();
+  if (values.keep) {
+    console.error(`[bench] kept the database: ${url} (the server keeps running; stop it yourself)`);
+    await admin.end();
+  } else {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await admin.end();
+    await server.stop();
+  }
 }
 
 function round(ms: number) {

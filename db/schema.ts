@@ -101,6 +101,11 @@ export const jobs = pgTable(
   (t) => [
     index('jobs_claim_idx').on(t.queue, t.claimAt, t.id).where(sql`state = 'ready'`),
     index('jobs_lease_idx').on(t.leaseUntil).where(sql`state = 'running'`),
+    // The dashboard's list filters over history: written once per job, when it finishes
+    // (partial), so the claim/settle hot path pays nothing for them.
+    index('jobs_terminal_queue_idx').on(t.queue, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
+    index('jobs_terminal_kind_idx').on(t.kind, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
+    index('jobs_terminal_class_idx').on(t.failureClass, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
     // jobs_terminal_idx (state, finished_at) INCLUDE (queue, kind, failure_class, attempts)
     // WHERE terminal: created in drizzle/0002 by hand (drizzle cannot declare INCLUDE). It
     // serves retention and the dashboard's terminal counts as index-only scans.

@@ -66,6 +66,25 @@ export async function listJobs(executor: Executor, query: z.output<typeof jobLis
   const desc = query.sort === 'newest';
   const keyset = query.after ? (desc ? sql`AND id < ${query.after}::uuid` : sql`AND id > ${query.after}::uuid`) : sql``;
   const order = sql.raw(desc ? 'DESC' : 'ASC');
+  const limit = query.limit + 1;
+  if (!query.state && !query.search && (query.queue || query.kind || query.failureClass)) {
+    // No state: live jobs (few, partial indexes) and finished ones (the terminal
+    // queue/kind/class indexes, in id order) separately, merged; one walk of the primary key
+    // with a selective filter would read the whole history.
+    const rows = await run(
+      executor,
+      sql`SELECT * FROM (
+            -- OR, not IN: each arm then matches a partial index (claim, lease), read as a BitmapOr.
+            (SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE (state = 'ready' OR state = 'running') AND ${filterSql(query)} ${keyset}
+             ORDER BY id ${order} LIMIT ${limit})
+            UNION ALL
+            (SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE state IN ('done', 'dead', 'cancelled') AND ${filterSql(query)} ${keyset}
+             ORDER BY id ${order} LIMIT ${limit})
+          ) both_parts ORDER BY id ${order} LIMIT ${limit}`,
+    );
+    const jobs = rows.slice(0, query.limit).map(mapJob);
+    return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };
+  }
   // Sub-states of live jobs are few even in a big table: find them through the partial
   // indexes first (MATERIALIZED), then order; walking the primary key in id order and
   // filtering would read the whole history to fill a page.
