@@ -21,6 +21,8 @@ export interface DatabaseHandle {
   embedded: boolean;
   /** Stops the embedded server if this process started it; otherwise does nothing. */
   stop(): Promise<void>;
+  /** Stops and starts the embedded server this process started, on the same port (the failure harness). */
+  restart?: () => Promise<void>;
 }
 
 export interface SelectDatabaseOptions {
@@ -112,6 +114,10 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
       stopped = true;
       await server.stop();
       serverLog.end();
+    },
+    restart: async () => {
+      await server.stop();
+      await server.start();
     },
   };
 }

@@ -15,6 +15,7 @@
  *   --no-maintenance        LEASEHOLD_MAINTENANCE=false no reaper/retention in this process
  *   --retry-base-ms N       LEASEHOLD_RETRY_BASE_MS     first backoff step (default 1000)
  *   --retry-max-ms N        LEASEHOLD_RETRY_MAX_MS      backoff cap (default 3600000)
+ *   --lease-expired-delay-ms N LEASEHOLD_LEASE_EXPIRED_DELAY_MS delay before a reaped job runs again (default 5000)
  *   --handlers a.ts,b.ts    LEASEHOLD_HANDLERS          extra handler modules to load
  *   --worker-id ID          LEASEHOLD_WORKER_ID         default host:pid:random
  *   --log-level L           LEASEHOLD_LOG_LEVEL         default info
@@ -47,6 +48,7 @@ const schema = z.strictObject({
   maintenance: bool,
   retryBaseMs: int(0, 86_400_000),
   retryMaxMs: int(0, 30 * 86_400_000),
+  leaseExpiredDelayMs: int(0, 86_400_000),
   handlers: z.string().transform((s) => s.split(',').map((h) => h.trim()).filter(Boolean)),
   workerId: z.string().min(1).max(200).optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -73,6 +75,7 @@ const DEFAULTS: Record<string, string> = {
   maintenance: 'true',
   retryBaseMs: '1000',
   retryMaxMs: '3600000',
+  leaseExpiredDelayMs: '5000',
   handlers: '',
   logLevel: 'info',
   migrate: 'false',
@@ -92,6 +95,7 @@ const FLAGS = {
   maintenance: 'LEASEHOLD_MAINTENANCE',
   'retry-base-ms': 'LEASEHOLD_RETRY_BASE_MS',
   'retry-max-ms': 'LEASEHOLD_RETRY_MAX_MS',
+  'lease-expired-delay-ms': 'LEASEHOLD_LEASE_EXPIRED_DELAY_MS',
   handlers: 'LEASEHOLD_HANDLERS',
   'worker-id': 'LEASEHOLD_WORKER_ID',
   'log-level': 'LEASEHOLD_LOG_LEVEL',
@@ -148,7 +152,7 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
     listen: c.listen,
     graceMs: c.graceMs,
     ackFlushMs: 5,
-    retry: { baseDelayMs: c.retryBaseMs, maxDelayMs: c.retryMaxMs },
+    retry: { baseDelayMs: c.retryBaseMs, maxDelayMs: c.retryMaxMs, leaseExpiredDelayMs: c.leaseExpiredDelayMs },
     registryIntervalMs: 10_000,
     maintenance: {
       enabled: c.maintenance,

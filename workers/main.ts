@@ -12,15 +12,18 @@ import { ConfigError, parseWorkerConfig } from './config';
 import type { Handler } from './handler';
 import { HandlerRegistry } from './handler';
 import { builtinHandlers } from './handlers';
+import { Failpoints, parseFailpoints } from './failpoints';
 import { createMetrics, serveMetrics } from './metrics';
 import { Worker } from './runtime';
 
 let config;
+let failpoints: Failpoints | undefined;
 try {
   config = parseWorkerConfig(process.argv.slice(2), process.env);
+  if (process.env.LEASEHOLD_FAILPOINTS) failpoints = new Failpoints(parseFailpoints(process.env.LEASEHOLD_FAILPOINTS));
 } catch (error) {
-  if (error instanceof ConfigError) {
-    console.error(`leasehold workers: ${error.message}`);
+  if (error instanceof ConfigError || (error instanceof Error && /failpoint/.test(error.message))) {
+    console.error(`leasehold workers: ${(error as Error).message}`);
     process.exit(2);
   }
   throw error;
@@ -55,7 +58,8 @@ if (database.embedded || config.migrate) await migrateDatabase(database.url);
 
 const handle = createDb(database.url, { max: Math.min(config.concurrency + 4, 30), applicationName: 'leasehold-worker' });
 const metrics = createMetrics();
-const worker = new Worker(config, { db: handle.db, databaseUrl: database.url, registry, logger, metrics });
+const worker = new Worker(config, { db: handle.db, databaseUrl: database.url, registry, logger, metrics, failpoints });
+if (failpoints) logger.warn({ failpoints: process.env.LEASEHOLD_FAILPOINTS }, 'failpoints armed: this worker will kill itself on purpose');
 
 try {
   await worker.start();

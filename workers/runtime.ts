@@ -42,6 +42,7 @@ import {
 } from '../db/queue';
 import type { FailureClass } from '../db/schema';
 import { classify } from './errors';
+import { Failpoints } from './failpoints';
 import type { Handler, HandlerContext, HandlerRegistry } from './handler';
 import { WakeListener } from './listener';
 import type { WorkerMetrics } from './metrics';
@@ -76,6 +77,8 @@ export interface WorkerDeps {
   registry: HandlerRegistry;
   logger: Logger;
   metrics?: WorkerMetrics | undefined;
+  /** Test-only crash points (the failure harness). */
+  failpoints?: Failpoints | undefined;
 }
 
 type StopReason = 'lease_lost' | 'timeout' | 'shutdown';
@@ -277,6 +280,7 @@ export class Worker {
           return;
         }
         this.wokenMeanwhile = false;
+        if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');
         for (const job of jobs) this.begin(job);
         if (jobs.length === limit) continue; // there may be more due right now
       }
@@ -364,6 +368,7 @@ export class Worker {
       return;
     }
     if (result.ok) {
+      this.deps.failpoints?.hit('after_effect');
       metrics?.handlerDuration.observe({ ...labels, outcome: 'completed' }, seconds);
       const outcome = await this.acknowledge(entry);
       if (outcome.applied) {
@@ -428,6 +433,7 @@ export class Worker {
     while (this.pendingAcks.length > 0) {
       const batch = this.pendingAcks.splice(0, ACK_BATCH);
       const deadline = Math.min(...batch.map((b) => b.entry.job.leaseUntil.getTime()));
+      this.deps.failpoints?.hit('before_ack');
       try {
         const outcomes = await this.retryingDb('acknowledge', deadline, (db) =>
           completeManyIfLeaseHeld(db, batch.map((b) => b.entry.job)),
@@ -485,6 +491,7 @@ export class Worker {
     const entries = [...this.inFlight.values()].filter((e) => !e.controller.signal.aborted);
     if (entries.length === 0) return;
     const sent = performance.now();
+    this.deps.failpoints?.hit('in_heartbeat');
     try {
       const outcomes = await heartbeatManyIfLeaseHeld(this.deps.db, entries.map((e) => e.job), {
         leaseSeconds: this.settings.leaseSeconds,
@@ -521,12 +528,14 @@ export class Worker {
     const { db, logger, metrics } = this.deps;
     const limit = 500;
     for (let round = 0; round < 20; round++) {
-      const outcome = await withMaintenanceLock(db, 'reaper', (tx) =>
-        reapExpiredLeases(tx, {
+      const outcome = await withMaintenanceLock(db, 'reaper', async (tx) => {
+        const result = await reapExpiredLeases(tx, {
           limit,
           ...(this.settings.retry?.leaseExpiredDelayMs !== undefined ? { leaseExpiredDelayMs: this.settings.retry.leaseExpiredDelayMs } : {}),
-        }),
-      );
+        });
+        if (result.reaped > 0) this.deps.failpoints?.hit('in_reap'); // dies before the commit
+        return result;
+      });
       if (!outcome.ran) return;
       const { reaped, retried, dead } = outcome.result;
       if (reaped > 0) {

@@ -1,0 +1,60 @@
+/**
+ * Handlers for the failure harness (`--handlers chaos/handlers.ts`):
+ * - `chaos.work`: records its execution in the ledger, works 20–200 ms, writes the fenced sink;
+ * - `chaos.poison`: kills its own worker process every time (a poison job).
+ */
+import pg from 'pg';
+import { z } from 'zod';
+import { defineHandler } from '../workers/handler';
+
+let pool: pg.Pool | null = null;
+function db(): pg.Pool {
+  if (!pool) {
+    pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 4, application_name: 'leasehold-chaos-ledger' });
+    pool.on('error', () => {}); // idle connections cut by a database restart; the next query reconnects
+  }
+  return pool;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+  });
+
+export const handlers = [
+  defineHandler({
+    kind: 'chaos.work',
+    versions: [1],
+    schema: z.object({ ms: z.int().min(0).max(60_000).optional() }),
+    timeoutMs: 120_000,
+    async handle({ job, attempt, payload, signal }) {
+      await db().query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
+        job.id, attempt, job.leaseToken, process.pid,
+      ]);
+      await sleep(payload.ms ?? 20 + Math.floor(Math.random() * 180), signal);
+      // The side effect: first write wins (keyed by the delivery key), stale attempts fenced.
+      const written = await db().query(
+        `INSERT INTO chaos.sink (job_id, highest_attempt) VALUES ($1, $2)
+         ON CONFLICT (job_id) DO UPDATE SET
+           replays = chaos.sink.replays + (excluded.highest_attempt >= chaos.sink.highest_attempt)::int,
+           fenced = chaos.sink.fenced + (excluded.highest_attempt < chaos.sink.highest_attempt)::int,
+           highest_attempt = greatest(chaos.sink.highest_attempt, excluded.highest_attempt)
+         RETURNING (xmax = 0) AS applied`,
+        [job.id, attempt],
+      );
+      await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1', [job.leaseToken]);
+      return { applied: written.rows[0]?.applied === true };
+    },
+  }),
+  defineHandler({
+    kind: 'chaos.poison',
+    versions: [1],
+    schema: z.unknown(),
+    timeoutMs: 60_000,
+    async handle() {
+      process.kill(process.pid, 'SIGKILL');
+      await new Promise(() => {});
+    },
+  }),
+];

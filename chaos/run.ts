@@ -1,0 +1,532 @@
+/**
+ * `npm run chaos`: the failure harness. Runs competing worker processes against the embedded
+ * PostgreSQL (or DATABASE_URL), injects faults, and checks from the database that nothing was
+ * lost, no two attempts held one job at once, no stale settlement applied, the fenced sink saw
+ * one effect per job, and everything ended within the recovery bound.
+ *
+ *   npm run chaos [-- --minutes 1] [--scenario kill-storm,zombie] [--out DIR]
+ *
+ * Scenarios: kill-storm, crash-points, zombie, connection-loss, db-restart, poison,
+ * priority-flood, duplicate-enqueue. Prints a table and writes chaos-results.json; exits 1 when
+ * any figure fails.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { selectDatabase, withDatabase, type DatabaseHandle } from '../db/database';
+import { migrateDatabase } from '../db/migrate';
+import { enqueue, enqueueMany } from '../db/queue';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SCENARIOS = ['kill-storm', 'crash-points', 'zombie', 'connection-loss', 'db-restart', 'poison', 'priority-flood', 'duplicate-enqueue'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '1' },
+    scenario: { type: 'string', default: SCENARIOS.join(',') },
+    out: { type: 'string', default: path.join(ROOT, '.leasehold', 'chaos') },
+  },
+});
+const minutes = Number(values.minutes);
+const chosen = values.scenario!.split(',').map((s) => s.trim()) as Scenario[];
+const unknown = chosen.filter((s) => !SCENARIOS.includes(s));
+if (!(minutes > 0 && minutes <= 600) || unknown.length > 0) {
+  console.error(`chaos: --minutes must be 0 < m <= 600; known scenarios: ${SCENARIOS.join(', ')}${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}`);
+  process.exit(2);
+}
+/** Seconds of fault injection per scenario: the run's minutes shared among the scenarios. */
+const secondsEach = Math.max(8, Math.floor((minutes * 60) / chosen.length) - 6);
+
+// Settings the recovery bound is computed from.
+const LEASE_S = 3;
+const REAP_MS = 500;
+const POLL_MS = 300;
+const LEASE_EXPIRED_DELAY_MS = 0;
+const RECOVERY_BOUND_MS = LEASE_S * 1000 + REAP_MS + POLL_MS + LEASE_EXPIRED_DELAY_MS + 2_000; // + 2 s for process restarts
+
+interface Figure {
+  name: string;
+  value: number;
+  pass: boolean;
+  rule: string;
+}
+interface Result {
+  scenario: Scenario;
+  skipped?: string;
+  jobs: number;
+  seconds: number;
+  faults: number;
+  figures: Figure[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (line: string) => console.error(`[chaos] ${line}`);
+
+let server: DatabaseHandle;
+let serverUrl: string;
+
+class Fleet {
+  readonly procs = new Map<number, ChildProcess>();
+  exclusionErrors = 0;
+  /** Workers that exited on their own with an error (not killed by the harness or a failpoint). */
+  crashes = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly args: string[],
+    private readonly env: Record<string, string> = {},
+  ) {}
+
+  start(n: number) {
+    for (let i = 0; i < n; i++) this.spawnOne();
+  }
+
+  spawnOne(): ChildProcess {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(ROOT, 'workers', 'main.ts'), '--queues', 'chaos', '--handlers', 'chaos/handlers.ts', '--log-level', 'warn',
+        '--lease-seconds', String(LEASE_S), '--reap-interval-ms', String(REAP_MS), '--poll-ms', String(POLL_MS), ...this.args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: this.url, LEASEHOLD_LEASE_EXPIRED_DELAY_MS: String(LEASE_EXPIRED_DELAY_MS), LEASEHOLD_RETRY_BASE_MS: '100', LEASEHOLD_RETRY_MAX_MS: '2000', ...this.env },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      if (/exclusion constraint/i.test(text)) this.exclusionErrors += 1;
+    });
+    this.procs.set(child.pid!, child);
+    child.on('exit', () => {
+      this.procs.delete(child.pid!);
+      if (!this.stopped && child.signalCode === null && child.exitCode !== 0) this.crashes += 1;
+      // A worker that died (killed, failpoint, poison job, crash) is replaced, like a supervisor would.
+      if (!this.stopped) setTimeout(() => !this.stopped && this.spawnOne(), 100);
+    });
+    return child;
+  }
+
+  random(): ChildProcess | undefined {
+    const all = [...this.procs.values()];
+    return all[Math.floor(Math.random() * all.length)];
+  }
+
+  async stop() {
+    this.stopped = true;
+    const all = [...this.procs.values()];
+    for (const p of all) p.kill('SIGTERM');
+    await Promise.all(all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))));
+  }
+}
+
+async function freshDatabase(): Promise<{ url: string; client: pg.Client; drop(): Promise<void> }> {
+  const name = `leasehold_chaos_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = withDatabase(serverUrl, name);
+  await migrateDatabase(url);
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {});
+  await client.connect();
+  await client.query(readFileSync(path.join(ROOT, 'chaos', 'schema.sql'), 'utf8'));
+  return {
+    url,
+    client,
+    drop: async () => {
+      await client.end().catch(() => {});
+      const a = new pg.Client({ connectionString: serverUrl });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+      await a.end();
+    },
+  };
+}
+
+async function count(client: pg.Client, text: string, params: unknown[] = []): Promise<number> {
+  const result = await client.query(text, params);
+  return Number(Object.values(result.rows[0] ?? { n: 0 })[0] ?? 0);
+}
+
+/** Waits until every job is terminal (or the deadline passes); returns when the last one ended. */
+async function drain(client: pg.Client, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  while (Date.now() - started < timeoutMs) {
+    if ((await count(client, `SELECT count(*) FROM jobs WHERE state IN ('ready', 'running')`)) === 0) return;
+    await sleep(200);
+  }
+}
+
+/** The figures every scenario is held to. */
+async function ledgerFigures(
+  client: pg.Client,
+  fleet: Fleet,
+  enqueued: number,
+  lastFault: number,
+  bound = RECOVERY_BOUND_MS,
+  recoverySince = 0,
+): Promise<Figure[]> {
+  const lastEnd = await count(client, `SELECT coalesce(extract(epoch FROM max(finished_at)) * 1000, 0) FROM jobs`);
+  const recovery = Math.max(0, Math.round(lastEnd - lastFault));
+  return [
+    { name: 'lost jobs', value: enqueued - (await count(client, 'SELECT count(*) FROM jobs')), pass: true, rule: '= 0' },
+    {
+      name: 'overlapping valid leases',
+      value: fleet.exclusionErrors + (await count(client, `SELECT count(*) FROM chaos.lease_log a JOIN chaos.lease_log b ON a.job_id = b.job_id AND a.token < b.token AND a.valid && b.valid`)),
+      pass: true,
+      rule: '= 0',
+    },
+    {
+      name: 'stale settlements applied',
+      value: await count(client, `SELECT count(*) FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token
+                                  WHERE a.outcome IN ('completed', 'failed', 'released') AND a.ended_at > l.deadline`),
+      pass: true,
+      rule: '= 0',
+    },
+    { name: 'duplicate sink effects', value: await count(client, 'SELECT count(*) FROM chaos.sink WHERE applied > 1'), pass: true, rule: '= 0' },
+    {
+      name: 'done jobs without their effect',
+      value: await count(client, `SELECT count(*) FROM jobs j WHERE j.state = 'done' AND j.kind = 'chaos.work' AND NOT EXISTS (SELECT 1 FROM chaos.sink s WHERE s.job_id = j.id)`),
+      pass: true,
+      rule: '= 0',
+    },
+    { name: 'jobs not terminal', value: await count(client, `SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'dead', 'cancelled')`), pass: true, rule: '= 0' },
+    { name: 'ms from last fault to last job end', value: recovery, pass: recovery <= bound, rule: `<= ${bound}` },
+    await (async () => {
+      // Recovery of each crashed attempt: from its lease's end to the job's next attempt.
+      const worst = await count(client, `SELECT coalesce(max(extract(epoch FROM lower(n.valid) - l.deadline) * 1000), 0)
+        FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token
+        JOIN chaos.lease_log n ON n.job_id = l.job_id AND n.attempt = l.attempt + 1
+        WHERE a.outcome = 'lease_expired' AND l.deadline > to_timestamp($1::float8 / 1000)`, [recoverySince]);
+      const limit = REAP_MS + POLL_MS + LEASE_EXPIRED_DELAY_MS + 1500;
+      return { name: 'max ms from a crashed lease’s end to the next attempt', value: Math.round(worst), pass: worst <= limit, rule: `<= ${limit}` };
+    })(),
+    { name: 'worker processes that crashed on their own', value: fleet.crashes, pass: fleet.crashes === 0, rule: '= 0' },
+    {
+      name: 'handler executions beyond one per job',
+      value: await count(client, 'SELECT count(*) - count(DISTINCT job_id) FROM chaos.effects'),
+      pass: true,
+      rule: 'reported',
+    },
+  ].map((f) => (f.rule === '= 0' ? { ...f, pass: f.value === 0 } : f));
+}
+
+async function workload(
+  name: Scenario,
+  options: { workers: number; args?: string[]; env?: Record<string, string>; jobs: number; fault(fleet: Fleet, db: { url: string; client: pg.Client }): Promise<void> | void; faultEveryMs: number },
+): Promise<Result> {
+  const db = await freshDatabase();
+  const fleet = new Fleet(db.url, ['--concurrency', '4', ...(options.args ?? [])], options.env);
+  const started = Date.now();
+  try {
+    fleet.start(options.workers);
+    // Jobs arrive during the first half; faults go on to the end, so the figure below measures
+    // recovery of what the faults interrupted, not the draining of a backlog.
+    const enqueueFor = secondsEach * 1000 * 0.5;
+    const batch = Math.max(1, Math.ceil(options.jobs / (enqueueFor / 200)));
+    let enqueued = 0;
+    let faults = 0;
+    let lastFault = Date.now();
+    let backlogAtLastFault = 0;
+    const until = Date.now() + secondsEach * 1000;
+    let nextFault = Date.now() + options.faultEveryMs;
+    while (Date.now() < until) {
+      if (enqueued < options.jobs) {
+        const n = Math.min(batch, options.jobs - enqueued);
+        await enqueueMany(db.client, Array.from({ length: n }, () => ({ queue: 'chaos', kind: 'chaos.work', maxAttempts: 25 })));
+        enqueued += n;
+      }
+      if (Date.now() >= nextFault) {
+        await options.fault(fleet, db);
+        faults += 1;
+        lastFault = Date.now();
+        backlogAtLastFault = await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'ready'`).catch(() => -1);
+        nextFault = Date.now() + options.faultEveryMs;
+      }
+      await sleep(200);
+    }
+    await drain(db.client, RECOVERY_BOUND_MS + 60_000);
+    const figures = await ledgerFigures(db.client, fleet, enqueued, lastFault);
+    figures.push({ name: 'jobs waiting at the last fault', value: backlogAtLastFault, pass: true, rule: 'reported' });
+    return { scenario: name, jobs: enqueued, seconds: Math.round((Date.now() - started) / 1000), faults, figures };
+  } finally {
+    await fleet.stop();
+    await db.drop();
+  }
+}
+
+const scenarios: Record<Scenario, () => Promise<Result>> = {
+  'kill-storm': () =>
+    workload('kill-storm', {
+      // A worker takes about 2 s to start here (tsx): a kill every 1.5 s among 4 workers leaves
+      // each alive about 6 s at a time.
+      workers: 4,
+      jobs: secondsEach * 25,
+      faultEveryMs: 1500,
+      fault: (fleet) => {
+        fleet.random()?.kill('SIGKILL');
+      },
+    }),
+
+  'crash-points': async () => {
+    // Each failpoint armed in its own fleet member, at a low probability, all at once.
+    const db = await freshDatabase();
+    const points = ['after_claim:0.05', 'after_effect:0.05', 'before_ack:0.1', 'in_heartbeat:0.05', 'in_reap:0.3'];
+    const fleets = points.map((p) => new Fleet(db.url, ['--concurrency', '4'], { LEASEHOLD_FAILPOINTS: p }));
+    const started = Date.now();
+    try {
+      for (const f of fleets) f.start(1);
+      const jobs = secondsEach * 40;
+      for (let i = 0; i < jobs; i += 50) {
+        await enqueueMany(db.client, Array.from({ length: Math.min(50, jobs - i) }, () => ({ queue: 'chaos', kind: 'chaos.work', maxAttempts: 50 })));
+        await sleep((secondsEach * 700) / (jobs / 50));
+      }
+      // Faults happen as long as the armed workers run: disarm by replacing them with clean
+      // ones, started first so that someone is always there to reap.
+      const clean = new Fleet(db.url, ['--concurrency', '8']);
+      clean.start(2);
+      await sleep(3000);
+      for (const f of fleets) await f.stop();
+      const lastFault = Date.now();
+      await drain(db.client, RECOVERY_BOUND_MS + 60_000);
+      // While failpoints are armed every worker may be dead at once; recovery is held to the
+      // bound from the moment the clean workers take over.
+      const figures = await ledgerFigures(db.client, clean, jobs, lastFault, RECOVERY_BOUND_MS + 5_000, lastFault);
+      const crashed = fleets.reduce((n, f) => n + f.crashes, 0);
+      figures.push({ name: 'armed workers that crashed other than at a failpoint', value: crashed, pass: crashed === 0, rule: '= 0' });
+      await clean.stop();
+      return { scenario: 'crash-points', jobs, seconds: Math.round((Date.now() - started) / 1000), faults: points.length, figures };
+    } finally {
+      await db.drop();
+    }
+  },
+
+  zombie: async () => {
+    // SIGSTOP a worker past its lease, let another reap and finish its jobs, then SIGCONT: the
+    // zombie's late acknowledgements, failures and heartbeats must all be refused.
+    const db = await freshDatabase();
+    const zombie = new Fleet(db.url, ['--concurrency', '4', '--no-maintenance']);
+    const healthy = new Fleet(db.url, ['--concurrency', '4']);
+    const started = Date.now();
+    try {
+      zombie.start(1);
+      await sleep(1500);
+      await enqueueMany(db.client, Array.from({ length: 4 }, () => ({ queue: 'chaos', kind: 'chaos.work', payload: { ms: 1500 } })));
+      const t0 = Date.now();
+      while ((await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'running'`)) < 4 && Date.now() - t0 < 10_000) await sleep(50);
+      const proc = zombie.random()!;
+      proc.kill('SIGSTOP');
+      healthy.start(1);
+      await drain(db.client, 30_000);
+      proc.kill('SIGCONT');
+      const lastFault = Date.now();
+      await sleep(4000); // the zombie wakes, finishes its handlers and tries to settle
+      const figures = await ledgerFigures(db.client, healthy, 4, lastFault, Number.POSITIVE_INFINITY);
+      const zombieEffects = await count(db.client, `SELECT count(*) FROM chaos.effects WHERE pid = $1`, [proc.pid]);
+      figures.push({ name: 'zombie attempts that ran', value: zombieEffects, pass: zombieEffects > 0, rule: '> 0 (the fault happened)' });
+      figures.push({
+        name: 'late zombie sink writes refused by the fence',
+        value: await count(db.client, `SELECT coalesce(sum(fenced), 0) FROM chaos.sink`),
+        pass: true,
+        rule: 'reported',
+      });
+      await zombie.stop();
+      return { scenario: 'zombie', jobs: 4, seconds: Math.round((Date.now() - started) / 1000), faults: 1, figures };
+    } finally {
+      await healthy.stop();
+      await zombie.stop();
+      await db.drop();
+    }
+  },
+
+  'connection-loss': () =>
+    workload('connection-loss', {
+      workers: 3,
+      jobs: secondsEach * 60,
+      faultEveryMs: 500,
+      fault: async (_fleet, db) => {
+        // Cut a random worker connection, and every few rounds the LISTEN connections.
+        await db.client.query(
+          `SELECT pg_terminate_backend(pid) FROM (
+             SELECT pid FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name IN ('leasehold-worker', 'leasehold-listen')
+             ORDER BY random() LIMIT 1) p`,
+        );
+      },
+    }),
+
+  'db-restart': async () => {
+    if (!server.embedded || !server.restart) {
+      return { scenario: 'db-restart', skipped: 'needs the embedded server (the harness cannot restart a server named by DATABASE_URL)', jobs: 0, seconds: 0, faults: 0, figures: [] };
+    }
+    return workload('db-restart', {
+      workers: 3,
+      jobs: secondsEach * 50,
+      faultEveryMs: Math.max(4000, (secondsEach * 1000) / 3),
+      fault: async (_fleet, db) => {
+        await db.client.end().catch(() => {});
+        await server.restart!();
+        const client = new pg.Client({ connectionString: db.url });
+        client.on('error', () => {});
+        await client.connect();
+        db.client = client;
+      },
+    });
+  },
+
+  poison: async () => {
+    const db = await freshDatabase();
+    const fleet = new Fleet(db.url, ['--concurrency', '2']);
+    const started = Date.now();
+    try {
+      fleet.start(3);
+      const poison = await enqueueMany(db.client, Array.from({ length: 3 }, () => ({ queue: 'chaos', kind: 'chaos.poison', maxAttempts: 3 })));
+      await enqueueMany(db.client, Array.from({ length: 100 }, () => ({ queue: 'chaos', kind: 'chaos.work' })));
+      await drain(db.client, 120_000);
+      const lastFault = Date.now();
+      const figures = await ledgerFigures(db.client, fleet, 103, lastFault, Number.POSITIVE_INFINITY);
+      const deadAtMax = await count(db.client, `SELECT count(*) FROM jobs WHERE id = ANY($1::uuid[]) AND state = 'dead' AND attempts = 3`, [poison.map((p) => p.id)]);
+      figures.push({ name: 'poison jobs dead at max attempts', value: deadAtMax, pass: deadAtMax === 3, rule: '= 3 of 3' });
+      return { scenario: 'poison', jobs: 103, seconds: Math.round((Date.now() - started) / 1000), faults: 9, figures };
+    } finally {
+      await fleet.stop();
+      await db.drop();
+    }
+  },
+
+  'priority-flood': async () => {
+    const db = await freshDatabase();
+    await db.client.query(`INSERT INTO queues (name, aging_seconds) VALUES ('chaos', 1)`);
+    const fleet = new Fleet(db.url, ['--concurrency', '4']);
+    const started = Date.now();
+    try {
+      fleet.start(2);
+      // Faster than the workers drain it, so without aging the low job would wait forever.
+      const flood = () => enqueueMany(db.client, Array.from({ length: 25 }, () => ({ queue: 'chaos', kind: 'chaos.work', priority: 3, payload: { ms: 20 } })));
+      for (let i = 0; i < 8; i++) await flood();
+      const low = await enqueue(db.client, { queue: 'chaos', kind: 'chaos.work', priority: 0, payload: { ms: 20 } });
+      let lowStarted = false;
+      const until = Date.now() + secondsEach * 1000;
+      while (Date.now() < until && !lowStarted) {
+        await flood();
+        lowStarted = (await count(db.client, `SELECT count(*) FROM jobs WHERE id = $1 AND state <> 'ready'`, [low.id])) === 1;
+        await sleep(100);
+      }
+      // The bound: claimed before every flood job that became due more than 3 × 1 s after it.
+      const overtaken = await count(
+        db.client,
+        `SELECT count(*) FROM jobs f, jobs l WHERE l.id = $1 AND f.priority = 3 AND f.run_at > l.run_at + interval '3 seconds'
+           AND f.started_at IS NOT NULL AND f.started_at < l.started_at`,
+        [low.id],
+      );
+      const waited = await count(db.client, `SELECT coalesce(extract(epoch FROM started_at - run_at), -1) FROM jobs WHERE id = $1`, [low.id]);
+      const backlog = await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'ready'`);
+      return {
+        scenario: 'priority-flood',
+        jobs: await count(db.client, 'SELECT count(*) FROM jobs'),
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: 0,
+        figures: [
+          { name: 'low-priority job started', value: lowStarted ? 1 : 0, pass: lowStarted, rule: '= 1' },
+          { name: 'seconds it waited under the flood', value: Math.round(waited * 10) / 10, pass: true, rule: 'reported' },
+          { name: 'flood jobs due > 3 s later that overtook it', value: overtaken, pass: overtaken === 0, rule: '= 0' },
+          { name: 'flood backlog when it started', value: backlog, pass: true, rule: 'reported (> 0: the flood was on)' },
+        ],
+      };
+    } finally {
+      await fleet.stop();
+      await db.drop();
+    }
+  },
+
+  'duplicate-enqueue': async () => {
+    // 4 processes' worth of connections enqueue the same 300 keys, each 8 times, a third of
+    // them inside transactions that roll back.
+    const db = await freshDatabase();
+    const started = Date.now();
+    try {
+      const keys = Array.from({ length: 300 }, (_, i) => `dup-${i}`);
+      const clients = await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          const c = new pg.Client({ connectionString: db.url });
+          await c.connect();
+          return c;
+        }),
+      );
+      await Promise.all(
+        clients.map(async (c, i) => {
+          for (const key of [...keys].sort(() => Math.random() - 0.5)) {
+            const rollback = (i + key.length) % 3 === 0 && Math.random() < 0.5;
+            await c.query('BEGIN');
+            await enqueue(c, { queue: 'chaos', kind: 'chaos.work', idempotencyKey: key });
+            if (rollback) await c.query('ROLLBACK');
+            else {
+              await c.query('INSERT INTO chaos.committed_keys VALUES ($1) ON CONFLICT DO NOTHING', [key]);
+              await c.query('COMMIT');
+            }
+          }
+        }),
+      );
+      await Promise.all(clients.map((c) => c.end()));
+      const committed = await count(db.client, 'SELECT count(*) FROM chaos.committed_keys');
+      const jobs = await count(db.client, 'SELECT count(*) FROM jobs');
+      const missing = await count(db.client, `SELECT count(*) FROM chaos.committed_keys k WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.idempotency_key = k.key)`);
+      const extra = await count(db.client, `SELECT count(*) FROM (SELECT idempotency_key FROM jobs GROUP BY 1 HAVING count(*) > 1) d`);
+      return {
+        scenario: 'duplicate-enqueue',
+        jobs,
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: 0,
+        figures: [
+          { name: 'keys whose enqueue committed', value: committed, pass: committed > 0, rule: 'reported' },
+          { name: 'committed keys without a job', value: missing, pass: missing === 0, rule: '= 0' },
+          { name: 'keys with more than one job', value: extra, pass: extra === 0, rule: '= 0' },
+          { name: 'jobs minus committed keys', value: jobs - committed, pass: jobs === committed, rule: '= 0' },
+        ],
+      };
+    } finally {
+      await db.drop();
+    }
+  },
+};
+
+server = await selectDatabase({
+  databaseUrl: process.env.DATABASE_URL,
+  dataDir: path.join(ROOT, '.leasehold', 'chaos-postgres'),
+  database: 'postgres',
+  log,
+});
+serverUrl = server.url;
+const results: Result[] = [];
+try {
+  for (const name of chosen) {
+    log(`${name}: running (~${secondsEach} s of faults)…`);
+    try {
+      results.push(await scenarios[name]());
+    } catch (error) {
+      results.push({ scenario: name, jobs: 0, seconds: 0, faults: 0, figures: [{ name: `harness error: ${(error as Error).message}`, value: 1, pass: false, rule: 'no error' }] });
+    }
+  }
+} finally {
+  await server.stop();
+}
+
+const failed = results.flatMap((r) => r.figures.filter((f) => !f.pass).map((f) => `${r.scenario}: ${f.name}`));
+console.log(`\nLeasehold failure harness: ${minutes} min, lease ${LEASE_S} s, reaper ${REAP_MS} ms, poll ${POLL_MS} ms (recovery bound ${RECOVERY_BOUND_MS} ms)\n`);
+console.log('| scenario | jobs | faults | figure | value | rule | pass |\n|---|---:|---:|---|---:|---|---|');
+for (const r of results) {
+  if (r.skipped) console.log(`| ${r.scenario} | | | skipped: ${r.skipped} | | | — |`);
+  for (const f of r.figures) console.log(`| ${r.scenario} | ${r.jobs} | ${r.faults} | ${f.name} | ${f.value} | ${f.rule} | ${f.pass ? 'yes' : '**NO**'} |`);
+}
+mkdirSync(values.out!, { recursive: true });
+const file = path.join(values.out!, 'chaos-results.json');
+writeFileSync(file, JSON.stringify({ minutes, leaseSeconds: LEASE_S, reapIntervalMs: REAP_MS, pollMs: POLL_MS, recoveryBoundMs: RECOVERY_BOUND_MS, results }, null, 2));
+console.log(`\n${failed.length === 0 ? 'all figures pass' : `FAILED: ${failed.join('; ')}`} (${file})`);
+process.exit(failed.length === 0 ? 0 : 1);

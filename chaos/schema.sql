@@ -1,0 +1,63 @@
+-- The failure harness's own schema (never part of the product's migrations).
+-- A lease log kept by a trigger on jobs, whose exclusion constraint makes two valid leases of
+-- one job at one instant impossible to record silently; the ledger of handler executions; and
+-- a sink fenced by the attempt number.
+CREATE EXTENSION IF NOT EXISTS btree_gist;
+CREATE SCHEMA IF NOT EXISTS chaos;
+
+CREATE TABLE IF NOT EXISTS chaos.lease_log (
+  token uuid PRIMARY KEY,
+  job_id uuid NOT NULL,
+  attempt int NOT NULL,
+  valid tstzrange NOT NULL,
+  deadline timestamptz NOT NULL,
+  EXCLUDE USING gist (job_id WITH =, valid WITH &&)
+);
+
+CREATE OR REPLACE FUNCTION chaos.track_lease() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF OLD.lease_token IS NOT NULL AND NEW.lease_token IS DISTINCT FROM OLD.lease_token THEN
+    -- The lease ended (settled, reaped, released, cancelled): it was valid until now, or until
+    -- its deadline if that came first.
+    UPDATE chaos.lease_log
+       SET valid = tstzrange(lower(valid), greatest(lower(valid), least(OLD.lease_until, statement_timestamp()))),
+           deadline = OLD.lease_until
+     WHERE token = OLD.lease_token;
+  END IF;
+  IF NEW.lease_token IS NOT NULL AND NEW.lease_token IS DISTINCT FROM OLD.lease_token THEN
+    INSERT INTO chaos.lease_log (token, job_id, attempt, valid, deadline)
+    VALUES (NEW.lease_token, NEW.id, NEW.attempts, tstzrange(statement_timestamp(), NEW.lease_until), NEW.lease_until);
+  ELSIF NEW.lease_token IS NOT NULL AND NEW.lease_until IS DISTINCT FROM OLD.lease_until THEN
+    UPDATE chaos.lease_log SET valid = tstzrange(lower(valid), NEW.lease_until), deadline = NEW.lease_until
+     WHERE token = NEW.lease_token;
+  END IF;
+  RETURN NEW;
+END $$;
+
+DROP TRIGGER IF EXISTS chaos_track_lease ON public.jobs;
+CREATE TRIGGER chaos_track_lease AFTER UPDATE OF lease_token, lease_until ON public.jobs
+  FOR EACH ROW EXECUTE FUNCTION chaos.track_lease();
+
+-- Every handler execution, start and end (end stays NULL when the process died during it).
+CREATE TABLE IF NOT EXISTS chaos.effects (
+  job_id uuid NOT NULL,
+  attempt int NOT NULL,
+  lease_token uuid NOT NULL,
+  pid int NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  ended_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS effects_job_idx ON chaos.effects (job_id);
+
+-- The outside system: one effect per job (delivery key = job id), fenced by the attempt: a
+-- write from an attempt older than one already seen is refused.
+CREATE TABLE IF NOT EXISTS chaos.sink (
+  job_id uuid PRIMARY KEY,
+  applied int NOT NULL DEFAULT 1,
+  highest_attempt int NOT NULL,
+  replays int NOT NULL DEFAULT 0,
+  fenced int NOT NULL DEFAULT 0
+);
+
+-- Enqueues that the harness believes committed (for the idempotency-key scenario).
+CREATE TABLE IF NOT EXISTS chaos.committed_keys (key text PRIMARY KEY);
