@@ -12,6 +12,7 @@ function db(): pg.Pool {
   if (!pool) {
     pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 4, application_name: 'leasehold-chaos-ledger' });
     pool.on('error', () => {}); // idle connections cut by a database restart; the next query reconnects
+    pool.on('connect', (client) => client.on('error', () => {}));
   }
   return pool;
 }

@@ -34,6 +34,11 @@ export function createDb(url: string, options: CreateDbOptions = {}): DbHandle {
   // An idle client that loses its server (restart, pg_terminate_backend) emits 'error' on the
   // pool; without a listener that would crash the process. The next checkout reconnects.
   pool.on('error', () => {});
+  // A connection that dies while checked out (between the statements of a transaction) emits
+  // 'error' on its client, which pg-pool does not listen to then: without this listener a
+  // pg_terminate_backend or a server restart at that moment crashes the process (found by
+  // `npm run chaos`, connection-loss). The statement in flight fails; the pool drops the client.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = drizzle(pool, { schema });
   return { pool, db, close: () => pool.end() };
 }
