@@ -1,0 +1,258 @@
+/**
+ * Model-based test (fast-check): random sequences of enqueue, claim, heartbeat, complete, fail,
+ * reap, retry, cancel and time passing, run against real PostgreSQL and compared after every
+ * step with an in-memory model of docs/contract.md §2–§4. Stale leases stay in play, so late
+ * settlements by old attempts are exercised all the time.
+ *
+ * A shrunk counterexample is reported with its seed and path; keep it as a regression by
+ * adding the printed command list to REGRESSIONS below.
+ */
+import { sql } from 'drizzle-orm';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  cancelIfUnchanged,
+  claim,
+  completeIfLeaseHeld,
+  enqueue,
+  failIfLeaseHeld,
+  heartbeatIfLeaseHeld,
+  reapExpiredLeases,
+  retryIfTerminal,
+  type ClaimedJob,
+} from '.';
+import { testDatabase, type TestDatabase } from '../../test/db';
+import { expireLease, makeDue, uniqueQueue } from '../../test/factories';
+import { run } from './executor';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await testDatabase();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+type State = 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
+interface ModelJob {
+  id: string;
+  state: State;
+  attempts: number;
+  maxAttempts: number;
+  token: string | null;
+  expired: boolean;
+  due: boolean;
+}
+interface Model {
+  jobs: ModelJob[];
+  leases: ClaimedJob[];
+}
+interface Real {
+  queue: string;
+}
+
+const NEVER_DUE = { baseDelayMs: 3_600_000 }; // failed jobs wait an hour unless time "passes"
+
+const holds = (job: ModelJob | undefined, lease: ClaimedJob) =>
+  !!job && job.state === 'running' && job.token === lease.leaseToken && !job.expired;
+
+function fail(message: string): never {
+  throw new Error(message);
+}
+
+async function compare(m: Model) {
+  if (m.jobs.length === 0) return;
+  const rows = await run<{ id: string; state: State; attempts: number; max_attempts: number }>(
+    t.db,
+    sql`SELECT id, state, attempts, max_attempts FROM jobs WHERE id = ANY(${sql.param(m.jobs.map((j) => j.id))}::uuid[])`,
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const job of m.jobs) {
+    const real = byId.get(job.id) ?? fail(`job ${job.id} vanished`);
+    if (real.state !== job.state || real.attempts !== job.attempts || real.max_attempts !== job.maxAttempts) {
+      fail(`job ${job.id}: model ${job.state}/${job.attempts}/${job.maxAttempts}, database ${real.state}/${real.attempts}/${real.max_attempts}`);
+    }
+  }
+}
+
+class Enqueue implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly maxAttempts: number) {}
+  check = (m: Readonly<Model>) => m.jobs.length < 6;
+  async run(m: Model, r: Real) {
+    const { id } = await enqueue(t.db, { queue: r.queue, kind: 'model', maxAttempts: this.maxAttempts });
+    m.jobs.push({ id, state: 'ready', attempts: 0, maxAttempts: this.maxAttempts, token: null, expired: false, due: true });
+    await compare(m);
+  }
+  toString = () => `enqueue(max ${this.maxAttempts})`;
+}
+
+class Claim implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const [got] = await claim(t.db, { queues: [r.queue], workerId: 'model', limit: 1, leaseSeconds: 600 });
+    const claimable = m.jobs.filter((j) => j.state === 'ready' && j.due);
+    if (!got) {
+      if (claimable.length > 0) fail(`claim found nothing, model expected one of ${claimable.length}`);
+      return;
+    }
+    const job = claimable.find((j) => j.id === got.id) ?? fail(`claim returned ${got.id}, which the model says is not claimable`);
+    Object.assign(job, { state: 'running', attempts: job.attempts + 1, token: got.leaseToken, expired: false });
+    if (got.attempt !== job.attempts) fail(`attempt ${got.attempt}, model ${job.attempts}`);
+    m.leases.push(got);
+    await compare(m);
+  }
+  toString = () => 'claim';
+}
+
+/** Settlements pick any lease ever handed out, stale ones included. */
+abstract class WithLease implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly pick: number) {}
+  check = (m: Readonly<Model>) => m.leases.length > 0;
+  lease(m: Model) {
+    const lease = m.leases[this.pick % m.leases.length]!;
+    return { lease, job: m.jobs.find((j) => j.id === lease.id) };
+  }
+  abstract run(m: Model, r: Real): Promise<void>;
+}
+
+class Complete extends WithLease {
+  async run(m: Model) {
+    const { lease, job } = this.lease(m);
+    const expected = holds(job, lease);
+    const outcome = await completeIfLeaseHeld(t.db, lease);
+    if (outcome.applied !== expected) fail(`complete applied=${outcome.applied}, model ${expected}`);
+    if (expected) Object.assign(job!, { state: 'done', token: null });
+    await compare(m);
+  }
+  toString = () => `complete(lease ${this.pick})`;
+}
+
+class Fail extends WithLease {
+  constructor(pick: number, readonly permanent: boolean) {
+    super(pick);
+  }
+  async run(m: Model) {
+    const { lease, job } = this.lease(m);
+    const expected = holds(job, lease);
+    const outcome = await failIfLeaseHeld(t.db, lease, {
+      error: 'model',
+      failureClass: this.permanent ? 'permanent' : 'transient',
+      policy: NEVER_DUE,
+    });
+    if (outcome.applied !== expected) fail(`fail applied=${outcome.applied}, model ${expected}`);
+    if (expected) {
+      const retry = !this.permanent && job!.attempts < job!.maxAttempts;
+      Object.assign(job!, { state: retry ? 'ready' : 'dead', token: null, due: false });
+    }
+    await compare(m);
+  }
+  toString = () => `fail(lease ${this.pick}, ${this.permanent ? 'permanent' : 'transient'})`;
+}
+
+class Heartbeat extends WithLease {
+  async run(m: Model) {
+    const { lease, job } = this.lease(m);
+    const expected = holds(job, lease);
+    const outcome = await heartbeatIfLeaseHeld(t.db, lease, { leaseSeconds: 600 });
+    if (outcome.applied !== expected) fail(`heartbeat applied=${outcome.applied}, model ${expected}`);
+    await compare(m);
+  }
+  toString = () => `heartbeat(lease ${this.pick})`;
+}
+
+/** Time passes for one job: its lease runs out, or its backoff ends. */
+class TimePasses implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly pick: number) {}
+  check = (m: Readonly<Model>) => m.jobs.length > 0;
+  async run(m: Model) {
+    const job = m.jobs[this.pick % m.jobs.length]!;
+    if (job.state === 'running') {
+      await expireLease(t.db, job.id);
+      job.expired = true;
+    } else if (job.state === 'ready') {
+      await makeDue(t.db, job.id);
+      job.due = true;
+    }
+    await compare(m);
+  }
+  toString = () => `timePasses(job ${this.pick})`;
+}
+
+class Reap implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const result = await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0, limit: 1000 });
+    const mine = new Set(m.jobs.map((j) => j.id));
+    const reaped = new Set([...result.retried, ...result.dead].filter((id) => mine.has(id)));
+    for (const job of m.jobs.filter((j) => j.state === 'running' && j.expired)) {
+      if (!reaped.has(job.id)) fail(`reap missed expired job ${job.id}`);
+      const retry = job.attempts < job.maxAttempts;
+      Object.assign(job, { state: retry ? 'ready' : 'dead', token: null, expired: false, due: true });
+      reaped.delete(job.id);
+    }
+    if (reaped.size > 0) fail(`reap took jobs the model says hold a live lease: ${[...reaped].join(', ')}`);
+    void r;
+    await compare(m);
+  }
+  toString = () => 'reap';
+}
+
+class Retry implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly pick: number) {}
+  check = (m: Readonly<Model>) => m.jobs.length > 0;
+  async run(m: Model) {
+    const job = m.jobs[this.pick % m.jobs.length]!;
+    const expected = job.state === 'dead' || job.state === 'cancelled';
+    const outcome = await retryIfTerminal(t.db, { id: job.id, actor: 'model' });
+    if (outcome.applied !== expected) fail(`retry applied=${outcome.applied}, model ${expected} (${job.state})`);
+    if (expected) Object.assign(job, { state: 'ready', maxAttempts: Math.max(job.maxAttempts, job.attempts + 1), due: true });
+    await compare(m);
+  }
+  toString = () => `retry(job ${this.pick})`;
+}
+
+class Cancel implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly pick: number, readonly withLease: number | null) {}
+  check = (m: Readonly<Model>) => m.jobs.length > 0;
+  async run(m: Model) {
+    const job = m.jobs[this.pick % m.jobs.length]!;
+    const token = this.withLease === null || m.leases.length === 0 ? null : m.leases[this.withLease % m.leases.length]!.leaseToken;
+    const expected = (job.state === 'ready' && token === null) || (job.state === 'running' && token !== null && token === job.token);
+    const outcome = await cancelIfUnchanged(t.db, { id: job.id, leaseToken: token, actor: 'model' });
+    if (outcome.applied !== expected) fail(`cancel applied=${outcome.applied}, model ${expected} (${job.state})`);
+    if (expected) Object.assign(job, { state: 'cancelled', token: null, expired: false });
+    await compare(m);
+  }
+  toString = () => `cancel(job ${this.pick}, ${this.withLease === null ? 'no token' : `token of lease ${this.withLease}`})`;
+}
+
+const commands = [
+  fc.integer({ min: 1, max: 3 }).map((n) => new Enqueue(n)),
+  fc.constant(new Claim()),
+  fc.nat().map((i) => new Complete(i)),
+  fc.tuple(fc.nat(), fc.boolean()).map(([i, p]) => new Fail(i, p)),
+  fc.nat().map((i) => new Heartbeat(i)),
+  fc.nat().map((i) => new TimePasses(i)),
+  fc.constant(new Reap()),
+  fc.nat().map((i) => new Retry(i)),
+  fc.tuple(fc.nat(), fc.option(fc.nat(), { nil: null })).map(([i, l]) => new Cancel(i, l)),
+];
+
+describe('the queue against its model', () => {
+  it('agrees with the contract model on random operation sequences, stale leases included', async () => {
+    let steps = 0;
+    let settlementsRefused = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 60, size: 'max' }), async (cmds) => {
+        const model: Model = { jobs: [], leases: [] };
+        await fc.asyncModelRun(() => ({ model, real: { queue: uniqueQueue('model') } }), cmds);
+        steps += [...cmds].length;
+        settlementsRefused += model.leases.filter((l) => !holds(model.jobs.find((j) => j.id === l.id), l)).length;
+      }),
+      { numRuns: Number(process.env.MODEL_RUNS ?? 40), verbose: 1 },
+    );
+    // The property really exercised the queue, stale leases included.
+    expect(steps).toBeGreaterThan(200);
+    expect(settlementsRefused).toBeGreaterThan(10);
+  }, 300_000);
+});
