@@ -1,6 +1,7 @@
 /**
  * What the browser gets: plain, serialisable shapes. Row types never leave db/ and lib/.
  */
+import type { QueueBacklog } from '../db/queries/overview';
 import type { FailureClass, JobState, Role } from '../db/schema';
 
 export type SubState = JobState | 'scheduled' | 'retrying' | 'lease_expired';
@@ -64,19 +65,8 @@ export interface JobDetailDTO {
   can: { retry: boolean; cancel: boolean; reveal: boolean };
 }
 
-export interface QueueDTO {
-  queue: string;
-  paused: boolean;
-  ready: number;
-  scheduled: number;
-  retrying: number;
-  running: number;
-  leaseExpired: number;
-  dead: number;
-  cancelled: number;
-  doneLastHour: number;
-  oldestReadyAgeSeconds: number | null;
-}
+/** Per-queue backlog: already a plain, serialisable shape in the read model. */
+export type QueueDTO = QueueBacklog;
 
 export interface OverviewDTO {
   generatedAt: string;
