@@ -233,7 +233,15 @@ async function ledgerFigures(
 
 async function workload(
   name: Scenario,
-  options: { workers: number; args?: string[]; env?: Record<string, string>; jobs: number; fault(fleet: Fleet, db: { url: string; client: pg.Client }): Promise<void> | void; faultEveryMs: number },
+  options: {
+    workers: number;
+    args?: string[];
+    env?: Record<string, string>;
+    jobs: number;
+    faultEveryMs: number;
+    /** Injects one fault; may return how many ms the fault itself lasted (added to the bound). */
+    fault(fleet: Fleet, db: { url: string; client: pg.Client }): Promise<number | void> | number | void;
+  },
 ): Promise<Result> {
   const db = await freshDatabase();
   const fleet = new Fleet(db.url, ['--concurrency', '4', ...(options.args ?? [])], options.env);
@@ -250,10 +258,12 @@ async function workload(
     let backlogAtLastFault = 0;
     const until = Date.now() + secondsEach * 1000;
     let nextFault = Date.now() + options.faultEveryMs;
-    let waiting = 0;
-    // Faults go on past the planned time (30 s at most) until nothing waits, so that the last
-    // fault hits only jobs in flight and the recovery figure is not a backlog's drain time.
-    while (Date.now() < until || (waiting > 0 && Date.now() < until + 30_000)) {
+    let waiting = 1;
+    const enqueueEnd = Date.now() + enqueueFor;
+    // Faults go on while jobs arrive and until nothing waits (30 s past the plan at most): the
+    // last fault then hits jobs in flight, and the recovery figure measures their recovery,
+    // not a backlog's drain time.
+    while (Date.now() < until + 30_000 && (Date.now() < enqueueEnd || enqueued < options.jobs || waiting > 0)) {
       if (enqueued < options.jobs) {
         const n = Math.min(batch, options.jobs - enqueued);
         await enqueueMany(db.client, Array.from({ length: n }, () => ({ queue: 'chaos', kind: 'chaos.work', maxAttempts: 25 })));
@@ -269,8 +279,13 @@ async function workload(
       await sleep(200);
       waiting = await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'ready'`).catch(() => 1);
     }
+    // One last fault now that nothing waits: it hits only jobs in flight.
+    const lasted = (await options.fault(fleet, db)) ?? 0;
+    faults += 1;
+    lastFault = Date.now();
+    backlogAtLastFault = await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'ready'`).catch(() => -1);
     await drain(db.client, RECOVERY_BOUND_MS + 60_000);
-    const figures = await ledgerFigures(db.client, fleet, enqueued, lastFault);
+    const figures = await ledgerFigures(db.client, fleet, enqueued, lastFault - lasted, RECOVERY_BOUND_MS + lasted);
     figures.push({ name: 'jobs waiting at the last fault', value: backlogAtLastFault, pass: true, rule: 'reported' });
     return { scenario: name, jobs: enqueued, seconds: Math.round((Date.now() - started) / 1000), faults, figures };
   } finally {
@@ -445,12 +460,14 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       jobs: secondsEach * 50,
       faultEveryMs: Math.max(4000, (secondsEach * 1000) / 3),
       fault: async (_fleet, db) => {
+        const began = Date.now();
         await db.client.end().catch(() => {});
         await server.restart!();
         const client = new pg.Client({ connectionString: db.url });
         client.on('error', () => {});
         await client.connect();
         db.client = client;
+        return Date.now() - began; // the server was away this long
       },
     });
   },
