@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { createDb, type DbHandle } from '../db/client';
 import { withDatabase } from '../db/database';
 
@@ -47,4 +47,24 @@ export async function testDatabase(options: { max?: number } = {}): Promise<Test
       await drop.end();
     },
   };
+}
+
+/**
+ * `const t = useTestDatabase()` at the top of a test file: creates the file's database before
+ * its tests and drops it after. Properties read before `beforeAll` ran throw.
+ */
+export function useTestDatabase(options: { max?: number } = {}): TestDatabase {
+  let handle: TestDatabase | undefined;
+  beforeAll(async () => {
+    handle = await testDatabase(options);
+  });
+  afterAll(async () => {
+    await handle?.close();
+  });
+  return new Proxy({} as TestDatabase, {
+    get(_target, key) {
+      if (!handle) throw new Error('the test database is not ready yet (use it inside tests or hooks)');
+      return handle[key as keyof TestDatabase];
+    },
+  });
 }

@@ -1,19 +1,13 @@
 import { sql } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany, pauseQueue, reapStatement, resumeQueue } from '.';
-import { testDatabase, type TestDatabase } from '../../test/db';
+import { useTestDatabase } from '../../test/db';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await testDatabase({ max: 30 });
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestDatabase({ max: 30 });
 
 describe('claim', () => {
   it('leases a batch: running, attempt + 1, a fresh token each, a deadline in database time', async () => {

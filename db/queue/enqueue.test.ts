@@ -1,19 +1,13 @@
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claim, completeIfLeaseHeld, enqueue, enqueueMany, LeaseholdInputError, removeExpiredHistory } from '.';
 import { MAX_PAYLOAD_BYTES } from '../schema';
-import { testDatabase, type TestDatabase } from '../../test/db';
+import { useTestDatabase } from '../../test/db';
 import { allJobs, getJob, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await testDatabase({ max: 40 });
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestDatabase({ max: 40 });
 
 const count = async (where = sql`true`) =>
   ((await run<{ n: number }>(t.db, sql`SELECT count(*)::int AS n FROM jobs WHERE ${where}`))[0]!.n);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   cancelIfUnchanged,
   claim,
@@ -9,16 +9,10 @@ import {
   releaseIfLeaseHeld,
   removeExpiredHistory,
 } from '.';
-import { testDatabase, type TestDatabase } from '../../test/db';
+import { useTestDatabase } from '../../test/db';
 import { addJob, attemptsOf, claimOne, expireLease, getJob, makeDue, uniqueQueue } from '../../test/factories';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await testDatabase();
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestDatabase();
 
 describe('the stale worker story (seed 000)', () => {
   it("refuses every settlement by a worker whose lease was reaped and re-claimed, and B's completion wins", async () => {

@@ -9,7 +9,7 @@
  */
 import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   cancelIfUnchanged,
   claim,
@@ -21,17 +21,11 @@ import {
   retryIfTerminal,
   type ClaimedJob,
 } from '.';
-import { testDatabase, type TestDatabase } from '../../test/db';
+import { useTestDatabase } from '../../test/db';
 import { expireLease, makeDue, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await testDatabase();
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestDatabase();
 
 type State = 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
 interface ModelJob {

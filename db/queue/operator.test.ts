@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   cancelIfUnchanged,
   cancelManyIfUnchanged,
@@ -12,17 +12,11 @@ import {
   retryIfTerminal,
   retryManyIfTerminal,
 } from '.';
-import { testDatabase, type TestDatabase } from '../../test/db';
+import { useTestDatabase } from '../../test/db';
 import { addJob, claimOne, getJob, mixedFixture, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await testDatabase();
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestDatabase();
 
 const auditRow = async (id: number) =>
   (await run(t.db, sql`SELECT actor, action, job_ids, queue, requested, affected, outcome, detail FROM audit_log WHERE id = ${id}`))[0];

@@ -1,17 +1,11 @@
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claim, completeManyIfLeaseHeld, enqueueMany, removeExpiredHistory } from '.';
-import { testDatabase, type TestDatabase } from '../../test/db';
+import { useTestDatabase } from '../../test/db';
 import { mixedFixture, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await testDatabase();
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestDatabase();
 
 const countIn = async (queue: string) =>
   (await run<{ state: string; n: number }>(t.db, sql`SELECT state, count(*)::int AS n FROM jobs WHERE queue = ${queue} GROUP BY state ORDER BY state`));
