@@ -7,14 +7,12 @@
  *
  *   npm run bench:dashboard -- --jobs 1000000 [--out DIR]
  */
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
-import pg from 'pg';
 import { createDb } from '../db/client';
-import { selectDatabase, withDatabase } from '../db/database';
+import { createScratchDatabase, selectDatabase } from '../db/database';
 import { migrateDatabase } from '../db/migrate';
 import { attemptsHistogram, backlog, deadByClass, failureClassesSince, overview, throughputLastHour } from '../db/queries/overview';
 import { failureGroups, jobDetail, jobListSchema, listAudit, listJobs, auditListSchema } from '../db/queries/jobs';
@@ -32,11 +30,8 @@ const server = await selectDatabase({
   unsafeFast: true,
   log: (l) => console.error(`[bench] ${l}`),
 });
-const name = `leasehold_bench_${randomBytes(3).toString('hex')}`;
-const admin = new pg.Client({ connectionString: server.url });
-await admin.connect();
-await admin.query(`CREATE DATABASE ${name}`);
-const url = withDatabase(server.url, name);
+const scratch = await createScratchDatabase(server.url, 'leasehold_bench');
+const { url } = scratch;
 await migrateDatabase(url);
 const { db, close, pool } = createDb(url, { max: 8, statementTimeoutMs: 600_000 });
 
@@ -132,10 +127,8 @@ try {
   await close();
   if (values.keep) {
     console.error(`[bench] kept the database: ${url} (the server keeps running; stop it yourself)`);
-    await admin.end();
   } else {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    await admin.end();
+    await scratch.drop().catch(() => {});
     await server.stop();
   }
 }

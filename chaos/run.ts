@@ -11,13 +11,12 @@
  * any figure fails.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { selectDatabase, withDatabase, type DatabaseHandle } from '../db/database';
+import { createScratchDatabase, selectDatabase, type DatabaseHandle } from '../db/database';
 import { migrateDatabase } from '../db/migrate';
 import { enqueue, enqueueMany } from '../db/queue';
 import { SilentCutProxy } from './proxy';
@@ -134,12 +133,8 @@ class Fleet {
 }
 
 async function freshDatabase(): Promise<{ url: string; client: pg.Client; drop(): Promise<void> }> {
-  const name = `leasehold_chaos_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = withDatabase(serverUrl, name);
+  const scratch = await createScratchDatabase(serverUrl, 'leasehold_chaos');
+  const { url } = scratch;
   await migrateDatabase(url);
   const client = new pg.Client({ connectionString: url });
   client.on('error', () => {});
@@ -150,10 +145,7 @@ async function freshDatabase(): Promise<{ url: string; client: pg.Client; drop()
     client,
     drop: async () => {
       await client.end().catch(() => {});
-      const a = new pg.Client({ connectionString: serverUrl });
-      await a.connect();
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-      await a.end();
+      await scratch.drop().catch(() => {});
     },
   };
 }

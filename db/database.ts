@@ -8,7 +8,7 @@
  * it exits; the process that started it stops it on `stop()` or at exit.
  */
 import { createWriteStream, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -198,4 +198,48 @@ function usableDataDir(wanted: string, log: (line: string) => void): string {
     }
     if (d === path.dirname(d)) return wanted;
   }
+}
+
+export interface ScratchDatabase {
+  name: string;
+  url: string;
+  /** Drops the database, closing whatever is still connected to it. */
+  drop(): Promise<void>;
+}
+
+/**
+ * A new database named `<prefix>_<random>` on the server of `serverUrl` (tests, benchmarks, the
+ * failure harness), empty or cloned from `template`. Clones of one template started at the
+ * same moment can collide (55006); those are tried again briefly.
+ */
+export async function createScratchDatabase(serverUrl: string, prefix: string, template?: string): Promise<ScratchDatabase> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    for (let tries = 0; ; tries++) {
+      try {
+        await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
+        break;
+      } catch (error) {
+        if (tries >= 20 || (error as { code?: string }).code !== '55006') throw error;
+        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+  return {
+    name,
+    url: withDatabase(serverUrl, name),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: serverUrl });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
 }

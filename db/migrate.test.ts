@@ -1,18 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { withDatabase } from './database';
+import { createScratchDatabase } from './database';
 import { migrateDatabase } from './migrate';
 
 describe('migrations', () => {
   it('apply once when run twice and from two runners at the same time', async () => {
     const serverUrl = inject('serverUrl');
-    const name = `leasehold_mig_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: serverUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
+    const scratch = await createScratchDatabase(serverUrl, 'leasehold_mig');
     try {
-      const url = withDatabase(serverUrl, name);
+      const { url } = scratch;
       await Promise.all([migrateDatabase(url), migrateDatabase(url)]);
       await migrateDatabase(url);
       const client = new pg.Client({ connectionString: url });
@@ -25,8 +21,7 @@ describe('migrations', () => {
       expect(applied.rows[0].n).toBeGreaterThanOrEqual(1);
       expect(tables.rows.map((r) => r.table_name)).toEqual(['audit_log', 'dedupe_keys', 'job_attempts', 'jobs', 'queues', 'receipts', 'users', 'workers']);
     } finally {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
+      await scratch.drop();
     }
   });
 });

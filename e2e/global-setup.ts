@@ -4,12 +4,10 @@
  * one real worker process (queue `e2e-work`, test handlers). Returns the teardown.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { createDb } from '../db/client';
-import { selectDatabase, withDatabase } from '../db/database';
+import { createScratchDatabase, selectDatabase } from '../db/database';
 import { migrateDatabase } from '../db/migrate';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
 import { DEMO_MIGRATIONS } from '../demo/migrations';
@@ -39,11 +37,8 @@ export default async function globalSetup() {
     database: 'postgres',
     unsafeFast: true,
   });
-  const name = `leasehold_e2e_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = withDatabase(server.url, name);
+  const scratch = await createScratchDatabase(server.url, 'leasehold_e2e');
+  const { url } = scratch;
   await migrateDatabase(url);
   await migrateDatabase(url, { migrationsFolder: DEMO_MIGRATIONS, migrationsTable: '__leasehold_demo_migrations' });
   const { db, close } = createDb(url, { max: 2 });
@@ -77,8 +72,7 @@ export default async function globalSetup() {
   return async () => {
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    await admin.end();
+    await scratch.drop().catch(() => {});
     await server.stop();
   };
 }

@@ -1,8 +1,18 @@
 /**
  * What the browser gets: plain, serialisable shapes. Row types never leave db/ and lib/.
  */
-import type { QueueBacklog } from '../db/queries/overview';
+import type { AttemptRow, failureGroups } from '../db/queries/jobs';
+import type { Overview, QueueBacklog } from '../db/queries/overview';
 import type { FailureClass, JobState, Role } from '../db/schema';
+
+/** A read model as JSON carries it: every Date becomes an ISO string. */
+export type Jsonified<T> = T extends Date
+  ? string
+  : T extends readonly (infer U)[]
+    ? Jsonified<U>[]
+    : T extends object
+      ? { [K in keyof T]: Jsonified<T[K]> }
+      : T;
 
 export type SubState = JobState | 'scheduled' | 'retrying' | 'lease_expired';
 
@@ -31,16 +41,8 @@ export interface JobDTO {
   idempotencyKey: string | null;
 }
 
-export interface AttemptDTO {
-  attempt: number;
-  workerId: string | null;
-  startedAt: string;
-  endedAt: string;
-  outcome: string;
-  failureClass: string | null;
-  error: string | null;
-  durationMs: number;
-}
+/** An ended attempt; the lease token stays on the server. */
+export type AttemptDTO = Jsonified<Omit<AttemptRow, 'leaseToken'>>;
 
 export interface AuditDTO {
   id: number;
@@ -68,26 +70,9 @@ export interface JobDetailDTO {
 /** Per-queue backlog: already a plain, serialisable shape in the read model. */
 export type QueueDTO = QueueBacklog;
 
-export interface OverviewDTO {
-  generatedAt: string;
-  queues: QueueDTO[];
-  attempts: { attempts: number; jobs: number }[];
-  failureClasses: { lastHour: { failureClass: string; count: number }[]; lastDay: { failureClass: string; count: number }[] };
-  throughput: { minute: string; completed: number; failed: number }[];
-  workers: { id: string; host: string; pid: number; queues: string[]; concurrency: number; startedAt: string; lastSeenAt: string }[];
-  can: { pause: boolean };
-}
+export type OverviewDTO = Jsonified<Overview> & { can: { pause: boolean } };
 
-export interface FailureGroupDTO {
-  failureClass: string;
-  fingerprint: string;
-  queue: string;
-  kind: string;
-  count: number;
-  lastSeen: string | null;
-  example: string;
-  trend: { day: string; count: number }[];
-}
+export type FailureGroupDTO = Jsonified<Awaited<ReturnType<typeof failureGroups>>[number]>;
 
 export interface BulkPreviewDTO {
   action: 'retry' | 'cancel';

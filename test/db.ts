@@ -2,11 +2,9 @@
  * Per-file test databases: `const t = await testDatabase()` in `beforeAll`, `t.close()` in
  * `afterAll`. The database is a clone of the migrated template, on the run's server.
  */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createDb, type DbHandle } from '../db/client';
-import { withDatabase } from '../db/database';
+import { createScratchDatabase } from '../db/database';
 
 export interface TestDatabase extends DbHandle {
   url: string;
@@ -16,24 +14,8 @@ export interface TestDatabase extends DbHandle {
 export async function testDatabase(options: { max?: number } = {}): Promise<TestDatabase> {
   const serverUrl = inject('serverUrl');
   const template = inject('templateDatabase');
-  const name = `${template.replace('_tpl_', '_t_')}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  try {
-    // Two files cloning the template at the same moment can collide; try again briefly.
-    for (let tries = 0; ; tries++) {
-      try {
-        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
-        break;
-      } catch (error) {
-        if (tries >= 20 || (error as { code?: string }).code !== '55006') throw error;
-        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
-      }
-    }
-  } finally {
-    await admin.end();
-  }
-  const url = withDatabase(serverUrl, name);
+  const scratch = await createScratchDatabase(serverUrl, template.replace('_tpl_', '_t_'), template);
+  const { url, name } = scratch;
   const handle = createDb(url, { max: options.max ?? 20, applicationName: 'leasehold-test' });
   return {
     ...handle,
@@ -41,10 +23,7 @@ export async function testDatabase(options: { max?: number } = {}): Promise<Test
     name,
     close: async () => {
       await handle.close();
-      const drop = new pg.Client({ connectionString: serverUrl });
-      await drop.connect();
-      await drop.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-      await drop.end();
+      await scratch.drop().catch(() => {});
     },
   };
 }

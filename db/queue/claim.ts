@@ -28,7 +28,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { run, type Executor } from './executor';
-import { JOB_COLUMNS, mapClaimedJob, type ClaimedJob } from './job';
+import { jobColumns, mapClaimedJob, type ClaimedJob } from './job';
 import { nameSchema, parseInput, textSchema } from './validate';
 
 export const MAX_CLAIM_BATCH = 1000;
@@ -85,10 +85,6 @@ export function claimStatement(options: ClaimOptions): SQL {
         trace_id = coalesce(j.trace_id, replace(j.id::text, '-', ''))
     FROM candidate
     WHERE j.id = candidate.id AND j.state = 'ready'
-    RETURNING ${sql.raw(prefixedColumns)}
+    RETURNING ${sql.raw(jobColumns('j'))}
     `;
 }
-
-const prefixedColumns = JOB_COLUMNS.split(',')
-  .map((c) => `j.${c.trim()}`)
-  .join(', ');

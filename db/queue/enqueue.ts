@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { DEFAULT_AGING_SECONDS, DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema';
 import { LeaseholdInputError } from './errors';
 import { run, type Executor } from './executor';
-import { JOB_COLUMNS, mapJob, type Job } from './job';
+import { JOB_COLUMNS, jobColumns, mapJob, type Job } from './job';
 import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate';
 
 /** How long an idempotency key keeps deduplicating by default, job or no job: 30 days. */
@@ -196,17 +196,12 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: 
 async function lookupKeys(executor: Executor, keys: string[], withJobs: boolean) {
   const rows = await run(
     executor,
-    sql`SELECT d.key, d.job_id ${withJobs ? sql.raw(', ' + prefixed('j')) : sql.raw('')}
+    sql`SELECT d.key, d.job_id ${withJobs ? sql.raw(', ' + jobColumns('j')) : sql.raw('')}
         FROM dedupe_keys d ${withJobs ? sql.raw('LEFT JOIN jobs j ON j.id = d.job_id') : sql.raw('')}
         WHERE d.key = ANY(${sql.param(keys)}::text[])`,
   );
   return new Map(rows.map((r) => [r.key as string, r]));
 }
-
-const prefixed = (alias: string) =>
-  JOB_COLUMNS.split(',')
-    .map((c) => `${alias}.${c.trim()}`)
-    .join(', ');
 
 async function translateConflicts<T>(operation: string, work: () => Promise<T>): Promise<T> {
   try {

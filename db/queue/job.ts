@@ -56,6 +56,13 @@ export const JOB_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_
   run_at, attempts, max_attempts, lease_token, lease_until, worker_id, failure_class, last_error,
   trace_id, expires_at, created_at, started_at, finished_at, updated_at`;
 
+/** JOB_COLUMNS qualified by a table alias (`j.id, j.queue, …`). */
+export function jobColumns(alias: string): string {
+  return JOB_COLUMNS.split(',')
+    .map((c) => `${alias}.${c.trim()}`)
+    .join(', ');
+}
+
 export function mapJob(row: Record<string, unknown>): Job {
   return {
     id: row.id as string,
