@@ -44,7 +44,7 @@ export const handlers = [
          RETURNING (xmax = 0) AS applied`,
         [job.id, attempt],
       );
-      await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1', [job.leaseToken]);
+      await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1 AND job_id = $2', [job.leaseToken, job.id]);
       return { applied: written.rows[0]?.applied === true };
     },
   }),

@@ -185,7 +185,7 @@ async function ledgerFigures(
     },
     {
       name: 'stale settlements applied',
-      value: await count(client, `SELECT count(*) FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token
+      value: await count(client, `SELECT count(*) FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
                                   WHERE a.outcome IN ('completed', 'failed', 'released') AND a.ended_at > l.deadline`),
       pass: true,
       rule: '= 0',
@@ -207,7 +207,7 @@ async function ledgerFigures(
     await (async () => {
       // Recovery of each crashed attempt: from its lease's end to the job's next attempt.
       const worst = await count(client, `SELECT coalesce(max(extract(epoch FROM lower(n.valid) - l.deadline) * 1000), 0)
-        FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token
+        FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
         JOIN chaos.lease_log n ON n.job_id = l.job_id AND n.attempt = l.attempt + 1
         WHERE a.outcome = 'lease_expired' AND l.deadline > to_timestamp($1::float8 / 1000)`, [recoverySince]);
       // Reported, not judged: while faults go on every worker may be dead or backing off at once.

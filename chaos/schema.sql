@@ -5,12 +5,14 @@
 CREATE EXTENSION IF NOT EXISTS btree_gist;
 CREATE SCHEMA IF NOT EXISTS chaos;
 
+-- One row per (token, job): the jobs of one claim share its token.
 CREATE TABLE IF NOT EXISTS chaos.lease_log (
-  token uuid PRIMARY KEY,
+  token uuid NOT NULL,
   job_id uuid NOT NULL,
   attempt int NOT NULL,
   valid tstzrange NOT NULL,
   deadline timestamptz NOT NULL,
+  PRIMARY KEY (token, job_id),
   EXCLUDE USING gist (job_id WITH =, valid WITH &&)
 );
 
@@ -22,14 +24,14 @@ BEGIN
     UPDATE chaos.lease_log
        SET valid = tstzrange(lower(valid), greatest(lower(valid), least(OLD.lease_until, statement_timestamp()))),
            deadline = OLD.lease_until
-     WHERE token = OLD.lease_token;
+     WHERE token = OLD.lease_token AND job_id = OLD.id;
   END IF;
   IF NEW.lease_token IS NOT NULL AND NEW.lease_token IS DISTINCT FROM OLD.lease_token THEN
     INSERT INTO chaos.lease_log (token, job_id, attempt, valid, deadline)
     VALUES (NEW.lease_token, NEW.id, NEW.attempts, tstzrange(statement_timestamp(), NEW.lease_until), NEW.lease_until);
   ELSIF NEW.lease_token IS NOT NULL AND NEW.lease_until IS DISTINCT FROM OLD.lease_until THEN
     UPDATE chaos.lease_log SET valid = tstzrange(lower(valid), NEW.lease_until), deadline = NEW.lease_until
-     WHERE token = NEW.lease_token;
+     WHERE token = NEW.lease_token AND job_id = NEW.id;
   END IF;
   RETURN NEW;
 END $$;

@@ -105,7 +105,8 @@ export const jobs = pgTable(
     // (partial), so the claim/settle hot path pays nothing for them.
     index('jobs_terminal_queue_idx').on(t.queue, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
     index('jobs_terminal_kind_idx').on(t.kind, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
-    index('jobs_terminal_class_idx').on(t.failureClass, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
+    // Only jobs that ever failed have a class: a plain completion adds no entry here.
+    index('jobs_terminal_class_idx').on(t.failureClass, t.id).where(sql`failure_class IS NOT NULL AND state IN ('done', 'dead', 'cancelled')`),
     // jobs_terminal_idx (state, finished_at) INCLUDE (queue, kind, failure_class, attempts)
     // WHERE terminal: created in drizzle/0002 by hand (drizzle cannot declare INCLUDE). It
     // serves retention and the dashboard's terminal counts as index-only scans.
@@ -155,10 +156,11 @@ export const jobAttempts = pgTable(
     durationMs: integer('duration_ms').notNull(),
   },
   (t) => [
-    // The token names one attempt uniquely, even if an application reuses a job id after
-    // retention removed the job (its old history stays until its own window ends).
-    primaryKey({ name: 'job_attempts_pkey', columns: [t.leaseToken] }),
-    index('job_attempts_job_idx').on(t.jobId, t.attempt),
+    // One index serves both the job detail (job_id, attempt) and uniqueness. The token is in
+    // it because one claim statement leases its whole batch under one token, and because an
+    // application may reuse a job id after retention removed the job (its old history stays
+    // until its own window ends), so (job_id, attempt) alone could repeat.
+    primaryKey({ name: 'job_attempts_pkey', columns: [t.jobId, t.attempt, t.leaseToken] }),
     // job_attempts_ended_idx (ended_at) INCLUDE (outcome, failure_class, queue): drizzle/0002.
     check('job_attempts_outcome_check', sql`outcome IN (${quoted(ATTEMPT_OUTCOMES)})`),
   ],

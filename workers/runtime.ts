@@ -33,6 +33,7 @@ import {
   removeStaleWorkers,
   touchWorker,
   WAKE_CHANNEL,
+  WAKE_FOLLOW_UP_MS,
   withMaintenanceLock,
   type ClaimedJob,
   type Executor,
@@ -101,10 +102,14 @@ interface InFlight {
   log: Logger;
 }
 
-const ACK_BATCH = 200;
+/** Most completions in one acknowledgement statement (a claim batch's worth). */
+const ACK_BATCH = 1000;
 
 export class Worker {
-  /** Keyed by lease token: one job can have two attempts here (a stale one and a new one). */
+  /**
+   * Keyed by job id and lease token: one job can have two attempts here (a stale one and a new
+   * one), and the jobs of one claim share a token.
+   */
   private readonly inFlight = new Map<string, InFlight>();
   private readonly stopController = new AbortController();
   /** Heartbeats go on through the grace period and stop only after the last release. */
@@ -236,21 +241,25 @@ export class Worker {
     else this.wokenMeanwhile = true; // a wake-up during a claim is not lost
   }
 
-  private waitForWake(ms: number): Promise<void> {
+  /** Resolves true when woken, false when `ms` passed. */
+  private waitForWake(ms: number): Promise<boolean> {
     if (this.wokenMeanwhile) {
       this.wokenMeanwhile = false;
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
+      const timer = setTimeout(() => done(false), ms);
       const signal = this.stopController.signal;
-      function done() {
+      const onAbort = () => done(true);
+      const done = (woken: boolean) => {
         clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-      signal.addEventListener('abort', done, { once: true });
-      this.wakeUp = done;
+        signal.removeEventListener('abort', onAbort);
+        if (this.wakeUp === wake) this.wakeUp = null;
+        resolve(woken);
+      };
+      const wake = () => done(true);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.wakeUp = wake;
     });
   }
 
@@ -258,6 +267,9 @@ export class Worker {
     const { db, logger } = this.deps;
     const s = this.settings;
     let failures = 0;
+    // After a wake-up, one more claim WAKE_FOLLOW_UP_MS later: enqueues through a pool debounce
+    // their NOTIFY, so jobs that committed just after the one that woke us have none of their own.
+    let followUp = false;
     while (!this.stopController.signal.aborted) {
       const free = s.concurrency - this.inFlight.size;
       if (free > 0) {
@@ -285,7 +297,7 @@ export class Worker {
         if (jobs.length === limit) continue; // there may be more due right now
       }
       // Polling with jitter is the correctness path; wake-ups only make it prompt.
-      await this.waitForWake(s.pollMs * (0.8 + Math.random() * 0.4));
+      followUp = await this.waitForWake(followUp ? WAKE_FOLLOW_UP_MS : s.pollMs * (0.8 + Math.random() * 0.4));
     }
   }
 
@@ -299,7 +311,8 @@ export class Worker {
       leaseDeadline: performance.now() + this.settings.leaseSeconds * 1000 - 1000,
       log: logger.child({ jobId: job.id, attempt: job.attempt, kind: job.kind, queue: job.queue, traceId: job.traceId }),
     };
-    this.inFlight.set(job.leaseToken, entry);
+    const key = `${job.id}/${job.leaseToken}`;
+    this.inFlight.set(key, entry);
     metrics?.inFlight.inc();
     metrics?.claimed.inc({ queue: job.queue });
     if (job.attempt === 1 && job.startedAt) {
@@ -309,7 +322,7 @@ export class Worker {
     void this.execute(entry)
       .catch((error: unknown) => entry.log.error({ err: error }, 'attempt ended with an unexpected error; the lease will expire'))
       .finally(() => {
-        if (this.inFlight.get(job.leaseToken) === entry) this.inFlight.delete(job.leaseToken);
+        if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
         metrics?.inFlight.dec();
         if (this.inFlight.size === 0) {
           const drained = this.drained;

@@ -10,21 +10,35 @@ import { run } from './executor';
 const t = useTestDatabase({ max: 30 });
 
 describe('claim', () => {
-  it('leases a batch: running, attempt + 1, a fresh token each, a deadline in database time', async () => {
+  it('leases a batch: running, attempt + 1, one fresh token per claim, a deadline in database time', async () => {
     const queue = uniqueQueue();
     await enqueueMany(t.db, Array.from({ length: 5 }, () => ({ queue, kind: 'k' })));
     const [{ now }] = (await run(t.db, sql`SELECT now() AS now`)) as [{ now: string }];
     const jobs = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 3, leaseSeconds: 30 });
     expect(jobs).toHaveLength(3);
-    expect(new Set(jobs.map((j) => j.leaseToken)).size).toBe(3);
+    expect(new Set(jobs.map((j) => j.leaseToken)).size).toBe(1);
     for (const job of jobs) {
       expect(job).toMatchObject({ state: 'running', attempt: 1, attempts: 1, workerId: 'w1' });
       const lease = job.leaseUntil.getTime() - new Date(now.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).getTime();
       expect(lease).toBeGreaterThan(29_000);
       expect(lease).toBeLessThan(35_000);
     }
-    expect(await claim(t.db, { queues: [queue], workerId: 'w1', limit: 10 })).toHaveLength(2);
+    const rest = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 10 });
+    expect(rest).toHaveLength(2);
+    expect(rest[0]!.leaseToken).not.toBe(jobs[0]!.leaseToken);
     expect(await claim(t.db, { queues: [queue], workerId: 'w1', limit: 10 })).toEqual([]);
+  });
+
+  it('fences per job under a shared token: settling one job of a batch leaves the others leased', async () => {
+    const queue = uniqueQueue();
+    await enqueueMany(t.db, Array.from({ length: 3 }, () => ({ queue, kind: 'k' })));
+    const [a, b, c] = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 3 });
+    expect(await completeManyIfLeaseHeld(t.db, [a!])).toEqual([{ applied: true }]);
+    // a's token is b's and c's too, but it names (job, token) pairs: a cannot be settled twice,
+    // and b and c are still running under it.
+    expect(await completeManyIfLeaseHeld(t.db, [a!])).toEqual([{ applied: false, reason: 'lease_lost' }]);
+    const rows = await run<{ id: string; state: string }>(t.db, sql`SELECT id, state FROM jobs WHERE queue = ${queue} ORDER BY id`);
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.state]))).toEqual({ [a!.id]: 'done', [b!.id]: 'running', [c!.id]: 'running' });
   });
 
   it('does not hand out jobs scheduled for later', async () => {

@@ -23,8 +23,18 @@
  * scheduled for later are not read at all; the only not-yet-due rows the walk passes are those
  * with priority p due within p × aging_seconds, a bounded window.
  *
+ * Why one lease token for the whole batch: the token only has to tell this claim's attempts
+ * from every other claim's, and settlements are guarded by (job id, token), so one fresh token
+ * per statement fences exactly as well as one per row, and a batch acknowledgement can name it
+ * once.
+ *
+ * Why `j.id = ANY(ARRAY(SELECT id FROM candidate))` rather than a join: the array makes the
+ * UPDATE look its rows up by primary key; joined with the CTE, the planner may hash-join and
+ * scan every ready job instead.
+ *
  * Time is statement_timestamp(), not now(): the same inside a caller's transaction as outside.
  */
+import { randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { run, type Executor } from './executor';
@@ -77,14 +87,13 @@ export function claimStatement(options: ClaimOptions): SQL {
     UPDATE jobs j
     SET state = 'running',
         attempts = j.attempts + 1,
-        lease_token = gen_random_uuid(),
+        lease_token = ${randomUUID()}::uuid,
         lease_until = statement_timestamp() + make_interval(secs => ${leaseSeconds}::float8),
         worker_id = ${workerId},
         started_at = statement_timestamp(),
         updated_at = statement_timestamp(),
         trace_id = coalesce(j.trace_id, replace(j.id::text, '-', ''))
-    FROM candidate
-    WHERE j.id = candidate.id AND j.state = 'ready'
+    WHERE j.id = ANY(ARRAY(SELECT id FROM candidate)) AND j.state = 'ready'
     RETURNING ${sql.raw(jobColumns('j'))}
     `;
 }

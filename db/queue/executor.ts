@@ -5,7 +5,7 @@
  */
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
-import type pg from 'pg';
+import pg from 'pg';
 
 interface DrizzleExecutor {
   execute(query: SQL): Promise<{ rows: unknown[]; rowCount?: number | null }>;
@@ -16,10 +16,25 @@ export type Executor = DrizzleExecutor | PgExecutor;
 
 const dialect = new PgDialect();
 
-/** Runs one statement and returns its rows. */
-export async function run<Row = Record<string, unknown>>(executor: Executor, query: SQL): Promise<Row[]> {
+interface DrizzleSession {
+  prepareQuery(query: { sql: string; params: unknown[] }, fields: undefined, name: string, arrayMode: false): {
+    execute(): Promise<{ rows: unknown[] }>;
+  };
+}
+
+/**
+ * Runs one statement and returns its rows. With `name`, the statement is prepared once per
+ * connection under that name and its plan reused (for hot statements whose planning costs as
+ * much as running them). A name must always go with the same SQL text.
+ */
+export async function run<Row = Record<string, unknown>>(executor: Executor, query: SQL, name?: string): Promise<Row[]> {
   if ('execute' in executor && typeof executor.execute === 'function') {
     try {
+      const session = (executor as { session?: Partial<DrizzleSession> }).session;
+      if (name && typeof session?.prepareQuery === 'function') {
+        const result = await session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false).execute();
+        return result.rows as Row[];
+      }
       const result = await executor.execute(query);
       return result.rows as Row[];
     } catch (error) {
@@ -31,8 +46,22 @@ export async function run<Row = Record<string, unknown>>(executor: Executor, que
     }
   }
   const { sql: text, params } = dialect.sqlToQuery(query);
-  const result = await (executor as PgExecutor).query(text, params as unknown[]);
+  const result = name
+    ? await (executor as PgExecutor).query({ name, text, values: params as unknown[] })
+    : await (executor as PgExecutor).query(text, params as unknown[]);
   return result.rows as Row[];
+}
+
+/**
+ * True when each statement on `executor` commits by itself (a pool, or a Drizzle database over
+ * a pool), so a statement's effects are visible moments after it returns. A client, a pool
+ * client or a transaction may be inside the caller's longer transaction.
+ */
+export function autocommits(executor: Executor): boolean {
+  if (executor instanceof pg.Pool) return true;
+  const session = (executor as { session?: { client?: unknown } }).session;
+  const isTransaction = typeof (executor as { rollback?: unknown }).rollback === 'function';
+  return !isTransaction && session?.client instanceof pg.Pool;
 }
 
 /**

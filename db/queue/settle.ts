@@ -54,8 +54,10 @@ export async function completeIfLeaseHeld(executor: Executor, lease: LeaseRef): 
 }
 
 /**
- * Completes many jobs in one statement (batched acknowledgements). Each job is guarded by its
- * own token; the result lists which applied, in input order.
+ * Completes many jobs (batched acknowledgements). Each job is guarded by its own token; the
+ * result lists which applied, in input order. Jobs leased by one claim share its token, so the
+ * batch goes as one statement per token: `id = ANY(ids) AND lease_token = token`, looked up by
+ * primary key.
  */
 export async function completeManyIfLeaseHeld(
   executor: Executor,
@@ -63,23 +65,31 @@ export async function completeManyIfLeaseHeld(
 ): Promise<SettleOutcome[]> {
   parseInput('completeMany', z.array(leaseSchema).max(10_000), leases);
   if (leases.length === 0) return [];
-  const rows = await run(
-    executor,
-    sql`
-    WITH input AS (
-      SELECT * FROM unnest(${sql.param(leases.map((l) => l.id))}::uuid[],
-                           ${sql.param(leases.map((l) => l.leaseToken))}::uuid[]) AS t(id, token)
-    ), settled AS (
-      UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
-                        finished_at = statement_timestamp(), updated_at = statement_timestamp()
-      FROM input i
-      WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token AND j.lease_until > statement_timestamp()
-      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, i.token
-    ), history AS (${recordAttempts('completed', sql`s.token`, sql`NULL`, sql`NULL`)})
-    SELECT id, token FROM settled`,
-  );
-  // By id and token: two attempts of one job (a stale one and a new one) can be in one batch.
-  const applied = new Set(rows.map((r) => `${r.id as string}/${r.token as string}`));
+  const byToken = new Map<string, string[]>();
+  for (const l of leases) {
+    const ids = byToken.get(l.leaseToken);
+    if (ids) ids.push(l.id);
+    else byToken.set(l.leaseToken, [l.id]);
+  }
+  const applied = new Set<string>();
+  for (const [token, ids] of byToken) {
+    const rows = await run(
+      executor,
+      sql`
+      WITH settled AS (
+        UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
+                          finished_at = statement_timestamp(), updated_at = statement_timestamp()
+        -- The lease is written as time left so the planner never walks the lease index (every
+        -- running job) instead of the primary key to find this batch.
+        WHERE j.id = ANY(${sql.param(ids)}::uuid[]) AND j.state = 'running' AND j.lease_token = ${token}::uuid
+          AND j.lease_until - statement_timestamp() > interval '0'
+        RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at
+      ), history AS (${recordAttempts('completed', sql`${token}::uuid`, sql`NULL`, sql`NULL`)})
+      SELECT id FROM settled`,
+    );
+    // By id and token: two attempts of one job (a stale one and a new one) can be in one batch.
+    for (const r of rows) applied.add(`${r.id as string}/${token}`);
+  }
   return leases.map((l) => (applied.has(`${l.id}/${l.leaseToken}`) ? APPLIED : LEASE_LOST));
 }
 

@@ -1,0 +1,71 @@
+/**
+ * One worker process of a benchmark case (forked by bench/run.ts, same Node binary).
+ *
+ *   child.ts <system> <mode> <url> [<pickup JSON>]
+ *
+ * It loads everything, says `loaded`, and starts its worker only on `go`, so process start-up is
+ * not timed. While draining it reports how many handlers ran; for pickup it enqueues one job
+ * every `intervalMs` itself (a separate connection) and reports each job's delay from the
+ * enqueue's commit to its handler's start. `stop` stops the worker and exits.
+ */
+import { SYSTEMS, type SystemName, type WorkerMode } from './systems';
+
+const [systemName, mode, url, extra] = process.argv.slice(2) as [SystemName, WorkerMode, string, string | undefined];
+const system = SYSTEMS[systemName];
+const send = (message: unknown) => process.send!(message);
+
+let handled = 0;
+let reported = 0;
+const started = new Map<number, number>();
+
+process.on('message', async (message: { type: string }) => {
+  try {
+    if (message.type === 'go') await go();
+    if (message.type === 'stop') {
+      await worker?.stop();
+      process.exit(0);
+    }
+  } catch (error) {
+    console.error(`[bench ${systemName} ${mode}]`, error);
+    process.exit(1);
+  }
+});
+
+let worker: Awaited<ReturnType<typeof system.startWorker>> | undefined;
+
+async function go() {
+  worker = await system.startWorker(url, mode, {
+    onStart: (seq) => {
+      if (mode !== 'drain') started.set(seq, performance.now());
+    },
+    onHandled: (n) => {
+      handled += n;
+    },
+  });
+  if (mode === 'drain') {
+    setInterval(() => {
+      if (handled !== reported) send({ type: 'handled', total: (reported = handled) });
+    }, 10).unref();
+    return;
+  }
+  const { durationMs, intervalMs, settleMs } = JSON.parse(extra!) as { durationMs: number; intervalMs: number; settleMs: number };
+  await new Promise((r) => setTimeout(r, 1000)); // the worker is idle and listening by now
+  const enqueuer = await system.enqueuer(url, 1, mode === 'listen');
+  const committed = new Map<number, number>();
+  const count = Math.floor(durationMs / intervalMs);
+  const t0 = performance.now();
+  for (let seq = 0; seq < count; seq++) {
+    const wait = t0 + seq * intervalMs - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    await enqueuer.send(seq);
+    committed.set(seq, performance.now());
+  }
+  const deadline = performance.now() + settleMs;
+  while (started.size < count && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await enqueuer.close();
+  // A handler can start a hair before the client hears the commit; such a delay counts as 0.
+  const delays = [...committed].filter(([seq]) => started.has(seq)).map(([seq, at]) => Math.max(0, started.get(seq)! - at));
+  send({ type: 'pickup', delays, missing: count - delays.length });
+}
+
+send({ type: 'loaded' });

@@ -1,0 +1,406 @@
+/**
+ * `npm run bench`: Leasehold side by side with pg-boss and graphile-worker (and a bare-SQL
+ * ceiling) on one PostgreSQL server, every system on its own fresh database per run, systems
+ * interleaved within each case, median of `--runs` (default 3). Prints a markdown table and
+ * writes bench-results.json (into `--out DIR`, default bench/results).
+ *
+ *   npm run bench -- [--runs 3] [--out DIR] [--quick] [--cases drain,pickup] [--systems leasehold,pg-boss]
+ *
+ * Started through bench/main.ts, which runs it under a Node >= 22.18 binary (the anchors need it).
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { createScratchDatabase, selectDatabase } from '../db/database';
+import { PROJECT_DIR } from '../scripts/env';
+import { claimThroughput, dashboardTimes, historyDatabase } from './history';
+import { forkChild, median, percentile, round, sleep } from './lib';
+import { ANCHORS, SYSTEMS, type BenchSystem, type SystemName, type WorkerMode } from './systems';
+
+const { values: args } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '3' },
+    out: { type: 'string', default: path.join(PROJECT_DIR, 'bench', 'results') },
+    quick: { type: 'boolean', default: false },
+    cases: { type: 'string' },
+    systems: { type: 'string' },
+    sizes: { type: 'string' },
+  },
+});
+
+const QUICK = args.quick;
+const RUNS = Math.max(1, Number(args.runs));
+const SIZE = {
+  single: QUICK ? 300 : 10_000,
+  bulk: QUICK ? 2_000 : 100_000,
+  drain: QUICK ? 2_000 : 100_000,
+  pickupMs: QUICK ? 2_000 : 20_000,
+  pickupIntervalMs: 10,
+  history: QUICK ? 20_000 : 1_000_000,
+  claimJobs: QUICK ? 2_000 : 20_000,
+};
+// --sizes drain=20000,single=2000: override sizes (for profiling one case; not for published figures)
+for (const pair of args.sizes?.split(',') ?? []) {
+  const [key, value] = pair.split('=') as [keyof typeof SIZE, string];
+  if (!(key in SIZE) || !Number.isFinite(Number(value))) throw new Error(`--sizes: unknown size ${pair}`);
+  SIZE[key] = Number(value);
+}
+const wantedCases = args.cases?.split(',').map((c) => c.trim()).filter(Boolean);
+const wantedSystems = (args.systems?.split(',').map((s) => s.trim()) ?? Object.keys(SYSTEMS)) as SystemName[];
+const want = (group: string) => !wantedCases || wantedCases.some((c) => group.startsWith(c) || c.startsWith(group));
+
+interface CaseResult {
+  name: string;
+  description: string;
+  unit: string;
+  higherIsBetter: boolean;
+  samples: Partial<Record<SystemName, number[]>>;
+  notes: Partial<Record<SystemName, string>>;
+}
+const results = new Map<string, CaseResult>();
+
+function record(name: string, meta: Omit<CaseResult, 'name' | 'samples' | 'notes'>, system: SystemName, value: number) {
+  let entry = results.get(name);
+  if (!entry) results.set(name, (entry = { name, ...meta, samples: {}, notes: {} }));
+  (entry.samples[system] ??= []).push(value);
+}
+function note(name: string, meta: Omit<CaseResult, 'name' | 'samples' | 'notes'>, system: SystemName, text: string) {
+  let entry = results.get(name);
+  if (!entry) results.set(name, (entry = { name, ...meta, samples: {}, notes: {} }));
+  entry.notes[system] = text;
+}
+
+function packageVersion(name: string): string {
+  return (JSON.parse(readFileSync(path.join(PROJECT_DIR, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+const log = (line: string) => console.error(`[bench] ${line}`);
+
+// ---------------------------------------------------------------------------------------------
+
+const server = await selectDatabase({
+  databaseUrl: process.env.DATABASE_URL,
+  dataDir: path.join(PROJECT_DIR, '.leasehold', 'bench-server'),
+  database: 'postgres',
+  log,
+});
+const admin = new pg.Client({ connectionString: server.url });
+await admin.connect();
+const serverVersion = (await admin.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v;
+const serverSettings = (
+  await admin.query<{ name: string; setting: string }>(
+    `SELECT name, setting FROM pg_settings WHERE name IN ('shared_buffers', 'fsync', 'synchronous_commit', 'max_connections') ORDER BY name`,
+  )
+).rows;
+await admin.end();
+
+async function freshDatabase(system: BenchSystem) {
+  const db = await createScratchDatabase(server.url, `bench_${system.name.replace('-', '_')}`);
+  await system.install(db.url);
+  return db;
+}
+
+/** Each repetition starts with a different system, so no system always runs first. */
+function rotation(systems: BenchSystem[], rep: number): BenchSystem[] {
+  return systems.map((_, i) => systems[(i + rep) % systems.length]!);
+}
+
+const chosen = (names: SystemName[]) => names.filter((n) => wantedSystems.includes(n)).map((n) => SYSTEMS[n]);
+
+async function enqueueSingle(system: BenchSystem, total: number, connections: number, wake: boolean): Promise<number> {
+  const db = await freshDatabase(system);
+  try {
+    const enqueuer = await system.enqueuer(db.url, connections, wake);
+    try {
+      await Promise.all(Array.from({ length: connections }, (_, c) => (async () => { for (let i = 0; i < 20; i++) await enqueuer.send(-1 - c); })()));
+      let next = 0;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: connections }, async () => {
+          while (next < total) await enqueuer.send(next++);
+        }),
+      );
+      return total / ((performance.now() - t0) / 1000);
+    } finally {
+      await enqueuer.close();
+    }
+  } finally {
+    await db.drop();
+  }
+}
+
+async function enqueueBulk(system: BenchSystem, total: number): Promise<number> {
+  const db = await freshDatabase(system);
+  try {
+    await system.enqueueBulk(db.url, 100); // warm-up: first-call planning and connection set-up
+    const t0 = performance.now();
+    await system.enqueueBulk(db.url, total);
+    return total / ((performance.now() - t0) / 1000);
+  } finally {
+    await db.drop();
+  }
+}
+
+async function drain(system: BenchSystem, total: number, processes: number): Promise<number> {
+  const db = await freshDatabase(system);
+  const client = new pg.Client({ connectionString: db.url });
+  try {
+    await system.enqueueBulk(db.url, total);
+    await client.connect();
+    await client.query('VACUUM ANALYZE');
+    const children = await Promise.all(Array.from({ length: processes }, () => forkChild([system.name, 'drain', db.url])));
+    try {
+      const handled = new Array<number>(processes).fill(0);
+      let allHandled: () => void = () => {};
+      const handledAll = new Promise<void>((resolve) => (allHandled = resolve));
+      children.forEach((child, i) =>
+        child.onMessage((m) => {
+          if (m.type !== 'handled') return;
+          handled[i] = m.total as number;
+          if (handled.reduce((a, b) => a + b, 0) >= total) allHandled();
+        }),
+      );
+      const t0 = performance.now();
+      for (const child of children) child.process.send({ type: 'go' });
+      const exited = Promise.race(children.map((c) => c.next('never')));
+      await Promise.race([handledAll, exited]);
+      // Handlers ran; the drain ends when the queue says every job is settled.
+      while ((await system.unsettled(client)) > 0) await sleep(5);
+      return total / ((performance.now() - t0) / 1000);
+    } finally {
+      await Promise.all(children.map((c) => c.stop()));
+    }
+  } finally {
+    await client.end().catch(() => {});
+    await db.drop();
+  }
+}
+
+async function pickup(system: BenchSystem, mode: WorkerMode): Promise<{ p50: number; p95: number; p99: number; missing: number }> {
+  const db = await freshDatabase(system);
+  try {
+    const settleMs = mode === 'poll' ? 5000 : 3000;
+    const child = await forkChild([system.name, mode, db.url, JSON.stringify({ durationMs: SIZE.pickupMs, intervalMs: SIZE.pickupIntervalMs, settleMs })]);
+    try {
+      child.process.send({ type: 'go' });
+      const { delays, missing } = await child.next<{ delays: number[]; missing: number }>('pickup');
+      return { p50: percentile(delays, 50), p95: percentile(delays, 95), p99: percentile(delays, 99), missing };
+    } finally {
+      await child.stop();
+    }
+  } finally {
+    await db.drop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const ALL = chosen(['leasehold', 'pg-boss', 'graphile-worker', 'bare-sql']);
+const QUEUES = chosen(['leasehold', 'pg-boss', 'graphile-worker']);
+const throughput = (description: string) => ({ description, unit: 'jobs/s', higherIsBetter: true });
+const started = Date.now();
+
+if (want('enqueue')) {
+  for (const [name, connections] of [['enqueue-single-1conn', 1], ['enqueue-single-8conn', 8]] as const) {
+    const meta = throughput(`${SIZE.single.toLocaleString('en')} single enqueues, each its own transaction, on ${connections} connection(s); wake-ups as each system does by default (bare-sql: pg_notify on every insert)`);
+    for (let rep = 0; rep < RUNS; rep++) {
+      for (const system of rotation(ALL, rep)) {
+        log(`${name} ${system.name} run ${rep + 1}`);
+        record(name, meta, system.name, await enqueueSingle(system, SIZE.single, connections, system.name !== 'pg-boss'));
+      }
+    }
+  }
+  const name = 'enqueue-single-8conn-wake-off';
+  const meta = throughput(`as enqueue-single-8conn with wake-up NOTIFY off (Leasehold: { notify: false }; bare-sql: no pg_notify)`);
+  for (const system of ALL) {
+    const reason = system.unsupported?.['enqueue-wake-off'];
+    if (reason) note(name, meta, system.name, reason);
+  }
+  const candidates = ALL.filter((s) => !s.unsupported?.['enqueue-wake-off'] && s.name !== 'pg-boss');
+  for (let rep = 0; rep < RUNS; rep++) {
+    for (const system of rotation(candidates, rep)) {
+      log(`${name} ${system.name} run ${rep + 1}`);
+      record(name, meta, system.name, await enqueueSingle(system, SIZE.single, 8, false));
+    }
+  }
+  if (wantedSystems.includes('pg-boss')) note(name, meta, 'pg-boss', 'notify is off by default: its figure is enqueue-single-8conn');
+  const bulk = throughput(`${SIZE.bulk.toLocaleString('en')} jobs in one bulk call on one connection`);
+  for (let rep = 0; rep < RUNS; rep++) {
+    for (const system of rotation(ALL, rep)) {
+      log(`enqueue-bulk ${system.name} run ${rep + 1}`);
+      record('enqueue-bulk', bulk, system.name, await enqueueBulk(system, SIZE.bulk));
+    }
+  }
+}
+
+if (want('drain')) {
+  for (const [name, processes] of [['drain-1proc', 1], ['drain-4proc', 4]] as const) {
+    const meta = throughput(`${SIZE.drain.toLocaleString('en')} pre-enqueued no-op jobs, ${processes} worker process(es); from "go" until every job is settled`);
+    for (let rep = 0; rep < RUNS; rep++) {
+      for (const system of rotation(ALL, rep)) {
+        log(`${name} ${system.name} run ${rep + 1}`);
+        record(name, meta, system.name, await drain(system, SIZE.drain, processes));
+      }
+    }
+  }
+}
+
+if (want('pickup')) {
+  for (const mode of ['listen', 'poll'] as const) {
+    const base = `one job every ${SIZE.pickupIntervalMs} ms for ${SIZE.pickupMs / 1000} s to an idle worker, enqueue commit to handler start, ${mode === 'listen' ? 'LISTEN/NOTIFY on' : 'polling only'}`;
+    const metas = Object.fromEntries(
+      (['p50', 'p95', 'p99'] as const).map((p) => [p, { description: `${p} of ${base}`, unit: 'ms', higherIsBetter: false }]),
+    ) as Record<'p50' | 'p95' | 'p99', Omit<CaseResult, 'name' | 'samples' | 'notes'>>;
+    for (const system of QUEUES) {
+      const reason = system.unsupported?.[mode];
+      if (reason) for (const p of ['p50', 'p95', 'p99'] as const) note(`pickup-${mode}-${p}`, metas[p], system.name, reason);
+    }
+    const runnable = QUEUES.filter((s) => !s.unsupported?.[mode]);
+    for (let rep = 0; rep < RUNS; rep++) {
+      for (const system of rotation(runnable, rep)) {
+        log(`pickup-${mode} ${system.name} run ${rep + 1}`);
+        const figures = await pickup(system, mode);
+        if (figures.missing > 0) log(`  ${figures.missing} jobs did not start within the settle time`);
+        for (const p of ['p50', 'p95', 'p99'] as const) record(`pickup-${mode}-${p}`, metas[p], system.name, figures[p]);
+      }
+    }
+  }
+}
+
+if ((want('history') || want('dashboard')) && wantedSystems.includes('leasehold')) {
+  const empty = await createScratchDatabase(server.url, 'bench_history_0');
+  const full = await createScratchDatabase(server.url, 'bench_history_full');
+  try {
+    log(`history: seeding ${SIZE.history.toLocaleString('en')} finished jobs…`);
+    await historyDatabase(empty.url, 0);
+    await historyDatabase(full.url, SIZE.history);
+    if (want('history')) {
+      const label = (n: number) => (n === 0 ? '0' : n >= 1_000_000 ? `${n / 1_000_000}m` : `${n / 1000}k`);
+      for (let rep = 0; rep < RUNS; rep++) {
+        for (const [db, size] of rep % 2 ? ([[full, SIZE.history], [empty, 0]] as const) : ([[empty, 0], [full, SIZE.history]] as const)) {
+          log(`history ${size} run ${rep + 1}`);
+          const figures = await claimThroughput(db.url, SIZE.claimJobs);
+          const what = `with ${size.toLocaleString('en')} finished jobs in the table`;
+          record(`claim-history-${label(size)}`, throughput(`claim (batch 100) + batched ack of ${SIZE.claimJobs.toLocaleString('en')} jobs on one connection, ${what}`), 'leasehold', figures.jobsPerSecond);
+          record(`claim-buffers-history-${label(size)}`, { description: `shared buffers one claim statement touches per claimed job (EXPLAIN ANALYZE, BUFFERS), ${what}`, unit: 'buffers/job', higherIsBetter: false }, 'leasehold', figures.buffersPerJob);
+          record(`claim-ms-history-${label(size)}`, { description: `median claim statement round trip (batch 100), ${what}`, unit: 'ms', higherIsBetter: false }, 'leasehold', figures.claimMs);
+        }
+      }
+    }
+    if (want('dashboard')) {
+      for (let rep = 0; rep < RUNS; rep++) {
+        log(`dashboard run ${rep + 1}`);
+        for (const [label, ms] of await dashboardTimes(full.url)) {
+          const slug = label.replace(/\(.*?\)/g, '').trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+          record(`dashboard-${slug}`, { description: `${label}: round trip at ${SIZE.history.toLocaleString('en')} jobs (median of 7)`, unit: 'ms', higherIsBetter: false }, 'leasehold', ms);
+        }
+      }
+    }
+  } finally {
+    await empty.drop();
+    await full.drop();
+  }
+}
+
+await server.stop();
+
+// ---------------------------------------------------------------------------------------------
+
+const systemsOut = ['leasehold', 'pg-boss', 'graphile-worker', 'bare-sql'] as const;
+const cases = [...results.values()].map((c) => {
+  const systems: Record<string, { median: number; min: number; max: number; runs: number[] } | null> = {};
+  for (const s of systemsOut) {
+    const samples = c.samples[s];
+    systems[s] = samples?.length ? { median: round(median(samples)), min: round(Math.min(...samples)), max: round(Math.max(...samples)), runs: samples.map((v) => round(v)) } : null;
+  }
+  const anchorMedians = ANCHORS.map((a) => systems[a]?.median).filter((v): v is number => v !== undefined && Number.isFinite(v));
+  const best = anchorMedians.length ? (c.higherIsBetter ? Math.max(...anchorMedians) : Math.min(...anchorMedians)) : null;
+  const ours = systems.leasehold?.median;
+  const bare = systems['bare-sql']?.median;
+  return {
+    name: c.name,
+    description: c.description,
+    unit: c.unit,
+    higherIsBetter: c.higherIsBetter,
+    systems,
+    notes: c.notes,
+    bestAnchor: best,
+    ratioVsBestAnchor: best && ours !== undefined ? round(ours / best, 3) : null,
+    ratioVsBareSql: bare && ours !== undefined && c.higherIsBetter ? round(ours / bare, 3) : null,
+  };
+});
+const byName = new Map(cases.map((c) => [c.name, c]));
+const medianOf = (name: string, system: SystemName) => byName.get(name)?.systems[system]?.median;
+
+type Target = { target: string; measured: number | null; met: boolean | null };
+const ratio = (a: number | undefined, b: number | undefined | null) => (a !== undefined && b ? a / b : undefined);
+function check(target: string, value: number | undefined, ok: (v: number) => boolean): Target {
+  return { target, measured: value === undefined || !Number.isFinite(value) ? null : round(value, 3), met: value === undefined || !Number.isFinite(value) ? null : ok(value) };
+}
+const drainTargets = (['drain-1proc', 'drain-4proc'] as const).flatMap((n) => [
+  check(`${n}: ≥ 1.2 × graphile-worker`, ratio(medianOf(n, 'leasehold'), medianOf(n, 'graphile-worker')), (v) => v >= 1.2),
+  check(`${n}: ≥ 2 × pg-boss`, ratio(medianOf(n, 'leasehold'), medianOf(n, 'pg-boss')), (v) => v >= 2),
+  check(`${n}: ≥ 0.7 × bare-SQL ceiling`, ratio(medianOf(n, 'leasehold'), medianOf(n, 'bare-sql')), (v) => v >= 0.7),
+]);
+const dashboardCases = cases.filter((c) => c.name.startsWith('dashboard-'));
+const targets: Target[] = [
+  ...drainTargets,
+  check('enqueue-single-1conn: ≥ 2 × best anchor', byName.get('enqueue-single-1conn')?.ratioVsBestAnchor ?? undefined, (v) => v >= 2),
+  check('enqueue-single-8conn: ≥ 2 × best anchor', byName.get('enqueue-single-8conn')?.ratioVsBestAnchor ?? undefined, (v) => v >= 2),
+  check('enqueue-bulk: ≥ 3 × best anchor', byName.get('enqueue-bulk')?.ratioVsBestAnchor ?? undefined, (v) => v >= 3),
+  // Wake-ups must not cost more than a fifth of the enqueue rate (the NOTIFY is debounced).
+  check('enqueue on 8 connections, wake-ups on ≥ 0.8 × off', ratio(medianOf('enqueue-single-8conn', 'leasehold'), medianOf('enqueue-single-8conn-wake-off', 'leasehold')), (v) => v >= 0.8),
+  check('pickup-listen-p99: ≤ 0.8 × best anchor', byName.get('pickup-listen-p99')?.ratioVsBestAnchor ?? undefined, (v) => v <= 0.8),
+  check(`claim throughput at ${SIZE.history.toLocaleString('en')} history ≥ 0.9 × at 0`, ratio(medianOf(`claim-history-${SIZE.history >= 1_000_000 ? `${SIZE.history / 1_000_000}m` : `${SIZE.history / 1000}k`}`, 'leasehold'), medianOf('claim-history-0', 'leasehold')), (v) => v >= 0.9),
+  check('slowest dashboard query ≤ 250 ms', dashboardCases.length ? Math.max(...dashboardCases.map((c) => c.systems.leasehold?.median ?? 0)) : undefined, (v) => v <= 250),
+];
+
+const versions = {
+  node: process.version,
+  postgres: serverVersion,
+  leasehold: process.env.npm_package_version ?? '0.1.0',
+  'pg-boss': packageVersion('pg-boss'),
+  'graphile-worker': packageVersion('graphile-worker'),
+};
+const report = {
+  generatedAt: new Date().toISOString(),
+  command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+  durationSeconds: Math.round((Date.now() - started) / 1000),
+  machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()}` },
+  server: { embedded: server.embedded, settings: Object.fromEntries(serverSettings.map((s) => [s.name, s.setting])) },
+  versions,
+  runs: RUNS,
+  quick: QUICK,
+  sizes: SIZE,
+  settings: Object.fromEntries(Object.values(SYSTEMS).map((s) => [s.name, s.settings])),
+  cases,
+  targets,
+};
+
+mkdirSync(args.out, { recursive: true });
+const file = path.join(args.out, 'bench-results.json');
+writeFileSync(file, JSON.stringify(report, null, 2));
+
+const fmt = (v: number | null | undefined) => (v === null || v === undefined ? '–' : v.toLocaleString('en', { maximumFractionDigits: 2 }));
+const lines = [
+  `## Leasehold benchmark (${QUICK ? 'quick sizes, ' : ''}median of ${RUNS}; Node ${versions.node}, PostgreSQL ${versions.postgres}, pg-boss ${versions['pg-boss']}, graphile-worker ${versions['graphile-worker']}; ${report.machine.cpus} cores)`,
+  '',
+  '| case | unit | leasehold | pg-boss | graphile-worker | bare-sql | leasehold / best anchor |',
+  '|---|---|---:|---:|---:|---:|---:|',
+  ...cases.map((c) => {
+    const cell = (s: (typeof systemsOut)[number]) => (c.systems[s] ? fmt(c.systems[s]!.median) : c.notes[s] ? 'n/a' : '–');
+    return `| ${c.name} | ${c.unit}${c.higherIsBetter ? ' ↑' : ' ↓'} | ${cell('leasehold')} | ${cell('pg-boss')} | ${cell('graphile-worker')} | ${cell('bare-sql')} | ${fmt(c.ratioVsBestAnchor)} |`;
+  }),
+  '',
+  '| target | measured | met |',
+  '|---|---:|---|',
+  ...targets.filter((t) => t.measured !== null).map((t) => `| ${t.target} | ${fmt(t.measured)} | ${t.met ? 'yes' : '**no**'} |`),
+  '',
+  'Settings:',
+  ...Object.values(SYSTEMS).flatMap((s) => Object.entries(s.settings).map(([k, v]) => `- ${s.name} ${k}: ${v}`)),
+  '',
+  `JSON: ${file}`,
+];
+console.log(lines.join('\n'));

@@ -1,0 +1,89 @@
+/**
+ * graphile-worker 0.18 at the settings of its own perfTest for throughput: a local queue of 500
+ * jobs per fetch, completions batched (`completeJobBatchDelay: 0`), 24 concurrent jobs. It
+ * deletes completed jobs and does not fence a late attempt. It always LISTENs (no switch to
+ * turn that off), and every add_job NOTIFYs.
+ */
+import pg from 'pg';
+import { Logger, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
+import { count } from './leasehold';
+import { QUEUE, type BenchSystem, type WorkerMode } from './types';
+
+const silent = new Logger(() => () => {});
+
+const PRESETS: Record<WorkerMode, Record<string, unknown>> = {
+  drain: { concurrentJobs: 24, maxPoolSize: 25, localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0, pollInterval: 1000 },
+  listen: { concurrentJobs: 10, maxPoolSize: 11, pollInterval: 2000 },
+  poll: {},
+};
+
+export const graphileWorker: BenchSystem = {
+  name: 'graphile-worker',
+  settings: {
+    enqueue: 'WorkerUtils.addJob()/addJobs() on a pg pool (add_job always NOTIFYs)',
+    drain: `preset.worker ${JSON.stringify(PRESETS.drain)} (its perfTest settings); completed jobs deleted`,
+    listen: `preset.worker ${JSON.stringify(PRESETS.listen)}`,
+    poll: 'n/a',
+  },
+  unsupported: {
+    poll: 'graphile-worker always LISTENs; it has no polling-only mode',
+    'enqueue-wake-off': 'add_job always NOTIFYs',
+  },
+
+  async install(url) {
+    await runMigrations({ connectionString: url, logger: silent });
+  },
+
+  async enqueuer(url, connections) {
+    const pool = new pg.Pool({ connectionString: url, max: connections });
+    const utils = await makeWorkerUtils({ pgPool: pool, logger: silent });
+    return {
+      send: async (seq) => {
+        await utils.addJob(QUEUE, { seq });
+      },
+      close: async () => {
+        await utils.release();
+        await pool.end();
+      },
+    };
+  },
+
+  async enqueueBulk(url, total) {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const utils = await makeWorkerUtils({ pgPool: pool, logger: silent });
+    try {
+      for (let from = 0; from < total; from += 100_000) {
+        const jobs = [];
+        for (let seq = from; seq < Math.min(total, from + 100_000); seq++) jobs.push({ identifier: QUEUE, payload: { seq } });
+        await utils.addJobs(jobs);
+      }
+    } finally {
+      await utils.release();
+      await pool.end();
+    }
+  },
+
+  async unsettled(client) {
+    return count(client, 'SELECT count(*)::int AS n FROM graphile_worker._private_jobs');
+  },
+
+  async startWorker(url, mode, hooks) {
+    const runner = await run({
+      noHandleSignals: true,
+      logger: silent,
+      taskList: {
+        [QUEUE]: async (payload) => {
+          hooks.onStart((payload as { seq: number }).seq);
+          hooks.onHandled(1);
+        },
+      },
+      preset: { worker: { connectionString: url, ...PRESETS[mode] } },
+    });
+    return {
+      stop: async () => {
+        await runner.stop();
+        await runner.promise;
+      },
+    };
+  },
+};

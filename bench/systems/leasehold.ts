@@ -1,0 +1,92 @@
+/** Leasehold as the benchmark runs it: the product's own enqueue and Worker, nothing special-cased. */
+import pg from 'pg';
+import pino from 'pino';
+import { z } from 'zod';
+import { createDb } from '../../db/client';
+import { migrateDatabase } from '../../db/migrate';
+import { enqueue, enqueueMany } from '../../db/queue';
+import { parseWorkerConfig } from '../../workers/config';
+import { defineHandler, HandlerRegistry } from '../../workers/handler';
+import { Worker } from '../../workers/runtime';
+import { QUEUE, type BenchSystem, type WorkerMode } from './types';
+
+const KIND = 'bench.noop';
+
+const WORKER_FLAGS: Record<WorkerMode, string[]> = {
+  drain: ['--concurrency', '1000', '--batch-size', '500', '--poll-ms', '1000'],
+  listen: ['--concurrency', '10', '--poll-ms', '2000'],
+  poll: ['--concurrency', '10', '--poll-ms', '500', '--listen', 'false'],
+};
+
+export const leasehold: BenchSystem = {
+  name: 'leasehold',
+  settings: {
+    enqueue: 'enqueue()/enqueueMany() on a pg pool; wake-up NOTIFY on (the default) unless the case says off',
+    drain: `Worker ${WORKER_FLAGS.drain.join(' ')}; completed rows, attempt history, token-guarded batched acks, reaper on`,
+    listen: `Worker ${WORKER_FLAGS.listen.join(' ')}; LISTEN on`,
+    poll: `Worker ${WORKER_FLAGS.poll.join(' ')}`,
+  },
+
+  async install(url) {
+    await migrateDatabase(url);
+  },
+
+  async enqueuer(url, connections, wake) {
+    const pool = new pg.Pool({ connectionString: url, max: connections });
+    return {
+      send: async (seq) => {
+        await enqueue(pool, { queue: QUEUE, kind: KIND, payload: { seq } }, { notify: wake });
+      },
+      close: () => pool.end(),
+    };
+  },
+
+  async enqueueBulk(url, total) {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      for (let from = 0; from < total; from += 100_000) {
+        const specs = [];
+        for (let seq = from; seq < Math.min(total, from + 100_000); seq++) specs.push({ queue: QUEUE, kind: KIND, payload: { seq } });
+        await enqueueMany(client, specs);
+      }
+    } finally {
+      await client.end();
+    }
+  },
+
+  async unsettled(client) {
+    return count(client, `SELECT count(*)::int AS n FROM jobs WHERE state IN ('ready', 'running')`);
+  },
+
+  async startWorker(url, mode, hooks) {
+    const config = parseWorkerConfig(['--queues', QUEUE, '--log-level', 'warn', ...WORKER_FLAGS[mode]], {});
+    const logger = pino({ level: config.logLevel });
+    const handle = createDb(url, { max: Math.min(config.concurrency + 4, 30), applicationName: 'leasehold-bench' });
+    const registry = new HandlerRegistry([
+      defineHandler({
+        kind: KIND,
+        versions: [1],
+        schema: z.object({ seq: z.number() }),
+        timeoutMs: 30_000,
+        handle: async ({ payload }) => {
+          hooks.onStart(payload.seq);
+          hooks.onHandled(1);
+        },
+      }),
+    ]);
+    const worker = new Worker(config, { db: handle.db, databaseUrl: url, registry, logger });
+    await worker.start();
+    return {
+      stop: async () => {
+        await worker.stop(5000);
+        await handle.close();
+      },
+    };
+  },
+};
+
+export async function count(client: pg.ClientBase, text: string): Promise<number> {
+  const { rows } = await client.query<{ n: number }>(text);
+  return rows[0]!.n;
+}

@@ -1,0 +1,77 @@
+/**
+ * pg-boss 12 at its documented throughput settings: batch fetch (`batchSize`) with
+ * `burstWhenBatchFull`, so a worker fetches again at once while batches come back full; a
+ * batch handler completes the whole batch in one statement. LISTEN/NOTIFY is opt-in per queue.
+ */
+import { PgBoss } from 'pg-boss';
+import { count } from './leasehold';
+import { QUEUE, type BenchSystem, type WorkerMode } from './types';
+
+const WORK: Record<WorkerMode, Record<string, unknown>> = {
+  drain: { batchSize: 500, localConcurrency: 4, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 },
+  listen: { batchSize: 1, localConcurrency: 1, notifyPollingIntervalSeconds: 30 },
+  poll: { batchSize: 1, localConcurrency: 1, pollingIntervalSeconds: 0.5 },
+};
+
+function boss(url: string, max: number, listen = false) {
+  const instance = new PgBoss({ connectionString: url, max, migrate: false, supervise: false, schedule: false, useListenNotify: listen });
+  instance.on('error', (error) => console.error('[pg-boss]', error));
+  return instance;
+}
+
+export const pgBoss: BenchSystem = {
+  name: 'pg-boss',
+  settings: {
+    enqueue: 'send()/insert(); queue created with notify off (the default) unless the case needs LISTEN',
+    drain: `work(${JSON.stringify(WORK.drain)}) with a batch handler; completed rows kept (pg-boss default retention)`,
+    listen: `useListenNotify: true, queue notify: true, work(${JSON.stringify(WORK.listen)})`,
+    poll: `work(${JSON.stringify(WORK.poll)}) (0.5 s is the smallest interval pg-boss accepts)`,
+  },
+
+  async install(url) {
+    const instance = new PgBoss({ connectionString: url, max: 2, supervise: false, schedule: false });
+    await instance.start();
+    await instance.createQueue(QUEUE);
+    await instance.stop({ graceful: false, close: true });
+  },
+
+  async enqueuer(url, connections, wake) {
+    const instance = boss(url, connections);
+    await instance.start();
+    if (wake) await instance.updateQueue(QUEUE, { notify: true });
+    return {
+      send: async (seq) => {
+        await instance.send(QUEUE, { seq });
+      },
+      close: () => instance.stop({ graceful: false, close: true }),
+    };
+  },
+
+  async enqueueBulk(url, total) {
+    const instance = boss(url, 2);
+    await instance.start();
+    try {
+      for (let from = 0; from < total; from += 100_000) {
+        const jobs = [];
+        for (let seq = from; seq < Math.min(total, from + 100_000); seq++) jobs.push({ data: { seq } });
+        await instance.insert(QUEUE, jobs);
+      }
+    } finally {
+      await instance.stop({ graceful: false, close: true });
+    }
+  },
+
+  async unsettled(client) {
+    return count(client, `SELECT count(*)::int AS n FROM pgboss.job WHERE name = '${QUEUE}' AND state IN ('created', 'retry', 'active')`);
+  },
+
+  async startWorker(url, mode, hooks) {
+    const instance = boss(url, 10, mode === 'listen');
+    await instance.start();
+    await instance.work<{ seq: number }>(QUEUE, WORK[mode], async (jobs) => {
+      for (const job of jobs) hooks.onStart(job.data.seq);
+      hooks.onHandled(jobs.length);
+    });
+    return { stop: () => instance.stop({ graceful: true, close: true, timeout: 5000 }) };
+  },
+};

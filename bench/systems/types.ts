@@ -1,0 +1,45 @@
+/**
+ * What the benchmark needs from each queue it compares. Every system runs on its own fresh
+ * database of the same server; timed parts never include connecting or installing.
+ */
+import type pg from 'pg';
+
+export type SystemName = 'leasehold' | 'pg-boss' | 'graphile-worker' | 'bare-sql';
+export type WorkerMode = 'drain' | 'listen' | 'poll';
+
+/** The queue name every case uses. */
+export const QUEUE = 'bench';
+
+export interface Enqueuer {
+  /** Adds one job (its own transaction) whose payload carries `seq`. */
+  send(seq: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface RunningWorker {
+  /** Stops claiming and lets in-flight work settle. */
+  stop(): Promise<void>;
+}
+
+export interface BenchSystem {
+  name: SystemName;
+  /** The settings used, stated in the output. */
+  settings: Record<WorkerMode | 'enqueue', string>;
+  /** Installs the system's schema into an empty database. */
+  install(url: string): Promise<void>;
+  /** A sender over `connections` pooled connections; `wake` asks for LISTEN/NOTIFY wake-ups. */
+  enqueuer(url: string, connections: number, wake: boolean): Promise<Enqueuer>;
+  /** Adds `total` jobs in as few calls as the system allows (timed). */
+  enqueueBulk(url: string, total: number): Promise<void>;
+  /** Jobs not yet settled (for the drain: the run ends at 0). */
+  unsettled(client: pg.ClientBase): Promise<number>;
+  /** Runs in a worker process: `onStart(seq)` per handler start, `onHandled(n)` as handlers finish. */
+  startWorker(url: string, mode: WorkerMode, hooks: WorkerHooks): Promise<RunningWorker>;
+  /** Which modes the system can run; a missing one is reported as n/a with the reason. */
+  unsupported?: Partial<Record<WorkerMode | 'enqueue-wake-off', string>>;
+}
+
+export interface WorkerHooks {
+  onStart(seq: number): void;
+  onHandled(count: number): void;
+}
