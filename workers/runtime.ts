@@ -33,7 +33,6 @@ import {
   removeStaleWorkers,
   touchWorker,
   WAKE_CHANNEL,
-  WAKE_FOLLOW_UP_MS,
   withMaintenanceLock,
   type ClaimedJob,
   type Executor,
@@ -267,14 +266,14 @@ export class Worker {
     const { db, logger } = this.deps;
     const s = this.settings;
     let failures = 0;
-    // After a wake-up, one more claim WAKE_FOLLOW_UP_MS later: enqueues through a pool debounce
-    // their NOTIFY, so jobs that committed just after the one that woke us have none of their own.
-    let followUp = false;
     while (!this.stopController.signal.aborted) {
       const free = s.concurrency - this.inFlight.size;
       if (free > 0) {
         const limit = Math.min(free, s.batchSize);
         let jobs: ClaimedJob[];
+        // A wake-up from before this claim is answered by it; one that arrives while it runs
+        // (a NOTIFY for a job committed after its snapshot) must start another claim.
+        this.wokenMeanwhile = false;
         try {
           jobs = await claim(db, { queues: s.queues, workerId: s.workerId, limit, leaseSeconds: s.leaseSeconds });
           failures = 0;
@@ -291,13 +290,12 @@ export class Worker {
           await Promise.all(jobs.map((job) => releaseIfLeaseHeld(db, job, { reason: `released by ${s.workerId}: stopping` }).catch(() => {})));
           return;
         }
-        this.wokenMeanwhile = false;
         if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');
         for (const job of jobs) this.begin(job);
         if (jobs.length === limit) continue; // there may be more due right now
       }
       // Polling with jitter is the correctness path; wake-ups only make it prompt.
-      followUp = await this.waitForWake(followUp ? WAKE_FOLLOW_UP_MS : s.pollMs * (0.8 + Math.random() * 0.4));
+      await this.waitForWake(s.pollMs * (0.8 + Math.random() * 0.4));
     }
   }
 
@@ -309,7 +307,12 @@ export class Worker {
       controller: new AbortController(),
       startedAt: Date.now(),
       leaseDeadline: performance.now() + this.settings.leaseSeconds * 1000 - 1000,
-      log: logger.child({ jobId: job.id, attempt: job.attempt, kind: job.kind, queue: job.queue, traceId: job.traceId }),
+      // Made on first use: most attempts at a quiet log level never log anything.
+      get log() {
+        const log = logger.child({ jobId: job.id, attempt: job.attempt, kind: job.kind, queue: job.queue, traceId: job.traceId });
+        Object.defineProperty(this, 'log', { value: log });
+        return log;
+      },
     };
     const key = `${job.id}/${job.leaseToken}`;
     this.inFlight.set(key, entry);
@@ -334,7 +337,7 @@ export class Worker {
   }
 
   private async execute(entry: InFlight): Promise<void> {
-    const { job, handler, controller, log } = entry;
+    const { job, handler, controller } = entry;
     const { registry, metrics } = this.deps;
     if (!handler) {
       return this.failAttempt(entry, 'permanent', `unknown kind "${job.kind}": this worker runs ${registry.kinds().join(', ') || 'no kinds'}`);
@@ -377,7 +380,7 @@ export class Worker {
       if (stop.reason === 'timeout') return this.failAttempt(entry, 'timeout', stop.message);
       if (stop.reason === 'shutdown') return this.releaseAttempt(entry);
       metrics?.leasesLost.inc(labels);
-      log.warn('lease lost while running (expired, reaped or cancelled): this attempt settles nothing');
+      entry.log.warn('lease lost while running (expired, reaped or cancelled): this attempt settles nothing');
       return;
     }
     if (result.ok) {
@@ -386,10 +389,10 @@ export class Worker {
       const outcome = await this.acknowledge(entry);
       if (outcome.applied) {
         metrics?.completed.inc(labels);
-        log.info({ ms: Math.round(seconds * 1000) }, 'job done');
+        if (this.deps.logger.isLevelEnabled('info')) entry.log.info({ ms: Math.round(seconds * 1000) }, 'job done');
       } else {
         metrics?.leasesLost.inc(labels);
-        log.warn('completed, but the lease was lost before the acknowledgement: another attempt may run');
+        entry.log.warn('completed, but the lease was lost before the acknowledgement: another attempt may run');
       }
       return;
     }
@@ -399,7 +402,7 @@ export class Worker {
   }
 
   private context(entry: InFlight, payload: unknown): HandlerContext<unknown> {
-    const { job, controller, log } = entry;
+    const { job, controller } = entry;
     const { db } = this.deps;
     const deliveryKey = job.idempotencyKey ?? `${job.kind}:${job.id}`;
     return {
@@ -408,7 +411,9 @@ export class Worker {
       attempt: job.attempt,
       deliveryKey,
       signal: controller.signal,
-      logger: log,
+      get logger() {
+        return entry.log;
+      },
       heartbeat: async () => {
         const outcome = await heartbeatIfLeaseHeld(db, job, { leaseSeconds: this.settings.leaseSeconds });
         if (!outcome.applied) {
@@ -421,7 +426,7 @@ export class Worker {
       receipt: async <T>(effect: () => Promise<T>, key: string = deliveryKey): Promise<T> => {
         const existing = await findReceipt(db, key);
         if (existing) {
-          log.info({ receiptKey: key, recordedBy: existing.attempt }, 'side effect already done: using its receipt');
+          entry.log.info({ receiptKey: key, recordedBy: existing.attempt }, 'side effect already done: using its receipt');
           return existing.result as T;
         }
         const value = await effect();

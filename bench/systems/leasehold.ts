@@ -15,7 +15,7 @@ const KIND = 'bench.noop';
 const WORKER_FLAGS: Record<WorkerMode, string[]> = {
   drain: ['--concurrency', '1000', '--batch-size', '500', '--poll-ms', '1000'],
   listen: ['--concurrency', '10', '--poll-ms', '2000'],
-  poll: ['--concurrency', '10', '--poll-ms', '500', '--listen', 'false'],
+  poll: ['--concurrency', '10', '--poll-ms', '500', '--no-listen'],
 };
 
 export const leasehold: BenchSystem = {
@@ -60,7 +60,8 @@ export const leasehold: BenchSystem = {
   },
 
   async startWorker(url, mode, hooks) {
-    const config = parseWorkerConfig(['--queues', QUEUE, '--log-level', 'warn', ...WORKER_FLAGS[mode]], {});
+    const extra = process.env.LEASEHOLD_BENCH_FLAGS?.split(' ').filter(Boolean) ?? []; // for tuning runs only
+    const config = parseWorkerConfig(['--queues', QUEUE, '--log-level', 'warn', ...WORKER_FLAGS[mode], ...extra], {});
     const logger = pino({ level: config.logLevel });
     const handle = createDb(url, { max: Math.min(config.concurrency + 4, 30), applicationName: 'leasehold-bench' });
     const registry = new HandlerRegistry([

@@ -10,7 +10,8 @@ import { QUEUE, type BenchSystem, type WorkerMode } from './types';
 const WORK: Record<WorkerMode, Record<string, unknown>> = {
   drain: { batchSize: 500, localConcurrency: 4, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 },
   listen: { batchSize: 1, localConcurrency: 1, notifyPollingIntervalSeconds: 30 },
-  poll: { batchSize: 1, localConcurrency: 1, pollingIntervalSeconds: 0.5 },
+  // A batch per poll: with batchSize 1 it would take one job per 0.5 s and fall behind.
+  poll: { batchSize: 100, localConcurrency: 1, pollingIntervalSeconds: 0.5 },
 };
 
 function boss(url: string, max: number, listen = false) {

@@ -125,36 +125,66 @@ export interface EnqueueOptions {
    * at commit and folds repeats within one transaction, so a transaction wakes each queue
    * once. Turn it off where nothing LISTENs (transaction-pooled PgBouncer).
    *
-   * On an executor that commits each statement by itself (a pool), wake-ups are debounced:
-   * within WAKE_DEBOUNCE_MS of this process's last wake-up for a queue, a job is enqueued
-   * without one. PostgreSQL serialises the commits of all notifying transactions, so a NOTIFY
-   * per job would cut concurrent enqueue rates by more than half. A worker that was woken
-   * claims once more WAKE_FOLLOW_UP_MS later, which picks up the jobs enqueued in the window.
+   * On an executor that commits each statement by itself (a pool), wake-ups are debounced per
+   * queue and process: PostgreSQL serialises the commits of all notifying transactions, so a
+   * NOTIFY per job would cut concurrent enqueue rates by more than half. The first enqueue in a
+   * window of WAKE_DEBOUNCE_MS carries the NOTIFY; the others send none, and one bare NOTIFY
+   * follows at the end of the window, after their commits. So every committed job is followed
+   * by a wake-up within WAKE_DEBOUNCE_MS, with at most two notifying commits per window.
    */
   notify?: boolean;
 }
 
-/** Within this long after a queue's wake-up, enqueues through a pool send no other. */
+/** Wake-ups through a pool are debounced per queue over this window. */
 export const WAKE_DEBOUNCE_MS = 5;
-/** A woken worker claims again this long after the wake-up (see WAKE_DEBOUNCE_MS). */
-export const WAKE_FOLLOW_UP_MS = 15;
-const lastWake = new Map<string, number>();
 
-/** Whether this enqueue should carry a NOTIFY for `queues`. */
-function shouldWake(executor: Executor, queues: string[], requested: boolean): boolean {
-  if (!requested) return false;
-  if (!autocommits(executor)) return true;
+interface WakeState {
+  lastSent: number;
+  trailing: NodeJS.Timeout | null;
+}
+const wakes = new Map<string, WakeState>();
+
+/**
+ * Whether this enqueue's statement should NOTIFY. For a pool, it does only as the first of its
+ * window; `afterCommit` then schedules the trailing NOTIFY for the enqueues that did not.
+ */
+function planWake(executor: Executor, queues: string[], requested: boolean): { inStatement: boolean; afterCommit: () => void } {
+  const nothing = () => {};
+  if (!requested) return { inStatement: false, afterCommit: nothing };
+  if (!autocommits(executor)) return { inStatement: true, afterCommit: nothing };
   const now = performance.now();
-  let wake = false;
+  const skipped: string[] = [];
+  let inStatement = false;
   for (const queue of queues) {
-    const last = lastWake.get(queue);
-    if (last === undefined || now - last >= WAKE_DEBOUNCE_MS) {
-      lastWake.set(queue, now);
-      wake = true;
+    let state = wakes.get(queue);
+    if (!state) {
+      if (wakes.size >= 10_000) wakes.clear();
+      wakes.set(queue, (state = { lastSent: Number.NEGATIVE_INFINITY, trailing: null }));
     }
+    if (state.trailing === null && now - state.lastSent >= WAKE_DEBOUNCE_MS) {
+      state.lastSent = now;
+      inStatement = true;
+    } else skipped.push(queue);
   }
-  if (lastWake.size > 10_000) lastWake.clear();
-  return wake;
+  // Queues woken in the statement anyway need no trailing NOTIFY.
+  const trailingFor = inStatement ? [] : skipped;
+  return {
+    inStatement,
+    afterCommit: () => {
+      for (const queue of trailingFor) {
+        const state = wakes.get(queue);
+        if (!state || state.trailing) continue;
+        const delay = Math.max(0, state.lastSent + WAKE_DEBOUNCE_MS - performance.now());
+        state.trailing = setTimeout(() => {
+          state.trailing = null;
+          state.lastSent = performance.now();
+          // A lost wake-up only delays the job until the next poll.
+          run(executor, sql`SELECT pg_notify(${WAKE_CHANNEL}, ${queue})`).catch(() => {});
+        }, delay);
+        state.trailing.unref();
+      }
+    },
+  };
 }
 
 /**
@@ -279,15 +309,20 @@ export async function enqueue(executor: Executor, spec: EnqueueSpec, options: En
   const [job] = prepare('enqueue', [spec]);
   if (!job) throw new Error('unreachable: prepare returned no job');
   return translateConflicts('enqueue', async () => {
+    const wake = planWake(executor, [job.queue], options.notify ?? true);
     if (job.idempotencyKey === null) {
-      const notify = shouldWake(executor, [job.queue], options.notify ?? true);
-      return { id: job.id, created: true, job: await insertOne(executor, job, notify) };
+      const created = await insertOne(executor, job, wake.inStatement);
+      wake.afterCommit();
+      return { id: job.id, created: true, job: created };
     }
     // Loop only for the rare race where a duplicate's key was purged between our statements.
     for (let tries = 0; tries < 3; tries++) {
-      const { inserted } = await insertJobs(executor, [job], true, shouldWake(executor, [job.queue], options.notify ?? true));
+      const { inserted } = await insertJobs(executor, [job], true, wake.inStatement);
       const row = inserted[0];
-      if (row && typeof row === 'object') return { id: job.id, created: true, job: mapJob(row) };
+      if (row && typeof row === 'object') {
+        wake.afterCommit();
+        return { id: job.id, created: true, job: mapJob(row) };
+      }
       const owner = (await lookupKeys(executor, [job.idempotencyKey!], true)).get(job.idempotencyKey!);
       if (owner) {
         return { id: owner.job_id as string, created: false, job: owner.id ? mapJob(owner) : null };
@@ -313,8 +348,9 @@ export async function enqueueMany(
   if (specs.length === 0) return [];
   const jobs = prepare('enqueueMany', specs);
   return translateConflicts('enqueueMany', async () => {
-    const notify = shouldWake(executor, [...new Set(jobs.map((j) => j.queue))], options.notify ?? true);
-    const { inserted, keys } = await insertJobs(executor, jobs, false, notify);
+    const wake = planWake(executor, [...new Set(jobs.map((j) => j.queue))], options.notify ?? true);
+    const { inserted, keys } = await insertJobs(executor, jobs, false, wake.inStatement);
+    if (inserted.length > 0) wake.afterCommit();
     const insertedIds = new Set(inserted as string[]);
     const owners = new Map<string, string>();
     for (const k of keys) owners.set(k.key, k.job_id);
