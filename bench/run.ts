@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createScratchDatabase, selectDatabase } from '../db/database';
 import { PROJECT_DIR } from '../scripts/env';
+import { COST_VARIANTS, costLoop, type CostVariant } from './costs';
 import { claimThroughput, dashboardTimes, historyDatabase } from './history';
 import { forkChild, median, percentile, round, sleep } from './lib';
 import { ANCHORS, SYSTEMS, type BenchSystem, type SystemName, type WorkerMode } from './systems';
@@ -40,6 +41,7 @@ const SIZE = {
   pickupIntervalMs: 10,
   history: QUICK ? 20_000 : 1_000_000,
   claimJobs: QUICK ? 2_000 : 20_000,
+  costJobs: QUICK ? 2_000 : 50_000,
 };
 // --sizes drain=20000,single=2000: override sizes (for profiling one case; not for published figures)
 for (const pair of args.sizes?.split(',') ?? []) {
@@ -103,8 +105,8 @@ async function freshDatabase(system: BenchSystem) {
 }
 
 /** Each repetition starts with a different system, so no system always runs first. */
-function rotation(systems: BenchSystem[], rep: number): BenchSystem[] {
-  return systems.map((_, i) => systems[(i + rep) % systems.length]!);
+function rotation<T>(items: T[], rep: number): T[] {
+  return items.map((_, i) => items[(i + rep) % items.length]!);
 }
 
 const chosen = (names: SystemName[]) => names.filter((n) => wantedSystems.includes(n)).map((n) => SYSTEMS[n]);
@@ -264,6 +266,23 @@ if (want('pickup')) {
         const figures = await pickup(system, mode);
         if (figures.missing > 0) log(`  ${figures.missing} jobs did not start within the settle time`);
         for (const p of ['p50', 'p95', 'p99'] as const) record(`pickup-${mode}-${p}`, metas[p], system.name, figures[p]);
+      }
+    }
+  }
+}
+
+if (want('costs') && wantedSystems.includes('leasehold')) {
+  const variants = Object.keys(COST_VARIANTS) as CostVariant[];
+  for (let rep = 0; rep < RUNS; rep++) {
+    for (const variant of rotation(variants, rep)) {
+      log(`costs ${variant} run ${rep + 1}`);
+      const db = await createScratchDatabase(server.url, 'bench_costs');
+      try {
+        const slug = variant.replace(/[^a-z]+/g, '-');
+        const description = `claim + acknowledge loop only (2 loops, batches of 500, ${SIZE.costJobs.toLocaleString('en')} jobs), ${variant}: ${COST_VARIANTS[variant]}`;
+        record(`costs-${slug}`, throughput(description), 'leasehold', await costLoop(db.url, variant, SIZE.costJobs));
+      } finally {
+        await db.drop();
       }
     }
   }
