@@ -7,6 +7,7 @@ import pg from 'pg';
 import { migrateDatabase } from '../db/migrate';
 import { claim, completeManyIfLeaseHeld, enqueueMany } from '../db/queue';
 import { QUEUE } from './systems';
+import { benchPool } from './systems/pool';
 
 export const COST_VARIANTS = {
   'as shipped': 'claim() and completeManyIfLeaseHeld(): one token per claim, lease check, attempt history, dashboard indexes',
@@ -22,7 +23,7 @@ const HISTORY = `INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_
 
 export async function costLoop(url: string, variant: CostVariant, jobs: number): Promise<number> {
   await migrateDatabase(url);
-  const pool = new pg.Pool({ connectionString: url, max: 3 });
+  const pool = benchPool(url, 3);
   try {
     if (variant === 'without dashboard indexes') await pool.query('DROP INDEX jobs_terminal_idx, jobs_terminal_queue_idx, jobs_terminal_kind_idx');
     await enqueueMany(pool, Array.from({ length: jobs }, (_, seq) => ({ queue: QUEUE, kind: 'bench.noop', payload: { seq } })), { notify: false });

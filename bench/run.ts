@@ -68,6 +68,20 @@ function record(name: string, meta: Omit<CaseResult, 'name' | 'samples' | 'notes
   if (!entry) results.set(name, (entry = { name, ...meta, samples: {}, notes: {} }));
   (entry.samples[system] ??= []).push(value);
 }
+const failures: string[] = [];
+/** Runs one measurement; a failure is logged, noted in the results and the run goes on. */
+async function measured<T>(name: string, meta: Omit<CaseResult, 'name' | 'samples' | 'notes'>, system: SystemName, work: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await work();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    log(`${name} ${system} FAILED: ${message}`);
+    failures.push(`${name} ${system}: ${message}`);
+    note(name, meta, system, `failed: ${message}`);
+    return undefined;
+  }
+}
+
 function note(name: string, meta: Omit<CaseResult, 'name' | 'samples' | 'notes'>, system: SystemName, text: string) {
   let entry = results.get(name);
   if (!entry) results.set(name, (entry = { name, ...meta, samples: {}, notes: {} }));
@@ -210,7 +224,8 @@ if (want('enqueue')) {
     for (let rep = 0; rep < RUNS; rep++) {
       for (const system of rotation(ALL, rep)) {
         log(`${name} ${system.name} run ${rep + 1}`);
-        record(name, meta, system.name, await enqueueSingle(system, SIZE.single, connections, system.name !== 'pg-boss'));
+        const value = await measured(name, meta, system.name, () => enqueueSingle(system, SIZE.single, connections, system.name !== 'pg-boss'));
+        if (value !== undefined) record(name, meta, system.name, value);
       }
     }
   }
@@ -224,7 +239,8 @@ if (want('enqueue')) {
   for (let rep = 0; rep < RUNS; rep++) {
     for (const system of rotation(candidates, rep)) {
       log(`${name} ${system.name} run ${rep + 1}`);
-      record(name, meta, system.name, await enqueueSingle(system, SIZE.single, 8, false));
+      const value = await measured(name, meta, system.name, () => enqueueSingle(system, SIZE.single, 8, false));
+      if (value !== undefined) record(name, meta, system.name, value);
     }
   }
   if (wantedSystems.includes('pg-boss')) note(name, meta, 'pg-boss', 'notify is off by default: its figure is enqueue-single-8conn');
@@ -232,7 +248,8 @@ if (want('enqueue')) {
   for (let rep = 0; rep < RUNS; rep++) {
     for (const system of rotation(ALL, rep)) {
       log(`enqueue-bulk ${system.name} run ${rep + 1}`);
-      record('enqueue-bulk', bulk, system.name, await enqueueBulk(system, SIZE.bulk));
+      const value = await measured('enqueue-bulk', bulk, system.name, () => enqueueBulk(system, SIZE.bulk));
+      if (value !== undefined) record('enqueue-bulk', bulk, system.name, value);
     }
   }
 }
@@ -243,7 +260,8 @@ if (want('drain')) {
     for (let rep = 0; rep < RUNS; rep++) {
       for (const system of rotation(ALL, rep)) {
         log(`${name} ${system.name} run ${rep + 1}`);
-        record(name, meta, system.name, await drain(system, SIZE.drain, processes));
+        const value = await measured(name, meta, system.name, () => drain(system, SIZE.drain, processes));
+        if (value !== undefined) record(name, meta, system.name, value);
       }
     }
   }
@@ -263,7 +281,8 @@ if (want('pickup')) {
     for (let rep = 0; rep < RUNS; rep++) {
       for (const system of rotation(runnable, rep)) {
         log(`pickup-${mode} ${system.name} run ${rep + 1}`);
-        const figures = await pickup(system, mode);
+        const figures = await measured(`pickup-${mode}-p99`, metas.p99, system.name, () => pickup(system, mode));
+        if (!figures) continue;
         if (figures.missing > 0) log(`  ${figures.missing} jobs did not start within the settle time`);
         for (const p of ['p50', 'p95', 'p99'] as const) record(`pickup-${mode}-${p}`, metas[p], system.name, figures[p]);
       }
@@ -423,3 +442,7 @@ const lines = [
   `JSON: ${file}`,
 ];
 console.log(lines.join('\n'));
+if (failures.length > 0) {
+  console.error(`[bench] ${failures.length} measurement(s) failed:\n${failures.join('\n')}`);
+  process.exitCode = 1;
+}

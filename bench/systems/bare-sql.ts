@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { count } from './leasehold';
+import { benchPool } from './pool';
 import { QUEUE, type BenchSystem } from './types';
 
 const LOOPS_PER_PROCESS = 2;
@@ -41,7 +42,7 @@ export const bareSql: BenchSystem = {
   },
 
   async enqueuer(url, connections, wake) {
-    const pool = new pg.Pool({ connectionString: url, max: connections });
+    const pool = benchPool(url, connections);
     const text = wake
       ? `WITH i AS (INSERT INTO bare_jobs (queue, payload) VALUES ($1, $2) RETURNING queue) SELECT pg_notify('bare', queue) FROM i`
       : 'INSERT INTO bare_jobs (queue, payload) VALUES ($1, $2)';
@@ -72,7 +73,7 @@ export const bareSql: BenchSystem = {
   },
 
   async startWorker(url, _mode, hooks) {
-    const pool = new pg.Pool({ connectionString: url, max: LOOPS_PER_PROCESS });
+    const pool = benchPool(url, LOOPS_PER_PROCESS);
     let stopping = false;
     async function loop() {
       while (!stopping) {

@@ -7,6 +7,7 @@
 import pg from 'pg';
 import { Logger, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
 import { count } from './leasehold';
+import { benchPool } from './pool';
 import { QUEUE, type BenchSystem, type WorkerMode } from './types';
 
 const silent = new Logger(() => () => {});
@@ -35,7 +36,7 @@ export const graphileWorker: BenchSystem = {
   },
 
   async enqueuer(url, connections) {
-    const pool = new pg.Pool({ connectionString: url, max: connections });
+    const pool = benchPool(url, connections);
     const utils = await makeWorkerUtils({ pgPool: pool, logger: silent });
     return {
       send: async (seq) => {
@@ -49,7 +50,7 @@ export const graphileWorker: BenchSystem = {
   },
 
   async enqueueBulk(url, total) {
-    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const pool = benchPool(url, 2);
     const utils = await makeWorkerUtils({ pgPool: pool, logger: silent });
     try {
       for (let from = 0; from < total; from += 100_000) {

@@ -8,6 +8,7 @@ import { enqueue, enqueueMany } from '../../db/queue';
 import { parseWorkerConfig } from '../../workers/config';
 import { defineHandler, HandlerRegistry } from '../../workers/handler';
 import { Worker } from '../../workers/runtime';
+import { benchPool } from './pool';
 import { QUEUE, type BenchSystem, type WorkerMode } from './types';
 
 const KIND = 'bench.noop';
@@ -32,7 +33,7 @@ export const leasehold: BenchSystem = {
   },
 
   async enqueuer(url, connections, wake) {
-    const pool = new pg.Pool({ connectionString: url, max: connections });
+    const pool = benchPool(url, connections);
     return {
       send: async (seq) => {
         await enqueue(pool, { queue: QUEUE, kind: KIND, payload: { seq } }, { notify: wake });
