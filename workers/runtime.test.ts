@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { z } from 'zod';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cancelIfUnchanged, enqueue, retryIfTerminal, withMaintenanceLock } from '../db/queue';
+import { cancelIfUnchanged, enqueue, retryIfTerminal, WAKE_CHANNEL, withMaintenanceLock } from '../db/queue';
 import { run } from '../db/queue/executor';
 import { testDatabase, type TestDatabase } from '../test/db';
 import { attemptsOf, getJob, uniqueQueue } from '../test/factories';
@@ -230,6 +230,56 @@ describe('a worker', () => {
     const job = await until('done', stateIs(id, 'done'), 10_000);
     const latency = job.startedAt!.getTime() - job.createdAt.getTime();
     expect(latency).toBeLessThan(1_000);
+  });
+
+  it('does not lose a wake-up that arrives while a claim is running', async () => {
+    const queue = uniqueQueue();
+    // A database whose claims answer 400 ms after they ran, so a job can be committed and its
+    // NOTIFY heard after the claim's snapshot but before the worker has its (empty) answer.
+    let slow = false;
+    let claimRan: () => void = () => {};
+    type Session = { prepareQuery(...args: unknown[]): { execute(): Promise<unknown> } };
+    const realSession = (t.db as unknown as { session: Session }).session;
+    const session = new Proxy(realSession, {
+      get(target, prop) {
+        if (prop !== 'prepareQuery') return Reflect.get(target, prop);
+        return (...args: unknown[]) => {
+          const prepared = target.prepareQuery(...args);
+          if (!slow || !String(args[2]).startsWith('leasehold_claim')) return prepared;
+          return {
+            execute: async () => {
+              const result = await prepared.execute();
+              claimRan();
+              await new Promise((r) => setTimeout(r, 400));
+              return result;
+            },
+          };
+        };
+      },
+    });
+    const db = new Proxy(t.db, {
+      get: (target, prop) => (prop === 'session' ? session : Reflect.get(target, prop)),
+    });
+    const worker = new Worker(settings(queue, { listen: true, pollMs: 60_000 }), {
+      db,
+      databaseUrl: t.url,
+      registry: new HandlerRegistry([noop]),
+      logger: pino({ level: 'silent' }),
+    });
+    workers.push(worker);
+    await worker.start();
+    await until('listening', async () => worker.health().listening === true);
+    await new Promise((r) => setTimeout(r, 200)); // idle: the first claim found nothing
+    slow = true;
+    const ran = new Promise<void>((resolve) => (claimRan = resolve));
+    await t.pool.query('SELECT pg_notify($1, $2)', [WAKE_CHANNEL, queue]); // starts a claim
+    await ran; // it ran and found nothing; its answer is on the way
+    slow = false;
+    const { id } = await enqueue(t.db, { queue, kind: 'noop' }, { notify: false });
+    await t.pool.query('SELECT pg_notify($1, $2)', [WAKE_CHANNEL, queue]); // heard during the claim
+    // The claim's answer is empty; the wake-up that came meanwhile must start another claim at
+    // once, not after the 60 s poll.
+    await until('done', stateIs(id, 'done'), 5_000);
   });
 
   it('on stop, releases what did not finish within the grace period, for another worker at once', async () => {
