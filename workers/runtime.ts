@@ -240,25 +240,23 @@ export class Worker {
     else this.wokenMeanwhile = true; // a wake-up during a claim is not lost
   }
 
-  /** Resolves true when woken, false when `ms` passed. */
-  private waitForWake(ms: number): Promise<boolean> {
+  private waitForWake(ms: number): Promise<void> {
     if (this.wokenMeanwhile) {
       this.wokenMeanwhile = false;
-      return Promise.resolve(true);
+      return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(() => done(false), ms);
       const signal = this.stopController.signal;
-      const onAbort = () => done(true);
-      const done = (woken: boolean) => {
+      const done = () => {
         clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        if (this.wakeUp === wake) this.wakeUp = null;
-        resolve(woken);
+        signal.removeEventListener('abort', done);
+        // Once this wait is over, a wake-up must land in wokenMeanwhile, not in this callback.
+        if (this.wakeUp === done) this.wakeUp = null;
+        resolve();
       };
-      const wake = () => done(true);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.wakeUp = wake;
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      this.wakeUp = done;
     });
   }
 

@@ -60,13 +60,18 @@ export type ClaimOptions = z.input<typeof claimOptionsSchema>;
 export async function claim(executor: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
   // Prepared once per connection (one name per shape): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
-  const single = new Set(options.queues).size === 1;
-  const rows = await run(executor, claimStatement(options), single ? 'leasehold_claim_one_queue' : 'leasehold_claim');
+  const { statement, name } = claimQuery(options);
+  const rows = await run(executor, statement, name);
   return rows.map(mapClaimedJob);
 }
 
-/** The claim statement itself (for `claim`, and for EXPLAIN in tests and the benchmark). */
+/** The claim statement itself (for EXPLAIN in tests and the benchmark). */
 export function claimStatement(options: ClaimOptions): SQL {
+  return claimQuery(options).statement;
+}
+
+/** The claim statement and the name it is prepared under (one per shape). */
+function claimQuery(options: ClaimOptions): { statement: SQL; name: string } {
   const { queues, workerId, limit, leaseSeconds } = parseInput('claim', claimOptionsSchema, options);
   const wanted = [...new Set(queues)];
   // One queue (the common case) needs no LATERAL: the walk of the claim index is the whole
@@ -102,7 +107,7 @@ export function claimStatement(options: ClaimOptions): SQL {
       LIMIT ${limit}`;
   // The candidates are locked (while ready) until this statement's transaction ends, so the
   // UPDATE needs no second look at their state.
-  return sql`
+  const statement = sql`
     WITH candidate AS (${candidates})
     UPDATE jobs j
     SET state = 'running',
@@ -116,4 +121,5 @@ export function claimStatement(options: ClaimOptions): SQL {
     WHERE j.id = ANY(ARRAY(SELECT id FROM candidate))
     RETURNING ${sql.raw(jobColumns('j'))}
     `;
+  return { statement, name: wanted.length === 1 ? 'leasehold_claim_one_queue' : 'leasehold_claim' };
 }

@@ -36,21 +36,11 @@ export function truncateError(message: string): string {
   return text.length <= MAX_ERROR_LENGTH ? text : `${text.slice(0, MAX_ERROR_LENGTH - 1)}…`;
 }
 
-/** Marks the job `done` if this attempt still holds its lease. */
+/** Marks the job `done` if this attempt still holds its lease (a batch of one). */
 export async function completeIfLeaseHeld(executor: Executor, lease: LeaseRef): Promise<SettleOutcome> {
   parseInput('complete', leaseSchema, lease);
-  const rows = await run(
-    executor,
-    sql`
-    WITH settled AS (
-      UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
-                        finished_at = statement_timestamp(), updated_at = statement_timestamp()
-      WHERE ${guard(lease)}
-      RETURNING id, attempts, queue, kind, worker_id, started_at
-    ), history AS (${recordAttempts('completed', sql`${lease.leaseToken}::uuid`, sql`NULL`, sql`NULL`)})
-    SELECT id FROM settled`,
-  );
-  return rows.length === 1 ? APPLIED : LEASE_LOST;
+  const [outcome] = await completeManyIfLeaseHeld(executor, [{ id: lease.id, leaseToken: lease.leaseToken }]);
+  return outcome!;
 }
 
 /**
