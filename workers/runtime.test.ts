@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cancelIfUnchanged, enqueue, retryIfTerminal, WAKE_CHANNEL, withMaintenanceLock } from '../db/queue';
 import { run } from '../db/queue/executor';
+import type { Db } from '../db/client';
 import { testDatabase, type TestDatabase } from '../test/db';
 import { attemptsOf, getJob, uniqueQueue } from '../test/factories';
 import { until } from '../test/wait';
@@ -41,9 +42,9 @@ function settings(queue: string, overrides: Partial<WorkerSettings> = {}): Worke
   };
 }
 
-async function startWorker(queue: string, handlers: Handler[], overrides: Partial<WorkerSettings> = {}) {
+async function startWorker(queue: string, handlers: Handler[], overrides: Partial<WorkerSettings> = {}, db: Db = t.db) {
   const worker = new Worker(settings(queue, overrides), {
-    db: t.db,
+    db,
     databaseUrl: t.url,
     registry: new HandlerRegistry(handlers),
     logger: pino({ level: 'silent' }),
@@ -260,14 +261,7 @@ describe('a worker', () => {
     const db = new Proxy(t.db, {
       get: (target, prop) => (prop === 'session' ? session : Reflect.get(target, prop)),
     });
-    const worker = new Worker(settings(queue, { listen: true, pollMs: 60_000 }), {
-      db,
-      databaseUrl: t.url,
-      registry: new HandlerRegistry([noop]),
-      logger: pino({ level: 'silent' }),
-    });
-    workers.push(worker);
-    await worker.start();
+    const worker = await startWorker(queue, [noop], { listen: true, pollMs: 60_000 }, db);
     await until('listening', async () => worker.health().listening === true);
     await new Promise((r) => setTimeout(r, 200)); // idle: the first claim found nothing
     slow = true;

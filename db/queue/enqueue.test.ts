@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claim, completeIfLeaseHeld, enqueue, enqueueMany, LeaseholdInputError, removeExpiredHistory, WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from '.';
 import { MAX_PAYLOAD_BYTES } from '../schema';
 import { useTestDatabase } from '../../test/db';
@@ -247,72 +247,60 @@ describe('idempotency keys across transactions', () => {
 });
 
 describe('wake-ups', () => {
-  /** A LISTEN connection collecting notifications on the wake channel, with arrival times. */
-  async function listen() {
-    const client = new pg.Client({ connectionString: t.url });
-    await client.connect();
-    const heard: { queue: string; at: number }[] = [];
-    client.on('notification', (m) => heard.push({ queue: m.payload ?? '', at: performance.now() }));
-    await client.query(`LISTEN ${WAKE_CHANNEL}`);
-    return { heard, close: () => client.end() };
-  }
+  // One LISTEN connection for the block, keeping each notification's arrival time; each test
+  // looks only at its own queue.
+  const heard: { queue: string; at: number }[] = [];
+  let listener: pg.Client;
+  beforeAll(async () => {
+    listener = new pg.Client({ connectionString: t.url });
+    await listener.connect();
+    listener.on('notification', (m) => heard.push({ queue: m.payload ?? '', at: performance.now() }));
+    await listener.query(`LISTEN ${WAKE_CHANNEL}`);
+  });
+  afterAll(() => listener.end());
+  const heardFor = (queue: string) => heard.filter((h) => h.queue === queue);
   const settle = () => new Promise((r) => setTimeout(r, WAKE_DEBOUNCE_MS * 4 + 50));
 
   it('a transaction wakes its queue at commit, once however many jobs it adds', async () => {
     const queue = uniqueQueue();
-    const listener = await listen();
-    try {
-      let committedAt = 0;
-      await t.db.transaction(async (tx) => {
-        for (let i = 0; i < 5; i++) await enqueue(tx, { queue, kind: 'k' });
-        await settle();
-        expect(listener.heard.filter((h) => h.queue === queue)).toEqual([]); // nothing before commit
-        committedAt = performance.now();
-      });
+    let committedAt = 0;
+    await t.db.transaction(async (tx) => {
+      for (let i = 0; i < 5; i++) await enqueue(tx, { queue, kind: 'k' });
       await settle();
-      const heard = listener.heard.filter((h) => h.queue === queue);
-      expect(heard).toHaveLength(1);
-      expect(heard[0]!.at).toBeGreaterThan(committedAt);
-    } finally {
-      await listener.close();
-    }
+      expect(heardFor(queue)).toEqual([]); // nothing before commit
+      committedAt = performance.now();
+    });
+    await settle();
+    const heard = heardFor(queue);
+    expect(heard).toHaveLength(1);
+    expect(heard[0]!.at).toBeGreaterThan(committedAt);
   });
 
   it('a burst through a pool is debounced, and a wake-up still follows the last commit', async () => {
     const queue = uniqueQueue();
-    const listener = await listen();
-    try {
-      const started = performance.now();
-      let lastReturned = 0;
-      await Promise.all(
-        Array.from({ length: 8 }, async () => {
-          for (let i = 0; i < 25; i++) await enqueue(t.db, { queue, kind: 'k' });
-          lastReturned = Math.max(lastReturned, performance.now());
-        }),
-      );
-      await settle();
-      const heard = listener.heard.filter((h) => h.queue === queue);
-      const windows = Math.ceil((lastReturned - started) / WAKE_DEBOUNCE_MS) + 1;
-      expect(heard.length).toBeGreaterThan(0);
-      expect(heard.length).toBeLessThan(200); // far fewer than one per job…
-      expect(heard.length).toBeLessThanOrEqual(2 * windows); // …at most two per window…
-      expect(heard.at(-1)!.at).toBeGreaterThanOrEqual(lastReturned); // …and the last after every commit
-      expect(await count(sql`queue = ${queue}`)).toBe(200);
-    } finally {
-      await listener.close();
-    }
+    const started = performance.now();
+    let lastReturned = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 25; i++) await enqueue(t.db, { queue, kind: 'k' });
+        lastReturned = Math.max(lastReturned, performance.now());
+      }),
+    );
+    await settle();
+    const heard = heardFor(queue);
+    const windows = Math.ceil((lastReturned - started) / WAKE_DEBOUNCE_MS) + 1;
+    expect(heard.length).toBeGreaterThan(0);
+    expect(heard.length).toBeLessThan(200); // far fewer than one per job…
+    expect(heard.length).toBeLessThanOrEqual(2 * windows); // …at most two per window…
+    expect(heard.at(-1)!.at).toBeGreaterThanOrEqual(lastReturned); // …and the last after every commit
+    expect(await count(sql`queue = ${queue}`)).toBe(200);
   });
 
   it('sends nothing with notify: false', async () => {
     const queue = uniqueQueue();
-    const listener = await listen();
-    try {
-      await enqueue(t.db, { queue, kind: 'k' }, { notify: false });
-      await enqueueMany(t.db, [{ queue, kind: 'k' }], { notify: false });
-      await settle();
-      expect(listener.heard.filter((h) => h.queue === queue)).toEqual([]);
-    } finally {
-      await listener.close();
-    }
+    await enqueue(t.db, { queue, kind: 'k' }, { notify: false });
+    await enqueueMany(t.db, [{ queue, kind: 'k' }], { notify: false });
+    await settle();
+    expect(heardFor(queue)).toEqual([]);
   });
 });
