@@ -3,11 +3,10 @@
  * around it): Leasehold's own statements as shipped, then the same loop with one feature taken
  * away at a time. Two loops on one pool, claim batches of 500, no-op work, durable commits.
  */
-import pg from 'pg';
 import { migrateDatabase } from '../db/migrate';
 import { claim, completeManyIfLeaseHeld, enqueueMany } from '../db/queue';
 import { QUEUE } from './systems';
-import { benchPool } from './systems/pool';
+import { benchPool } from './systems/db';
 
 export const COST_VARIANTS = {
   'as shipped': 'claim() and completeManyIfLeaseHeld(): one token per claim, lease check, attempt history, dashboard indexes',

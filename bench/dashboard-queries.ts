@@ -77,3 +77,15 @@ export async function dashboardQueries(db: Db): Promise<[string, () => Promise<u
     ['audit log page', () => listAudit(db, auditListSchema.parse({}))],
   ];
 }
+
+/** Round trips of `work` in ms, sorted, after one warm-up run. */
+export async function timeRuns(work: () => Promise<unknown>, runs = 7): Promise<number[]> {
+  await work();
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    await work();
+    times.push(performance.now() - t0);
+  }
+  return times.sort((a, b) => a - b);
+}

@@ -16,7 +16,7 @@ import { createScratchDatabase, selectDatabase } from '../db/database';
 import { migrateDatabase } from '../db/migrate';
 import { run } from '../db/queue/executor';
 import { PROJECT_DIR } from '../scripts/env';
-import { dashboardQueries, seedHistory } from './dashboard-queries';
+import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries';
 
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '1000000' }, out: { type: 'string' }, keep: { type: 'boolean', default: false } } });
 const total = Number(values.jobs);
@@ -45,14 +45,7 @@ try {
   const cases = await dashboardQueries(db);
   const results: { name: string; medianMs: number; minMs: number; maxMs: number; withinBudget: boolean }[] = [];
   for (const [label, work] of cases) {
-    await work();
-    const times: number[] = [];
-    for (let i = 0; i < 7; i++) {
-      const t0 = performance.now();
-      await work();
-      times.push(performance.now() - t0);
-    }
-    times.sort((a, b) => a - b);
+    const times = await timeRuns(work);
     const median = times[3]!;
     results.push({ name: label, medianMs: round(median), minMs: round(times[0]!), maxMs: round(times[6]!), withinBudget: median <= BUDGET_MS });
   }

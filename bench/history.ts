@@ -10,7 +10,7 @@ import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany } from '../db/queue';
 import { run } from '../db/queue/executor';
-import { dashboardQueries, seedHistory } from './dashboard-queries';
+import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries';
 import { median } from './lib';
 import { QUEUE } from './systems';
 
@@ -80,16 +80,7 @@ export async function dashboardTimes(url: string): Promise<[string, number][]> {
   const handle = createDb(url, { max: 4, statementTimeoutMs: 60_000 });
   try {
     const out: [string, number][] = [];
-    for (const [label, work] of await dashboardQueries(handle.db)) {
-      await work();
-      const times: number[] = [];
-      for (let i = 0; i < 7; i++) {
-        const t0 = performance.now();
-        await work();
-        times.push(performance.now() - t0);
-      }
-      out.push([label.trim(), median(times)]);
-    }
+    for (const [label, work] of await dashboardQueries(handle.db)) out.push([label.trim(), median(await timeRuns(work))]);
     return out;
   } finally {
     await handle.close();

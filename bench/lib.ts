@@ -26,9 +26,11 @@ const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'child.ts'
 
 export interface Child {
   process: ChildProcess;
-  /** Resolves with the next message of `type`. */
+  /** Resolves with the next message of `type`; rejects if the child exits first. */
   next<T = Record<string, unknown>>(type: string): Promise<T>;
   onMessage(listener: (message: Record<string, unknown>) => void): void;
+  /** Rejects when the child exits (any exit before stop() is a failure of the run). */
+  crashed: Promise<never>;
   stop(): Promise<void>;
 }
 
@@ -36,29 +38,27 @@ export interface Child {
 export async function forkChild(args: string[]): Promise<Child> {
   const child = fork(CHILD, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const listeners: ((message: Record<string, unknown>) => void)[] = [];
-  const waiting = new Map<string, (message: Record<string, unknown>) => void>();
-  let exited: Error | null = null;
   child.on('message', (message: Record<string, unknown>) => {
     for (const l of listeners) l(message);
-    const resolve = waiting.get(message.type as string);
-    if (resolve) {
-      waiting.delete(message.type as string);
-      resolve(message);
-    }
   });
-  const exit = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  child.on('exit', (code) => {
-    if (code !== 0) exited = new Error(`bench child ${args.slice(0, 2).join(' ')} exited with ${code}`);
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const crashed = exit.then((code) => {
+    throw new Error(`bench child ${args.slice(0, 2).join(' ')} exited with ${code}`);
   });
+  crashed.catch(() => {}); // awaited only while the child should be running
   const handle: Child = {
     process: child,
     next: <T>(type: string) =>
-      new Promise<T>((resolve, reject) => {
-        if (exited) return reject(exited);
-        waiting.set(type, resolve as (m: Record<string, unknown>) => void);
-        child.once('exit', () => setTimeout(() => reject(exited ?? new Error(`bench child exited before "${type}"`)), 0));
-      }),
+      Promise.race([
+        new Promise<T>((resolve) =>
+          listeners.push((message) => {
+            if (message.type === type) resolve(message as T);
+          }),
+        ),
+        crashed,
+      ]),
     onMessage: (listener) => listeners.push(listener),
+    crashed,
     stop: async () => {
       if (child.exitCode === null) child.send({ type: 'stop' });
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

@@ -147,12 +147,19 @@ async function enqueueSingle(system: BenchSystem, total: number, connections: nu
   }
 }
 
+/** Adds `total` jobs through the system's bulk call, 100,000 per call at most. */
+async function bulkEnqueue(system: BenchSystem, url: string, total: number): Promise<void> {
+  for (let from = 0; from < total; from += 100_000) {
+    await system.enqueueBulk(url, Array.from({ length: Math.min(100_000, total - from) }, (_, i) => from + i));
+  }
+}
+
 async function enqueueBulk(system: BenchSystem, total: number): Promise<number> {
   const db = await freshDatabase(system);
   try {
-    await system.enqueueBulk(db.url, 100); // warm-up: first-call planning and connection set-up
+    await bulkEnqueue(system, db.url, 100); // warm-up: first-call planning and connection set-up
     const t0 = performance.now();
-    await system.enqueueBulk(db.url, total);
+    await bulkEnqueue(system, db.url, total);
     return total / ((performance.now() - t0) / 1000);
   } finally {
     await db.drop();
@@ -163,7 +170,7 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
   const db = await freshDatabase(system);
   const client = new pg.Client({ connectionString: db.url });
   try {
-    await system.enqueueBulk(db.url, total);
+    await bulkEnqueue(system, db.url, total);
     await client.connect();
     await client.query('VACUUM ANALYZE');
     const children = await Promise.all(Array.from({ length: processes }, () => forkChild([system.name, 'drain', db.url])));
@@ -180,10 +187,9 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
       );
       const t0 = performance.now();
       for (const child of children) child.process.send({ type: 'go' });
-      const exited = Promise.race(children.map((c) => c.next('never')));
-      await Promise.race([handledAll, exited]);
+      await Promise.race([handledAll, ...children.map((c) => c.crashed)]);
       // Handlers ran; the drain ends when the queue says every job is settled.
-      while ((await system.unsettled(client)) > 0) await sleep(5);
+      while ((await client.query<{ n: number }>(system.unsettledSql)).rows[0]!.n > 0) await sleep(5);
       return total / ((performance.now() - t0) / 1000);
     } finally {
       await Promise.all(children.map((c) => c.stop()));

@@ -5,9 +5,7 @@
  * no reaper, no validation.
  */
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
-import { count } from './leasehold';
-import { benchPool } from './pool';
+import { benchPool, withClient } from './db';
 import { QUEUE, type BenchSystem } from './types';
 
 const LOOPS_PER_PROCESS = 2;
@@ -24,9 +22,7 @@ export const bareSql: BenchSystem = {
   unsupported: { listen: 'not measured: the ceiling is for throughput', poll: 'not measured: the ceiling is for throughput' },
 
   async install(url) {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    await client.query(`
+    await withClient(url, (client) => client.query(`
       CREATE TABLE bare_jobs (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         queue text NOT NULL,
@@ -37,8 +33,7 @@ export const bareSql: BenchSystem = {
         lease_token uuid,
         finished_at timestamptz
       );
-      CREATE INDEX bare_jobs_ready ON bare_jobs (queue, run_at, id) WHERE state = 'ready';`);
-    await client.end();
+      CREATE INDEX bare_jobs_ready ON bare_jobs (queue, run_at, id) WHERE state = 'ready';`));
   },
 
   async enqueuer(url, connections, wake) {
@@ -54,23 +49,12 @@ export const bareSql: BenchSystem = {
     };
   },
 
-  async enqueueBulk(url, total) {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      for (let from = 0; from < total; from += 100_000) {
-        const payloads = [];
-        for (let seq = from; seq < Math.min(total, from + 100_000); seq++) payloads.push(JSON.stringify({ seq }));
-        await client.query('INSERT INTO bare_jobs (queue, payload) SELECT $1, p FROM unnest($2::jsonb[]) p', [QUEUE, payloads]);
-      }
-    } finally {
-      await client.end();
-    }
+  async enqueueBulk(url, seqs) {
+    const payloads = seqs.map((seq) => JSON.stringify({ seq }));
+    await withClient(url, (client) => client.query('INSERT INTO bare_jobs (queue, payload) SELECT $1, p FROM unnest($2::jsonb[]) p', [QUEUE, payloads]));
   },
 
-  async unsettled(client) {
-    return count(client, `SELECT count(*)::int AS n FROM bare_jobs WHERE state IN ('ready', 'running')`);
-  },
+  unsettledSql: `SELECT count(*)::int AS n FROM bare_jobs WHERE state IN ('ready', 'running')`,
 
   async startWorker(url, _mode, hooks) {
     const pool = benchPool(url, LOOPS_PER_PROCESS);

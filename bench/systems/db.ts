@@ -11,3 +11,14 @@ export function benchPool(url: string, max: number): pg.Pool {
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
+
+/** Runs `work` on one connection of its own, closed afterwards. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}

@@ -4,10 +4,8 @@
  * deletes completed jobs and does not fence a late attempt. It always LISTENs (no switch to
  * turn that off), and every add_job NOTIFYs.
  */
-import pg from 'pg';
 import { Logger, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
-import { count } from './leasehold';
-import { benchPool } from './pool';
+import { benchPool } from './db';
 import { QUEUE, type BenchSystem, type WorkerMode } from './types';
 
 const silent = new Logger(() => () => {});
@@ -49,24 +47,18 @@ export const graphileWorker: BenchSystem = {
     };
   },
 
-  async enqueueBulk(url, total) {
+  async enqueueBulk(url, seqs) {
     const pool = benchPool(url, 2);
     const utils = await makeWorkerUtils({ pgPool: pool, logger: silent });
     try {
-      for (let from = 0; from < total; from += 100_000) {
-        const jobs = [];
-        for (let seq = from; seq < Math.min(total, from + 100_000); seq++) jobs.push({ identifier: QUEUE, payload: { seq } });
-        await utils.addJobs(jobs);
-      }
+      await utils.addJobs(seqs.map((seq) => ({ identifier: QUEUE, payload: { seq } })));
     } finally {
       await utils.release();
       await pool.end();
     }
   },
 
-  async unsettled(client) {
-    return count(client, 'SELECT count(*)::int AS n FROM graphile_worker._private_jobs');
-  },
+  unsettledSql: 'SELECT count(*)::int AS n FROM graphile_worker._private_jobs',
 
   async startWorker(url, mode, hooks) {
     const runner = await run({

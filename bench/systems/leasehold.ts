@@ -1,5 +1,4 @@
 /** Leasehold as the benchmark runs it: the product's own enqueue and Worker, nothing special-cased. */
-import pg from 'pg';
 import pino from 'pino';
 import { z } from 'zod';
 import { createDb } from '../../db/client';
@@ -8,7 +7,7 @@ import { enqueue, enqueueMany } from '../../db/queue';
 import { parseWorkerConfig } from '../../workers/config';
 import { defineHandler, HandlerRegistry } from '../../workers/handler';
 import { Worker } from '../../workers/runtime';
-import { benchPool } from './pool';
+import { benchPool, withClient } from './db';
 import { QUEUE, type BenchSystem, type WorkerMode } from './types';
 
 const KIND = 'bench.noop';
@@ -42,27 +41,14 @@ export const leasehold: BenchSystem = {
     };
   },
 
-  async enqueueBulk(url, total) {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      for (let from = 0; from < total; from += 100_000) {
-        const specs = [];
-        for (let seq = from; seq < Math.min(total, from + 100_000); seq++) specs.push({ queue: QUEUE, kind: KIND, payload: { seq } });
-        await enqueueMany(client, specs);
-      }
-    } finally {
-      await client.end();
-    }
+  async enqueueBulk(url, seqs) {
+    await withClient(url, (client) => enqueueMany(client, seqs.map((seq) => ({ queue: QUEUE, kind: KIND, payload: { seq } }))));
   },
 
-  async unsettled(client) {
-    return count(client, `SELECT count(*)::int AS n FROM jobs WHERE state IN ('ready', 'running')`);
-  },
+  unsettledSql: `SELECT count(*)::int AS n FROM jobs WHERE state IN ('ready', 'running')`,
 
   async startWorker(url, mode, hooks) {
-    const extra = process.env.LEASEHOLD_BENCH_FLAGS?.split(' ').filter(Boolean) ?? []; // for tuning runs only
-    const config = parseWorkerConfig(['--queues', QUEUE, '--log-level', 'warn', ...WORKER_FLAGS[mode], ...extra], {});
+    const config = parseWorkerConfig(['--queues', QUEUE, '--log-level', 'warn', ...WORKER_FLAGS[mode]], {});
     const logger = pino({ level: config.logLevel });
     const handle = createDb(url, { max: Math.min(config.concurrency + 4, 30), applicationName: 'leasehold-bench' });
     const registry = new HandlerRegistry([
@@ -87,8 +73,3 @@ export const leasehold: BenchSystem = {
     };
   },
 };
-
-export async function count(client: pg.ClientBase, text: string): Promise<number> {
-  const { rows } = await client.query<{ n: number }>(text);
-  return rows[0]!.n;
-}

@@ -4,7 +4,6 @@
  * batch handler completes the whole batch in one statement. LISTEN/NOTIFY is opt-in per queue.
  */
 import { PgBoss } from 'pg-boss';
-import { count } from './leasehold';
 import { QUEUE, type BenchSystem, type WorkerMode } from './types';
 
 const WORK: Record<WorkerMode, Record<string, unknown>> = {
@@ -48,23 +47,17 @@ export const pgBoss: BenchSystem = {
     };
   },
 
-  async enqueueBulk(url, total) {
+  async enqueueBulk(url, seqs) {
     const instance = boss(url, 2);
     await instance.start();
     try {
-      for (let from = 0; from < total; from += 100_000) {
-        const jobs = [];
-        for (let seq = from; seq < Math.min(total, from + 100_000); seq++) jobs.push({ data: { seq } });
-        await instance.insert(QUEUE, jobs);
-      }
+      await instance.insert(QUEUE, seqs.map((seq) => ({ data: { seq } })));
     } finally {
       await instance.stop({ graceful: false, close: true });
     }
   },
 
-  async unsettled(client) {
-    return count(client, `SELECT count(*)::int AS n FROM pgboss.job WHERE name = '${QUEUE}' AND state IN ('created', 'retry', 'active')`);
-  },
+  unsettledSql: `SELECT count(*)::int AS n FROM pgboss.job WHERE name = '${QUEUE}' AND state IN ('created', 'retry', 'active')`,
 
   async startWorker(url, mode, hooks) {
     const instance = boss(url, 10, mode === 'listen');

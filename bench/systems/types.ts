@@ -2,8 +2,6 @@
  * What the benchmark needs from each queue it compares. Every system runs on its own fresh
  * database of the same server; timed parts never include connecting or installing.
  */
-import type pg from 'pg';
-
 export type SystemName = 'leasehold' | 'pg-boss' | 'graphile-worker' | 'bare-sql';
 export type WorkerMode = 'drain' | 'listen' | 'poll';
 
@@ -29,10 +27,10 @@ export interface BenchSystem {
   install(url: string): Promise<void>;
   /** A sender over `connections` pooled connections; `wake` asks for LISTEN/NOTIFY wake-ups. */
   enqueuer(url: string, connections: number, wake: boolean): Promise<Enqueuer>;
-  /** Adds `total` jobs in as few calls as the system allows (timed). */
-  enqueueBulk(url: string, total: number): Promise<void>;
-  /** Jobs not yet settled (for the drain: the run ends at 0). */
-  unsettled(client: pg.ClientBase): Promise<number>;
+  /** Adds one job per `seqs` entry in one bulk call (at most 100,000; the runner splits). */
+  enqueueBulk(url: string, seqs: number[]): Promise<void>;
+  /** Counts the jobs not yet settled as `n` (for the drain: the run ends at 0). */
+  unsettledSql: string;
   /** Runs in a worker process: `onStart(seq)` per handler start, `onHandled(n)` as handlers finish. */
   startWorker(url: string, mode: WorkerMode, hooks: WorkerHooks): Promise<RunningWorker>;
   /** Which modes the system can run; a missing one is reported as n/a with the reason. */
