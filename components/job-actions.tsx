@@ -15,7 +15,9 @@ export function JobActions(props: { id: string; leaseToken: string | null; canRe
     setBusy(false);
     router.refresh();
   };
-  if (!props.canRetry && !props.canCancel) return null;
+  // The result stays after the refresh even when the job has already moved on (a retried job
+  // a worker finished at once has no actions left, but the operator must still see "Retried").
+  if (!props.canRetry && !props.canCancel && !result) return null;
   return (
     <div className="actions">
       {props.canRetry && <button disabled={busy} onClick={() => void act('retry')}>Retry</button>}
