@@ -10,7 +10,8 @@ import { run } from '../db/queue/executor';
 
 /**
  * Inserts `total` jobs spread over the last 7 days: 94% done, 3% dead, 1% cancelled and (with
- * `live`) 1% ready or running, plus one attempt row per finished job and 20,000 audit entries.
+ * `live`) 1% ready or running, plus an attempt row per failed attempt (a third of the done jobs
+ * took two attempts) and 20,000 audit entries.
  */
 export async function seedHistory(db: Db, total: number, options: { live: boolean }): Promise<void> {
   const live = options.live ? Math.round(total * 0.01) : 0;
@@ -42,11 +43,17 @@ export async function seedHistory(db: Db, total: number, options: { live: boolea
            CASE WHEN g % 5 = 0 THEN gen_random_uuid() END, CASE WHEN g % 5 = 0 THEN now() + interval '30 seconds' END,
            CASE WHEN g % 5 = 0 THEN 'w1' END, CASE WHEN g % 5 = 0 THEN now() END
     FROM generate_series(1, ${live}) g`);
+  // As the queue writes them: a row per attempt that did not complete (a completion is the
+  // done row itself). Done jobs that took two attempts failed their first; dead jobs failed
+  // their last.
   await run(db, sql`
     INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms)
-    SELECT id, attempts, queue, kind, 'w1', gen_random_uuid(), started_at, finished_at,
-           CASE state WHEN 'done' THEN 'completed' ELSE 'failed' END, failure_class, last_error, 1000
-    FROM jobs WHERE state IN ('done', 'dead')`);
+    SELECT id, attempts - 1, queue, kind, 'w1', gen_random_uuid(), started_at - interval '2 seconds', started_at - interval '1 second',
+           'failed', 'transient', 'provider timed out', 1000
+    FROM jobs WHERE state = 'done' AND attempts > 1
+    UNION ALL
+    SELECT id, attempts, queue, kind, 'w1', gen_random_uuid(), started_at, finished_at, 'failed', failure_class, last_error, 1000
+    FROM jobs WHERE state = 'dead'`);
   await run(db, sql`
     INSERT INTO audit_log (actor, action, job_ids, requested, affected, outcome)
     SELECT 'op@example.com', 'retry', ARRAY[gen_random_uuid()], 1, 1, 'applied' FROM generate_series(1, 20000)`);

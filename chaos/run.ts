@@ -185,8 +185,12 @@ async function ledgerFigures(
     },
     {
       name: 'stale settlements applied',
-      value: await count(client, `SELECT count(*) FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
-                                  WHERE a.outcome IN ('completed', 'failed', 'released') AND a.ended_at > l.deadline`),
+      // Failures and releases are attempt rows; a completion is the done job row (its attempt
+      // number names the lease it ended).
+      value: await count(client, `SELECT (SELECT count(*) FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
+                                          WHERE a.outcome IN ('completed', 'failed', 'released') AND a.ended_at > l.deadline)
+                                       + (SELECT count(*) FROM jobs j JOIN chaos.lease_log l ON l.job_id = j.id AND l.attempt = j.attempts
+                                          WHERE j.state = 'done' AND j.finished_at > l.deadline)`),
       pass: true,
       rule: '= 0',
     },

@@ -15,6 +15,7 @@ import {
   type Job,
 } from '../db/queue';
 import { run } from '../db/queue/executor';
+import { attemptHistory } from '../db/queue/history';
 import { mapJob, JOB_COLUMNS } from '../db/queue/job';
 
 let counter = 0;
@@ -58,12 +59,8 @@ export async function makeDue(db: Executor, id: string): Promise<void> {
   );
 }
 
-export async function attemptsOf(db: Executor, id: string) {
-  return run<{ attempt: number; outcome: string; failure_class: string | null; lease_token: string; worker_id: string }>(
-    db,
-    sql`SELECT attempt, outcome, failure_class, lease_token, worker_id FROM job_attempts WHERE job_id = ${id}::uuid ORDER BY attempt`,
-  );
-}
+/** Every ended attempt of a job, as the dashboard shows them (attempt rows plus the completion). */
+export const attemptsOf = attemptHistory;
 
 /**
  * One job in every state and sub-state, on its own queue: ready, scheduled, running, lease

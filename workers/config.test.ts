@@ -22,6 +22,13 @@ describe('worker settings', () => {
     expect(() => parseWorkerConfig(argv as string[], {})).toThrow(message);
   });
 
+  it('claims at most 1,000 jobs at a time whatever the concurrency, and refuses a larger batch', () => {
+    expect(parseWorkerConfig(['--concurrency', '2500'], {})).toMatchObject({ concurrency: 2500, batchSize: 1000 });
+    expect(parseWorkerConfig(['--concurrency', '2500', '--batch-size', '300'], {})).toMatchObject({ batchSize: 300 });
+    expect(() => parseWorkerConfig(['--batch-size', '1001'], {})).toThrow(/--batch-size/);
+    expect(() => parseWorkerConfig(['--concurrency', '10001'], {})).toThrow(/--concurrency/);
+  });
+
   it('names a bad environment variable too', () => {
     expect(() => parseWorkerConfig([], { LEASEHOLD_LISTEN: 'maybe' })).toThrow(/LEASEHOLD_LISTEN/);
   });

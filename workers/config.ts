@@ -3,9 +3,9 @@
  * start-up with a message that names it.
  *
  *   --queues a,b            LEASEHOLD_QUEUES            queues to serve (default: default)
- *   --concurrency N         LEASEHOLD_CONCURRENCY       handlers running at once (default 10)
+ *   --concurrency N         LEASEHOLD_CONCURRENCY       handlers running at once (default 10, at most 10,000)
  *   --lease-seconds N       LEASEHOLD_LEASE_SECONDS     lease per attempt (default 30)
- *   --batch-size N          LEASEHOLD_BATCH_SIZE        most jobs per claim (default: concurrency)
+ *   --batch-size N          LEASEHOLD_BATCH_SIZE        most jobs per claim (default: concurrency, at most 1,000)
  *   --poll-ms N             LEASEHOLD_POLL_MS           poll interval (default 2000)
  *   --no-listen             LEASEHOLD_LISTEN=false      no LISTEN wake-ups (PgBouncer transaction pooling)
  *   --metrics-port N        LEASEHOLD_METRICS_PORT      Prometheus /metrics and /healthz (0 = off, default)
@@ -25,6 +25,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { MAX_CLAIM_BATCH } from '../db/queue/claim';
 import { NAME_PATTERN } from '../db/queue/validate';
 import type { WorkerSettings } from './runtime';
 
@@ -36,9 +37,9 @@ const schema = z.strictObject({
     .string()
     .transform((s) => s.split(',').map((q) => q.trim()).filter(Boolean))
     .pipe(z.array(z.string().regex(NAME_PATTERN, 'not a queue name')).min(1, 'name at least one queue')),
-  concurrency: int(1, 1000),
+  concurrency: int(1, 10_000),
   leaseSeconds: int(2, 3600),
-  batchSize: int(1, 1000).optional(),
+  batchSize: int(1, MAX_CLAIM_BATCH).optional(),
   pollMs: int(50, 600_000),
   listen: bool,
   metricsPort: int(0, 65535),
@@ -147,7 +148,7 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
     queues: c.queues,
     concurrency: c.concurrency,
     leaseSeconds: c.leaseSeconds,
-    batchSize: Math.min(c.batchSize ?? c.concurrency, c.concurrency),
+    batchSize: Math.min(c.batchSize ?? MAX_CLAIM_BATCH, c.concurrency),
     pollMs: c.pollMs,
     listen: c.listen,
     graceMs: c.graceMs,

@@ -13,7 +13,7 @@ import { QUEUE, type BenchSystem, type WorkerMode } from './types';
 const KIND = 'bench.noop';
 
 const WORKER_FLAGS: Record<WorkerMode, string[]> = {
-  drain: ['--concurrency', '1000', '--batch-size', '500', '--poll-ms', '1000'],
+  drain: ['--concurrency', '2000', '--batch-size', '1000', '--poll-ms', '1000'],
   listen: ['--concurrency', '10', '--poll-ms', '2000'],
   poll: ['--concurrency', '10', '--poll-ms', '500', '--no-listen'],
 };

@@ -7,6 +7,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { FAILURE_CLASSES, JOB_STATES } from '../schema';
 import { run, toDate, toDateOrNull, type Executor } from '../queue/executor';
+import { attemptHistory, type AttemptRow } from '../queue/history';
 import { JOB_COLUMNS, mapJob, type Job } from '../queue/job';
 import { nameSchema, uuidSchema } from '../queue/validate';
 
@@ -106,17 +107,7 @@ export async function listJobs(executor: Executor, query: z.output<typeof jobLis
   return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };
 }
 
-export interface AttemptRow {
-  attempt: number;
-  workerId: string | null;
-  leaseToken: string;
-  startedAt: Date;
-  endedAt: Date;
-  outcome: string;
-  failureClass: string | null;
-  error: string | null;
-  durationMs: number;
-}
+export type { AttemptRow } from '../queue/history';
 
 export interface AuditEntry {
   id: number;
@@ -134,24 +125,13 @@ export interface AuditEntry {
 export async function jobDetail(executor: Executor, id: string): Promise<{ job: Job; attempts: AttemptRow[]; audit: AuditEntry[] } | null> {
   const [jobs, attempts, audit] = await Promise.all([
     run(executor, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE id = ${id}::uuid`),
-    run(executor, sql`SELECT attempt, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms
-                      FROM job_attempts WHERE job_id = ${id}::uuid ORDER BY attempt, ended_at`),
+    attemptHistory(executor, id),
     run(executor, sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM audit_log WHERE job_ids @> ARRAY[${id}::uuid] ORDER BY id DESC LIMIT 50`),
   ]);
   if (!jobs[0]) return null;
   return {
     job: mapJob(jobs[0]),
-    attempts: attempts.map((a) => ({
-      attempt: Number(a.attempt),
-      workerId: (a.worker_id as string | null) ?? null,
-      leaseToken: a.lease_token as string,
-      startedAt: toDate(a.started_at),
-      endedAt: toDate(a.ended_at),
-      outcome: a.outcome as string,
-      failureClass: (a.failure_class as string | null) ?? null,
-      error: (a.error as string | null) ?? null,
-      durationMs: Number(a.duration_ms),
-    })),
+    attempts,
     audit: audit.map(mapAudit),
   };
 }

@@ -99,12 +99,15 @@ export async function attemptsHistogram(executor: Executor) {
 
 /** Every minute of the last hour, zeros included, so the chart's time axis is honest. */
 export async function throughputLastHour(executor: Executor) {
+  // Completions are the done jobs themselves (db/queue/history.ts); failures are attempt rows.
   const rows = await run(executor, sql`
-    SELECT date_trunc('minute', ended_at) AS minute,
-           count(*) FILTER (WHERE outcome = 'completed')::int AS completed,
-           count(*) FILTER (WHERE outcome IN ('failed', 'lease_expired'))::int AS failed
-    FROM job_attempts WHERE ended_at > now() - interval '1 hour'
-    GROUP BY 1 ORDER BY 1`);
+    SELECT minute, sum(completed)::int AS completed, sum(failed)::int AS failed FROM (
+      SELECT date_trunc('minute', finished_at) AS minute, count(*) AS completed, 0 AS failed
+      FROM jobs WHERE state = 'done' AND finished_at > now() - interval '1 hour' GROUP BY 1
+      UNION ALL
+      SELECT date_trunc('minute', ended_at), 0, count(*)
+      FROM job_attempts WHERE ended_at > now() - interval '1 hour' AND outcome IN ('failed', 'lease_expired') GROUP BY 1
+    ) t GROUP BY 1 ORDER BY 1`);
   const perMinute = new Map(rows.map((r) => [toDate(r.minute).getTime(), r]));
   const start = Math.floor(Date.now() / 60_000) * 60_000 - 59 * 60_000;
   return Array.from({ length: 60 }, (_, i) => {

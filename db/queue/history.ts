@@ -1,20 +1,69 @@
 /**
- * Attempt history: every ended attempt (completed, failed, reaped, released, cancelled) gets
- * one `job_attempts` row written by the same statement that ended it.
+ * Attempt history. Every attempt that ends other than by a plain completion (failed, reaped,
+ * released, cancelled) gets one `job_attempts` row, written by the same statement that ended
+ * it. A completion writes no row: the attempt that completes a job is its last one, and the
+ * `done` job row itself records it (`attempts`, `worker_id`, `started_at`, `finished_at`), which
+ * nothing changes afterwards (`done` is terminal and cannot be retried). `attemptHistory`
+ * puts the two together, so readers see one row per ended attempt either way.
+ *
+ * Why: the happy path is most of a queue's traffic, and an attempt row per completion was a
+ * sixth of the claim + acknowledge loop's cost (docs/performance.md).
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { AttemptOutcome } from '../schema';
+import { run, toDate, type Executor } from './executor';
 
 /**
  * An INSERT for the rows of the CTE `settled`, which returns the ended jobs' `id, attempts,
  * queue, kind, worker_id, started_at` (values after the update). The token, class and error
  * are SQL so callers can pass parameters or columns of `settled` (`s.…`).
  */
-export function recordAttempts(outcome: AttemptOutcome, token: SQL, failureClass: SQL, error: SQL): SQL {
+export function recordAttempts(outcome: Exclude<AttemptOutcome, 'completed'>, token: SQL, failureClass: SQL, error: SQL): SQL {
   return sql`
     INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at,
                               outcome, failure_class, error, duration_ms)
     SELECT s.id, s.attempts, s.queue, s.kind, s.worker_id, ${token}, s.started_at, statement_timestamp(), ${outcome},
            ${failureClass}, ${error}, least(greatest(0, extract(epoch FROM statement_timestamp() - s.started_at) * 1000), 2147483647)::int
     FROM settled s`;
+}
+
+export interface AttemptRow {
+  attempt: number;
+  workerId: string | null;
+  /** The attempt's lease token; null for the completing attempt (a done job keeps no token). */
+  leaseToken: string | null;
+  startedAt: Date;
+  endedAt: Date;
+  outcome: AttemptOutcome;
+  failureClass: string | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/** Every ended attempt of one job, oldest first: its `job_attempts` rows plus its completion. */
+export async function attemptHistory(executor: Executor, jobId: string): Promise<AttemptRow[]> {
+  const rows = await run(
+    executor,
+    sql`
+    SELECT attempt, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms
+    FROM job_attempts WHERE job_id = ${jobId}::uuid
+    UNION ALL
+    SELECT attempts, worker_id, NULL, started_at, finished_at, 'completed', NULL, NULL,
+           least(greatest(0, extract(epoch FROM finished_at - started_at) * 1000), 2147483647)::int
+    FROM jobs j WHERE id = ${jobId}::uuid AND state = 'done' AND started_at IS NOT NULL
+      -- Jobs completed before this design have a 'completed' row of their own.
+      AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = j.id AND a.attempt = j.attempts AND a.outcome = 'completed')
+    ORDER BY 1, 5`,
+  );
+  return rows.map((a) => ({
+    attempt: Number(a.attempt),
+    workerId: (a.worker_id as string | null) ?? null,
+    leaseToken: (a.lease_token as string | null) ?? null,
+    startedAt: toDate(a.started_at),
+    endedAt: toDate(a.ended_at),
+    outcome: a.outcome as AttemptOutcome,
+    failureClass: (a.failure_class as string | null) ?? null,
+    error: (a.error as string | null) ?? null,
+    durationMs: Number(a.duration_ms),
+  }));
 }

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { claim, completeManyIfLeaseHeld, enqueueMany, removeExpiredHistory } from '.';
+import { claim, completeManyIfLeaseHeld, enqueueMany, failIfLeaseHeld, removeExpiredHistory } from '.';
 import { useTestDatabase } from '../../test/db';
-import { mixedFixture, uniqueQueue } from '../../test/factories';
+import { makeDue, mixedFixture, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
 
 const t = useTestDatabase();
@@ -46,14 +46,18 @@ describe('retention', () => {
 
   it('drops attempt history and expired idempotency keys on their own windows', async () => {
     const queue = uniqueQueue();
-    await enqueueMany(t.db, [{ queue, kind: 'k', idempotencyKey: `ret-${queue}`, dedupeWindowSeconds: 1 }]);
+    const [created] = await enqueueMany(t.db, [{ queue, kind: 'k', idempotencyKey: `ret-${queue}`, dedupeWindowSeconds: 1 }]);
+    // One failed attempt (an attempt row), then the completing one (recorded on the job row).
+    const [first] = await claim(t.db, { queues: [queue], workerId: 'w' });
+    await failIfLeaseHeld(t.db, first!, { error: 'flaky', failureClass: 'transient' });
+    await makeDue(t.db, created!.id);
     await completeManyIfLeaseHeld(t.db, await claim(t.db, { queues: [queue], workerId: 'w' }));
     await run(t.db, sql`UPDATE job_attempts SET ended_at = now() - interval '30 days' WHERE queue = ${queue}`);
     await run(t.db, sql`UPDATE dedupe_keys SET expires_at = now() - interval '1 second' WHERE key = ${`ret-${queue}`}`);
 
     // The job still exists: its key must keep deduplicating.
-    const first = await removeExpiredHistory(t.db, { doneAfterSeconds: 86400 });
-    expect(first.attempts).toBeGreaterThanOrEqual(1);
+    const removed = await removeExpiredHistory(t.db, { doneAfterSeconds: 86400 });
+    expect(removed.attempts).toBeGreaterThanOrEqual(1);
     expect(await run(t.db, sql`SELECT 1 FROM dedupe_keys WHERE key = ${`ret-${queue}`}`)).toHaveLength(1);
 
     await run(t.db, sql`UPDATE jobs SET finished_at = now() - interval '2 days' WHERE queue = ${queue}`);

@@ -93,7 +93,7 @@ describe('the retry matrix in the database', () => {
     expect(delay).toBeGreaterThanOrEqual(min - 5);
     expect(delay).toBeLessThanOrEqual(max + 5);
     expect(await claim(t.db, { queues: [job.queue], workerId: 'w' })).toEqual([]);
-    expect((await attemptsOf(t.db, job.id)).map((a) => [a.outcome, a.failure_class])).toEqual([['failed', failureClass]]);
+    expect((await attemptsOf(t.db, job.id)).map((a) => [a.outcome, a.failureClass])).toEqual([['failed', failureClass]]);
   });
 
   it('rate_limited waits for Retry-After', async () => {

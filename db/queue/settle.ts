@@ -8,8 +8,9 @@
  * operator changes nothing, even if the reaper has not run yet. A refused settlement is the
  * value `{ applied: false, reason: 'lease_lost' }`, never an exception and never a write.
  *
- * Ending an attempt also writes its `job_attempts` row in the same statement, so history and
- * state cannot disagree.
+ * Ending an attempt other than by completing it also writes its `job_attempts` row in the same
+ * statement, so history and state cannot disagree. A completion's record is the done job row
+ * itself (db/queue/history.ts).
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
@@ -66,16 +67,14 @@ export async function completeManyIfLeaseHeld(
     const rows = await run(
       executor,
       sql`
-      WITH settled AS (
-        UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
-                          finished_at = statement_timestamp(), updated_at = statement_timestamp()
-        -- The lease is written as time left so the planner never walks the lease index (every
-        -- running job) instead of the primary key to find this batch.
-        WHERE j.id = ANY(${sql.param(ids)}::uuid[]) AND j.state = 'running' AND j.lease_token = ${token}::uuid
-          AND j.lease_until - statement_timestamp() > interval '0'
-        RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at
-      ), history AS (${recordAttempts('completed', sql`${token}::uuid`, sql`NULL`, sql`NULL`)})
-      SELECT id FROM settled`,
+      UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
+                        finished_at = statement_timestamp(), updated_at = statement_timestamp()
+      -- The lease is written as time left so the planner never walks the lease index (every
+      -- running job) instead of the primary key to find this batch.
+      WHERE j.id = ANY(${sql.param(ids)}::uuid[]) AND j.state = 'running' AND j.lease_token = ${token}::uuid
+        AND j.lease_until - statement_timestamp() > interval '0'
+      RETURNING j.id`,
+      'leasehold_complete',
     );
     // By id and token: two attempts of one job (a stale one and a new one) can be in one batch.
     for (const r of rows) applied.add(`${r.id as string}/${token}`);
