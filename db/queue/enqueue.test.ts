@@ -52,6 +52,28 @@ describe('enqueue inside the caller transaction', () => {
     expect(job!.runAt.getTime()).toBe(runAt.getTime());
     expect(job!.expiresAt!.getTime() - job!.createdAt.getTime()).toBeCloseTo(600_000, -2);
   });
+
+  it('returns the job exactly as stored, with and without priority, delay and max age, on a pool and in a transaction', async () => {
+    const queue = uniqueQueue();
+    const pool = new pg.Pool({ connectionString: t.url, max: 2 });
+    try {
+      const specs = [
+        { queue, kind: 'k', payload: { n: 1, nested: { list: [1, 'two', null] } } },
+        { queue, kind: 'k', priority: 7, delayMs: 1500, maxAgeSeconds: 90, traceId: 't-1' },
+        { queue, kind: 'k', payload: 'just text', runAt: new Date(Date.now() - 5_000), kindVersion: 3 },
+      ];
+      for (const spec of specs) {
+        for (const executor of [pool, t.db]) {
+          const { job } = await enqueue(executor, spec);
+          expect(job).toEqual(await getJob(t.db, job!.id));
+        }
+        const { job } = await t.db.transaction((tx) => enqueue(tx, spec));
+        expect(job).toEqual(await getJob(t.db, job!.id));
+      }
+    } finally {
+      await pool.end();
+    }
+  });
 });
 
 describe('idempotency keys', () => {
@@ -132,6 +154,13 @@ describe('idempotency keys', () => {
   });
 });
 
+/** An object nested `levels` deep: {a: {a: … {}}}. */
+function nested(levels: number): unknown {
+  let value: unknown = {};
+  for (let i = 0; i < levels; i++) value = { a: value };
+  return value;
+}
+
 describe('bad input', () => {
   const cases: [string, unknown, RegExp][] = [
     ['an unknown field', { kind: 'k', colour: 'red' }, /colour/],
@@ -148,6 +177,12 @@ describe('bad input', () => {
     ['a non-JSON payload (BigInt)', { kind: 'k', payload: { n: 10n } }, /bigint is not JSON/],
     ['a payload with U+0000', { kind: 'k', payload: { s: 'a\u0000b' } }, /U\+0000/],
     ['an oversized payload', { kind: 'k', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } }, /bytes of JSON, more than/],
+    ['an oversized payload of multi-byte text', { kind: 'k', payload: { blob: 'é'.repeat(MAX_PAYLOAD_BYTES / 2) } }, /bytes of JSON, more than/],
+    ['a key with U+0000 deep in a payload', { kind: 'k', payload: { list: [1, { ['a\u0000']: 1 }] } }, /payload\.list\[1\]\.a.*U\+0000/],
+    ['a lone surrogate in a payload array', { kind: 'k', payload: { list: ['ok', '\ud800'] } }, /payload\.list\[1\]: contains a lone UTF-16 surrogate/],
+    ['undefined in a payload array', { kind: 'k', payload: { list: [1, undefined] } }, /payload\.list\[1\]: a undefined is not JSON/],
+    ['an undefined payload field', { kind: 'k', payload: { a: 1, b: undefined } }, /payload\.b: undefined is not JSON/],
+    ['a payload nested deeper than 100 levels', { kind: 'k', payload: nested(101) }, /nested deeper than 100 levels/],
     ['both runAt and delayMs', { kind: 'k', runAt: new Date(), delayMs: 5 }, /runAt or delayMs/],
     ['zero max attempts', { kind: 'k', maxAttempts: 0 }, /maxAttempts/],
   ];

@@ -10,11 +10,11 @@
  * snapshot was taken (READ COMMITTED: the next statement sees it).
  */
 import { sql } from 'drizzle-orm';
-import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
 import { DEFAULT_AGING_SECONDS, DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema';
 import { LeaseholdInputError } from './errors';
-import { autocommits, run, type Executor } from './executor';
+import { newJobId } from './ids';
+import { autocommits, run, runText, toDate, toDateOrNull, type Executor } from './executor';
 import { JOB_COLUMNS, jobColumns, mapJob, type Job } from './job';
 import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate';
 
@@ -97,7 +97,7 @@ function prepare(operation: string, specs: readonly unknown[]): PreparedSpec[] {
       return;
     }
     prepared.push({
-      id: spec.id ?? uuidv7(),
+      id: spec.id ?? newJobId(),
       queue: spec.queue,
       kind: spec.kind,
       kindVersion: spec.kindVersion,
@@ -191,27 +191,40 @@ function planWake(executor: Executor, queues: string[], requested: boolean): { i
  * One statement for one or many jobs: unnest the columns, claim the idempotency keys, insert
  * the jobs whose key was free (or that have none), wake the queues. Returns the inserted jobs
  * (or their ids) and the keys this statement took, as JSON aggregates in one row.
+ *
+ * Jobs without keys (`returns: 'count'`) skip the key step: the input is then read once, so
+ * PostgreSQL streams it into the INSERT instead of materialising it (to disk, for 100,000
+ * jobs), and needs no sort to keep input order (UUIDv7 ids already follow it).
  */
-async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: boolean, notify: boolean) {
+async function insertJobs(executor: Executor, jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 'count', notify: boolean) {
   const col = <T>(pick: (j: PreparedSpec) => T) => sql.param(jobs.map(pick));
-  const returning = returnJobs ? sql.raw(JOB_COLUMNS) : sql.raw('id, queue');
-  const inserted = returnJobs ? sql.raw('row_to_json(inserted)') : sql.raw('inserted.id');
+  const keyed = returns !== 'count';
+  const returning = returns === 'jobs' ? sql.raw(JOB_COLUMNS) : sql.raw('id, queue');
+  // Without idempotency keys every job is inserted or the statement fails: a count says it all,
+  // and 100,000 ids need not travel back as JSON.
+  const inserted =
+    returns === 'jobs'
+      ? sql.raw(`coalesce(json_agg(row_to_json(inserted)), '[]'::json)`)
+      : returns === 'ids'
+        ? sql.raw(`coalesce(json_agg(inserted.id), '[]'::json)`)
+        : sql.raw('to_json(count(*))');
   // claim_at is the aging sort key: run_at moved earlier by priority × the queue's aging step.
-  const rows = await run<{ inserted: Record<string, unknown>[] | string[]; keys: { key: string; job_id: string }[] }>(
+  const rows = await run<{ inserted: Record<string, unknown>[] | string[] | number; keys: { key: string; job_id: string }[] }>(
     executor,
     sql`
     WITH input AS (
-      SELECT * FROM unnest(
-        ${col((j) => j.id)}::uuid[], ${col((j) => j.queue)}::text[], ${col((j) => j.kind)}::text[],
-        ${col((j) => j.kindVersion)}::int[], ${col((j) => j.payloadText)}::jsonb[],
-        ${col((j) => j.idempotencyKey)}::text[], ${col((j) => j.priority)}::int[],
-        ${col((j) => j.runAt)}::timestamptz[], ${col((j) => j.delaySeconds)}::float8[],
-        ${col((j) => j.maxAttempts)}::int[], ${col((j) => j.maxAgeSeconds)}::float8[],
-        ${col((j) => j.traceId)}::text[], ${col((j) => j.dedupeWindowSeconds)}::float8[]
-      ) WITH ORDINALITY AS t(id, queue, kind, kind_version, payload, idempotency_key, priority,
-                             run_at, delay_s, max_attempts, max_age_s, trace_id, window_s, ord)
+      -- Set-returning functions side by side in the select list run in step and stream their
+      -- rows; unnest(a, b, …) in FROM would first store all of them (on disk, for 100,000).
+      SELECT unnest(${col((j) => j.id)}::uuid[]) AS id, unnest(${col((j) => j.queue)}::text[]) AS queue,
+             unnest(${col((j) => j.kind)}::text[]) AS kind, unnest(${col((j) => j.kindVersion)}::int[]) AS kind_version,
+             unnest(${col((j) => j.payloadText)}::jsonb[]) AS payload, unnest(${col((j) => j.idempotencyKey)}::text[]) AS idempotency_key,
+             unnest(${col((j) => j.priority)}::int[]) AS priority, unnest(${col((j) => j.runAt)}::timestamptz[]) AS run_at,
+             unnest(${col((j) => j.delaySeconds)}::float8[]) AS delay_s, unnest(${col((j) => j.maxAttempts)}::int[]) AS max_attempts,
+             unnest(${col((j) => j.maxAgeSeconds)}::float8[]) AS max_age_s, unnest(${col((j) => j.traceId)}::text[]) AS trace_id,
+             unnest(${col((j) => j.dedupeWindowSeconds)}::float8[]) AS window_s,
+             generate_series(1, ${jobs.length}::int) AS ord
     ),
-    keyed AS (
+    ${keyed ? sql`keyed AS (
       INSERT INTO dedupe_keys (key, job_id, queue, expires_at)
       SELECT idempotency_key, id, queue, statement_timestamp() + make_interval(secs => window_s)
       FROM input WHERE idempotency_key IS NOT NULL
@@ -221,7 +234,7 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: 
       ORDER BY idempotency_key, ord
       ON CONFLICT (key) DO NOTHING
       RETURNING key, job_id
-    ),
+    ),` : sql``}
     inserted AS (
       INSERT INTO jobs (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
                         claim_at, max_attempts, trace_id, expires_at)
@@ -233,12 +246,11 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: 
       FROM input i
       CROSS JOIN LATERAL (SELECT coalesce(i.run_at, statement_timestamp() + make_interval(secs => i.delay_s)) AS run_at) s
       LEFT JOIN queues q ON q.name = i.queue
-      WHERE i.idempotency_key IS NULL OR i.id IN (SELECT job_id FROM keyed)
-      ORDER BY i.ord
+      ${keyed ? sql`WHERE i.idempotency_key IS NULL OR i.id IN (SELECT job_id FROM keyed) ORDER BY i.ord` : sql``}
       RETURNING ${returning}
     )
-    SELECT (SELECT coalesce(json_agg(${inserted}), '[]'::json) FROM inserted) AS inserted,
-           (SELECT coalesce(json_agg(json_build_object('key', key, 'job_id', job_id)), '[]'::json) FROM keyed) AS keys,
+    SELECT (SELECT ${inserted} FROM inserted) AS inserted,
+           ${keyed ? sql`(SELECT coalesce(json_agg(json_build_object('key', key, 'job_id', job_id)), '[]'::json) FROM keyed)` : sql`'[]'::json`} AS keys,
            ${
              notify
                ? sql`(SELECT count(pg_notify(${WAKE_CHANNEL}, queue)) FROM (SELECT DISTINCT queue FROM inserted) woken)`
@@ -252,28 +264,61 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returnJobs: 
 }
 
 /**
- * One job without an idempotency key: a plain INSERT … RETURNING, prepared once per connection.
- * (The general statement's planning costs more than running it for one row.)
+ * The statement of a single enqueue without an idempotency key: fixed text, prepared once per
+ * connection. A job of priority 0 (most) needs no lookup of its queue's aging step. Only what
+ * the database decides comes back; the rest of the job is what was sent.
  */
-async function insertOne(executor: Executor, job: PreparedSpec, notify: boolean): Promise<Job> {
-  const rows = await run(
-    executor,
-    sql`
+function insertOneText(aging: boolean): string {
+  const claimAt = aging
+    ? `s.run_at - make_interval(secs => $6::int * coalesce((SELECT aging_seconds FROM queues WHERE name = $2::text), ${DEFAULT_AGING_SECONDS}))`
+    : 's.run_at';
+  return `
     WITH inserted AS (
       INSERT INTO jobs (id, queue, kind, kind_version, payload, priority, run_at, claim_at, max_attempts, trace_id, expires_at)
-      SELECT ${job.id}::uuid, ${job.queue}::text, ${job.kind}::text, ${job.kindVersion}::int, ${job.payloadText}::jsonb,
-             ${job.priority}::int, s.run_at,
-             s.run_at - make_interval(secs => ${job.priority}::int * coalesce(
-               (SELECT aging_seconds FROM queues WHERE name = ${job.queue}::text), ${DEFAULT_AGING_SECONDS}::int)),
-             ${job.maxAttempts}::int, ${job.traceId}::text,
-             statement_timestamp() + make_interval(secs => ${job.maxAgeSeconds}::float8)
-      FROM (SELECT coalesce(${job.runAt}::timestamptz, statement_timestamp() + make_interval(secs => ${job.delaySeconds}::float8)) AS run_at) s
-      RETURNING ${sql.raw(JOB_COLUMNS)}
+      SELECT $1::uuid, $2::text, $3::text, $4::int, $5::jsonb, $6::int, s.run_at, ${claimAt},
+             $7::int, $8::text, statement_timestamp() + make_interval(secs => $9::float8)
+      FROM (SELECT coalesce($10::timestamptz, statement_timestamp() + make_interval(secs => $11::float8)) AS run_at) s
+      RETURNING queue, run_at, expires_at, created_at
     )
-    SELECT inserted.*, CASE WHEN ${notify}::boolean THEN pg_notify(${WAKE_CHANNEL}, inserted.queue) END AS woken FROM inserted`,
-    'leasehold_enqueue_one',
+    SELECT run_at, expires_at, created_at, CASE WHEN $12::boolean THEN pg_notify('${WAKE_CHANNEL}', queue) END AS woken FROM inserted`;
+}
+const INSERT_ONE = { aging: insertOneText(true), plain: insertOneText(false) };
+
+async function insertOne(executor: Executor, job: PreparedSpec, notify: boolean): Promise<Job> {
+  const aging = job.priority > 0;
+  const [row] = await runText<{ run_at: unknown; expires_at: unknown; created_at: unknown }>(
+    executor,
+    aging ? INSERT_ONE.aging : INSERT_ONE.plain,
+    [job.id, job.queue, job.kind, job.kindVersion, job.payloadText, job.priority, job.maxAttempts, job.traceId,
+      job.maxAgeSeconds, job.runAt, job.delaySeconds, notify],
+    aging ? 'leasehold_enqueue_one_aging' : 'leasehold_enqueue_one',
   );
-  return mapJob(rows[0]!);
+  const createdAt = toDate(row!.created_at);
+  return {
+    id: job.id,
+    queue: job.queue,
+    kind: job.kind,
+    kindVersion: job.kindVersion,
+    // As stored: jsonb keeps what JSON keeps.
+    payload: JSON.parse(job.payloadText),
+    idempotencyKey: null,
+    state: 'ready',
+    priority: job.priority,
+    runAt: toDate(row!.run_at),
+    attempts: 0,
+    maxAttempts: job.maxAttempts,
+    leaseToken: null,
+    leaseUntil: null,
+    workerId: null,
+    failureClass: null,
+    lastError: null,
+    traceId: job.traceId,
+    expiresAt: toDateOrNull(row!.expires_at),
+    createdAt,
+    startedAt: null,
+    finishedAt: null,
+    updatedAt: createdAt,
+  };
 }
 
 /** The job ids that own `keys` now, with the jobs where they still exist. */
@@ -317,8 +362,8 @@ export async function enqueue(executor: Executor, spec: EnqueueSpec, options: En
     }
     // Loop only for the rare race where a duplicate's key was purged between our statements.
     for (let tries = 0; tries < 3; tries++) {
-      const { inserted } = await insertJobs(executor, [job], true, wake.inStatement);
-      const row = inserted[0];
+      const { inserted } = await insertJobs(executor, [job], 'jobs', wake.inStatement);
+      const row = (inserted as Record<string, unknown>[])[0];
       if (row && typeof row === 'object') {
         wake.afterCommit();
         return { id: job.id, created: true, job: mapJob(row) };
@@ -349,9 +394,15 @@ export async function enqueueMany(
   const jobs = prepare('enqueueMany', specs);
   return translateConflicts('enqueueMany', async () => {
     const wake = planWake(executor, [...new Set(jobs.map((j) => j.queue))], options.notify ?? true);
-    const { inserted, keys } = await insertJobs(executor, jobs, false, wake.inStatement);
-    if (inserted.length > 0) wake.afterCommit();
+    const keyed = jobs.some((j) => j.idempotencyKey !== null);
+    const { inserted, keys } = await insertJobs(executor, jobs, keyed ? 'ids' : 'count', wake.inStatement);
+    if (!keyed) {
+      if (inserted !== jobs.length) throw new Error(`Leasehold enqueueMany: ${String(inserted)} of ${jobs.length} jobs inserted`);
+      wake.afterCommit();
+      return jobs.map((j) => ({ id: j.id, created: true }));
+    }
     const insertedIds = new Set(inserted as string[]);
+    if (insertedIds.size > 0) wake.afterCommit();
     const owners = new Map<string, string>();
     for (const k of keys) owners.set(k.key, k.job_id);
     const missing = [...new Set(jobs.filter((j) => j.idempotencyKey && !owners.has(j.idempotencyKey)).map((j) => j.idempotencyKey!))];
