@@ -91,14 +91,63 @@ export class AttemptAborted extends Error {
   }
 }
 
-interface InFlight {
-  job: ClaimedJob;
-  handler: Handler | undefined;
-  controller: AbortController;
-  startedAt: number;
-  /** Local monotonic time by which the lease has surely ended if no heartbeat got through. */
-  leaseDeadline: number;
-  log: Logger;
+/**
+ * One attempt in flight. Stopping it (lease lost, timeout, shutdown) rejects the wait on its
+ * handler at once and aborts the handler's signal. The AbortController and the logger are made
+ * on first use: at thousands of jobs a second, most attempts never need either.
+ */
+class InFlight {
+  private controller: AbortController | null = null;
+  private stopRun: ((reason: AttemptAborted) => void) | null = null;
+  private logger: Logger | null = null;
+  /** Why the attempt was stopped, once it was. */
+  stopped: AttemptAborted | null = null;
+  readonly startedAt = Date.now();
+  /** Local monotonic time after which the handler has overrun its timeout. */
+  timeoutAt = Number.POSITIVE_INFINITY;
+
+  constructor(
+    readonly job: ClaimedJob,
+    readonly handler: Handler | undefined,
+    /** Local monotonic time by which the lease has surely ended if no heartbeat got through. */
+    public leaseDeadline: number,
+    private readonly parentLogger: Logger,
+  ) {}
+
+  get log(): Logger {
+    const { job } = this;
+    return (this.logger ??= this.parentLogger.child({ jobId: job.id, attempt: job.attempt, kind: job.kind, queue: job.queue, traceId: job.traceId }));
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.stopped) this.controller.abort(this.stopped);
+    }
+    return this.controller.signal;
+  }
+
+  stop(reason: AttemptAborted): void {
+    if (this.stopped) return;
+    this.stopped = reason;
+    this.controller?.abort(reason);
+    this.stopRun?.(reason);
+  }
+
+  /** Runs the handler; rejects with the stop reason as soon as the attempt is stopped. */
+  run(work: () => Promise<unknown>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (this.stopped) return reject(this.stopped);
+      this.stopRun = reject;
+      try {
+        work().then(() => resolve(), reject);
+      } catch (error) {
+        reject(error);
+      }
+    }).finally(() => {
+      this.stopRun = null;
+    });
+  }
 }
 
 /** Most completions in one acknowledgement statement (a claim batch's worth). */
@@ -172,6 +221,7 @@ export class Worker {
     this.loops = [
       this.claimLoopDone,
       this.every(Math.max(250, (s.leaseSeconds * 1000) / 3), () => this.heartbeatAll(), this.heartbeatController.signal),
+      this.every(this.timeoutSweepMs(), async () => this.sweepTimeouts(), this.heartbeatController.signal),
       this.every(s.registryIntervalMs, () => this.refreshRegistry()),
     ];
     if (s.maintenance.enabled) {
@@ -207,7 +257,7 @@ export class Worker {
     if (this.inFlight.size > 0) {
       logger.warn({ releasing: this.inFlight.size }, 'grace period over: releasing unfinished jobs');
       for (const entry of this.inFlight.values()) {
-        entry.controller.abort(new AttemptAborted('shutdown', 'the worker is shutting down'));
+        entry.stop(new AttemptAborted('shutdown', 'the worker is shutting down'));
       }
       await Promise.race([this.whenDrained(), sleep(10_000)]);
     }
@@ -299,19 +349,7 @@ export class Worker {
 
   private begin(job: ClaimedJob): void {
     const { logger, metrics, registry } = this.deps;
-    const entry: InFlight = {
-      job,
-      handler: registry.get(job.kind),
-      controller: new AbortController(),
-      startedAt: Date.now(),
-      leaseDeadline: performance.now() + this.settings.leaseSeconds * 1000 - 1000,
-      // Made on first use: most attempts at a quiet log level never log anything.
-      get log() {
-        const log = logger.child({ jobId: job.id, attempt: job.attempt, kind: job.kind, queue: job.queue, traceId: job.traceId });
-        Object.defineProperty(this, 'log', { value: log });
-        return log;
-      },
-    };
+    const entry = new InFlight(job, registry.get(job.kind), performance.now() + this.settings.leaseSeconds * 1000 - 1000, logger);
     const key = `${job.id}/${job.leaseToken}`;
     this.inFlight.set(key, entry);
     metrics?.inFlight.inc();
@@ -335,7 +373,7 @@ export class Worker {
   }
 
   private async execute(entry: InFlight): Promise<void> {
-    const { job, handler, controller } = entry;
+    const { job, handler } = entry;
     const { registry, metrics } = this.deps;
     if (!handler) {
       return this.failAttempt(entry, 'permanent', `unknown kind "${job.kind}": this worker runs ${registry.kinds().join(', ') || 'no kinds'}`);
@@ -352,27 +390,19 @@ export class Worker {
       return this.failAttempt(entry, 'permanent', `invalid payload for ${job.kind} v${job.kindVersion}: ${z.prettifyError(parsed.error)}`);
     }
 
-    const timeout = setTimeout(
-      () => controller.abort(new AttemptAborted('timeout', `${job.kind} did not finish within ${handler.timeoutMs} ms`)),
-      handler.timeoutMs,
-    );
-    const aborted = new Promise<never>((_, reject) => {
-      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-    });
-    aborted.catch(() => {});
+    // Overruns are found by sweepTimeouts(), not by a timer per attempt.
+    entry.timeoutAt = performance.now() + handler.timeoutMs;
     let result: { ok: true } | { ok: false; error: unknown };
     try {
-      await Promise.race([handler.handle(this.context(entry, parsed.data)), aborted]);
+      await entry.run(() => handler.handle(this.context(entry, parsed.data)));
       result = { ok: true };
     } catch (error) {
       result = { ok: false, error };
-    } finally {
-      clearTimeout(timeout);
     }
     const seconds = (Date.now() - entry.startedAt) / 1000;
     const labels = { queue: job.queue, kind: job.kind };
 
-    if (!result.ok && result.error instanceof AttemptAborted && result.error === controller.signal.reason) {
+    if (!result.ok && result.error instanceof AttemptAborted && result.error === entry.stopped) {
       const stop = result.error;
       metrics?.handlerDuration.observe({ ...labels, outcome: stop.reason }, seconds);
       if (stop.reason === 'timeout') return this.failAttempt(entry, 'timeout', stop.message);
@@ -400,7 +430,7 @@ export class Worker {
   }
 
   private context(entry: InFlight, payload: unknown): HandlerContext<unknown> {
-    const { job, controller } = entry;
+    const { job } = entry;
     const { db } = this.deps;
     const deliveryKey = job.idempotencyKey ?? `${job.kind}:${job.id}`;
     return {
@@ -408,15 +438,17 @@ export class Worker {
       payload,
       attempt: job.attempt,
       deliveryKey,
-      signal: controller.signal,
+      get signal() {
+        return entry.signal;
+      },
       get logger() {
         return entry.log;
       },
       heartbeat: async () => {
         const outcome = await heartbeatIfLeaseHeld(db, job, { leaseSeconds: this.settings.leaseSeconds });
         if (!outcome.applied) {
-          controller.abort(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
-          throw controller.signal.reason;
+          entry.stop(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
+          throw entry.stopped;
         }
         job.leaseUntil = outcome.leaseUntil;
         entry.leaseDeadline = performance.now() + this.settings.leaseSeconds * 1000 - 1000;
@@ -503,8 +535,25 @@ export class Worker {
     }
   }
 
+  /** How often overruns are looked for: a tenth of the shortest handler timeout, 5–100 ms. */
+  private timeoutSweepMs(): number {
+    const { registry } = this.deps;
+    const shortest = Math.min(...registry.kinds().map((kind) => registry.get(kind)!.timeoutMs));
+    return Math.min(100, Math.max(5, shortest / 10));
+  }
+
+  /** Stops every handler past its timeout (one sweep instead of a timer per attempt). */
+  private sweepTimeouts(): void {
+    const now = performance.now();
+    for (const entry of this.inFlight.values()) {
+      if (now >= entry.timeoutAt && !entry.stopped) {
+        entry.stop(new AttemptAborted('timeout', `${entry.job.kind} did not finish within ${entry.handler!.timeoutMs} ms`));
+      }
+    }
+  }
+
   private async heartbeatAll(): Promise<void> {
-    const entries = [...this.inFlight.values()].filter((e) => !e.controller.signal.aborted);
+    const entries = [...this.inFlight.values()].filter((e) => !e.stopped);
     if (entries.length === 0) return;
     const sent = performance.now();
     this.deps.failpoints?.hit('in_heartbeat');
@@ -517,7 +566,7 @@ export class Worker {
         if (outcome.applied) {
           entry.job.leaseUntil = outcome.leaseUntil;
           entry.leaseDeadline = sent + this.settings.leaseSeconds * 1000 - 1000;
-        } else entry.controller.abort(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
+        } else entry.stop(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
       });
     } catch (error) {
       this.deps.logger.warn({ err: error, jobs: entries.length }, 'heartbeat failed; retrying at the next beat');
@@ -526,7 +575,7 @@ export class Worker {
       const now = performance.now();
       for (const entry of entries) {
         if (now >= entry.leaseDeadline) {
-          entry.controller.abort(new AttemptAborted('lease_lost', 'no heartbeat got through before the lease ended'));
+          entry.stop(new AttemptAborted('lease_lost', 'no heartbeat got through before the lease ended'));
         }
       }
     }

@@ -38,7 +38,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { run, type Executor } from './executor';
-import { jobColumns, mapClaimedJob, type ClaimedJob } from './job';
+import { CLAIM_COLUMNS, mapClaimedJobs, qualified, type ClaimedJob } from './job';
 import { nameSchema, parseInput, textSchema } from './validate';
 
 export const MAX_CLAIM_BATCH = 1000;
@@ -60,9 +60,9 @@ export type ClaimOptions = z.input<typeof claimOptionsSchema>;
 export async function claim(executor: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
   // Prepared once per connection (one name per shape): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
-  const { statement, name } = claimQuery(options);
+  const { statement, name, leaseToken, workerId } = claimQuery(options);
   const rows = await run(executor, statement, name);
-  return rows.map(mapClaimedJob);
+  return mapClaimedJobs(rows, leaseToken, workerId);
 }
 
 /** The claim statement itself (for EXPLAIN in tests and the benchmark). */
@@ -71,7 +71,7 @@ export function claimStatement(options: ClaimOptions): SQL {
 }
 
 /** The claim statement and the name it is prepared under (one per shape). */
-function claimQuery(options: ClaimOptions): { statement: SQL; name: string } {
+function claimQuery(options: ClaimOptions): { statement: SQL; name: string; leaseToken: string; workerId: string } {
   const { queues, workerId, limit, leaseSeconds } = parseInput('claim', claimOptionsSchema, options);
   const wanted = [...new Set(queues)];
   // One queue (the common case) needs no LATERAL: the walk of the claim index is the whole
@@ -107,19 +107,19 @@ function claimQuery(options: ClaimOptions): { statement: SQL; name: string } {
       LIMIT ${limit}`;
   // The candidates are locked (while ready) until this statement's transaction ends, so the
   // UPDATE needs no second look at their state.
+  const leaseToken = randomUUID();
   const statement = sql`
     WITH candidate AS (${candidates})
     UPDATE jobs j
     SET state = 'running',
         attempts = j.attempts + 1,
-        lease_token = ${randomUUID()}::uuid,
+        lease_token = ${leaseToken}::uuid,
         lease_until = statement_timestamp() + make_interval(secs => ${leaseSeconds}::float8),
         worker_id = ${workerId},
         started_at = statement_timestamp(),
-        updated_at = statement_timestamp(),
-        trace_id = coalesce(j.trace_id, replace(j.id::text, '-', ''))
+        updated_at = statement_timestamp()
     WHERE j.id = ANY(ARRAY(SELECT id FROM candidate))
-    RETURNING ${sql.raw(jobColumns('j'))}
+    RETURNING ${sql.raw(qualified(CLAIM_COLUMNS, 'j'))}
     `;
-  return { statement, name: wanted.length === 1 ? 'leasehold_claim_one_queue' : 'leasehold_claim' };
+  return { statement, name: wanted.length === 1 ? 'leasehold_claim_one_queue' : 'leasehold_claim', leaseToken, workerId };
 }

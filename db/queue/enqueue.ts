@@ -15,7 +15,7 @@ import { DEFAULT_AGING_SECONDS, DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY
 import { LeaseholdInputError } from './errors';
 import { newJobId } from './ids';
 import { autocommits, run, runText, toDate, toDateOrNull, type Executor } from './executor';
-import { JOB_COLUMNS, jobColumns, mapJob, type Job } from './job';
+import { JOB_COLUMNS, jobColumns, mapJob, traceIdOr, type Job } from './job';
 import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate';
 
 /** How long an idempotency key keeps deduplicating by default, job or no job: 30 days. */
@@ -312,7 +312,7 @@ async function insertOne(executor: Executor, job: PreparedSpec, notify: boolean)
     workerId: null,
     failureClass: null,
     lastError: null,
-    traceId: job.traceId,
+    traceId: traceIdOr(job.id, job.traceId),
     expiresAt: toDateOrNull(row!.expires_at),
     createdAt,
     startedAt: null,
