@@ -148,6 +148,38 @@ describe('a worker', () => {
     expect(reason).toBeInstanceOf(AttemptAborted);
   });
 
+  it('ends an attempt at its timeout even when the handler never looks at its signal', async () => {
+    const queue = uniqueQueue();
+    const deaf = defineHandler({ kind: 'deaf', versions: [1], schema: z.unknown(), timeoutMs: 150, handle: () => new Promise(() => {}) });
+    const { id } = await enqueue(t.db, { queue, kind: 'deaf' });
+    await startWorker(queue, [deaf]);
+    const job = await until('retry', async () => {
+      const j = await getJob(t.db, id);
+      return j.attempts === 1 && j.state === 'ready' ? j : undefined;
+    });
+    expect(job).toMatchObject({ failureClass: 'timeout' });
+    expect(job.lastError).toMatch(/deaf did not finish within 150 ms/);
+  });
+
+  it('takes a handler that returns a plain value or throws before returning a promise', async () => {
+    const queue = uniqueQueue();
+    const plain = defineHandler({ kind: 'plain', versions: [1], schema: z.unknown(), timeoutMs: 5000, handle: (() => 'done') as never });
+    const thrower = defineHandler({
+      kind: 'thrower',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 5000,
+      handle: (() => {
+        throw new PermanentError('refused at once');
+      }) as never,
+    });
+    const done = await enqueue(t.db, { queue, kind: 'plain' });
+    const refused = await enqueue(t.db, { queue, kind: 'thrower' });
+    await startWorker(queue, [plain, thrower]);
+    await until('done', stateIs(done.id, 'done'));
+    expect(await until('dead', stateIs(refused.id, 'dead'))).toMatchObject({ failureClass: 'permanent', lastError: expect.stringMatching(/refused at once/) });
+  });
+
   it('keeps heartbeating a handler that runs longer than its lease, so it is not reaped', async () => {
     const queue = uniqueQueue();
     const long = defineHandler({

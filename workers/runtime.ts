@@ -140,7 +140,7 @@ class InFlight {
       if (this.stopped) return reject(this.stopped);
       this.stopRun = reject;
       try {
-        work().then(() => resolve(), reject);
+        Promise.resolve(work()).then(() => resolve(), reject); // a handler may also return a plain value
       } catch (error) {
         reject(error);
       }
