@@ -38,7 +38,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { run, type Executor } from './executor';
-import { CLAIM_COLUMNS, mapClaimedJobs, qualified, type ClaimedJob } from './job';
+import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimedJob } from './job';
 import { nameSchema, parseInput, textSchema } from './validate';
 
 export const MAX_CLAIM_BATCH = 1000;
@@ -62,7 +62,7 @@ export async function claim(executor: Executor, options: ClaimOptions): Promise<
   // handler start, and planning it costs more than running it for a small batch.
   const { statement, name, leaseToken, workerId } = claimQuery(options);
   const rows = await run(executor, statement, name);
-  return mapClaimedJobs(rows, leaseToken, workerId);
+  return rows.map((row) => mapClaimedJob(row, leaseToken, workerId));
 }
 
 /** The claim statement itself (for EXPLAIN in tests and the benchmark). */

@@ -14,8 +14,8 @@ import { z } from 'zod';
 import { DEFAULT_AGING_SECONDS, DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema';
 import { LeaseholdInputError } from './errors';
 import { newJobId } from './ids';
-import { autocommits, run, runText, toDate, toDateOrNull, type Executor } from './executor';
-import { JOB_COLUMNS, jobColumns, mapJob, traceIdOr, type Job } from './job';
+import { autocommits, run, runText, type Executor } from './executor';
+import { JOB_COLUMNS, jobColumns, mapJob, type Job } from './job';
 import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate';
 
 /** How long an idempotency key keeps deduplicating by default, job or no job: 30 days. */
@@ -293,32 +293,22 @@ async function insertOne(executor: Executor, job: PreparedSpec, notify: boolean)
       job.maxAgeSeconds, job.runAt, job.delaySeconds, notify],
     aging ? 'leasehold_enqueue_one_aging' : 'leasehold_enqueue_one',
   );
-  const createdAt = toDate(row!.created_at);
-  return {
+  // The rest of the job is what was sent: map it as the stored row would read.
+  return mapJob({
+    ...row,
     id: job.id,
     queue: job.queue,
     kind: job.kind,
-    kindVersion: job.kindVersion,
-    // As stored: jsonb keeps what JSON keeps.
-    payload: JSON.parse(job.payloadText),
-    idempotencyKey: null,
+    kind_version: job.kindVersion,
+    payload: JSON.parse(job.payloadText), // as stored: jsonb keeps what JSON keeps
+    idempotency_key: null,
     state: 'ready',
     priority: job.priority,
-    runAt: toDate(row!.run_at),
     attempts: 0,
-    maxAttempts: job.maxAttempts,
-    leaseToken: null,
-    leaseUntil: null,
-    workerId: null,
-    failureClass: null,
-    lastError: null,
-    traceId: traceIdOr(job.id, job.traceId),
-    expiresAt: toDateOrNull(row!.expires_at),
-    createdAt,
-    startedAt: null,
-    finishedAt: null,
-    updatedAt: createdAt,
-  };
+    max_attempts: job.maxAttempts,
+    trace_id: job.traceId,
+    updated_at: row!.created_at,
+  });
 }
 
 /** The job ids that own `keys` now, with the jobs where they still exist. */

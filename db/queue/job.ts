@@ -88,7 +88,8 @@ export function mapJob(row: Record<string, unknown>): Job {
     workerId: (row.worker_id as string | null) ?? null,
     failureClass: (row.failure_class as FailureClass | null) ?? null,
     lastError: (row.last_error as string | null) ?? null,
-    traceId: traceIdOf(row),
+    // A job without a trace id of its own logs with its id, dashes removed (a W3C trace id).
+    traceId: (row.trace_id as string | null) ?? (row.id as string).replaceAll('-', ''),
     expiresAt: toDateOrNull(row.expires_at),
     createdAt: toDate(row.created_at),
     startedAt: toDateOrNull(row.started_at),
@@ -97,60 +98,15 @@ export function mapJob(row: Record<string, unknown>): Job {
   };
 }
 
-/** A job without a trace id of its own logs with its id, dashes removed (a W3C trace id). */
-export function traceIdOr(id: string, traceId: string | null): string {
-  return traceId ?? id.replaceAll('-', '');
-}
-
-function traceIdOf(row: Record<string, unknown>): string {
-  return traceIdOr(row.id as string, (row.trace_id as string | null) ?? null);
-}
-
 /**
  * What a claim returns per row: the columns that differ between the jobs of one claim. State,
- * token and worker are the claim's own; `started_at` and `updated_at` are one instant.
+ * token and worker are the claim's own; `updated_at` is `started_at` (one instant).
  */
 export const CLAIM_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
   attempts, max_attempts, lease_until, started_at, failure_class, last_error, trace_id, expires_at, created_at`;
 
-/**
- * Maps the rows of one claim statement. The instants every row shares (the lease deadline and
- * the claim time) are parsed once.
- */
-export function mapClaimedJobs(rows: Record<string, unknown>[], leaseToken: string, workerId: string): ClaimedJob[] {
-  const instants = new Map<unknown, number>();
-  const instant = (value: unknown) => {
-    let ms = instants.get(value);
-    if (ms === undefined) instants.set(value, (ms = toDate(value).getTime()));
-    return new Date(ms);
-  };
-  return rows.map((row) => {
-    const attempts = toInt(row.attempts);
-    const startedAt = instant(row.started_at);
-    return {
-      id: row.id as string,
-      queue: row.queue as string,
-      kind: row.kind as string,
-      kindVersion: toInt(row.kind_version),
-      payload: row.payload,
-      idempotencyKey: (row.idempotency_key as string | null) ?? null,
-      state: 'running',
-      priority: toInt(row.priority),
-      runAt: toDate(row.run_at),
-      attempts,
-      attempt: attempts,
-      maxAttempts: toInt(row.max_attempts),
-      leaseToken,
-      leaseUntil: instant(row.lease_until),
-      workerId,
-      failureClass: (row.failure_class as FailureClass | null) ?? null,
-      lastError: (row.last_error as string | null) ?? null,
-      traceId: traceIdOf(row),
-      expiresAt: toDateOrNull(row.expires_at),
-      createdAt: toDate(row.created_at),
-      startedAt,
-      finishedAt: null,
-      updatedAt: new Date(startedAt.getTime()),
-    };
-  });
+/** Maps a row of CLAIM_COLUMNS, with what the claim itself set, through mapJob. */
+export function mapClaimedJob(row: Record<string, unknown>, leaseToken: string, workerId: string): ClaimedJob {
+  const job = mapJob({ ...row, state: 'running', lease_token: leaseToken, worker_id: workerId, finished_at: null, updated_at: row.started_at });
+  return { ...job, state: 'running', attempt: job.attempts, leaseToken, leaseUntil: job.leaseUntil! };
 }
