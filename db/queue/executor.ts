@@ -28,13 +28,20 @@ interface DrizzleSession {
  * much as running them). A name must always go with the same SQL text.
  */
 export async function run<Row = Record<string, unknown>>(executor: Executor, query: SQL, name?: string): Promise<Row[]> {
-  if (isDrizzle(executor) && !name) return drizzleRows<Row>(() => executor.execute(query));
+  // A Drizzle executor that will not prepare runs the SQL object as it is.
+  if (isDrizzle(executor) && !(name && preparer(executor))) return drizzleRows<Row>(() => executor.execute(query));
   const { sql: text, params } = dialect.sqlToQuery(query);
   return runText<Row>(executor, text, params as unknown[], name);
 }
 
 function isDrizzle(executor: Executor): executor is DrizzleExecutor {
   return 'execute' in executor && typeof executor.execute === 'function';
+}
+
+/** The Drizzle session that can prepare named statements, if this executor has one. */
+function preparer(executor: DrizzleExecutor): DrizzleSession | null {
+  const session = (executor as { session?: Partial<DrizzleSession> }).session;
+  return typeof session?.prepareQuery === 'function' ? (session as DrizzleSession) : null;
 }
 
 async function drizzleRows<Row>(work: () => Promise<{ rows: unknown[] }>): Promise<Row[]> {
@@ -55,10 +62,8 @@ async function drizzleRows<Row>(work: () => Promise<{ rows: unknown[] }>): Promi
  */
 export async function runText<Row = Record<string, unknown>>(executor: Executor, text: string, values: unknown[], name?: string): Promise<Row[]> {
   if (isDrizzle(executor)) {
-    const session = (executor as { session?: Partial<DrizzleSession> }).session;
-    if (name && typeof session?.prepareQuery === 'function') {
-      return drizzleRows<Row>(() => session.prepareQuery!({ sql: text, params: values }, undefined, name, false).execute());
-    }
+    const session = preparer(executor);
+    if (name && session) return drizzleRows<Row>(() => session.prepareQuery({ sql: text, params: values }, undefined, name, false).execute());
     return drizzleRows<Row>(() => executor.execute(sqlText(text, values)));
   }
   const result = name
