@@ -58,6 +58,11 @@ const stateIs = (id: string, ...states: string[]) => async () => {
   const job = await getJob(t.db, id);
   return states.includes(job.state) ? job : undefined;
 };
+/** The job once its first attempt failed and it waits for the retry. */
+const waitingForRetry = (id: string) => async () => {
+  const job = await getJob(t.db, id);
+  return job.attempts === 1 && job.state === 'ready' ? job : undefined;
+};
 
 const noop = defineHandler({ kind: 'noop', versions: [1], schema: z.object({}).passthrough(), timeoutMs: 5000, handle: async () => 'ok' });
 
@@ -120,10 +125,7 @@ describe('a worker', () => {
     expect(limited.failureClass).toBe('rate_limited');
     expect(limited.runAt.getTime() - limited.updatedAt.getTime()).toBeGreaterThan(119_000);
     expect(await until('dead', stateIs(permanent.id, 'dead'))).toMatchObject({ failureClass: 'permanent' });
-    const retried = await until('retry', async () => {
-      const job = await getJob(t.db, plain.id);
-      return job.attempts === 1 && job.state === 'ready' ? job : undefined;
-    });
+    const retried = await until('retry', waitingForRetry(plain.id));
     expect(retried).toMatchObject({ failureClass: 'transient', lastError: 'Error: surprise' });
   });
 
@@ -140,10 +142,7 @@ describe('a worker', () => {
     });
     const { id } = await enqueue(t.db, { queue, kind: 'slow' });
     await startWorker(queue, [slow]);
-    const job = await until('retry', async () => {
-      const j = await getJob(t.db, id);
-      return j.attempts === 1 && j.state === 'ready' ? j : undefined;
-    });
+    const job = await until('retry', waitingForRetry(id));
     expect(job).toMatchObject({ failureClass: 'timeout' });
     expect(reason).toBeInstanceOf(AttemptAborted);
   });
@@ -153,10 +152,7 @@ describe('a worker', () => {
     const deaf = defineHandler({ kind: 'deaf', versions: [1], schema: z.unknown(), timeoutMs: 150, handle: () => new Promise(() => {}) });
     const { id } = await enqueue(t.db, { queue, kind: 'deaf' });
     await startWorker(queue, [deaf]);
-    const job = await until('retry', async () => {
-      const j = await getJob(t.db, id);
-      return j.attempts === 1 && j.state === 'ready' ? j : undefined;
-    });
+    const job = await until('retry', waitingForRetry(id));
     expect(job).toMatchObject({ failureClass: 'timeout' });
     expect(job.lastError).toMatch(/deaf did not finish within 150 ms/);
   });

@@ -150,6 +150,8 @@ class InFlight {
   }
 }
 
+const leaseLost = () => new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)');
+
 /** Most completions in one acknowledgement statement (a claim batch's worth). */
 const ACK_BATCH = 1000;
 
@@ -349,7 +351,7 @@ export class Worker {
 
   private begin(job: ClaimedJob): void {
     const { logger, metrics, registry } = this.deps;
-    const entry = new InFlight(job, registry.get(job.kind), performance.now() + this.settings.leaseSeconds * 1000 - 1000, logger);
+    const entry = new InFlight(job, registry.get(job.kind), this.leaseDeadlineFrom(performance.now()), logger);
     const key = `${job.id}/${job.leaseToken}`;
     this.inFlight.set(key, entry);
     metrics?.inFlight.inc();
@@ -447,11 +449,11 @@ export class Worker {
       heartbeat: async () => {
         const outcome = await heartbeatIfLeaseHeld(db, job, { leaseSeconds: this.settings.leaseSeconds });
         if (!outcome.applied) {
-          entry.stop(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
+          entry.stop(leaseLost());
           throw entry.stopped;
         }
         job.leaseUntil = outcome.leaseUntil;
-        entry.leaseDeadline = performance.now() + this.settings.leaseSeconds * 1000 - 1000;
+        entry.leaseDeadline = this.leaseDeadlineFrom(performance.now());
       },
       receipt: async <T>(effect: () => Promise<T>, key: string = deliveryKey): Promise<T> => {
         const existing = await findReceipt(db, key);
@@ -535,6 +537,14 @@ export class Worker {
     }
   }
 
+  /**
+   * Local monotonic time by which a lease renewed (or taken) at `sentAt` has surely ended, with a
+   * second to spare for clock and network.
+   */
+  private leaseDeadlineFrom(sentAt: number): number {
+    return sentAt + this.settings.leaseSeconds * 1000 - 1000;
+  }
+
   /** How often overruns are looked for: a tenth of the shortest handler timeout, 5–100 ms. */
   private timeoutSweepMs(): number {
     const { registry } = this.deps;
@@ -565,8 +575,8 @@ export class Worker {
         const entry = entries[i]!;
         if (outcome.applied) {
           entry.job.leaseUntil = outcome.leaseUntil;
-          entry.leaseDeadline = sent + this.settings.leaseSeconds * 1000 - 1000;
-        } else entry.stop(new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)'));
+          entry.leaseDeadline = this.leaseDeadlineFrom(sent);
+        } else entry.stop(leaseLost());
       });
     } catch (error) {
       this.deps.logger.warn({ err: error, jobs: entries.length }, 'heartbeat failed; retrying at the next beat');
