@@ -223,6 +223,30 @@ describe('a worker', () => {
     expect(await getJob(t.db, id)).toMatchObject({ state: 'cancelled', failureClass: 'cancelled' });
   });
 
+  it('lets a handler extend its own lease through a destructured heartbeat, and completes the job', async () => {
+    const queue = uniqueQueue();
+    const leases: number[] = [];
+    const beating = defineHandler({
+      kind: 'beating',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 60_000,
+      async handle({ heartbeat, job, deliveryKey, attempt }) {
+        leases.push(job.leaseUntil.getTime());
+        await new Promise((r) => setTimeout(r, 50));
+        await heartbeat();
+        leases.push(job.leaseUntil.getTime());
+        expect(deliveryKey).toBe(`beating:${job.id}`);
+        expect(attempt).toBe(1);
+      },
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'beating' });
+    await startWorker(queue, [beating], { leaseSeconds: 30 });
+    await until('done', stateIs(id, 'done'));
+    expect(leases).toHaveLength(2);
+    expect(leases[1]!).toBeGreaterThan(leases[0]!);
+  });
+
   it('returns a recorded receipt to a later attempt instead of repeating the side effect', async () => {
     const queue = uniqueQueue();
     let effects = 0;

@@ -103,6 +103,8 @@ class InFlight {
   /** Why the attempt was stopped, once it was. */
   stopped: AttemptAborted | null = null;
   readonly startedAt = Date.now();
+  /** When the handler ended (Date.now()), for the completion's log line. */
+  endedAt = 0;
   /** Local monotonic time after which the handler has overrun its timeout. */
   timeoutAt = Number.POSITIVE_INFINITY;
 
@@ -138,36 +140,104 @@ class InFlight {
   run(work: () => Promise<unknown>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (this.stopped) return reject(this.stopped);
+      // Once the wait is settled, a later stop() rejecting it again is a no-op.
       this.stopRun = reject;
       try {
         Promise.resolve(work()).then(() => resolve(), reject); // a handler may also return a plain value
       } catch (error) {
         reject(error);
       }
-    }).finally(() => {
-      this.stopRun = null;
     });
   }
 }
 
 const leaseLost = () => new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)');
+const NOT_ACKNOWLEDGED: SettleOutcome = Object.freeze({ applied: false, reason: 'lease_lost' });
+
+/**
+ * Local monotonic time by which a lease renewed (or taken) at `sentAt` has surely ended, with a
+ * second to spare for clock and network.
+ */
+function leaseDeadlineFrom(sentAt: number, leaseSeconds: number): number {
+  return sentAt + leaseSeconds * 1000 - 1000;
+}
+
+/**
+ * What a handler receives. One object per attempt, and its functions are made only when a
+ * handler reads them (most handlers never heartbeat by hand): at thousands of jobs a second
+ * the per-attempt closures showed in the profile. Read through getters, `heartbeat` and
+ * `receipt` stay bound when destructured.
+ */
+class AttemptContext implements HandlerContext<unknown> {
+  readonly job: ClaimedJob;
+  readonly attempt: number;
+  private heartbeatFn: (() => Promise<void>) | null = null;
+  private receiptFn: HandlerContext<unknown>['receipt'] | null = null;
+
+  constructor(
+    private readonly entry: InFlight,
+    readonly payload: unknown,
+    private readonly db: Executor,
+    private readonly leaseSeconds: number,
+  ) {
+    this.job = entry.job;
+    this.attempt = entry.job.attempt;
+  }
+
+  get deliveryKey(): string {
+    return this.job.idempotencyKey ?? `${this.job.kind}:${this.job.id}`;
+  }
+
+  get signal(): AbortSignal {
+    return this.entry.signal;
+  }
+
+  get logger(): Logger {
+    return this.entry.log;
+  }
+
+  get heartbeat(): () => Promise<void> {
+    return (this.heartbeatFn ??= async () => {
+      const { entry, job } = this;
+      const outcome = await heartbeatIfLeaseHeld(this.db, job, { leaseSeconds: this.leaseSeconds });
+      if (!outcome.applied) {
+        entry.stop(leaseLost());
+        throw entry.stopped;
+      }
+      job.leaseUntil = outcome.leaseUntil;
+      entry.leaseDeadline = leaseDeadlineFrom(performance.now(), this.leaseSeconds);
+    });
+  }
+
+  get receipt(): HandlerContext<unknown>['receipt'] {
+    return (this.receiptFn ??= async <T>(effect: () => Promise<T>, key: string = this.deliveryKey): Promise<T> => {
+      const { entry, job, db } = this;
+      const existing = await findReceipt(db, key);
+      if (existing) {
+        entry.log.info({ receiptKey: key, recordedBy: existing.attempt }, 'side effect already done: using its receipt');
+        return existing.result as T;
+      }
+      const value = await effect();
+      const { receipt } = await recordReceipt(db, { key, jobId: job.id, attempt: job.attempt, result: value ?? null });
+      return receipt.result as T;
+    });
+  }
+}
 
 /** Most completions in one acknowledgement statement (a claim batch's worth). */
 const ACK_BATCH = 1000;
 
 export class Worker {
-  /**
-   * Keyed by job id and lease token: one job can have two attempts here (a stale one and a new
-   * one), and the jobs of one claim share a token.
-   */
-  private readonly inFlight = new Map<string, InFlight>();
+  /** Attempts, not jobs: one job can have two attempts here (a stale one and a new one). */
+  private readonly inFlight = new Set<InFlight>();
   private readonly stopController = new AbortController();
   /** Heartbeats go on through the grace period and stop only after the last release. */
   private readonly heartbeatController = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wokenMeanwhile = false;
   private claimLoopDone: Promise<void> = Promise.resolve();
-  private pendingAcks: { entry: InFlight; resolve(outcome: SettleOutcome): void }[] = [];
+  /** Completed attempts waiting for the next batched acknowledgement. */
+  private pendingAcks: InFlight[] = [];
   private ackTimer: NodeJS.Timeout | null = null;
   private listener: WakeListener | null = null;
   private loops: Promise<void>[] = [];
@@ -258,7 +328,7 @@ export class Worker {
     }
     if (this.inFlight.size > 0) {
       logger.warn({ releasing: this.inFlight.size }, 'grace period over: releasing unfinished jobs');
-      for (const entry of this.inFlight.values()) {
+      for (const entry of this.inFlight) {
         entry.stop(new AttemptAborted('shutdown', 'the worker is shutting down'));
       }
       await Promise.race([this.whenDrained(), sleep(10_000)]);
@@ -352,129 +422,114 @@ export class Worker {
   private begin(job: ClaimedJob): void {
     const { logger, metrics, registry } = this.deps;
     const entry = new InFlight(job, registry.get(job.kind), this.leaseDeadlineFrom(performance.now()), logger);
-    const key = `${job.id}/${job.leaseToken}`;
-    this.inFlight.set(key, entry);
+    this.inFlight.add(entry);
     metrics?.inFlight.inc();
     metrics?.claimed.inc({ queue: job.queue });
     if (job.attempt === 1 && job.startedAt) {
       const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
       metrics?.startDelay.observe({ queue: job.queue }, Math.max(0, job.startedAt.getTime() - due) / 1000);
     }
-    void this.execute(entry)
-      .catch((error: unknown) => entry.log.error({ err: error }, 'attempt ended with an unexpected error; the lease will expire'))
-      .finally(() => {
-        if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
-        metrics?.inFlight.dec();
-        if (this.inFlight.size === 0) {
-          const drained = this.drained;
-          this.drained = null;
-          drained?.();
-        }
-        this.wake();
-      });
+    // A completed attempt stays in flight (and heartbeated) until its acknowledgement is
+    // through; flushAcks() finishes it then.
+    this.execute(entry).then(
+      (acknowledging) => {
+        if (!acknowledging) this.finish(entry);
+      },
+      (error: unknown) => {
+        entry.log.error({ err: error }, 'attempt ended with an unexpected error; the lease will expire');
+        this.finish(entry);
+      },
+    );
   }
 
-  private async execute(entry: InFlight): Promise<void> {
+  /** The attempt is over: its slot is free. */
+  private finish(entry: InFlight): void {
+    this.inFlight.delete(entry);
+    this.deps.metrics?.inFlight.dec();
+    if (this.inFlight.size === 0) {
+      const drained = this.drained;
+      this.drained = null;
+      drained?.();
+    }
+    this.wake();
+  }
+
+  /** Runs the attempt; true when it completed and now waits for its acknowledgement. */
+  private async execute(entry: InFlight): Promise<boolean> {
     const { job, handler } = entry;
     const { registry, metrics } = this.deps;
     if (!handler) {
-      return this.failAttempt(entry, 'permanent', `unknown kind "${job.kind}": this worker runs ${registry.kinds().join(', ') || 'no kinds'}`);
+      await this.failAttempt(entry, 'permanent', `unknown kind "${job.kind}": this worker runs ${registry.kinds().join(', ') || 'no kinds'}`);
+      return false;
     }
     if (!handler.versions.includes(job.kindVersion)) {
-      return this.failAttempt(
+      await this.failAttempt(
         entry,
         'permanent',
         `kind ${job.kind} version ${job.kindVersion} is not supported (this worker supports ${handler.versions.join(', ')})`,
       );
+      return false;
     }
     const parsed = handler.schema.safeParse(job.payload);
     if (!parsed.success) {
-      return this.failAttempt(entry, 'permanent', `invalid payload for ${job.kind} v${job.kindVersion}: ${z.prettifyError(parsed.error)}`);
+      await this.failAttempt(entry, 'permanent', `invalid payload for ${job.kind} v${job.kindVersion}: ${z.prettifyError(parsed.error)}`);
+      return false;
     }
 
     // Overruns are found by sweepTimeouts(), not by a timer per attempt.
     entry.timeoutAt = performance.now() + handler.timeoutMs;
     let result: { ok: true } | { ok: false; error: unknown };
     try {
-      await entry.run(() => handler.handle(this.context(entry, parsed.data)));
+      await entry.run(() => handler.handle(new AttemptContext(entry, parsed.data, this.deps.db, this.settings.leaseSeconds)));
       result = { ok: true };
     } catch (error) {
       result = { ok: false, error };
     }
-    const seconds = (Date.now() - entry.startedAt) / 1000;
-    const labels = { queue: job.queue, kind: job.kind };
+    entry.endedAt = Date.now();
+    const seconds = (entry.endedAt - entry.startedAt) / 1000;
 
     if (!result.ok && result.error instanceof AttemptAborted && result.error === entry.stopped) {
       const stop = result.error;
-      metrics?.handlerDuration.observe({ ...labels, outcome: stop.reason }, seconds);
-      if (stop.reason === 'timeout') return this.failAttempt(entry, 'timeout', stop.message);
-      if (stop.reason === 'shutdown') return this.releaseAttempt(entry);
-      metrics?.leasesLost.inc(labels);
-      entry.log.warn('lease lost while running (expired, reaped or cancelled): this attempt settles nothing');
-      return;
+      metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: stop.reason }, seconds);
+      if (stop.reason === 'timeout') await this.failAttempt(entry, 'timeout', stop.message);
+      else if (stop.reason === 'shutdown') await this.releaseAttempt(entry);
+      else {
+        metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
+        entry.log.warn('lease lost while running (expired, reaped or cancelled): this attempt settles nothing');
+      }
+      return false;
     }
     if (result.ok) {
       this.deps.failpoints?.hit('after_effect');
-      metrics?.handlerDuration.observe({ ...labels, outcome: 'completed' }, seconds);
-      const outcome = await this.acknowledge(entry);
-      if (outcome.applied) {
-        metrics?.completed.inc(labels);
-        if (this.deps.logger.isLevelEnabled('info')) entry.log.info({ ms: Math.round(seconds * 1000) }, 'job done');
-      } else {
-        metrics?.leasesLost.inc(labels);
-        entry.log.warn('completed, but the lease was lost before the acknowledgement: another attempt may run');
-      }
-      return;
+      metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: 'completed' }, seconds);
+      this.acknowledge(entry);
+      return true;
     }
     const { failureClass, message, retryAfterMs } = classify(result.error);
-    metrics?.handlerDuration.observe({ ...labels, outcome: 'failed' }, seconds);
-    return this.failAttempt(entry, failureClass, message, retryAfterMs);
+    metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: 'failed' }, seconds);
+    await this.failAttempt(entry, failureClass, message, retryAfterMs);
+    return false;
   }
 
-  private context(entry: InFlight, payload: unknown): HandlerContext<unknown> {
+  /** After the acknowledgement: the completion is recorded, or the lease was gone by then. */
+  private acknowledged(entry: InFlight, outcome: SettleOutcome): void {
     const { job } = entry;
-    const { db } = this.deps;
-    const deliveryKey = job.idempotencyKey ?? `${job.kind}:${job.id}`;
-    return {
-      job,
-      payload,
-      attempt: job.attempt,
-      deliveryKey,
-      get signal() {
-        return entry.signal;
-      },
-      get logger() {
-        return entry.log;
-      },
-      heartbeat: async () => {
-        const outcome = await heartbeatIfLeaseHeld(db, job, { leaseSeconds: this.settings.leaseSeconds });
-        if (!outcome.applied) {
-          entry.stop(leaseLost());
-          throw entry.stopped;
-        }
-        job.leaseUntil = outcome.leaseUntil;
-        entry.leaseDeadline = this.leaseDeadlineFrom(performance.now());
-      },
-      receipt: async <T>(effect: () => Promise<T>, key: string = deliveryKey): Promise<T> => {
-        const existing = await findReceipt(db, key);
-        if (existing) {
-          entry.log.info({ receiptKey: key, recordedBy: existing.attempt }, 'side effect already done: using its receipt');
-          return existing.result as T;
-        }
-        const value = await effect();
-        const { receipt } = await recordReceipt(db, { key, jobId: job.id, attempt: job.attempt, result: value ?? null });
-        return receipt.result as T;
-      },
-    };
+    const { metrics, logger } = this.deps;
+    if (outcome.applied) {
+      metrics?.completed.inc({ queue: job.queue, kind: job.kind });
+      if (logger.isLevelEnabled('info')) entry.log.info({ ms: entry.endedAt - entry.startedAt }, 'job done');
+    } else {
+      metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
+      entry.log.warn('completed, but the lease was lost before the acknowledgement: another attempt may run');
+    }
+    this.finish(entry);
   }
 
   /** Queues a completion for the next batched acknowledgement. */
-  private acknowledge(entry: InFlight): Promise<SettleOutcome> {
-    return new Promise((resolve) => {
-      this.pendingAcks.push({ entry, resolve });
-      if (this.pendingAcks.length >= ACK_BATCH) void this.flushAcks();
-      else this.ackTimer ??= setTimeout(() => void this.flushAcks(), this.settings.ackFlushMs);
-    });
+  private acknowledge(entry: InFlight): void {
+    this.pendingAcks.push(entry);
+    if (this.pendingAcks.length >= ACK_BATCH) void this.flushAcks();
+    else this.ackTimer ??= setTimeout(() => void this.flushAcks(), this.settings.ackFlushMs);
   }
 
   private async flushAcks(): Promise<void> {
@@ -482,17 +537,18 @@ export class Worker {
     this.ackTimer = null;
     while (this.pendingAcks.length > 0) {
       const batch = this.pendingAcks.splice(0, ACK_BATCH);
-      const deadline = Math.min(...batch.map((b) => b.entry.job.leaseUntil.getTime()));
+      const jobs = batch.map((entry) => entry.job);
+      let deadline = Number.POSITIVE_INFINITY;
+      for (const job of jobs) deadline = Math.min(deadline, job.leaseUntil.getTime());
       this.deps.failpoints?.hit('before_ack');
+      let outcomes: SettleOutcome[];
       try {
-        const outcomes = await this.retryingDb('acknowledge', deadline, (db) =>
-          completeManyIfLeaseHeld(db, batch.map((b) => b.entry.job)),
-        );
-        batch.forEach((b, i) => b.resolve(outcomes[i]!));
+        outcomes = await this.retryingDb('acknowledge', deadline, (db) => completeManyIfLeaseHeld(db, jobs));
       } catch (error) {
         this.deps.logger.error({ err: error, jobs: batch.length }, 'could not acknowledge completions; their leases will expire and they will run again');
-        for (const b of batch) b.resolve({ applied: false, reason: 'lease_lost' });
+        outcomes = batch.map(() => NOT_ACKNOWLEDGED);
       }
+      batch.forEach((entry, i) => this.acknowledged(entry, outcomes[i]!));
     }
   }
 
@@ -537,12 +593,8 @@ export class Worker {
     }
   }
 
-  /**
-   * Local monotonic time by which a lease renewed (or taken) at `sentAt` has surely ended, with a
-   * second to spare for clock and network.
-   */
   private leaseDeadlineFrom(sentAt: number): number {
-    return sentAt + this.settings.leaseSeconds * 1000 - 1000;
+    return leaseDeadlineFrom(sentAt, this.settings.leaseSeconds);
   }
 
   /** How often overruns are looked for: a tenth of the shortest handler timeout, 5–100 ms. */
@@ -555,7 +607,7 @@ export class Worker {
   /** Stops every handler past its timeout (one sweep instead of a timer per attempt). */
   private sweepTimeouts(): void {
     const now = performance.now();
-    for (const entry of this.inFlight.values()) {
+    for (const entry of this.inFlight) {
       if (now >= entry.timeoutAt && !entry.stopped) {
         entry.stop(new AttemptAborted('timeout', `${entry.job.kind} did not finish within ${entry.handler!.timeoutMs} ms`));
       }
@@ -563,7 +615,7 @@ export class Worker {
   }
 
   private async heartbeatAll(): Promise<void> {
-    const entries = [...this.inFlight.values()].filter((e) => !e.stopped);
+    const entries = [...this.inFlight].filter((e) => !e.stopped);
     if (entries.length === 0) return;
     const sent = performance.now();
     this.deps.failpoints?.hit('in_heartbeat');

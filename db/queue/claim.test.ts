@@ -41,6 +41,33 @@ describe('claim', () => {
     expect(Object.fromEntries(rows.map((r) => [r.id, r.state]))).toEqual({ [a!.id]: 'done', [b!.id]: 'running', [c!.id]: 'running' });
   });
 
+  it('acknowledges a batch with some leases already gone: each job gets its own outcome, in input order', async () => {
+    const queue = uniqueQueue();
+    await enqueueMany(t.db, Array.from({ length: 4 }, () => ({ queue, kind: 'k' })));
+    const [a, b, c] = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 3 });
+    const [d] = await claim(t.db, { queues: [queue], workerId: 'w2', limit: 1 });
+    expect(await completeManyIfLeaseHeld(t.db, [b!])).toEqual([{ applied: true }]);
+    const stale = { id: c!.id, leaseToken: d!.leaseToken }; // c's id under another claim's token
+    expect(await completeManyIfLeaseHeld(t.db, [a!, b!, stale, d!, c!])).toEqual([
+      { applied: true },
+      { applied: false, reason: 'lease_lost' },
+      { applied: false, reason: 'lease_lost' },
+      { applied: true },
+      { applied: true },
+    ]);
+    const rows = await run<{ state: string }>(t.db, sql`SELECT state FROM jobs WHERE queue = ${queue}`);
+    expect(rows.map((r) => r.state)).toEqual(['done', 'done', 'done', 'done']);
+  });
+
+  it('refuses a malformed acknowledgement with a clear error and completes nothing of it', async () => {
+    const queue = uniqueQueue();
+    await enqueueMany(t.db, Array.from({ length: 2 }, () => ({ queue, kind: 'k' })));
+    const [a, b] = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 2 });
+    await expect(completeManyIfLeaseHeld(t.db, [a!, { id: b!.id, leaseToken: 'not-a-token' }])).rejects.toThrow(/completeMany.*UUID/s);
+    const rows = await run<{ state: string }>(t.db, sql`SELECT state FROM jobs WHERE queue = ${queue}`);
+    expect(rows.map((r) => r.state)).toEqual(['running', 'running']);
+  });
+
   it('does not hand out jobs scheduled for later', async () => {
     const queue = uniqueQueue();
     await addJob(t.db, { queue, delayMs: 60_000 });

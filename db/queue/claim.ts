@@ -37,7 +37,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { run, type Executor } from './executor';
+import { run, toDate, type Executor } from './executor';
 import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimedJob } from './job';
 import { nameSchema, parseInput, textSchema } from './validate';
 
@@ -62,7 +62,10 @@ export async function claim(executor: Executor, options: ClaimOptions): Promise<
   // handler start, and planning it costs more than running it for a small batch.
   const { statement, name, leaseToken, workerId } = claimQuery(options);
   const rows = await run(executor, statement, name);
-  return rows.map((row) => mapClaimedJob(row, leaseToken, workerId));
+  if (rows.length === 0) return [];
+  // One statement, one instant: every row has the same start and lease deadline.
+  const instant = { leaseToken, workerId, startedAt: toDate(rows[0]!.started_at).getTime(), leaseUntil: toDate(rows[0]!.lease_until).getTime() };
+  return rows.map((row) => mapClaimedJob(row, instant));
 }
 
 /** The claim statement itself (for EXPLAIN in tests and the benchmark). */

@@ -10,10 +10,8 @@ import { LeaseholdInputError } from './errors';
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
 export const nameSchema = z.string().regex(NAME_PATTERN, 'expected 1-128 of A-Z a-z 0-9 _ . : - (starting with a letter or digit)');
-export const uuidSchema = z.string().regex(
-  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
-  'expected a UUID',
-);
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const uuidSchema = z.string().regex(UUID_PATTERN, 'expected a UUID');
 /** Text for a `text` column: PostgreSQL cannot store U+0000 in text. */
 export const textSchema = (max: number) =>
   z.string().max(max).refine((s) => !s.includes('\u0000'), 'contains U+0000, which PostgreSQL text cannot store');
