@@ -6,6 +6,7 @@ import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany, pauseQueue
 import { useTestDatabase } from '../../test/db';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
+import { COMPLETE_MANY } from './settle';
 
 const t = useTestDatabase({ max: 30 });
 
@@ -231,6 +232,29 @@ describe('plans under history volume', () => {
     const reapPlan = await explain(reapStatement({ limit: 100 }));
     expect(reapPlan.map((n) => n['Index Name']).filter(Boolean)).toContain('jobs_lease_idx');
     expect(reapPlan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'jobs')).toEqual([]);
+  });
+});
+
+describe('acknowledgement plan', () => {
+  it('finds a batch by primary key in its generic plan, not by walking every running job', async () => {
+    const queue = uniqueQueue('ackplan');
+    await enqueueMany(t.db, Array.from({ length: 3000 }, () => ({ queue, kind: 'k' })));
+    await run(t.db, sql`ANALYZE jobs`); // statistics from before anything ran: the lease index looks empty
+    const running = await claim(t.db, { queues: [queue], workerId: 'w', limit: 1000 });
+    await claim(t.db, { queues: [queue], workerId: 'w', limit: 1000 });
+    const client = await t.pool.connect();
+    try {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE ack_plan_test(uuid[], uuid) AS ${COMPLETE_MANY}`);
+      const ids = `{${running.map((j) => j.id).join(',')}}`;
+      const { rows } = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE ack_plan_test('${ids}', '${running[0]!.leaseToken}')`);
+      await client.query('DEALLOCATE ack_plan_test; RESET plan_cache_mode');
+      const indexes = JSON.stringify(rows[0]['QUERY PLAN']).match(/"Index Name":"[a-z_]+"/g) ?? [];
+      expect(indexes).toContain('"Index Name":"jobs_pkey"');
+      expect(indexes).not.toContain('"Index Name":"jobs_lease_idx"');
+    } finally {
+      client.release();
+    }
   });
 });
 

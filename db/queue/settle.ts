@@ -5,7 +5,9 @@
  * Invariant: every statement here is one compare-and-set guarded by
  *   state = 'running' AND lease_token = <the attempt's token> AND lease_until > now()
  * so a worker whose lease expired, was reaped, re-claimed by someone else or cancelled by an
- * operator changes nothing, even if the reaper has not run yet. A refused settlement is the
+ * operator changes nothing, even if the reaper has not run yet. (The batch completion leaves out
+ * `state = 'running'`: a token means running, by the CHECK jobs_lease_check, and without it the
+ * prepared plan cannot pick the lease index; see COMPLETE_MANY.) A refused settlement is the
  * value `{ applied: false, reason: 'lease_lost' }`, never an exception and never a write.
  *
  * Ending an attempt other than by completing it also writes its `job_attempts` row in the same
@@ -76,13 +78,16 @@ export async function completeManyIfLeaseHeld(
   return leases.map((l) => (lost.has(`${l.id}/${l.leaseToken}`) ? LEASE_LOST : APPLIED));
 }
 
-const COMPLETE_MANY = `
+/** The batch acknowledgement's text ($1 ids, $2 token), exported for plan tests. */
+export const COMPLETE_MANY = `
   WITH done AS (
     UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
                       finished_at = statement_timestamp(), updated_at = statement_timestamp()
-    -- The lease is written as time left so the planner never walks the lease index (every
-    -- running job) instead of the primary key to find this batch.
-    WHERE j.id = ANY($1::uuid[]) AND j.state = 'running' AND j.lease_token = $2::uuid
+    -- A token means running (jobs_lease_check), so the guard is the token and the time left.
+    -- Neither names the lease index's predicate (state = 'running') nor its column: the
+    -- prepared, generic plan must find this batch by primary key, not walk every running job
+    -- and test each against the whole id list (it did, with state in the guard).
+    WHERE j.id = ANY($1::uuid[]) AND j.lease_token = $2::uuid
       AND j.lease_until - statement_timestamp() > interval '0'
     RETURNING j.id
   )
