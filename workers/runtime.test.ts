@@ -74,6 +74,38 @@ describe('a worker', () => {
     for (const id of ids) await until('done', stateIs(id, 'done'));
   });
 
+  it('claims again when a slot frees up if every slot was taken, and not after each job otherwise', async () => {
+    // Counts the claim statements this worker prepares and runs.
+    let claims = 0;
+    const session = (t.db as unknown as { session: { prepareQuery: (...args: unknown[]) => unknown } }).session;
+    const counting = Object.create(session, {
+      prepareQuery: {
+        value: (...args: unknown[]) => {
+          if (String(args[2]).startsWith('leasehold_claim')) claims += 1;
+          return session.prepareQuery(...args);
+        },
+      },
+    });
+    const db = Object.create(t.db, { session: { value: counting } }) as Db;
+    const slow = defineHandler({ kind: 'slow', versions: [1], schema: z.unknown(), timeoutMs: 5000, handle: () => new Promise((r) => setTimeout(r, 30)) });
+
+    // Slots free: one claim takes all three jobs; their endings start no further claims.
+    const roomy = uniqueQueue('roomy');
+    const few = await Promise.all(Array.from({ length: 3 }, () => enqueue(t.db, { queue: roomy, kind: 'slow' }).then((r) => r.id)));
+    await startWorker(roomy, [slow], { concurrency: 5, batchSize: 5, pollMs: 60_000 }, db);
+    for (const id of few) await until('done', stateIs(id, 'done'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(claims).toBe(1);
+
+    // One slot: each ending wakes the loop at once, long before its 60 s poll.
+    claims = 0;
+    const narrow = uniqueQueue('narrow');
+    const queued = await Promise.all(Array.from({ length: 3 }, () => enqueue(t.db, { queue: narrow, kind: 'slow' }).then((r) => r.id)));
+    await startWorker(narrow, [slow], { concurrency: 1, batchSize: 1, pollMs: 60_000 }, db);
+    for (const id of queued) await until('done', stateIs(id, 'done'), 5000);
+    expect(claims).toBeGreaterThanOrEqual(3);
+  });
+
   it('ends an unknown kind dead as permanent after one attempt', async () => {
     const queue = uniqueQueue();
     const { id } = await enqueue(t.db, { queue, kind: 'no.such.kind' });

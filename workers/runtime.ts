@@ -235,6 +235,8 @@ export class Worker {
   private readonly heartbeatController = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wokenMeanwhile = false;
+  /** The claim loop waits with every slot taken: a finishing attempt must wake it. */
+  private waitingForSlot = false;
   private claimLoopDone: Promise<void> = Promise.resolve();
   /** Completed attempts waiting for the next batched acknowledgement. */
   private pendingAcks: InFlight[] = [];
@@ -414,8 +416,13 @@ export class Worker {
         for (const job of jobs) this.begin(job);
         if (jobs.length === limit) continue; // there may be more due right now
       }
-      // Polling with jitter is the correctness path; wake-ups only make it prompt.
+      // Polling with jitter is the correctness path; wake-ups only make it prompt. A freed slot
+      // wakes the loop only if it is waiting for one: with slots free, the last claim took
+      // everything due, and a claim per finished job would find nothing (it did, once per job,
+      // which also delayed the next job's pickup behind that empty claim).
+      this.waitingForSlot = this.inFlight.size >= s.concurrency;
       await this.waitForWake(s.pollMs * (0.8 + Math.random() * 0.4));
+      this.waitingForSlot = false;
     }
   }
 
@@ -451,7 +458,7 @@ export class Worker {
       this.drained = null;
       drained?.();
     }
-    this.wake();
+    if (this.waitingForSlot) this.wake();
   }
 
   /** Runs the attempt; true when it completed and now waits for its acknowledgement. */
