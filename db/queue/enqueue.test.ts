@@ -235,6 +235,28 @@ describe('bad input', () => {
 });
 
 describe('bulk enqueue', () => {
+  it('stores each payload of a bulk call as given, with or without keys: quotes, backslashes, commas, braces, unicode, arrays, scalars', async () => {
+    const queue = uniqueQueue();
+    const payloads: unknown[] = [
+      { text: 'say "hi", then \\ leave {now}' },
+      ['a', 1, null, { nested: [true, false] }],
+      'a bare string, with "quotes"',
+      42,
+      null,
+      { emoji: '😀', accents: 'éàü', cjk: '漢字', escapes: '\n\t' },
+      {},
+    ];
+    for (const withKeys of [false, true]) {
+      const results = await enqueueMany(
+        t.db,
+        payloads.map((payload, i) => ({ queue, kind: 'k', payload, ...(withKeys ? { idempotencyKey: `${queue}:${i}` } : {}) })),
+      );
+      const stored = await run<{ id: string; payload: unknown }>(t.db, sql`SELECT id, payload FROM jobs WHERE id = ANY(${sql.param(results.map((r) => r.id))}::uuid[])`);
+      const byId = new Map(stored.map((r) => [r.id, r.payload]));
+      expect(results.map((r) => byId.get(r.id))).toEqual(payloads);
+    }
+  });
+
   it('writes 10,000 jobs in one call, in input order', async () => {
     const queue = uniqueQueue();
     const results = await enqueueMany(t.db, Array.from({ length: 10_000 }, (_, i) => ({ queue, kind: 'k', payload: { i } })));

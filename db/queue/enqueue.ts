@@ -215,9 +215,12 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returns: 'jo
     WITH input AS (
       -- Set-returning functions side by side in the select list run in step and stream their
       -- rows; unnest(a, b, …) in FROM would first store all of them (on disk, for 100,000).
-      SELECT unnest(${col((j) => j.id)}::uuid[]) AS id, unnest(${col((j) => j.queue)}::text[]) AS queue,
+      -- Ids and payloads go as one literal each, built by joining: the driver's escaping of
+      -- 100,000 array elements one by one was a tenth of a bulk enqueue's client time. A UUID
+      -- needs no quoting, and the payloads are already JSON texts, so they make a JSON array.
+      SELECT unnest(${sql.param(`{${jobs.map((j) => j.id).join(',')}}`)}::uuid[]) AS id, unnest(${col((j) => j.queue)}::text[]) AS queue,
              unnest(${col((j) => j.kind)}::text[]) AS kind, unnest(${col((j) => j.kindVersion)}::int[]) AS kind_version,
-             unnest(${col((j) => j.payloadText)}::jsonb[]) AS payload, unnest(${col((j) => j.idempotencyKey)}::text[]) AS idempotency_key,
+             jsonb_array_elements(${sql.param(`[${jobs.map((j) => j.payloadText).join(',')}]`)}::jsonb) AS payload, unnest(${col((j) => j.idempotencyKey)}::text[]) AS idempotency_key,
              unnest(${col((j) => j.priority)}::int[]) AS priority, unnest(${col((j) => j.runAt)}::timestamptz[]) AS run_at,
              unnest(${col((j) => j.delaySeconds)}::float8[]) AS delay_s, unnest(${col((j) => j.maxAttempts)}::int[]) AS max_attempts,
              unnest(${col((j) => j.maxAgeSeconds)}::float8[]) AS max_age_s, unnest(${col((j) => j.traceId)}::text[]) AS trace_id,
