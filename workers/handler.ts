@@ -6,6 +6,11 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { ClaimedJob, RetryPolicy } from '../db/queue';
 
+/**
+ * What a handler receives for one attempt. Read its members or destructure them (functions
+ * stay bound); `signal`, `logger`, `heartbeat` and `receipt` are getters, made on first read,
+ * so a spread copy (`{ ...context }`) carries only the plain fields: pass the context itself on.
+ */
 export interface HandlerContext<Payload> {
   job: ClaimedJob;
   /** Validated against the handler's schema. */

@@ -171,6 +171,7 @@ function leaseDeadlineFrom(sentAt: number, leaseSeconds: number): number {
 class AttemptContext implements HandlerContext<unknown> {
   readonly job: ClaimedJob;
   readonly attempt: number;
+  readonly deliveryKey: string;
   private heartbeatFn: (() => Promise<void>) | null = null;
   private receiptFn: HandlerContext<unknown>['receipt'] | null = null;
 
@@ -182,10 +183,7 @@ class AttemptContext implements HandlerContext<unknown> {
   ) {
     this.job = entry.job;
     this.attempt = entry.job.attempt;
-  }
-
-  get deliveryKey(): string {
-    return this.job.idempotencyKey ?? `${this.job.kind}:${this.job.id}`;
+    this.deliveryKey = entry.job.idempotencyKey ?? `${entry.job.kind}:${entry.job.id}`;
   }
 
   get signal(): AbortSignal {
