@@ -416,8 +416,8 @@ export class Worker {
       }
       // Polling with jitter is the correctness path; wake-ups only make it prompt. A freed slot
       // wakes the loop only if it is waiting for one: with slots free, the last claim took
-      // everything due, and a claim per finished job would find nothing (it did, once per job,
-      // which also delayed the next job's pickup behind that empty claim).
+      // everything due, and a claim per finished job would find nothing (it did: one empty
+      // claim per job at low load; docs/performance.md has what that did to pickup).
       this.waitingForSlot = this.inFlight.size >= s.concurrency;
       await this.waitForWake(s.pollMs * (0.8 + Math.random() * 0.4));
       this.waitingForSlot = false;
