@@ -76,30 +76,40 @@ function defaultTraceId(id: string): string {
   return id.length === 36 ? id.slice(0, 8) + id.slice(9, 13) + id.slice(14, 18) + id.slice(19, 23) + id.slice(24) : id.replaceAll('-', '');
 }
 
+/** A job from a row of JOB_COLUMNS. */
 export function mapJob(row: Record<string, unknown>): Job {
+  return jobFromRow(row, null);
+}
+
+/**
+ * The one row-to-Job mapping. With `claim`, the row is a claim's (CLAIM_COLUMNS): state, token,
+ * worker and the claim's instants (one per batch, parsed once by claim()) come from `claim`.
+ */
+function jobFromRow(row: Record<string, unknown>, claim: ClaimInstant | null): Job {
+  const id = row.id as string;
   return {
-    id: row.id as string,
+    id,
     queue: row.queue as string,
     kind: row.kind as string,
     kindVersion: toInt(row.kind_version),
     payload: row.payload,
     idempotencyKey: (row.idempotency_key as string | null) ?? null,
-    state: row.state as JobState,
+    state: claim ? 'running' : (row.state as JobState),
     priority: toInt(row.priority),
     runAt: toDate(row.run_at),
     attempts: toInt(row.attempts),
     maxAttempts: toInt(row.max_attempts),
-    leaseToken: (row.lease_token as string | null) ?? null,
-    leaseUntil: toDateOrNull(row.lease_until),
-    workerId: (row.worker_id as string | null) ?? null,
+    leaseToken: claim ? claim.leaseToken : ((row.lease_token as string | null) ?? null),
+    leaseUntil: claim ? new Date(claim.leaseUntil) : toDateOrNull(row.lease_until),
+    workerId: claim ? claim.workerId : ((row.worker_id as string | null) ?? null),
     failureClass: (row.failure_class as FailureClass | null) ?? null,
     lastError: (row.last_error as string | null) ?? null,
-    traceId: (row.trace_id as string | null) ?? defaultTraceId(row.id as string),
+    traceId: (row.trace_id as string | null) ?? defaultTraceId(id),
     expiresAt: toDateOrNull(row.expires_at),
     createdAt: toDate(row.created_at),
-    startedAt: toDateOrNull(row.started_at),
-    finishedAt: toDateOrNull(row.finished_at),
-    updatedAt: toDate(row.updated_at),
+    startedAt: claim ? new Date(claim.startedAt) : toDateOrNull(row.started_at),
+    finishedAt: claim ? null : toDateOrNull(row.finished_at),
+    updatedAt: claim ? new Date(claim.startedAt) : toDate(row.updated_at),
   };
 }
 
@@ -119,37 +129,9 @@ export interface ClaimInstant {
   leaseUntil: number;
 }
 
-/**
- * Maps a row of CLAIM_COLUMNS. Not through mapJob: a claim maps a thousand rows at a time, and
- * the copy of each row plus six timestamp parses per job showed in the worker's profile; the
- * claim's instants are parsed once per batch (see claim()).
- */
+/** Maps a row of CLAIM_COLUMNS as the claimed job an attempt holds. */
 export function mapClaimedJob(row: Record<string, unknown>, claim: ClaimInstant): ClaimedJob {
-  const id = row.id as string;
-  const attempts = toInt(row.attempts);
-  return {
-    id,
-    queue: row.queue as string,
-    kind: row.kind as string,
-    kindVersion: toInt(row.kind_version),
-    payload: row.payload,
-    idempotencyKey: (row.idempotency_key as string | null) ?? null,
-    state: 'running',
-    priority: toInt(row.priority),
-    runAt: toDate(row.run_at),
-    attempts,
-    attempt: attempts,
-    maxAttempts: toInt(row.max_attempts),
-    leaseToken: claim.leaseToken,
-    leaseUntil: new Date(claim.leaseUntil),
-    workerId: claim.workerId,
-    failureClass: (row.failure_class as FailureClass | null) ?? null,
-    lastError: (row.last_error as string | null) ?? null,
-    traceId: (row.trace_id as string | null) ?? defaultTraceId(id),
-    expiresAt: toDateOrNull(row.expires_at),
-    createdAt: toDate(row.created_at),
-    startedAt: new Date(claim.startedAt),
-    finishedAt: null,
-    updatedAt: new Date(claim.startedAt),
-  };
+  const job = jobFromRow(row, claim) as ClaimedJob;
+  job.attempt = job.attempts;
+  return job;
 }
