@@ -24,6 +24,7 @@ import {
   findReceipt,
   heartbeatIfLeaseHeld,
   heartbeatManyIfLeaseHeld,
+  LEASE_LOST,
   reapExpiredLeases,
   recordReceipt,
   registerWorker,
@@ -152,7 +153,6 @@ class InFlight {
 }
 
 const leaseLost = () => new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)');
-const NOT_ACKNOWLEDGED: SettleOutcome = Object.freeze({ applied: false, reason: 'lease_lost' });
 
 /**
  * Local monotonic time by which a lease renewed (or taken) at `sentAt` has surely ended, with a
@@ -426,7 +426,7 @@ export class Worker {
 
   private begin(job: ClaimedJob): void {
     const { logger, metrics, registry } = this.deps;
-    const entry = new InFlight(job, registry.get(job.kind), this.leaseDeadlineFrom(performance.now()), logger);
+    const entry = new InFlight(job, registry.get(job.kind), leaseDeadlineFrom(performance.now(), this.settings.leaseSeconds), logger);
     this.inFlight.add(entry);
     metrics?.inFlight.inc();
     metrics?.claimed.inc({ queue: job.queue });
@@ -551,7 +551,7 @@ export class Worker {
         outcomes = await this.retryingDb('acknowledge', deadline, (db) => completeManyIfLeaseHeld(db, jobs));
       } catch (error) {
         this.deps.logger.error({ err: error, jobs: batch.length }, 'could not acknowledge completions; their leases will expire and they will run again');
-        outcomes = batch.map(() => NOT_ACKNOWLEDGED);
+        outcomes = batch.map(() => LEASE_LOST);
       }
       batch.forEach((entry, i) => this.acknowledged(entry, outcomes[i]!));
     }
@@ -598,10 +598,6 @@ export class Worker {
     }
   }
 
-  private leaseDeadlineFrom(sentAt: number): number {
-    return leaseDeadlineFrom(sentAt, this.settings.leaseSeconds);
-  }
-
   /** How often overruns are looked for: a tenth of the shortest handler timeout, 5–100 ms. */
   private timeoutSweepMs(): number {
     const { registry } = this.deps;
@@ -632,7 +628,7 @@ export class Worker {
         const entry = entries[i]!;
         if (outcome.applied) {
           entry.job.leaseUntil = outcome.leaseUntil;
-          entry.leaseDeadline = this.leaseDeadlineFrom(sent);
+          entry.leaseDeadline = leaseDeadlineFrom(sent, this.settings.leaseSeconds);
         } else entry.stop(leaseLost());
       });
     } catch (error) {
