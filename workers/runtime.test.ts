@@ -360,6 +360,48 @@ describe('a worker', () => {
     await until('done', stateIs(id, 'done'), 5_000);
   });
 
+  it('does not time out an attempt that finished in time and waits for its acknowledgement', async () => {
+    const queue = uniqueQueue();
+    // A database whose acknowledgements answer 400 ms late: longer than the handler's timeout.
+    type Session = { prepareQuery(...args: unknown[]): { execute(): Promise<unknown> } };
+    const realSession = (t.db as unknown as { session: Session }).session;
+    const session = new Proxy(realSession, {
+      get(target, prop) {
+        if (prop !== 'prepareQuery') return Reflect.get(target, prop);
+        return (...args: unknown[]) => {
+          const prepared = target.prepareQuery(...args);
+          if (String(args[2]) !== 'leasehold_complete_many') return prepared;
+          return {
+            execute: async () => {
+              await new Promise((r) => setTimeout(r, 400));
+              return prepared.execute();
+            },
+          };
+        };
+      },
+    });
+    const db = new Proxy(t.db, {
+      get: (target, prop) => (prop === 'session' ? session : Reflect.get(target, prop)),
+    });
+    const signals: AbortSignal[] = [];
+    const quick = defineHandler({
+      kind: 'quick',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 100,
+      handle: async ({ signal }) => {
+        signals.push(signal);
+      },
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'quick' });
+    await startWorker(queue, [quick], {}, db);
+    const job = await until('done', stateIs(id, 'done'), 5_000);
+    expect(job.attempts).toBe(1);
+    expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['completed']); // no timeout recorded
+    expect(signals).toHaveLength(1);
+    expect(signals[0]!.aborted).toBe(false);
+  });
+
   it('on stop, releases what did not finish within the grace period, for another worker at once', async () => {
     const queue = uniqueQueue();
     const stuck = defineHandler({

@@ -490,6 +490,9 @@ export class Worker {
     } catch (error) {
       result = { ok: false, error };
     }
+    // The handler is over: from here on the attempt waits for its settlement (a batched
+    // acknowledgement can take longer than the timeout), which the sweep must not abort.
+    entry.timeoutAt = Number.POSITIVE_INFINITY;
     entry.endedAt = Date.now();
     const seconds = (entry.endedAt - entry.startedAt) / 1000;
 
