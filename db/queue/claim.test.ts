@@ -116,6 +116,20 @@ describe('claim', () => {
     await expect(claim(t.db, { queues: ['ok'], workerId: 'w', limit: 0 })).rejects.toThrow(/limit/);
     await expect(claim(t.db, { queues: ['bad queue!'], workerId: 'w' })).rejects.toThrow(/queues\.0/);
   });
+
+  it('still refuses bad options right after good ones (a worker repeats its options; only those are not checked again)', async () => {
+    const queue = uniqueQueue();
+    const good = { queues: [queue], workerId: 'w', limit: 5, leaseSeconds: 30 };
+    expect(await claim(t.db, good)).toEqual([]);
+    expect(await claim(t.db, { ...good })).toEqual([]);
+    await expect(claim(t.db, { ...good, limit: 5000 })).rejects.toThrow(/limit/);
+    await expect(claim(t.db, { ...good, extra: true } as never)).rejects.toThrow(/extra/);
+    await expect(claim(t.db, { ...good, queues: [queue, 'bad queue!'] })).rejects.toThrow(/queues\.1/);
+    const queues = [queue];
+    expect(await claim(t.db, { ...good, queues })).toEqual([]);
+    queues[0] = 'bad queue!'; // the same array, changed after it was checked
+    await expect(claim(t.db, { ...good, queues })).rejects.toThrow(/queues\.0/);
+  });
 });
 
 describe('concurrent claimers', () => {

@@ -72,8 +72,8 @@ export async function runText<Row = Record<string, unknown>>(executor: Executor,
   return result.rows as Row[];
 }
 
-/** A fixed text with $n placeholders as a Drizzle SQL object (for executors without prepare). */
-function sqlText(text: string, values: unknown[]): SQL {
+/** A fixed text with $n placeholders as a Drizzle SQL object (for executors without prepare, and EXPLAIN). */
+export function sqlText(text: string, values: unknown[]): SQL {
   const chunks: SQL[] = [];
   let last = 0;
   for (const match of text.matchAll(/\$(\d+)/g)) {
