@@ -124,6 +124,8 @@ describe('claim', () => {
     expect(await claim(t.db, { ...good })).toEqual([]);
     await expect(claim(t.db, { ...good, limit: 5000 })).rejects.toThrow(/limit/);
     await expect(claim(t.db, { ...good, extra: true } as never)).rejects.toThrow(/extra/);
+    await expect(claim(t.db, { ...good, toString: 1 } as never)).rejects.toThrow(/toString/);
+    await expect(claim(t.db, null as never)).rejects.toThrow(/Leasehold claim: invalid input/);
     await expect(claim(t.db, { ...good, queues: [queue, 'bad queue!'] })).rejects.toThrow(/queues\.1/);
     const queues = [queue];
     expect(await claim(t.db, { ...good, queues })).toEqual([]);

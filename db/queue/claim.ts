@@ -142,13 +142,15 @@ function validOptions(options: ClaimOptions) {
   const last = lastOptions;
   if (
     last &&
+    typeof options === 'object' &&
+    options !== null &&
     options.workerId === last.given.workerId &&
     options.limit === last.given.limit &&
     options.leaseSeconds === last.given.leaseSeconds &&
     Array.isArray(options.queues) &&
     options.queues.length === last.queues.length &&
     options.queues.every((q, i) => q === last.queues[i]) &&
-    Object.keys(options).every((key) => key in last.given)
+    Object.keys(options).every((key) => Object.hasOwn(last.given, key))
   ) {
     return last.parsed;
   }
