@@ -64,6 +64,24 @@ const waitingForRetry = (id: string) => async () => {
   return job.attempts === 1 && job.state === 'ready' ? job : undefined;
 };
 
+/**
+ * The test database with every named statement run through `around(name, run)`: it can count,
+ * delay or watch the worker's claims and acknowledgements (`run` executes the statement).
+ */
+function aroundStatements(around: (name: string, run: () => Promise<unknown>) => Promise<unknown>): Db {
+  type Session = { prepareQuery(...args: unknown[]): { execute(): Promise<unknown> } };
+  const session = (t.db as unknown as { session: Session }).session;
+  const wrapped = Object.create(session, {
+    prepareQuery: {
+      value: (...args: unknown[]) => {
+        const prepared = session.prepareQuery(...args);
+        return { execute: () => around(String(args[2]), () => prepared.execute()) };
+      },
+    },
+  });
+  return Object.create(t.db, { session: { value: wrapped } }) as Db;
+}
+
 const noop = defineHandler({ kind: 'noop', versions: [1], schema: z.object({}).passthrough(), timeoutMs: 5000, handle: async () => 'ok' });
 
 describe('a worker', () => {
@@ -75,18 +93,12 @@ describe('a worker', () => {
   });
 
   it('claims again when a slot frees up if every slot was taken, and not after each job otherwise', async () => {
-    // Counts the claim statements this worker prepares and runs.
+    // Counts the claim statements this worker runs.
     let claims = 0;
-    const session = (t.db as unknown as { session: { prepareQuery: (...args: unknown[]) => unknown } }).session;
-    const counting = Object.create(session, {
-      prepareQuery: {
-        value: (...args: unknown[]) => {
-          if (String(args[2]).startsWith('leasehold_claim')) claims += 1;
-          return session.prepareQuery(...args);
-        },
-      },
+    const db = aroundStatements((name, run) => {
+      if (name.startsWith('leasehold_claim')) claims += 1;
+      return run();
     });
-    const db = Object.create(t.db, { session: { value: counting } }) as Db;
     const slow = defineHandler({ kind: 'slow', versions: [1], schema: z.unknown(), timeoutMs: 5000, handle: () => new Promise((r) => setTimeout(r, 30)) });
 
     // Slots free: one claim takes all three jobs; their endings start no further claims.
@@ -323,27 +335,12 @@ describe('a worker', () => {
     // NOTIFY heard after the claim's snapshot but before the worker has its (empty) answer.
     let slow = false;
     let claimRan: () => void = () => {};
-    type Session = { prepareQuery(...args: unknown[]): { execute(): Promise<unknown> } };
-    const realSession = (t.db as unknown as { session: Session }).session;
-    const session = new Proxy(realSession, {
-      get(target, prop) {
-        if (prop !== 'prepareQuery') return Reflect.get(target, prop);
-        return (...args: unknown[]) => {
-          const prepared = target.prepareQuery(...args);
-          if (!slow || !String(args[2]).startsWith('leasehold_claim')) return prepared;
-          return {
-            execute: async () => {
-              const result = await prepared.execute();
-              claimRan();
-              await new Promise((r) => setTimeout(r, 400));
-              return result;
-            },
-          };
-        };
-      },
-    });
-    const db = new Proxy(t.db, {
-      get: (target, prop) => (prop === 'session' ? session : Reflect.get(target, prop)),
+    const db = aroundStatements(async (name, run) => {
+      if (!slow || !name.startsWith('leasehold_claim')) return run();
+      const result = await run();
+      claimRan();
+      await new Promise((r) => setTimeout(r, 400));
+      return result;
     });
     const worker = await startWorker(queue, [noop], { listen: true, pollMs: 60_000 }, db);
     await until('listening', async () => worker.health().listening === true);
@@ -363,25 +360,9 @@ describe('a worker', () => {
   it('does not time out an attempt that finished in time and waits for its acknowledgement', async () => {
     const queue = uniqueQueue();
     // A database whose acknowledgements answer 400 ms late: longer than the handler's timeout.
-    type Session = { prepareQuery(...args: unknown[]): { execute(): Promise<unknown> } };
-    const realSession = (t.db as unknown as { session: Session }).session;
-    const session = new Proxy(realSession, {
-      get(target, prop) {
-        if (prop !== 'prepareQuery') return Reflect.get(target, prop);
-        return (...args: unknown[]) => {
-          const prepared = target.prepareQuery(...args);
-          if (String(args[2]) !== 'leasehold_complete_many') return prepared;
-          return {
-            execute: async () => {
-              await new Promise((r) => setTimeout(r, 400));
-              return prepared.execute();
-            },
-          };
-        };
-      },
-    });
-    const db = new Proxy(t.db, {
-      get: (target, prop) => (prop === 'session' ? session : Reflect.get(target, prop)),
+    const db = aroundStatements(async (name, run) => {
+      if (name === 'leasehold_complete_many') await new Promise((r) => setTimeout(r, 400));
+      return run();
     });
     const signals: AbortSignal[] = [];
     const quick = defineHandler({

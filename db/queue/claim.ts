@@ -135,8 +135,11 @@ const CLAIM_QUEUES = claimText(`
       ORDER BY c.claim_at, c.id
       LIMIT $2::int`);
 
-/** The options last validated (a worker claims with the same ones every time), as given and as parsed. */
-let lastOptions: { given: ClaimOptions; queues: string[]; parsed: { wanted: string[]; workerId: string; limit: number; leaseSeconds: number } } | null = null;
+/**
+ * The options last validated, as given (queues copied) and as parsed. A worker claims with the
+ * same ones every time; the same options again are not parsed again.
+ */
+let lastOptions: { given: ClaimOptions & { queues: string[] }; parsed: { wanted: string[]; workerId: string; limit: number; leaseSeconds: number } } | null = null;
 
 function validOptions(options: ClaimOptions) {
   const last = lastOptions;
@@ -148,15 +151,15 @@ function validOptions(options: ClaimOptions) {
     options.limit === last.given.limit &&
     options.leaseSeconds === last.given.leaseSeconds &&
     Array.isArray(options.queues) &&
-    options.queues.length === last.queues.length &&
-    options.queues.every((q, i) => q === last.queues[i]) &&
+    options.queues.length === last.given.queues.length &&
+    options.queues.every((q, i) => q === last.given.queues[i]) &&
     Object.keys(options).every((key) => Object.hasOwn(last.given, key))
   ) {
     return last.parsed;
   }
   const { queues, workerId, limit, leaseSeconds } = parseInput('claim', claimOptionsSchema, options);
   const parsed = { wanted: [...new Set(queues)], workerId, limit, leaseSeconds };
-  lastOptions = { given: { ...options }, queues: [...queues], parsed };
+  lastOptions = { given: { ...options, queues: [...queues] }, parsed };
   return parsed;
 }
 
