@@ -57,8 +57,12 @@ export async function runningJob(queue: string): Promise<ClaimedJob> {
 
 /** Moves a running job on to a new attempt: expire, reap, claim again (the old token is stale). */
 export async function moveOn(queue: string, id: string): Promise<ClaimedJob> {
-  await run(db(), sql`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid`);
-  await reapExpiredLeases(db(), { leaseExpiredDelayMs: 0 });
+  // Expired and reaped in one transaction: the e2e worker's own reaper (every 500 ms) must not
+  // see the expired lease first and reap it with its 5 s retry delay, which left nothing to claim.
+  await db().transaction(async (tx) => {
+    await run(tx, sql`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid`);
+    await reapExpiredLeases(tx, { leaseExpiredDelayMs: 0 });
+  });
   const [job] = await claim(db(), { queues: [queue], workerId: 'e2e-seed-b', limit: 1, leaseSeconds: 600 });
   return job!;
 }
