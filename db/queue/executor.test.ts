@@ -1,6 +1,9 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { createDb } from '../client';
 import { useTestDatabase } from '../../test/db';
+import { claim } from './claim';
 import { runText, toDate } from './executor';
 
 describe('toDate', () => {
@@ -40,6 +43,56 @@ describe('runText', () => {
       expect(await runText(pool, text, values, 'leasehold_test_run_text')).toEqual(expected);
     } finally {
       await pool.end();
+    }
+  });
+});
+
+describe('runText when the server forgot a prepared statement', () => {
+  const t = useTestDatabase();
+  const text = 'SELECT $1::int * 2 AS n';
+  const preparedNames = async (pool: pg.Pool) =>
+    (await pool.query<{ name: string }>(`SELECT name FROM pg_prepared_statements ORDER BY name`)).rows.map((r) => r.name);
+
+  it('prepares it again on a pool after DEALLOCATE ALL (a pooler reset), and the call succeeds', async () => {
+    const pool = new pg.Pool({ connectionString: t.url, max: 1 });
+    try {
+      expect(await runText(pool, text, [21], 'leasehold_test_forgot')).toEqual([{ n: 42 }]);
+      await pool.query('DEALLOCATE ALL');
+      expect(await runText(pool, text, [4], 'leasehold_test_forgot')).toEqual([{ n: 8 }]);
+      expect(await runText(pool, text, [5], 'leasehold_test_forgot')).toEqual([{ n: 10 }]);
+      // Prepared again under the next generation's name, not left unprepared.
+      expect(await preparedNames(pool)).toEqual([expect.stringMatching(/^leasehold_test_forgot_g\d+$/)]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("keeps a worker's claims working on a Drizzle database after DEALLOCATE ALL", async () => {
+    const one = createDb(t.url, { max: 1 });
+    try {
+      await one.db.execute(sql`INSERT INTO jobs (id, queue, kind, payload) VALUES (gen_random_uuid(), 'forgot', 'k', '{}'), (gen_random_uuid(), 'forgot', 'k', '{}')`);
+      expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toHaveLength(1);
+      await one.db.execute(sql`DEALLOCATE ALL`);
+      expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toHaveLength(1);
+    } finally {
+      await one.close();
+    }
+  });
+
+  it("fails the call inside the caller's transaction (it is aborted), and the next transaction runs it", async () => {
+    const client = new pg.Client({ connectionString: t.url });
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      expect(await runText(client, text, [1], 'leasehold_test_in_tx')).toEqual([{ n: 2 }]);
+      await client.query('DEALLOCATE ALL');
+      await expect(runText(client, text, [2], 'leasehold_test_in_tx')).rejects.toMatchObject({ code: '26000' });
+      await client.query('ROLLBACK');
+      await client.query('BEGIN');
+      expect(await runText(client, text, [3], 'leasehold_test_in_tx')).toEqual([{ n: 6 }]);
+      await client.query('COMMIT');
+    } finally {
+      await client.end();
     }
   });
 });

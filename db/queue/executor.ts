@@ -59,8 +59,32 @@ async function drizzleRows<Row>(work: () => Promise<{ rows: unknown[] }>): Promi
 /**
  * `run` for a statement whose text is fixed, built once by the caller (the hottest paths,
  * where building the text from a template on every call shows in the profile).
+ *
+ * A named statement can vanish from the server while the driver still counts it as prepared
+ * on that connection: `DEALLOCATE ALL` or `DISCARD ALL` (a pooler's reset), or a pooler
+ * without prepared-statement support that moved the connection to another server process.
+ * Every later use of the name on that connection would then fail (26000), and a Parse on a
+ * server process that has the name from another client fails too (42P05). Either error comes
+ * before the statement runs, so: the names move to a new generation (no connection has those
+ * cached; each prepares them again on first use), and the statement runs again at once,
+ * unprepared, when nothing of the caller's is lost by that (autocommit, or a client outside a
+ * transaction). Inside the caller's transaction the error has aborted it; the caller retries
+ * it as any failed transaction. When names keep vanishing (LOST_LIMIT within LOST_WINDOW_MS),
+ * statements run unprepared from then on, slower but working, with one process warning.
  */
 export async function runText<Row = Record<string, unknown>>(executor: Executor, text: string, values: unknown[], name?: string): Promise<Row[]> {
+  const prepared = name ? statementNames.current(name) : undefined;
+  try {
+    return await runOnce<Row>(executor, text, values, prepared);
+  } catch (error) {
+    if (!prepared || !isLostStatement(error)) throw error;
+    statementNames.lost();
+    if (!outsideTransaction(executor)) throw error;
+    return runOnce<Row>(executor, text, values, undefined);
+  }
+}
+
+async function runOnce<Row>(executor: Executor, text: string, values: unknown[], name: string | undefined): Promise<Row[]> {
   if (isDrizzle(executor)) {
     const session = preparer(executor);
     if (name && session) return drizzleRows<Row>(() => session.prepareQuery({ sql: text, params: values }, undefined, name, false).execute());
@@ -71,6 +95,52 @@ export async function runText<Row = Record<string, unknown>>(executor: Executor,
     : await (executor as PgExecutor).query(text, values);
   return result.rows as Row[];
 }
+
+/** 26000: no prepared statement of that name; 42P05: one of that name exists already. */
+function isLostStatement(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '26000' || code === '42P05';
+}
+
+/** True when running the statement again loses nothing: no transaction of the caller's is open. */
+function outsideTransaction(executor: Executor): boolean {
+  if (autocommits(executor)) return true;
+  const client = executor as { getTransactionStatus?: () => string | null };
+  return typeof client.getTransactionStatus === 'function' && client.getTransactionStatus() === 'I';
+}
+
+/** Names move on this many times within LOST_WINDOW_MS before statements stop being named. */
+export const LOST_LIMIT = 5;
+const LOST_WINDOW_MS = 60_000;
+
+/** The names hot statements are prepared under in this process (see runText). */
+class StatementNames {
+  private generation = 0;
+  private recentLosses: number[] = [];
+  private unprepared = false;
+
+  /** The name to prepare `base` under now, or undefined once statements run unprepared. */
+  current(base: string): string | undefined {
+    if (this.unprepared) return undefined;
+    return this.generation === 0 ? base : `${base}_g${this.generation}`;
+  }
+
+  lost(): void {
+    this.generation += 1;
+    const now = Date.now();
+    this.recentLosses = [...this.recentLosses.filter((at) => now - at < LOST_WINDOW_MS), now];
+    if (this.recentLosses.length >= LOST_LIMIT && !this.unprepared) {
+      this.unprepared = true;
+      process.emitWarning(
+        `Leasehold: the server lost its prepared statements ${LOST_LIMIT} times within ${LOST_WINDOW_MS / 1000} s ` +
+          '(a pooler without prepared-statement support, or DISCARD ALL after each transaction?); hot statements run unprepared from now on',
+        { code: 'LEASEHOLD_UNPREPARED' },
+      );
+    }
+  }
+}
+
+const statementNames = new StatementNames();
 
 /** A fixed text with $n placeholders as a Drizzle SQL object (for executors without prepare, and EXPLAIN). */
 export function sqlText(text: string, values: unknown[]): SQL {

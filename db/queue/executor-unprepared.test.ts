@@ -1,0 +1,37 @@
+/**
+ * In a file of its own: the fallback is for the whole process, and every loss counts towards it
+ * (vitest runs each test file in its own module graph).
+ */
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../../test/db';
+import { LOST_LIMIT, runText } from './executor';
+
+describe('runText when prepared statements keep vanishing', () => {
+  const t = useTestDatabase();
+  const text = 'SELECT $1::int * 2 AS n';
+  const preparedNames = async (pool: pg.Pool) =>
+    (await pool.query<{ name: string }>(`SELECT name FROM pg_prepared_statements ORDER BY name`)).rows.map((r) => r.name);
+
+  it('runs statements unprepared, with one warning, once they keep vanishing (a pooler without prepared statements)', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const pool = new pg.Pool({ connectionString: t.url, max: 1 });
+    try {
+      // A loss is seen when a name the driver holds as prepared is used again: every other call here.
+      for (let i = 0; i < 2 * LOST_LIMIT + 1; i++) {
+        expect(await runText(pool, text, [i], 'leasehold_test_vanishing')).toEqual([{ n: 2 * i }]);
+        await pool.query('DEALLOCATE ALL');
+      }
+      await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+      expect(warnings.filter((w) => (w as { code?: string }).code === 'LEASEHOLD_UNPREPARED')).toHaveLength(1);
+      expect(await runText(pool, text, [7], 'leasehold_test_vanishing')).toEqual([{ n: 14 }]);
+      expect(await runText(pool, text, [8], 'leasehold_test_vanishing')).toEqual([{ n: 16 }]);
+      expect(await preparedNames(pool)).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      await pool.end();
+    }
+  });
+});
