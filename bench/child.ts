@@ -6,7 +6,8 @@
  * It loads everything, says `loaded`, and starts its worker only on `go`, so process start-up is
  * not timed. While draining it reports how many handlers ran; for pickup it enqueues one job
  * every `intervalMs` itself (a separate connection) and reports each job's delay from the
- * enqueue's commit to its handler's start. `stop` stops the worker and exits.
+ * enqueue's commit to its handler's start. `cpu` asks for the CPU time it has used (µs);
+ * `stop` stops the worker and exits.
  */
 import { SYSTEMS, type SystemName, type WorkerMode } from './systems';
 
@@ -21,6 +22,10 @@ const started = new Map<number, number>();
 process.on('message', async (message: { type: string }) => {
   try {
     if (message.type === 'go') await go();
+    if (message.type === 'cpu') {
+      const { user, system } = process.cpuUsage();
+      send({ type: 'cpu', micros: user + system });
+    }
     if (message.type === 'stop') {
       await worker?.stop();
       process.exit(0);

@@ -31,6 +31,8 @@ export interface Child {
   onMessage(listener: (message: Record<string, unknown>) => void): void;
   /** Rejects when the child exits (any exit before stop() is a failure of the run). */
   crashed: Promise<never>;
+  /** CPU time (user + system) the child has used so far, µs. */
+  cpuMicros(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -59,6 +61,11 @@ export async function forkChild(args: string[]): Promise<Child> {
       ]),
     onMessage: (listener) => listeners.push(listener),
     crashed,
+    cpuMicros: async () => {
+      const answer = handle.next<{ micros: number }>('cpu');
+      child.send({ type: 'cpu' });
+      return (await answer).micros;
+    },
     stop: async () => {
       if (child.exitCode === null) child.send({ type: 'stop' });
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

@@ -166,7 +166,23 @@ async function enqueueBulk(system: BenchSystem, total: number): Promise<number> 
   }
 }
 
-async function drain(system: BenchSystem, total: number, processes: number): Promise<number> {
+/** A drain's rate and what each job cost the machine (see machineBusyMs). */
+interface DrainFigures {
+  jobsPerSecond: number;
+  /** CPU time of the worker processes per job, µs. */
+  workerCpuUs: number;
+  /** The rest of this machine's CPU time per job, µs: the database server when it runs here. */
+  otherCpuUs: number;
+  /** WAL the server wrote per job, bytes. */
+  walBytes: number;
+}
+
+/** CPU time all cores of this machine spent busy since boot, ms (os.cpus(), so any OS). */
+function machineBusyMs(): number {
+  return os.cpus().reduce((sum, { times }) => sum + times.user + times.nice + times.sys + times.irq, 0);
+}
+
+async function drain(system: BenchSystem, total: number, processes: number): Promise<DrainFigures> {
   const db = await freshDatabase(system);
   const client = new pg.Client({ connectionString: db.url });
   try {
@@ -185,12 +201,27 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
           if (handled.reduce((a, b) => a + b, 0) >= total) allHandled();
         }),
       );
+      const childCpuUs = async () => (await Promise.all(children.map((c) => c.cpuMicros()))).reduce((a, b) => a + b, 0);
+      const walLsn = async () => (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+      const [cpu0, lsn0] = [await childCpuUs(), await walLsn()];
+      const own0 = process.cpuUsage();
+      const busy0 = machineBusyMs();
       const t0 = performance.now();
       for (const child of children) child.process.send({ type: 'go' });
       await Promise.race([handledAll, ...children.map((c) => c.crashed)]);
       // Handlers ran; the drain ends when the queue says every job is settled.
       while ((await client.query<{ n: number }>(system.unsettledSql)).rows[0]!.n > 0) await sleep(5);
-      return total / ((performance.now() - t0) / 1000);
+      const jobsPerSecond = total / ((performance.now() - t0) / 1000);
+      const busyUs = (machineBusyMs() - busy0) * 1000;
+      const own = process.cpuUsage(own0);
+      const workerUs = (await childCpuUs()) - cpu0;
+      const wal = await client.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes', [lsn0]);
+      return {
+        jobsPerSecond,
+        workerCpuUs: workerUs / total,
+        otherCpuUs: Math.max(0, busyUs - workerUs - own.user - own.system) / total,
+        walBytes: Number(wal.rows[0]!.bytes) / total,
+      };
     } finally {
       await Promise.all(children.map((c) => c.stop()));
     }
@@ -222,6 +253,8 @@ async function pickup(system: BenchSystem, mode: WorkerMode): Promise<{ p50: num
 const ALL = chosen(['leasehold', 'pg-boss', 'graphile-worker', 'bare-sql']);
 const QUEUES = chosen(['leasehold', 'pg-boss', 'graphile-worker']);
 const throughput = (description: string) => ({ description, unit: 'jobs/s', higherIsBetter: true });
+/** What a drain cost per job (lower is better): explains the drain's figure, no target of its own. */
+const perJob = (unit: string, description: string) => ({ description, unit, higherIsBetter: false });
 const started = Date.now();
 
 if (want('enqueue')) {
@@ -266,8 +299,12 @@ if (want('drain')) {
     for (let rep = 0; rep < RUNS; rep++) {
       for (const system of rotation(ALL, rep)) {
         log(`${name} ${system.name} run ${rep + 1}`);
-        const value = await measured(name, meta, system.name, () => drain(system, SIZE.drain, processes));
-        if (value !== undefined) record(name, meta, system.name, value);
+        const figures = await measured(name, meta, system.name, () => drain(system, SIZE.drain, processes));
+        if (!figures) continue;
+        record(name, meta, system.name, figures.jobsPerSecond);
+        record(`${name}-worker-cpu`, perJob('µs/job', `CPU time of the worker process(es) per job in ${name}`), system.name, figures.workerCpuUs);
+        record(`${name}-other-cpu`, perJob('µs/job', `the rest of this machine's CPU time per job in ${name} (the database server, when it runs on this machine)`), system.name, figures.otherCpuUs);
+        record(`${name}-wal`, perJob('bytes/job', `WAL the server wrote per job in ${name}`), system.name, figures.walBytes);
       }
     }
   }
