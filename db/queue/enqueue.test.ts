@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claim, completeIfLeaseHeld, enqueue, enqueueMany, LeaseholdInputError, removeExpiredHistory, WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from '.';
-import { MAX_PAYLOAD_BYTES } from '../schema';
+import { DEFAULT_MAX_ATTEMPTS, MAX_PAYLOAD_BYTES } from '../schema';
 import { useTestDatabase } from '../../test/db';
 import { allJobs, getJob, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
@@ -254,6 +254,33 @@ describe('bulk enqueue', () => {
       const stored = await run<{ id: string; payload: unknown }>(t.db, sql`SELECT id, payload FROM jobs WHERE id = ANY(${sql.param(results.map((r) => r.id))}::uuid[])`);
       const byId = new Map(stored.map((r) => [r.id, r.payload]));
       expect(results.map((r) => byId.get(r.id))).toEqual(payloads);
+    }
+  });
+
+  it("stores each job's own settings in a bulk call, whether the jobs share a setting or not", async () => {
+    const [q1, q2] = [uniqueQueue(), uniqueQueue()];
+    const runAt = new Date(Date.now() + 60_000);
+    const mixed = [
+      { queue: q1, kind: 'a', payload: { n: 1 } },
+      { queue: q2, kind: 'b', kindVersion: 2, priority: 7, delayMs: 90_000, maxAttempts: 3, maxAgeSeconds: 600, traceId: 't-1' },
+      { queue: q1, kind: 'a', priority: 2, runAt, maxAttempts: 9, idempotencyKey: `mixed-${q1}` },
+    ];
+    // Every setting shared, none the default.
+    const shared = Array.from({ length: 3 }, (_, n) => ({ queue: q2, kind: 'c', kindVersion: 4, priority: 5, runAt, maxAttempts: 2, maxAgeSeconds: 60, traceId: 'same', payload: { n } }));
+    for (const specs of [mixed, shared]) {
+      const results = await enqueueMany(t.db, specs);
+      for (const [i, spec] of specs.entries()) {
+        const job = (await getJob(t.db, results[i]!.id))!;
+        expect(job).toMatchObject({
+          queue: spec.queue, kind: spec.kind, kindVersion: spec.kindVersion ?? 1, priority: spec.priority ?? 0,
+          maxAttempts: spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, traceId: spec.traceId ?? job.id.replaceAll('-', ''), payload: spec.payload ?? {},
+        });
+        if (spec.runAt) expect(job.runAt.getTime()).toBe(spec.runAt.getTime());
+        const delayMs = 'delayMs' in spec ? spec.delayMs : 0;
+        if (!spec.runAt) expect(job.runAt.getTime() - job.createdAt.getTime()).toBeCloseTo(delayMs ?? 0, -2);
+        if (spec.maxAgeSeconds) expect(job.expiresAt!.getTime() - job.createdAt.getTime()).toBeCloseTo(spec.maxAgeSeconds * 1000, -2);
+        else expect(job.expiresAt).toBeNull();
+      }
     }
   });
 
