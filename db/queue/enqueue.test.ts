@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claim, completeIfLeaseHeld, enqueue, enqueueMany, LeaseholdInputError, removeExpiredHistory, WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from '.';
+import { BULK_CHUNK, type EnqueueSpec } from './enqueue';
 import { DEFAULT_MAX_ATTEMPTS, MAX_PAYLOAD_BYTES } from '../schema';
 import { useTestDatabase } from '../../test/db';
 import { allJobs, getJob, uniqueQueue } from '../../test/factories';
@@ -296,6 +297,70 @@ describe('bulk enqueue', () => {
   });
 });
 
+describe('bulk enqueue in parts (more than BULK_CHUNK jobs without keys)', () => {
+  const total = 2 * BULK_CHUNK + 5_000;
+  const specsFor = (queue: string) => Array.from({ length: total }, (_, i) => ({ queue, kind: 'k', payload: { i } }));
+  const storedInOrder = async (queue: string) =>
+    (await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue} ORDER BY (payload->>'i')::int`)).map((r) => r.id);
+
+  it('writes every job once, in input order, through a pool, a Drizzle database and a client outside a transaction', async () => {
+    const pool = new pg.Pool({ connectionString: t.url, max: 2 });
+    const client = new pg.Client({ connectionString: t.url });
+    await client.connect();
+    try {
+      for (const executor of [pool, t.db, client]) {
+        const queue = uniqueQueue();
+        const results = await enqueueMany(executor, specsFor(queue));
+        expect(results.every((r) => r.created)).toBe(true);
+        expect(await storedInOrder(queue)).toEqual(results.map((r) => r.id));
+      }
+      expect(client.getTransactionStatus()).toBe('I'); // its own transaction was committed
+    } finally {
+      await client.end();
+      await pool.end();
+    }
+  });
+
+  it('refuses the whole call when a job in a later part is bad, naming its index, and writes none of it', async () => {
+    const pool = new pg.Pool({ connectionString: t.url, max: 1 });
+    try {
+      for (const executor of [pool, t.db]) {
+        const queue = uniqueQueue();
+        const specs = specsFor(queue);
+        specs[total - 10] = { queue, kind: '', payload: { i: total - 10 } };
+        const error = await enqueueMany(executor, specs).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LeaseholdInputError);
+        expect(String((error as Error).message)).toContain(`jobs[${total - 10}].kind`);
+        expect(await count(sql`queue = ${queue}`)).toBe(0);
+      }
+      // The pool's connection is fine afterwards (not left inside a failed transaction).
+      expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('rolls back the parts already written when the database refuses a later one (an id that exists)', async () => {
+    const queue = uniqueQueue();
+    const { id } = await enqueue(t.db, { queue: uniqueQueue(), kind: 'k' });
+    const specs: EnqueueSpec[] = specsFor(queue);
+    specs[BULK_CHUNK + 1] = { ...specs[BULK_CHUNK + 1]!, id };
+    await expect(enqueueMany(t.db, specs)).rejects.toThrow(/a job with this id already exists/);
+    expect(await count(sql`queue = ${queue}`)).toBe(0);
+  });
+
+  it("inside the caller's transaction goes as one statement, so a refused call leaves nothing in it", async () => {
+    const queue = uniqueQueue();
+    const specs = specsFor(queue);
+    specs[total - 1] = { queue, kind: '', payload: { i: total - 1 } };
+    await t.db.transaction(async (tx) => {
+      await expect(enqueueMany(tx, specs)).rejects.toBeInstanceOf(LeaseholdInputError);
+      await enqueue(tx, { queue, kind: 'k', payload: { i: -1 } });
+    });
+    expect(await count(sql`queue = ${queue}`)).toBe(1);
+  });
+});
+
 describe('payload size', () => {
   it('stores a payload just under the limit even when jsonb is larger than its JSON text', async () => {
     const queue = uniqueQueue();
@@ -378,6 +443,20 @@ describe('wake-ups', () => {
     expect(heard.length).toBeLessThanOrEqual(2 * windows); // …at most two per window…
     expect(heard.at(-1)!.at).toBeGreaterThanOrEqual(lastReturned); // …and the last after every commit
     expect(await count(sql`queue = ${queue}`)).toBe(200);
+  });
+
+  it('a call in parts wakes every queue it added to, including one found only in its first part', async () => {
+    const [early, late] = [uniqueQueue(), uniqueQueue()];
+    const specs = Array.from({ length: BULK_CHUNK + 10 }, (_, i) => ({ queue: i < 10 ? early : late, kind: 'k' }));
+    const pool = new pg.Pool({ connectionString: t.url, max: 1 });
+    try {
+      await enqueueMany(pool, specs);
+    } finally {
+      await pool.end();
+    }
+    await settle();
+    expect(heardFor(early).length).toBeGreaterThanOrEqual(1);
+    expect(heardFor(late).length).toBeGreaterThanOrEqual(1);
   });
 
   it('sends nothing with notify: false', async () => {

@@ -9,7 +9,8 @@
  * a separate statement because the conflicting row may have committed after our statement's
  * snapshot was taken (READ COMMITTED: the next statement sees it).
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
+import pg from 'pg';
 import { z } from 'zod';
 import { DEFAULT_AGING_SECONDS, DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema';
 import { LeaseholdInputError } from './errors';
@@ -80,11 +81,12 @@ interface PreparedSpec {
   dedupeWindowSeconds: number;
 }
 
-function prepare(operation: string, specs: readonly unknown[]): PreparedSpec[] {
+/** Validates and encodes specs; `offset` is the index of specs[0] in the caller's whole list. */
+function prepare(operation: string, specs: readonly unknown[], offset = 0): PreparedSpec[] {
   const problems: string[] = [];
   const prepared: PreparedSpec[] = [];
   specs.forEach((input, index) => {
-    const prefix = specs.length === 1 && operation === 'enqueue' ? '' : `jobs[${index}]`;
+    const prefix = specs.length === 1 && operation === 'enqueue' ? '' : `jobs[${offset + index}]`;
     const parsed = enqueueSpecSchema.safeParse(input);
     if (!parsed.success) {
       problems.push(...problemsOf(parsed.error, prefix));
@@ -197,6 +199,19 @@ function planWake(executor: Executor, queues: string[], requested: boolean): { i
  * jobs), and needs no sort to keep input order (UUIDv7 ids already follow it).
  */
 async function insertJobs(executor: Executor, jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 'count', notify: boolean) {
+  const rows = await run<InsertRow>(executor, insertStatement(jobs, returns, notify));
+  const row = rows[0];
+  if (!row) throw new Error('Leasehold enqueue: the insert statement returned no row');
+  return row;
+}
+
+interface InsertRow {
+  inserted: Record<string, unknown>[] | string[] | number;
+  keys: { key: string; job_id: string }[];
+}
+
+/** insertJobs' statement, built without touching the database. */
+function insertStatement(jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 'count', notify: boolean): SQL {
   // A column every job has the same value in (most of them, in a bulk call: one queue, kind,
   // priority, no run time…) travels once, as one parameter; the others as arrays unnested in
   // step. Escaping 100,000 array elements per column was most of a bulk enqueue's client time
@@ -218,9 +233,7 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returns: 'jo
         ? sql.raw(`coalesce(json_agg(inserted.id), '[]'::json)`)
         : sql.raw('to_json(count(*))');
   // claim_at is the aging sort key: run_at moved earlier by priority × the queue's aging step.
-  const rows = await run<{ inserted: Record<string, unknown>[] | string[] | number; keys: { key: string; job_id: string }[] }>(
-    executor,
-    sql`
+  return sql`
     WITH input AS (
       -- Set-returning functions side by side in the select list run in step and stream their
       -- rows; unnest(a, b, …) in FROM would first store all of them (on disk, for 100,000).
@@ -268,11 +281,7 @@ async function insertJobs(executor: Executor, jobs: PreparedSpec[], returns: 'jo
                ? sql`(SELECT count(pg_notify(${WAKE_CHANNEL}, queue)) FROM (SELECT DISTINCT queue FROM inserted) woken)`
                : sql`0`
            } AS woken
-    `,
-  );
-  const row = rows[0];
-  if (!row) throw new Error('Leasehold enqueue: the insert statement returned no row');
-  return row;
+    `;
 }
 
 /**
@@ -379,9 +388,21 @@ export async function enqueue(executor: Executor, spec: EnqueueSpec, options: En
   });
 }
 
+/** Jobs per statement when a large enqueueMany without idempotency keys is sent in parts. */
+export const BULK_CHUNK = 20_000;
+
 /**
- * Adds many jobs in one statement (up to 100,000). Results are in input order; repeated keys,
+ * Adds many jobs (up to 100,000), all or none. Results are in input order; repeated keys,
  * within the call or against earlier jobs, give `created: false` and the owning job's id.
+ *
+ * Jobs with idempotency keys, and calls inside the caller's own transaction, go as one
+ * statement (keys are taken in key order, which keeps two overlapping calls from
+ * deadlocking; and a refused call writes nothing into the caller's transaction). Otherwise
+ * more than BULK_CHUNK jobs go in parts of BULK_CHUNK within one transaction of this call's
+ * own (on a pool, a Drizzle database, or a client outside a transaction), so validating and
+ * encoding the next part overlaps the database's writing of this one: about 1.2 × as fast for
+ * 100,000 jobs. A bad job anywhere rolls the whole call back; its error names the problems of
+ * the first part that has any.
  */
 export async function enqueueMany(
   executor: Executor,
@@ -393,6 +414,23 @@ export async function enqueueMany(
     throw new LeaseholdInputError('enqueueMany', [`jobs: ${specs.length} given, at most ${MAX_BULK_ENQUEUE} per call`]);
   }
   if (specs.length === 0) return [];
+  if (specs.length > BULK_CHUNK && !specs.some((spec) => (spec as { idempotencyKey?: unknown } | null)?.idempotencyKey !== undefined)) {
+    let afterCommit = () => {};
+    const ids = await translateConflicts('enqueueMany', () =>
+      inOneTransaction(executor, (tx) =>
+        insertInParts(tx, specs, (queues) => {
+          // Planned on the caller's executor: through a pool, debounced as any enqueue.
+          const wake = planWake(executor, queues, options.notify ?? true);
+          afterCommit = wake.afterCommit;
+          return wake.inStatement;
+        }),
+      ),
+    );
+    if (ids) {
+      afterCommit();
+      return ids.map((id) => ({ id, created: true }));
+    }
+  }
   const jobs = prepare('enqueueMany', specs);
   return translateConflicts('enqueueMany', async () => {
     const wake = planWake(executor, [...new Set(jobs.map((j) => j.queue))], options.notify ?? true);
@@ -418,4 +456,70 @@ export async function enqueueMany(
       return { id: owner, created: false };
     });
   });
+}
+
+/**
+ * enqueueMany's parts (jobs without keys), in input order: each part is validated and its
+ * statement built while the database writes the one before. At the end, `wake` is asked
+ * whether to NOTIFY the call's queues in this transaction (delivered at its commit).
+ */
+async function insertInParts(tx: Executor, specs: readonly EnqueueSpec[], wake: (queues: string[]) => boolean): Promise<string[]> {
+  const ids: string[] = [];
+  const queues = new Set<string>();
+  let writing: Promise<void> | null = null;
+  try {
+    for (let from = 0; from < specs.length; from += BULK_CHUNK) {
+      const jobs = prepare('enqueueMany', specs.slice(from, from + BULK_CHUNK), from);
+      const statement = insertStatement(jobs, 'count', false);
+      await writing;
+      writing = run<InsertRow>(tx, statement).then(([row]) => {
+        if (row?.inserted !== jobs.length) throw new Error(`Leasehold enqueueMany: ${String(row?.inserted)} of ${jobs.length} jobs inserted`);
+      });
+      for (const j of jobs) {
+        ids.push(j.id);
+        queues.add(j.queue);
+      }
+    }
+    await writing;
+  } catch (error) {
+    await writing?.catch(() => {}); // settle the part in flight before the transaction ends
+    throw error;
+  }
+  if (wake([...queues])) await run(tx, sql`SELECT count(pg_notify(${WAKE_CHANNEL}, q)) FROM unnest(${sql.param([...queues])}::text[]) q`);
+  return ids;
+}
+
+/**
+ * Runs `work` in a transaction of its own: a pool's client, a Drizzle database's transaction,
+ * or BEGIN on a client outside any. Undefined, and nothing run, for an executor inside the
+ * caller's transaction or whose transaction state cannot be told.
+ */
+async function inOneTransaction<T>(executor: Executor, work: (tx: Executor) => Promise<T>): Promise<T | undefined> {
+  if (executor instanceof pg.Pool) {
+    const client = await executor.connect();
+    let broken: Error | undefined;
+    try {
+      return await inOneTransaction(client, work);
+    } catch (error) {
+      broken = error instanceof Error ? error : new Error(String(error));
+      throw error;
+    } finally {
+      client.release(broken); // a client that failed mid-transaction is not reused
+    }
+  }
+  const drizzle = executor as { transaction?: (run: (tx: Executor) => Promise<T>) => Promise<T>; rollback?: unknown };
+  if (typeof drizzle.rollback === 'function') return undefined; // a Drizzle transaction
+  if (typeof drizzle.transaction === 'function' && autocommits(executor)) return drizzle.transaction((tx) => work(tx));
+  const client = executor as { getTransactionStatus?: () => string | null; query?: (text: string) => Promise<unknown> };
+  if (typeof client.getTransactionStatus !== 'function' || typeof client.query !== 'function') return undefined;
+  if (client.getTransactionStatus() !== 'I') return undefined;
+  await client.query('BEGIN');
+  try {
+    const result = await work(executor);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  }
 }
