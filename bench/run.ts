@@ -303,8 +303,8 @@ if (want('drain')) {
         if (!figures) continue;
         record(name, meta, system.name, figures.jobsPerSecond);
         record(`${name}-worker-cpu`, perJob('µs/job', `CPU time of the worker process(es) per job in ${name}`), system.name, figures.workerCpuUs);
-        record(`${name}-other-cpu`, perJob('µs/job', `the rest of this machine's CPU time per job in ${name} (the database server, when it runs on this machine)`), system.name, figures.otherCpuUs);
-        record(`${name}-wal`, perJob('bytes/job', `WAL the server wrote per job in ${name}`), system.name, figures.walBytes);
+        record(`${name}-other-cpu`, perJob('µs/job', `the rest of this machine's CPU time per job in ${name}: the database server when it runs here, and anything else that runs meanwhile`), system.name, figures.otherCpuUs);
+        record(`${name}-wal`, perJob('bytes/job', `WAL the whole server wrote per job in ${name} (other databases' writes count too)`), system.name, figures.walBytes);
       }
     }
   }

@@ -7,7 +7,7 @@ import { enqueue, enqueueMany } from '../../db/queue';
 import { parseWorkerConfig } from '../../workers/config';
 import { defineHandler, HandlerRegistry } from '../../workers/handler';
 import { Worker } from '../../workers/runtime';
-import { benchPool, withClient } from './db';
+import { benchPool } from './db';
 import { QUEUE, type BenchSystem, type WorkerMode } from './types';
 
 const KIND = 'bench.noop';
@@ -42,7 +42,14 @@ export const leasehold: BenchSystem = {
   },
 
   async enqueueBulk(url, seqs) {
-    await withClient(url, (client) => enqueueMany(client, seqs.map((seq) => ({ queue: QUEUE, kind: KIND, payload: { seq } }))));
+    // A pool, as graphile-worker's and pg-boss's bulk calls get: enqueueMany then writes in
+    // overlapped parts (on a bare client it sends one statement).
+    const pool = benchPool(url, 1);
+    try {
+      await enqueueMany(pool, seqs.map((seq) => ({ queue: QUEUE, kind: KIND, payload: { seq } })));
+    } finally {
+      await pool.end();
+    }
   },
 
   unsettledSql: `SELECT count(*)::int AS n FROM jobs WHERE state IN ('ready', 'running')`,

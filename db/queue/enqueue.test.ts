@@ -6,7 +6,8 @@ import { BULK_CHUNK, type EnqueueSpec } from './enqueue';
 import { DEFAULT_MAX_ATTEMPTS, MAX_PAYLOAD_BYTES } from '../schema';
 import { useTestDatabase } from '../../test/db';
 import { allJobs, getJob, uniqueQueue } from '../../test/factories';
-import { run } from './executor';
+import { run, type Executor } from './executor';
+import { createDb } from '../client';
 
 const t = useTestDatabase({ max: 40 });
 
@@ -297,33 +298,57 @@ describe('bulk enqueue', () => {
   });
 });
 
-describe('bulk enqueue in parts (more than BULK_CHUNK jobs without keys)', () => {
+describe('bulk enqueue in parts (more than BULK_CHUNK jobs without keys, through a pool)', () => {
   const total = 2 * BULK_CHUNK + 5_000;
   const specsFor = (queue: string) => Array.from({ length: total }, (_, i) => ({ queue, kind: 'k', payload: { i } }));
   const storedInOrder = async (queue: string) =>
     (await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue} ORDER BY (payload->>'i')::int`)).map((r) => r.id);
+  /** Counts the bulk INSERT statements sent through a pool's connections. */
+  const countInserts = (pool: pg.Pool) => {
+    const counter = { inserts: 0 };
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as { query: unknown }).query = (...args: unknown[]) => {
+        const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | null)?.text;
+        if (text?.includes('WITH input AS')) counter.inserts += 1;
+        return query(...args);
+      };
+    });
+    return counter;
+  };
 
-  it('writes every job once, in input order, through a pool, a Drizzle database and a client outside a transaction', async () => {
+  it('writes every job once, in input order, in parts through a pool and a Drizzle database, as one statement on a client', async () => {
     const pool = new pg.Pool({ connectionString: t.url, max: 2 });
+    const drizzleDb = createDb(t.url, { max: 2 });
     const client = new pg.Client({ connectionString: t.url });
     await client.connect();
     try {
-      for (const executor of [pool, t.db, client]) {
+      const executors = [
+        { executor: pool as Executor, counter: countInserts(pool), statements: 3 },
+        { executor: drizzleDb.db as Executor, counter: countInserts(drizzleDb.pool), statements: 3 },
+        { executor: client as Executor, counter: null, statements: 1 },
+      ];
+      for (const { executor, counter, statements } of executors) {
         const queue = uniqueQueue();
         const results = await enqueueMany(executor, specsFor(queue));
         expect(results.every((r) => r.created)).toBe(true);
         expect(await storedInOrder(queue)).toEqual(results.map((r) => r.id));
+        if (counter) expect(counter.inserts).toBe(statements);
       }
-      expect(client.getTransactionStatus()).toBe('I'); // its own transaction was committed
+      expect(client.getTransactionStatus()).toBe('I');
     } finally {
       await client.end();
+      await drizzleDb.close();
       await pool.end();
     }
   });
 
-  it('refuses the whole call when a job in a later part is bad, naming its index, and writes none of it', async () => {
+  it('refuses the whole call when a job in a later part is bad, naming its index, writes none of it and keeps the connection', async () => {
     const pool = new pg.Pool({ connectionString: t.url, max: 1 });
+    const counter = countInserts(pool);
     try {
+      const pid = async () => (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const before = await pid();
       for (const executor of [pool, t.db]) {
         const queue = uniqueQueue();
         const specs = specsFor(queue);
@@ -333,8 +358,10 @@ describe('bulk enqueue in parts (more than BULK_CHUNK jobs without keys)', () =>
         expect(String((error as Error).message)).toContain(`jobs[${total - 10}].kind`);
         expect(await count(sql`queue = ${queue}`)).toBe(0);
       }
-      // The pool's connection is fine afterwards (not left inside a failed transaction).
-      expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      expect(counter.inserts).toBe(2); // two parts written through the pool, then rolled back
+      // The same connection serves the next statement: rolled back, not left in a failed
+      // transaction, and not closed for a refused job.
+      expect(await pid()).toBe(before);
     } finally {
       await pool.end();
     }
@@ -454,7 +481,9 @@ describe('wake-ups', () => {
     } finally {
       await pool.end();
     }
-    await settle();
+    for (let waited = 0; waited < 2_000 && (heardFor(early).length === 0 || heardFor(late).length === 0); waited += 20) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     expect(heardFor(early).length).toBeGreaterThanOrEqual(1);
     expect(heardFor(late).length).toBeGreaterThanOrEqual(1);
   });

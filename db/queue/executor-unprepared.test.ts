@@ -3,9 +3,9 @@
  * (vitest runs each test file in its own module graph).
  */
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { useTestDatabase } from '../../test/db';
-import { LOST_LIMIT, runText } from './executor';
+import { LOST_LIMIT, MAX_GENERATIONS, runText, StatementNames } from './executor';
 
 describe('runText when prepared statements keep vanishing', () => {
   const t = useTestDatabase();
@@ -33,5 +33,30 @@ describe('runText when prepared statements keep vanishing', () => {
       process.off('warning', onWarning);
       await pool.end();
     }
+  });
+});
+
+describe('statement names', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('move on once for a loss that several statements in flight saw', () => {
+    const names = new StatementNames();
+    const seenBy = names.generation;
+    names.lost(seenBy);
+    names.lost(seenBy);
+    names.lost(seenBy);
+    expect(names.current('leasehold_claim')).toBe('leasehold_claim_g1');
+  });
+
+  it(`stop naming statements after ${MAX_GENERATIONS} generations, however far apart the losses`, () => {
+    vi.useFakeTimers();
+    const names = new StatementNames();
+    for (let i = 1; i < MAX_GENERATIONS; i++) {
+      names.lost(names.generation);
+      vi.advanceTimersByTime(61_000); // never LOST_LIMIT within a minute
+    }
+    expect(names.current('leasehold_claim')).toBe(`leasehold_claim_g${MAX_GENERATIONS - 1}`);
+    names.lost(names.generation);
+    expect(names.current('leasehold_claim')).toBeUndefined();
   });
 });

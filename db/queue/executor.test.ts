@@ -74,6 +74,10 @@ describe('runText when the server forgot a prepared statement', () => {
       expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toHaveLength(1);
       await one.db.execute(sql`DEALLOCATE ALL`);
       expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toHaveLength(1);
+      // The next claim is prepared again, under the next generation's name.
+      expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toEqual([]);
+      const names = await one.db.execute<{ name: string }>(sql`SELECT name FROM pg_prepared_statements`);
+      expect(names.rows.map((r) => r.name)).toEqual([expect.stringMatching(/^leasehold_claim_one_queue_g\d+$/)]);
     } finally {
       await one.close();
     }

@@ -67,18 +67,21 @@ async function drizzleRows<Row>(work: () => Promise<{ rows: unknown[] }>): Promi
  * server process that has the name from another client fails too (42P05). Either error comes
  * before the statement runs, so: the names move to a new generation (no connection has those
  * cached; each prepares them again on first use), and the statement runs again at once,
- * unprepared, when nothing of the caller's is lost by that (autocommit, or a client outside a
- * transaction). Inside the caller's transaction the error has aborted it; the caller retries
- * it as any failed transaction. When names keep vanishing (LOST_LIMIT within LOST_WINDOW_MS),
- * statements run unprepared from then on, slower but working, with one process warning.
+ * unprepared, when nothing of the caller's is lost by that (a pool or a Drizzle database over
+ * one, or a pg client outside a transaction). Inside the caller's transaction the error has
+ * aborted it; the caller retries it as any failed transaction. When names keep vanishing
+ * (LOST_LIMIT times within LOST_WINDOW_MS, or MAX_GENERATIONS in the process's life: each
+ * generation leaves the old statements on connections that kept them), statements run
+ * unprepared from then on, slower but working, with one process warning.
  */
 export async function runText<Row = Record<string, unknown>>(executor: Executor, text: string, values: unknown[], name?: string): Promise<Row[]> {
+  const generation = statementNames.generation;
   const prepared = name ? statementNames.current(name) : undefined;
   try {
     return await runOnce<Row>(executor, text, values, prepared);
   } catch (error) {
     if (!prepared || !isLostStatement(error)) throw error;
-    statementNames.lost();
+    statementNames.lost(generation);
     if (!outsideTransaction(executor)) throw error;
     return runOnce<Row>(executor, text, values, undefined);
   }
@@ -112,10 +115,12 @@ function outsideTransaction(executor: Executor): boolean {
 /** Names move on this many times within LOST_WINDOW_MS before statements stop being named. */
 export const LOST_LIMIT = 5;
 const LOST_WINDOW_MS = 60_000;
+/** Generations in a process's life before statements stop being named. */
+export const MAX_GENERATIONS = 50;
 
-/** The names hot statements are prepared under in this process (see runText). */
-class StatementNames {
-  private generation = 0;
+/** The names hot statements are prepared under in this process (see runText); exported for tests. */
+export class StatementNames {
+  generation = 0;
   private recentLosses: number[] = [];
   private unprepared = false;
 
@@ -125,15 +130,22 @@ class StatementNames {
     return this.generation === 0 ? base : `${base}_g${this.generation}`;
   }
 
-  lost(): void {
+  /**
+   * A statement named in `generation` was lost. Calls that fail together (one DEALLOCATE, one
+   * pooler reset, seen by several statements in flight) count once: only a loss in the current
+   * generation moves the names on.
+   */
+  lost(generation: number): void {
+    if (generation !== this.generation || this.unprepared) return;
     this.generation += 1;
     const now = Date.now();
     this.recentLosses = [...this.recentLosses.filter((at) => now - at < LOST_WINDOW_MS), now];
-    if (this.recentLosses.length >= LOST_LIMIT && !this.unprepared) {
+    if (this.recentLosses.length >= LOST_LIMIT || this.generation >= MAX_GENERATIONS) {
       this.unprepared = true;
       process.emitWarning(
-        `Leasehold: the server lost its prepared statements ${LOST_LIMIT} times within ${LOST_WINDOW_MS / 1000} s ` +
-          '(a pooler without prepared-statement support, or DISCARD ALL after each transaction?); hot statements run unprepared from now on',
+        `Leasehold: the server lost its prepared statements ${this.recentLosses.length} times within ${LOST_WINDOW_MS / 1000} s ` +
+          `(${this.generation} times in all; a pooler without prepared-statement support, or DISCARD ALL after each transaction?); ` +
+          'hot statements run unprepared from now on',
         { code: 'LEASEHOLD_UNPREPARED' },
       );
     }
