@@ -2,6 +2,7 @@
  * Per-file test databases: `const t = await testDatabase()` in `beforeAll`, `t.close()` in
  * `afterAll`. The database is a clone of the migrated template, on the run's server.
  */
+import type pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createDb, type DbHandle } from '../db/client';
 import { createScratchDatabase } from '../db/database';
@@ -46,4 +47,9 @@ export function useTestDatabase(options: { max?: number } = {}): TestDatabase {
       return handle[key as keyof TestDatabase];
     },
   });
+}
+
+/** The statements prepared on the pool's connection (give it a pool of one), by name. */
+export async function preparedStatementNames(pool: pg.Pool): Promise<string[]> {
+  return (await pool.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => r.name);
 }

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { DEFAULT_AGING_SECONDS, DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema';
 import { LeaseholdInputError } from './errors';
 import { newJobId } from './ids';
-import { autocommits, run, runText, type Executor } from './executor';
+import { autocommits, ownPool, run, runText, type Executor } from './executor';
 import { JOB_COLUMNS, jobColumns, mapJob, type Job } from './job';
 import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate';
 
@@ -181,12 +181,17 @@ function planWake(executor: Executor, queues: string[], requested: boolean): { i
           state.trailing = null;
           state.lastSent = performance.now();
           // A lost wake-up only delays the job until the next poll.
-          run(executor, sql`SELECT pg_notify(${WAKE_CHANNEL}, ${queue})`).catch(() => {});
+          run(executor, wakeStatement([queue])).catch(() => {});
         }, delay);
         state.trailing.unref();
       }
     },
   };
+}
+
+/** A bare wake-up NOTIFY for each of `queues`. */
+function wakeStatement(queues: string[]): SQL {
+  return sql`SELECT count(pg_notify(${WAKE_CHANNEL}, q)) FROM unnest(${sql.param(queues)}::text[]) q`;
 }
 
 /**
@@ -401,7 +406,9 @@ export const BULK_CHUNK = 20_000;
  * about 1.2 × as fast for 100,000 jobs. A bad job anywhere rolls the whole call back; its error
  * names the problems of the first part that has any. Everything else goes as one statement:
  * jobs with keys (it takes the keys in key order, which keeps two overlapping calls from
- * deadlocking), and calls on the caller's transaction or client (see inOneTransaction).
+ * deadlocking); calls in the caller's transaction (a refused call must leave nothing in it);
+ * and calls on a client, which other code may share (its statements would run inside this
+ * call's transaction).
  */
 export async function enqueueMany(
   executor: Executor,
@@ -413,22 +420,15 @@ export async function enqueueMany(
     throw new LeaseholdInputError('enqueueMany', [`jobs: ${specs.length} given, at most ${MAX_BULK_ENQUEUE} per call`]);
   }
   if (specs.length === 0) return [];
-  if (specs.length > BULK_CHUNK && !specs.some((spec) => (spec as { idempotencyKey?: unknown } | null)?.idempotencyKey !== undefined)) {
-    let afterCommit = () => {};
-    const ids = await translateConflicts('enqueueMany', () =>
-      inOneTransaction(executor, (tx) =>
-        insertInParts(tx, specs, (queues) => {
-          // Planned on the caller's executor: through a pool, debounced as any enqueue.
-          const wake = planWake(executor, queues, options.notify ?? true);
-          afterCommit = wake.afterCommit;
-          return wake.inStatement;
-        }),
-      ),
-    );
-    if (ids) {
-      afterCommit();
-      return ids.map((id) => ({ id, created: true }));
-    }
+  const pool = ownPool(executor);
+  if (pool && specs.length > BULK_CHUNK && !specs.some((spec) => (spec as { idempotencyKey?: unknown } | null)?.idempotencyKey !== undefined)) {
+    const { ids, queues } = await translateConflicts('enqueueMany', () => inPoolTransaction(pool, (tx) => insertInParts(tx, specs)));
+    // After the commit, debounced as any enqueue through a pool. A lost wake-up only delays the
+    // jobs until the next poll; the jobs are committed, so it must not fail the call.
+    const wake = planWake(executor, queues, options.notify ?? true);
+    if (wake.inStatement) await run(executor, wakeStatement(queues)).catch(() => {});
+    wake.afterCommit();
+    return ids.map((id) => ({ id, created: true }));
   }
   const jobs = prepare('enqueueMany', specs);
   return translateConflicts('enqueueMany', async () => {
@@ -459,10 +459,9 @@ export async function enqueueMany(
 
 /**
  * enqueueMany's parts (jobs without keys), in input order: each part is validated and its
- * statement built while the database writes the one before. At the end, `wake` is asked
- * whether to NOTIFY the call's queues in this transaction (delivered at its commit).
+ * statement built while the database writes the one before. Returns the ids and the queues.
  */
-async function insertInParts(tx: Executor, specs: readonly EnqueueSpec[], wake: (queues: string[]) => boolean): Promise<string[]> {
+async function insertInParts(tx: Executor, specs: readonly EnqueueSpec[]): Promise<{ ids: string[]; queues: string[] }> {
   const ids: string[] = [];
   const queues = new Set<string>();
   let writing: Promise<void> | null = null;
@@ -484,24 +483,13 @@ async function insertInParts(tx: Executor, specs: readonly EnqueueSpec[], wake: 
     await writing?.catch(() => {}); // settle the part in flight before the transaction ends
     throw error;
   }
-  if (wake([...queues])) await run(tx, sql`SELECT count(pg_notify(${WAKE_CHANNEL}, q)) FROM unnest(${sql.param([...queues])}::text[]) q`);
-  return ids;
+  return { ids, queues: [...queues] };
 }
 
 /**
- * Runs `work` in a transaction of its own, on a connection of its own: a pool's client, or a
- * Drizzle database's transaction (over a pool). Undefined, and nothing run, for any other
- * executor: inside the caller's transaction a refused call must leave nothing behind, and on a
- * client the caller may share, other code's statements would run inside this transaction.
+ * BEGIN … COMMIT on a client of the pool: a transaction and a connection of this call's own. The
+ * client goes back unless its connection broke.
  */
-async function inOneTransaction<T>(executor: Executor, work: (tx: Executor) => Promise<T>): Promise<T | undefined> {
-  if (executor instanceof pg.Pool) return inPoolTransaction(executor, work);
-  const drizzle = executor as { transaction?: (run: (tx: Executor) => Promise<T>) => Promise<T> };
-  if (typeof drizzle.transaction === 'function' && autocommits(executor)) return drizzle.transaction((tx) => work(tx));
-  return undefined;
-}
-
-/** BEGIN … COMMIT on a client of the pool; the client goes back unless its connection broke. */
 async function inPoolTransaction<T>(pool: pg.Pool, work: (tx: Executor) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   // A pool adds no error listener to a checked-out client: without one, a connection that dies

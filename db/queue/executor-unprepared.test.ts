@@ -4,14 +4,12 @@
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { useTestDatabase } from '../../test/db';
+import { preparedStatementNames, useTestDatabase } from '../../test/db';
 import { LOST_LIMIT, MAX_GENERATIONS, runText, StatementNames } from './executor';
 
 describe('runText when prepared statements keep vanishing', () => {
   const t = useTestDatabase();
   const text = 'SELECT $1::int * 2 AS n';
-  const preparedNames = async (pool: pg.Pool) =>
-    (await pool.query<{ name: string }>(`SELECT name FROM pg_prepared_statements ORDER BY name`)).rows.map((r) => r.name);
 
   it('runs statements unprepared, with one warning, once they keep vanishing (a pooler without prepared statements)', async () => {
     const warnings: Error[] = [];
@@ -28,7 +26,7 @@ describe('runText when prepared statements keep vanishing', () => {
       expect(warnings.filter((w) => (w as { code?: string }).code === 'LEASEHOLD_UNPREPARED')).toHaveLength(1);
       expect(await runText(pool, text, [7], 'leasehold_test_vanishing')).toEqual([{ n: 14 }]);
       expect(await runText(pool, text, [8], 'leasehold_test_vanishing')).toEqual([{ n: 16 }]);
-      expect(await preparedNames(pool)).toEqual([]);
+      expect(await preparedStatementNames(pool)).toEqual([]);
     } finally {
       process.off('warning', onWarning);
       await pool.end();

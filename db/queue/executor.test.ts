@@ -2,7 +2,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { createDb } from '../client';
-import { useTestDatabase } from '../../test/db';
+import { preparedStatementNames, useTestDatabase } from '../../test/db';
 import { claim } from './claim';
 import { runText, toDate } from './executor';
 
@@ -50,8 +50,6 @@ describe('runText', () => {
 describe('runText when the server forgot a prepared statement', () => {
   const t = useTestDatabase();
   const text = 'SELECT $1::int * 2 AS n';
-  const preparedNames = async (pool: pg.Pool) =>
-    (await pool.query<{ name: string }>(`SELECT name FROM pg_prepared_statements ORDER BY name`)).rows.map((r) => r.name);
 
   it('prepares it again on a pool after DEALLOCATE ALL (a pooler reset), and the call succeeds', async () => {
     const pool = new pg.Pool({ connectionString: t.url, max: 1 });
@@ -61,7 +59,7 @@ describe('runText when the server forgot a prepared statement', () => {
       expect(await runText(pool, text, [4], 'leasehold_test_forgot')).toEqual([{ n: 8 }]);
       expect(await runText(pool, text, [5], 'leasehold_test_forgot')).toEqual([{ n: 10 }]);
       // Prepared again under the next generation's name, not left unprepared.
-      expect(await preparedNames(pool)).toEqual([expect.stringMatching(/^leasehold_test_forgot_g\d+$/)]);
+      expect(await preparedStatementNames(pool)).toEqual([expect.stringMatching(/^leasehold_test_forgot_g\d+$/)]);
     } finally {
       await pool.end();
     }
@@ -76,8 +74,7 @@ describe('runText when the server forgot a prepared statement', () => {
       expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toHaveLength(1);
       // The next claim is prepared again, under the next generation's name.
       expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toEqual([]);
-      const names = await one.db.execute<{ name: string }>(sql`SELECT name FROM pg_prepared_statements`);
-      expect(names.rows.map((r) => r.name)).toEqual([expect.stringMatching(/^leasehold_claim_one_queue_g\d+$/)]);
+      expect(await preparedStatementNames(one.pool)).toEqual([expect.stringMatching(/^leasehold_claim_one_queue_g\d+$/)]);
     } finally {
       await one.close();
     }

@@ -167,15 +167,20 @@ export function sqlText(text: string, values: unknown[]): SQL {
 }
 
 /**
- * True when each statement on `executor` commits by itself (a pool, or a Drizzle database over
- * a pool), so a statement's effects are visible moments after it returns. A client, a pool
- * client or a transaction may be inside the caller's longer transaction.
+ * The pool under `executor` when each of its statements commits by itself: a pool, or a Drizzle
+ * database over a pool (not a transaction of one). Null for a client, a pool client or a
+ * transaction, which may be inside the caller's longer transaction.
  */
-export function autocommits(executor: Executor): boolean {
-  if (executor instanceof pg.Pool) return true;
-  const session = (executor as { session?: { client?: unknown } }).session;
+export function ownPool(executor: Executor): pg.Pool | null {
+  if (executor instanceof pg.Pool) return executor;
+  const client = (executor as { session?: { client?: unknown } }).session?.client;
   const isTransaction = typeof (executor as { rollback?: unknown }).rollback === 'function';
-  return !isTransaction && session?.client instanceof pg.Pool;
+  return !isTransaction && client instanceof pg.Pool ? client : null;
+}
+
+/** True when each statement on `executor` commits by itself (see ownPool), so its effects are visible moments after it returns. */
+export function autocommits(executor: Executor): boolean {
+  return ownPool(executor) !== null;
 }
 
 /**
