@@ -29,6 +29,13 @@ describe('worker settings', () => {
     expect(() => parseWorkerConfig(['--concurrency', '10001'], {})).toThrow(/--concurrency/);
   });
 
+  it('claims wait for their WAL flush unless asynchronous claims are asked for', () => {
+    expect(parseWorkerConfig([], {})).toMatchObject({ asyncClaims: false });
+    expect(parseWorkerConfig(['--async-claims'], {})).toMatchObject({ asyncClaims: true });
+    expect(parseWorkerConfig([], { LEASEHOLD_ASYNC_CLAIMS: 'true' })).toMatchObject({ asyncClaims: true });
+    expect(parseWorkerConfig(['--no-async-claims'], { LEASEHOLD_ASYNC_CLAIMS: 'true' })).toMatchObject({ asyncClaims: false });
+  });
+
   it('names a bad environment variable too', () => {
     expect(() => parseWorkerConfig([], { LEASEHOLD_LISTEN: 'maybe' })).toThrow(/LEASEHOLD_LISTEN/);
   });

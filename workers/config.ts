@@ -8,6 +8,7 @@
  *   --batch-size N          LEASEHOLD_BATCH_SIZE        most jobs per claim (default: concurrency, at most 1,000)
  *   --poll-ms N             LEASEHOLD_POLL_MS           poll interval (default 2000)
  *   --no-listen             LEASEHOLD_LISTEN=false      no LISTEN wake-ups (PgBouncer transaction pooling)
+ *   --async-claims          LEASEHOLD_ASYNC_CLAIMS=true claims commit without waiting for the WAL flush (default off)
  *   --metrics-port N        LEASEHOLD_METRICS_PORT      Prometheus /metrics and /healthz (0 = off, default)
  *   --grace-ms N            LEASEHOLD_GRACE_MS          shutdown grace period (default 10000)
  *   --reap-interval-ms N    LEASEHOLD_REAP_INTERVAL_MS  reaper period (default 5000)
@@ -42,6 +43,7 @@ const schema = z.strictObject({
   batchSize: int(1, MAX_CLAIM_BATCH).optional(),
   pollMs: int(50, 600_000),
   listen: bool,
+  asyncClaims: bool,
   metricsPort: int(0, 65535),
   graceMs: int(0, 3_600_000),
   reapIntervalMs: int(100, 3_600_000),
@@ -69,6 +71,7 @@ const DEFAULTS: Record<string, string> = {
   leaseSeconds: '30',
   pollMs: '2000',
   listen: 'true',
+  asyncClaims: 'false',
   metricsPort: '0',
   graceMs: '10000',
   reapIntervalMs: '5000',
@@ -89,6 +92,7 @@ const FLAGS = {
   'batch-size': 'LEASEHOLD_BATCH_SIZE',
   'poll-ms': 'LEASEHOLD_POLL_MS',
   listen: 'LEASEHOLD_LISTEN',
+  'async-claims': 'LEASEHOLD_ASYNC_CLAIMS',
   'metrics-port': 'LEASEHOLD_METRICS_PORT',
   'grace-ms': 'LEASEHOLD_GRACE_MS',
   'reap-interval-ms': 'LEASEHOLD_REAP_INTERVAL_MS',
@@ -102,7 +106,7 @@ const FLAGS = {
   'log-level': 'LEASEHOLD_LOG_LEVEL',
   migrate: 'LEASEHOLD_MIGRATE',
 } as const;
-const BOOLEAN_FLAGS = new Set(['listen', 'maintenance', 'migrate']);
+const BOOLEAN_FLAGS = new Set(['listen', 'async-claims', 'maintenance', 'migrate']);
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -151,6 +155,7 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
     batchSize: Math.min(c.batchSize ?? MAX_CLAIM_BATCH, c.concurrency),
     pollMs: c.pollMs,
     listen: c.listen,
+    asyncClaims: c.asyncClaims,
     graceMs: c.graceMs,
     ackFlushMs: 5,
     retry: { baseDelayMs: c.retryBaseMs, maxDelayMs: c.retryMaxMs, leaseExpiredDelayMs: c.leaseExpiredDelayMs },

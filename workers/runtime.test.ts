@@ -118,6 +118,21 @@ describe('a worker', () => {
     expect(claims).toBeGreaterThanOrEqual(3);
   });
 
+  it('claims without waiting for the WAL flush only when asked to (asyncClaims)', async () => {
+    for (const asyncClaims of [false, true]) {
+      const names = new Set<string>();
+      const db = aroundStatements((name, run) => {
+        if (name.startsWith('leasehold_claim')) names.add(name);
+        return run();
+      });
+      const queue = uniqueQueue();
+      const { id } = await enqueue(t.db, { queue, kind: 'noop' });
+      await startWorker(queue, [noop], { asyncClaims }, db);
+      await until('done', stateIs(id, 'done'));
+      expect([...names]).toEqual([asyncClaims ? 'leasehold_claim_one_queue_async' : 'leasehold_claim_one_queue']);
+    }
+  });
+
   it('ends an unknown kind dead as permanent after one attempt', async () => {
     const queue = uniqueQueue();
     const { id } = await enqueue(t.db, { queue, kind: 'no.such.kind' });

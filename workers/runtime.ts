@@ -60,6 +60,8 @@ export interface WorkerSettings {
   graceMs: number;
   /** Completions wait this long to be acknowledged together in one statement. */
   ackFlushMs: number;
+  /** Claims commit without waiting for their WAL flush (off by default: db/queue/claim.ts, docs/contract.md §4). */
+  asyncClaims?: boolean;
   retry?: Partial<RetryPolicy>;
   registryIntervalMs: number;
   maintenance: {
@@ -395,7 +397,7 @@ export class Worker {
         // (a NOTIFY for a job committed after its snapshot) must start another claim.
         this.wokenMeanwhile = false;
         try {
-          jobs = await claim(db, { queues: s.queues, workerId: s.workerId, limit, leaseSeconds: s.leaseSeconds });
+          jobs = await claim(db, { queues: s.queues, workerId: s.workerId, limit, leaseSeconds: s.leaseSeconds, asyncCommit: s.asyncClaims ?? false });
           failures = 0;
         } catch (error) {
           failures += 1;

@@ -1,9 +1,10 @@
 import { sql } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/node-postgres';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany, pauseQueue, reapStatement, resumeQueue } from '.';
-import { useTestDatabase } from '../../test/db';
+import { preparedStatementNames, useTestDatabase } from '../../test/db';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
 import { COMPLETE_MANY } from './settle';
@@ -131,6 +132,87 @@ describe('claim', () => {
     expect(await claim(t.db, { ...good, queues })).toEqual([]);
     queues[0] = 'bad queue!'; // the same array, changed after it was checked
     await expect(claim(t.db, { ...good, queues })).rejects.toThrow(/queues\.0/);
+  });
+});
+
+describe('claim commit', () => {
+  const setting = async (executor: { query: (text: string) => Promise<{ rows: { synchronous_commit: string }[] }> }) =>
+    (await executor.query('SHOW synchronous_commit')).rows[0]!.synchronous_commit;
+  // The test server runs with synchronous_commit off; these connections ask for it on.
+  const durableSession = () => new pg.Pool({ connectionString: t.url, max: 1, options: '-c synchronous_commit=on' });
+
+  it('waits for the WAL flush by default: the claim leaves the commit setting alone', async () => {
+    const queue = uniqueQueue();
+    await enqueueMany(t.db, [{ queue, kind: 'k' }]);
+    const session = durableSession();
+    const client = await session.connect();
+    try {
+      const { sql: text, params } = new PgDialect().sqlToQuery(claimStatement({ queues: [queue], workerId: 'w', limit: 1 }));
+      await client.query('BEGIN');
+      expect((await client.query(text, params)).rows).toHaveLength(1);
+      expect(await setting(client)).toBe('on');
+      await client.query('ROLLBACK');
+    } finally {
+      client.release(true);
+    }
+    try {
+      expect(await claim(session, { queues: [queue], workerId: 'w', limit: 1 })).toHaveLength(1);
+      expect(await preparedStatementNames(session)).toEqual(['leasehold_claim_one_queue']);
+    } finally {
+      await session.end();
+    }
+  });
+
+  it('with asyncCommit, a claim that is its own transaction commits without waiting for its flush, and changes nothing else', async () => {
+    const queue = uniqueQueue();
+    await enqueueMany(t.db, [{ queue, kind: 'k' }, { queue, kind: 'k' }]);
+    const options = { queues: [queue], workerId: 'w', limit: 1, asyncCommit: true };
+    const session = durableSession();
+    const client = await session.connect();
+    try {
+      // The text a pool runs: it turns the flush off for the transaction it runs in, and only that one.
+      const { sql: text, params } = new PgDialect().sqlToQuery(claimStatement(options));
+      await client.query('BEGIN');
+      expect((await client.query(text, params)).rows).toHaveLength(1);
+      expect(await setting(client)).toBe('off');
+      await client.query('ROLLBACK');
+      expect(await setting(client)).toBe('on');
+    } finally {
+      client.release(true);
+    }
+    try {
+      // Through a pool the claim runs that text; the connection's own setting is unchanged after.
+      expect(await claim(session, options)).toHaveLength(1);
+      expect(await preparedStatementNames(session)).toEqual(['leasehold_claim_one_queue_async']);
+      expect(await setting(session)).toBe('on');
+    } finally {
+      await session.end();
+    }
+  });
+
+  it("with asyncCommit, a claim inside the caller's transaction never changes how that transaction commits", async () => {
+    const queue = uniqueQueue();
+    await enqueueMany(t.db, [{ queue, kind: 'k' }]);
+    const pool = durableSession();
+    try {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        expect(await claim(client, { queues: [queue], workerId: 'w', limit: 1, asyncCommit: true })).toHaveLength(1);
+        expect(await setting(client)).toBe('on');
+        await client.query('COMMIT');
+      } finally {
+        client.release(true);
+      }
+      // A Drizzle transaction, several queues (the other shape): the same.
+      await drizzle(pool).transaction(async (tx) => {
+        expect(await claim(tx, { queues: [queue, 'other'], workerId: 'w', limit: 1, asyncCommit: true })).toEqual([]);
+        const [row] = await run<{ synchronous_commit: string }>(tx, sql`SHOW synchronous_commit`);
+        expect(row!.synchronous_commit).toBe('on');
+      });
+    } finally {
+      await pool.end();
+    }
   });
 });
 

@@ -38,12 +38,25 @@
  * stays ready for the next claim, never claimed twice (the row lock and the UPDATE's
  * visibility rules see to that).
  *
+ * `asyncCommit` (off by default; the worker's `--async-claims`): a claim that is its own
+ * transaction then commits without waiting for its WAL flush (synchronous_commit off for that
+ * transaction only). A committed claim is visible to every other session at once, flushed or
+ * not, so the lease fences exactly as well while the server runs; the flush was the largest
+ * single part of the time from a NOTIFY to the handler's start on an idle worker
+ * (docs/performance.md). What it gives up: a crash of the database server itself within a
+ * moment of the claim can undo it. The job is then `ready` again with that attempt uncounted,
+ * so it runs again (the old attempt's settlements are refused: its token is gone) and the next
+ * claim reissues the same attempt number. PostgreSQL writes WAL in order, so any later durable
+ * commit (the acknowledgement, a failure, the reaper's) carries the claim with it: a settled
+ * outcome is never undone. A claim inside the caller's transaction never changes how that
+ * transaction commits.
+ *
  * Time is statement_timestamp(), not now(): the same inside a caller's transaction as outside.
  */
 import { randomUUID } from 'node:crypto';
 import type { SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { runText, sqlText, toDate, type Executor } from './executor';
+import { autocommits, runText, sqlText, toDate, type Executor } from './executor';
 import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimedJob } from './job';
 import { nameSchema, parseInput, textSchema } from './validate';
 
@@ -54,6 +67,8 @@ const claimOptionsSchema = z.strictObject({
   workerId: textSchema(200).pipe(z.string().min(1)),
   limit: z.int().min(1).max(MAX_CLAIM_BATCH).default(1),
   leaseSeconds: z.number().min(1).max(24 * 3600).default(60),
+  /** Commit without waiting for the WAL flush (see above); ignored in the caller's transaction. */
+  asyncCommit: z.boolean().default(false),
 });
 
 export type ClaimOptions = z.input<typeof claimOptionsSchema>;
@@ -66,7 +81,7 @@ export type ClaimOptions = z.input<typeof claimOptionsSchema>;
 export async function claim(executor: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
   // Prepared once per connection (one name per shape): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
-  const { text, params, name, leaseToken, workerId } = claimQuery(options);
+  const { text, params, name, leaseToken, workerId } = claimQuery(options, executor);
   const rows = await runText(executor, text, params, name);
   if (rows.length === 0) return [];
   // One statement, one instant: every row has the same start and lease deadline.
@@ -86,7 +101,7 @@ export function claimStatement(options: ClaimOptions): SQL {
  * (while ready) until this statement's transaction ends, so the UPDATE needs no second look at
  * their state.
  */
-function claimText(candidates: string): string {
+function claimText(candidates: string, flush: boolean): string {
   return `
     WITH candidate AS (${candidates})
     UPDATE jobs j
@@ -97,7 +112,11 @@ function claimText(candidates: string): string {
         worker_id = $5::text,
         started_at = statement_timestamp(),
         updated_at = statement_timestamp()
-    WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM candidate))
+    WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM candidate))${
+      // An initplan, run once: SET LOCAL for this statement's own transaction (the only one it
+      // is used in), read when it commits.
+      flush ? '' : `\n      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
+    }
     RETURNING ${qualified(CLAIM_COLUMNS, 'j')}`;
 }
 
@@ -108,7 +127,7 @@ function claimText(candidates: string): string {
  * whole plan, and its generic plan is as good as a custom one, so the prepared statement is
  * not planned again on every call.
  */
-const CLAIM_ONE_QUEUE = claimText(`
+const ONE_QUEUE = `
       SELECT j.ctid
       FROM jobs j
       WHERE j.state = 'ready' AND j.queue = $1::text
@@ -116,8 +135,8 @@ const CLAIM_ONE_QUEUE = claimText(`
         AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1::text AND q.paused)
       ORDER BY j.claim_at, j.id
       LIMIT $2::int
-      FOR UPDATE SKIP LOCKED`);
-const CLAIM_QUEUES = claimText(`
+      FOR UPDATE SKIP LOCKED`;
+const QUEUES = `
       SELECT c.ctid
       FROM (
         SELECT u.name FROM unnest($1::text[]) AS u(name)
@@ -133,13 +152,19 @@ const CLAIM_QUEUES = claimText(`
         FOR UPDATE SKIP LOCKED
       ) c
       ORDER BY c.claim_at, c.id
-      LIMIT $2::int`);
+      LIMIT $2::int`;
+
+/** The texts and their statement names, by shape and by whether the commit waits for its flush. */
+const SHAPES = {
+  oneQueue: { flush: { text: claimText(ONE_QUEUE, true), name: 'leasehold_claim_one_queue' }, noFlush: { text: claimText(ONE_QUEUE, false), name: 'leasehold_claim_one_queue_async' } },
+  queues: { flush: { text: claimText(QUEUES, true), name: 'leasehold_claim' }, noFlush: { text: claimText(QUEUES, false), name: 'leasehold_claim_async' } },
+};
 
 /**
  * The options last validated, as given (queues copied) and as parsed. A worker claims with the
  * same ones every time; the same options again are not parsed again.
  */
-let lastOptions: { given: ClaimOptions & { queues: string[] }; parsed: { wanted: string[]; workerId: string; limit: number; leaseSeconds: number } } | null = null;
+let lastOptions: { given: ClaimOptions & { queues: string[] }; parsed: { wanted: string[]; workerId: string; limit: number; leaseSeconds: number; asyncCommit: boolean } } | null = null;
 
 function validOptions(options: ClaimOptions) {
   const last = lastOptions;
@@ -150,6 +175,7 @@ function validOptions(options: ClaimOptions) {
     options.workerId === last.given.workerId &&
     options.limit === last.given.limit &&
     options.leaseSeconds === last.given.leaseSeconds &&
+    options.asyncCommit === last.given.asyncCommit &&
     Array.isArray(options.queues) &&
     options.queues.length === last.given.queues.length &&
     options.queues.every((q, i) => q === last.given.queues[i]) &&
@@ -157,18 +183,23 @@ function validOptions(options: ClaimOptions) {
   ) {
     return last.parsed;
   }
-  const { queues, workerId, limit, leaseSeconds } = parseInput('claim', claimOptionsSchema, options);
-  const parsed = { wanted: [...new Set(queues)], workerId, limit, leaseSeconds };
+  const { queues, workerId, limit, leaseSeconds, asyncCommit } = parseInput('claim', claimOptionsSchema, options);
+  const parsed = { wanted: [...new Set(queues)], workerId, limit, leaseSeconds, asyncCommit };
   lastOptions = { given: { ...options, queues: [...queues] }, parsed };
   return parsed;
 }
 
-/** The claim's text, its parameters and the name it is prepared under (one per shape). */
-function claimQuery(options: ClaimOptions): { text: string; params: unknown[]; name: string; leaseToken: string; workerId: string } {
-  const { wanted, workerId, limit, leaseSeconds } = validOptions(options);
+/**
+ * The claim's text, its parameters and the name it is prepared under (one per shape). Without an
+ * executor (EXPLAIN) the text is the one a pool would run for these options.
+ */
+function claimQuery(options: ClaimOptions, executor?: Executor): { text: string; params: unknown[]; name: string; leaseToken: string; workerId: string } {
+  const { wanted, workerId, limit, leaseSeconds, asyncCommit } = validOptions(options);
   const leaseToken = randomUUID();
   const tail = [limit, leaseToken, leaseSeconds, workerId];
-  return wanted.length === 1
-    ? { text: CLAIM_ONE_QUEUE, params: [wanted[0], ...tail], name: 'leasehold_claim_one_queue', leaseToken, workerId }
-    : { text: CLAIM_QUEUES, params: [wanted, ...tail], name: 'leasehold_claim', leaseToken, workerId };
+  // Only a statement that is its own transaction may decide how that transaction commits.
+  const flush = !asyncCommit || (executor !== undefined && !autocommits(executor));
+  const shape = wanted.length === 1 ? SHAPES.oneQueue : SHAPES.queues;
+  const { text, name } = flush ? shape.flush : shape.noFlush;
+  return { text, params: wanted.length === 1 ? [wanted[0], ...tail] : [wanted, ...tail], name, leaseToken, workerId };
 }
