@@ -20,6 +20,8 @@ export interface CreateDbOptions {
   applicationName?: string;
   /** Per-statement limit, so a stuck query fails loudly instead of hanging a loop. */
   statementTimeoutMs?: number;
+  /** Idle connections close after this long (default 10 s; 0 keeps them). */
+  idleTimeoutMs?: number;
 }
 
 export function createDb(url: string, options: CreateDbOptions = {}): DbHandle {
@@ -30,6 +32,7 @@ export function createDb(url: string, options: CreateDbOptions = {}): DbHandle {
     statement_timeout: options.statementTimeoutMs ?? 30_000,
     keepAlive: true,
     connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
   });
   // An idle client that loses its server (restart, pg_terminate_backend) emits 'error' on the
   // pool; without a listener that would crash the process. The next checkout reconnects.

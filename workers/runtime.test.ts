@@ -45,6 +45,8 @@ function settings(queue: string, overrides: Partial<WorkerSettings> = {}): Worke
 async function startWorker(queue: string, handlers: Handler[], overrides: Partial<WorkerSettings> = {}, db: Db = t.db) {
   const worker = new Worker(settings(queue, overrides), {
     db,
+    // A test that watches the worker's statements sees its claims too.
+    claimDb: db === t.db ? undefined : db,
     databaseUrl: t.url,
     registry: new HandlerRegistry(handlers),
     logger: pino({ level: 'silent' }),
@@ -116,6 +118,35 @@ describe('a worker', () => {
     await startWorker(narrow, [slow], { concurrency: 1, batchSize: 1, pollMs: 60_000 }, db);
     for (const id of queued) await until('done', stateIs(id, 'done'), 5000);
     expect(claims).toBeGreaterThanOrEqual(3);
+  });
+
+  it('claims on a connection of its own, not through the shared pool, and closes it when it stops', async () => {
+    const queue = uniqueQueue();
+    const claimConnections = async () =>
+      run<{ pid: number }>(t.db, sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'leasehold-claim'`);
+    const onShared: string[] = [];
+    const shared = aroundStatements((name, run) => {
+      onShared.push(name);
+      return run();
+    });
+    const worker = new Worker(settings(queue, { pollMs: 50, asyncClaims: true }), {
+      db: shared,
+      databaseUrl: t.url,
+      registry: new HandlerRegistry([noop]),
+      logger: pino({ level: 'silent' }),
+    });
+    workers.push(worker);
+    await worker.start();
+    for (let round = 0; round < 3; round++) {
+      const { id } = await enqueue(t.db, { queue, kind: 'noop' });
+      await until('done', stateIs(id, 'done'));
+    }
+    expect(await claimConnections()).toHaveLength(1);
+    // The acknowledgements went through the shared pool, the claims did not.
+    expect(onShared.filter((name) => name.startsWith('leasehold_complete'))).not.toEqual([]);
+    expect(onShared.filter((name) => name.startsWith('leasehold_claim'))).toEqual([]);
+    await worker.stop(0);
+    await until('claim connection closed', async () => ((await claimConnections()).length === 0 ? true : undefined));
   });
 
   it('claims without waiting for the WAL flush only when asked to (asyncClaims)', async () => {

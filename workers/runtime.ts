@@ -15,7 +15,7 @@
 import os from 'node:os';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Db } from '../db/client';
+import { createDb, type Db, type DbHandle } from '../db/client';
 import {
   claim,
   completeManyIfLeaseHeld,
@@ -77,6 +77,8 @@ export interface WorkerSettings {
 export interface WorkerDeps {
   db: Db;
   databaseUrl: string;
+  /** Where claims run; by default a connection of the claim loop's own, opened from databaseUrl. */
+  claimDb?: Db | undefined;
   registry: HandlerRegistry;
   logger: Logger;
   metrics?: WorkerMetrics | undefined;
@@ -242,6 +244,14 @@ export class Worker {
   private pendingAcks: InFlight[] = [];
   private ackTimer: NodeJS.Timeout | null = null;
   private listener: WakeListener | null = null;
+  /**
+   * The claim loop's own connection (a pool of one, kept open). Claims run one at a time, so one
+   * connection is enough, and on it the prepared claim has its generic plan and the server
+   * process its caches from the second claim on. Taken from the shared pool, a claim often got
+   * a connection that had never run it: planned afresh for its first five runs there, and it
+   * was most of the slowest pickups (docs/performance.md).
+   */
+  private claimHandle: DbHandle | null = null;
   private loops: Promise<void>[] = [];
   private drained: (() => void) | null = null;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
@@ -291,7 +301,8 @@ export class Worker {
       });
       await this.listener.start();
     }
-    this.claimLoopDone = this.claimLoop();
+    if (!this.deps.claimDb) this.claimHandle = createDb(this.deps.databaseUrl, { max: 1, applicationName: 'leasehold-claim', idleTimeoutMs: 0 });
+    this.claimLoopDone = this.claimLoop(this.deps.claimDb ?? this.claimHandle!.db);
     this.loops = [
       this.claimLoopDone,
       this.every(Math.max(250, (s.leaseSeconds * 1000) / 3), () => this.heartbeatAll(), this.heartbeatController.signal),
@@ -324,6 +335,7 @@ export class Worker {
     this.wake();
     await this.listener?.stop();
     await this.claimLoopDone; // a claim in flight has started (or released) its jobs by now
+    await this.claimHandle?.close();
     logger.info({ inFlight: this.inFlight.size, graceMs }, 'stopping: no more claims, waiting for running handlers');
     if (this.inFlight.size > 0) {
       await Promise.race([this.whenDrained(), sleep(graceMs)]);
@@ -384,7 +396,7 @@ export class Worker {
     });
   }
 
-  private async claimLoop(): Promise<void> {
+  private async claimLoop(claimDb: Db): Promise<void> {
     const { db, logger } = this.deps;
     const s = this.settings;
     let failures = 0;
@@ -397,7 +409,7 @@ export class Worker {
         // (a NOTIFY for a job committed after its snapshot) must start another claim.
         this.wokenMeanwhile = false;
         try {
-          jobs = await claim(db, { queues: s.queues, workerId: s.workerId, limit, leaseSeconds: s.leaseSeconds, asyncCommit: s.asyncClaims ?? false });
+          jobs = await claim(claimDb, { queues: s.queues, workerId: s.workerId, limit, leaseSeconds: s.leaseSeconds, asyncCommit: s.asyncClaims ?? false });
           failures = 0;
         } catch (error) {
           failures += 1;
