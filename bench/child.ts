@@ -55,7 +55,7 @@ async function go() {
   }
   const { durationMs, intervalMs, settleMs } = JSON.parse(extra!) as { durationMs: number; intervalMs: number; settleMs: number };
   await new Promise((r) => setTimeout(r, 1000)); // the worker is idle and listening by now
-  const enqueuer = await system.enqueuer(url, 1, mode === 'listen');
+  const enqueuer = await system.enqueuer(url, 1, mode !== 'poll');
   const committed = new Map<number, number>();
   const count = Math.floor(durationMs / intervalMs);
   const t0 = performance.now();

@@ -6,11 +6,11 @@
  */
 import { Logger, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
 import { benchPool } from './db';
-import { QUEUE, type BenchSystem, type WorkerMode } from './types';
+import { ASYNC_CLAIMS_ONLY, QUEUE, type BenchSystem, type CommonMode } from './types';
 
 const silent = new Logger(() => () => {});
 
-const PRESETS: Record<WorkerMode, Record<string, unknown>> = {
+const PRESETS: Record<CommonMode, Record<string, unknown>> = {
   drain: { concurrentJobs: 24, maxPoolSize: 25, localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0, pollInterval: 1000 },
   listen: { concurrentJobs: 10, maxPoolSize: 11, pollInterval: 2000 },
   poll: {},
@@ -23,9 +23,11 @@ export const graphileWorker: BenchSystem = {
     drain: `preset.worker ${JSON.stringify(PRESETS.drain)} (its perfTest settings); completed jobs deleted`,
     listen: `preset.worker ${JSON.stringify(PRESETS.listen)}`,
     poll: 'n/a',
+    'listen-async-claims': 'n/a',
   },
   unsupported: {
     poll: 'graphile-worker always LISTENs; it has no polling-only mode',
+    'listen-async-claims': ASYNC_CLAIMS_ONLY,
     'enqueue-wake-off': 'add_job always NOTIFYs',
   },
 
@@ -70,7 +72,7 @@ export const graphileWorker: BenchSystem = {
           hooks.onHandled(1);
         },
       },
-      preset: { worker: { connectionString: url, ...PRESETS[mode] } },
+      preset: { worker: { connectionString: url, ...PRESETS[mode as CommonMode] } },
     });
     return {
       stop: async () => {

@@ -14,7 +14,8 @@ const KIND = 'bench.noop';
 
 const WORKER_FLAGS: Record<WorkerMode, string[]> = {
   drain: ['--concurrency', '2000', '--batch-size', '1000', '--poll-ms', '1000'],
-  listen: ['--concurrency', '10', '--poll-ms', '2000', '--async-claims'],
+  listen: ['--concurrency', '10', '--poll-ms', '2000'],
+  'listen-async-claims': ['--concurrency', '10', '--poll-ms', '2000', '--async-claims'],
   poll: ['--concurrency', '10', '--poll-ms', '500', '--no-listen'],
 };
 
@@ -23,7 +24,8 @@ export const leasehold: BenchSystem = {
   settings: {
     enqueue: 'enqueue()/enqueueMany() on a pg pool; wake-up NOTIFY on (the default) unless the case says off',
     drain: `Worker ${WORKER_FLAGS.drain.join(' ')}; completed rows, attempt history, token-guarded batched acks, reaper on`,
-    listen: `Worker ${WORKER_FLAGS.listen.join(' ')}; LISTEN on; claims commit without waiting for the WAL flush (the default waits: docs/performance.md has both)`,
+    listen: `Worker ${WORKER_FLAGS.listen.join(' ')}; LISTEN on`,
+    'listen-async-claims': `Worker ${WORKER_FLAGS['listen-async-claims'].join(' ')}; LISTEN on; claims commit without waiting for the WAL flush (not the default: docs/contract.md §4)`,
     poll: `Worker ${WORKER_FLAGS.poll.join(' ')}`,
   },
 

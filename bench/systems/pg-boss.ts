@@ -4,9 +4,9 @@
  * batch handler completes the whole batch in one statement. LISTEN/NOTIFY is opt-in per queue.
  */
 import { PgBoss } from 'pg-boss';
-import { QUEUE, type BenchSystem, type WorkerMode } from './types';
+import { ASYNC_CLAIMS_ONLY, QUEUE, type BenchSystem, type CommonMode } from './types';
 
-const WORK: Record<WorkerMode, Record<string, unknown>> = {
+const WORK: Record<CommonMode, Record<string, unknown>> = {
   drain: { batchSize: 500, localConcurrency: 4, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 },
   listen: { batchSize: 1, localConcurrency: 1, notifyPollingIntervalSeconds: 30 },
   // A batch per poll: with batchSize 1 it would take one job per 0.5 s and fall behind.
@@ -26,7 +26,9 @@ export const pgBoss: BenchSystem = {
     drain: `work(${JSON.stringify(WORK.drain)}) with a batch handler; completed rows kept (pg-boss default retention)`,
     listen: `useListenNotify: true, queue notify: true, work(${JSON.stringify(WORK.listen)})`,
     poll: `work(${JSON.stringify(WORK.poll)}) (0.5 s is the smallest interval pg-boss accepts)`,
+    'listen-async-claims': 'n/a',
   },
+  unsupported: { 'listen-async-claims': ASYNC_CLAIMS_ONLY },
 
   async install(url) {
     const instance = new PgBoss({ connectionString: url, max: 2, supervise: false, schedule: false });
@@ -62,7 +64,7 @@ export const pgBoss: BenchSystem = {
   async startWorker(url, mode, hooks) {
     const instance = boss(url, 10, mode === 'listen');
     await instance.start();
-    await instance.work<{ seq: number }>(QUEUE, WORK[mode], async (jobs) => {
+    await instance.work<{ seq: number }>(QUEUE, WORK[mode as CommonMode], async (jobs) => {
       for (const job of jobs) hooks.onStart(job.data.seq);
       hooks.onHandled(jobs.length);
     });

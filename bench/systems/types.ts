@@ -3,7 +3,10 @@
  * database of the same server; timed parts never include connecting or installing.
  */
 export type SystemName = 'leasehold' | 'pg-boss' | 'graphile-worker' | 'bare-sql';
-export type WorkerMode = 'drain' | 'listen' | 'poll';
+export type WorkerMode = 'drain' | 'listen' | 'poll' | 'listen-async-claims';
+/** The modes every queue has; `listen-async-claims` is Leasehold's LISTEN pickup with `--async-claims`. */
+export type CommonMode = Exclude<WorkerMode, 'listen-async-claims'>;
+export const ASYNC_CLAIMS_ONLY = "Leasehold's --async-claims only (compare with this system's pickup-listen)";
 
 /** The queue name every case uses. */
 export const QUEUE = 'bench';
