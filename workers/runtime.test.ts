@@ -149,6 +149,20 @@ describe('a worker', () => {
     await until('claim connection closed', async () => ((await claimConnections()).length === 0 ? true : undefined));
   });
 
+  it('gets a new claim connection when the server cuts its own, and goes on claiming', async () => {
+    const queue = uniqueQueue();
+    await startWorker(queue, [noop], { pollMs: 50 });
+    const first = await enqueue(t.db, { queue, kind: 'noop' });
+    await until('done', stateIs(first.id, 'done'));
+    const cut = await run<{ cut: boolean }>(
+      t.db,
+      sql`SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'leasehold-claim'`,
+    );
+    expect(cut).toEqual([{ cut: true }]);
+    const second = await enqueue(t.db, { queue, kind: 'noop' });
+    await until('done after the cut', stateIs(second.id, 'done'), 10_000);
+  });
+
   it('claims without waiting for the WAL flush only when asked to (asyncClaims)', async () => {
     for (const asyncClaims of [false, true]) {
       const names = new Set<string>();

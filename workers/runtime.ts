@@ -290,6 +290,8 @@ export class Worker {
       concurrency: s.concurrency,
       version: process.env.npm_package_version ?? null,
     });
+    // stop() during start: what shutdown has already passed must not be opened now.
+    if (this.stopController.signal.aborted) return;
     if (s.listen) {
       this.listener = new WakeListener({
         url: this.deps.databaseUrl,
@@ -300,6 +302,10 @@ export class Worker {
         },
       });
       await this.listener.start();
+      if (this.stopController.signal.aborted) {
+        await this.listener.stop();
+        return;
+      }
     }
     if (!this.deps.claimDb) this.claimHandle = createDb(this.deps.databaseUrl, { max: 1, applicationName: 'leasehold-claim', idleTimeoutMs: 0 });
     this.claimLoopDone = this.claimLoop(this.deps.claimDb ?? this.claimHandle!.db);
@@ -314,7 +320,7 @@ export class Worker {
       this.loops.push(this.every(s.maintenance.retentionIntervalMs, () => this.retentionRound()));
     }
     logger.info(
-      { queues: s.queues, concurrency: s.concurrency, leaseSeconds: s.leaseSeconds, listen: s.listen, kinds: this.deps.registry.kinds() },
+      { queues: s.queues, concurrency: s.concurrency, leaseSeconds: s.leaseSeconds, listen: s.listen, asyncClaims: s.asyncClaims ?? false, kinds: this.deps.registry.kinds() },
       'worker started',
     );
   }
@@ -335,7 +341,6 @@ export class Worker {
     this.wake();
     await this.listener?.stop();
     await this.claimLoopDone; // a claim in flight has started (or released) its jobs by now
-    await this.claimHandle?.close();
     logger.info({ inFlight: this.inFlight.size, graceMs }, 'stopping: no more claims, waiting for running handlers');
     if (this.inFlight.size > 0) {
       await Promise.race([this.whenDrained(), sleep(graceMs)]);
@@ -353,6 +358,7 @@ export class Worker {
     await deregisterWorker(db, this.settings.workerId).catch((error: unknown) =>
       logger.warn({ err: error }, 'could not remove the worker registry entry (it will expire)'),
     );
+    await this.claimHandle?.close().catch((error: unknown) => logger.warn({ err: error }, 'could not close the claim connection'));
     this.state = 'stopped';
     logger.info('worker stopped');
   }

@@ -39,17 +39,9 @@
  * visibility rules see to that).
  *
  * `asyncCommit` (off by default; the worker's `--async-claims`): a claim that is its own
- * transaction then commits without waiting for its WAL flush (synchronous_commit off for that
- * transaction only). A committed claim is visible to every other session at once, flushed or
- * not, so the lease fences exactly as well while the server runs; the flush was the largest
- * single part of the time from a NOTIFY to the handler's start on an idle worker
- * (docs/performance.md). What it gives up: a crash of the database server itself within a
- * moment of the claim can undo it. The job is then `ready` again with that attempt uncounted,
- * so it runs again (the old attempt's settlements are refused: its token is gone) and the next
- * claim reissues the same attempt number. PostgreSQL writes WAL in order, so any later durable
- * commit (the acknowledgement, a failure, the reaper's) carries the claim with it: a settled
- * outcome is never undone. A claim inside the caller's transaction never changes how that
- * transaction commits.
+ * transaction commits without waiting for its WAL flush (SET LOCAL synchronous_commit = off, as
+ * an initplan of the UPDATE); inside the caller's transaction the flag is ignored. What that
+ * gives and gives up, a database crash undoing the claim: docs/contract.md §4.
  *
  * Time is statement_timestamp(), not now(): the same inside a caller's transaction as outside.
  */
@@ -67,7 +59,7 @@ const claimOptionsSchema = z.strictObject({
   workerId: textSchema(200).pipe(z.string().min(1)),
   limit: z.int().min(1).max(MAX_CLAIM_BATCH).default(1),
   leaseSeconds: z.number().min(1).max(24 * 3600).default(60),
-  /** Commit without waiting for the WAL flush (see above); ignored in the caller's transaction. */
+  /** Commit without waiting for the WAL flush (docs/contract.md §4); ignored in the caller's transaction. */
   asyncCommit: z.boolean().default(false),
 });
 
@@ -79,7 +71,7 @@ export type ClaimOptions = z.input<typeof claimOptionsSchema>;
  * lease must be committed before the handler's work begins.
  */
 export async function claim(executor: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
-  // Prepared once per connection (one name per shape): a claim is on the path from enqueue to
+  // Prepared once per connection (one name per text): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
   const { text, params, name, leaseToken, workerId } = claimQuery(options, executor);
   const rows = await runText(executor, text, params, name);
@@ -89,7 +81,10 @@ export async function claim(executor: Executor, options: ClaimOptions): Promise<
   return rows.map((row) => mapClaimedJob(row, instant));
 }
 
-/** The claim statement itself (for EXPLAIN in tests and the benchmark). */
+/**
+ * The claim statement itself (for EXPLAIN in tests and the benchmark): the text a pool runs for
+ * these options, so with `asyncCommit` it sets synchronous_commit off wherever it is run.
+ */
 export function claimStatement(options: ClaimOptions): SQL {
   const { text, params } = claimQuery(options);
   return sqlText(text, params);
@@ -156,8 +151,14 @@ const QUEUES = `
 
 /** The texts and their statement names, by shape and by whether the commit waits for its flush. */
 const SHAPES = {
-  oneQueue: { flush: { text: claimText(ONE_QUEUE, true), name: 'leasehold_claim_one_queue' }, noFlush: { text: claimText(ONE_QUEUE, false), name: 'leasehold_claim_one_queue_async' } },
-  queues: { flush: { text: claimText(QUEUES, true), name: 'leasehold_claim' }, noFlush: { text: claimText(QUEUES, false), name: 'leasehold_claim_async' } },
+  oneQueue: {
+    flush: { text: claimText(ONE_QUEUE, true), name: 'leasehold_claim_one_queue' },
+    noFlush: { text: claimText(ONE_QUEUE, false), name: 'leasehold_claim_one_queue_async' },
+  },
+  queues: {
+    flush: { text: claimText(QUEUES, true), name: 'leasehold_claim' },
+    noFlush: { text: claimText(QUEUES, false), name: 'leasehold_claim_async' },
+  },
 };
 
 /**
@@ -190,7 +191,7 @@ function validOptions(options: ClaimOptions) {
 }
 
 /**
- * The claim's text, its parameters and the name it is prepared under (one per shape). Without an
+ * The claim's text, its parameters and the name it is prepared under (one per text). Without an
  * executor (EXPLAIN) the text is the one a pool would run for these options.
  */
 function claimQuery(options: ClaimOptions, executor?: Executor): { text: string; params: unknown[]; name: string; leaseToken: string; workerId: string } {
