@@ -67,8 +67,9 @@ export async function dashboardQueries(db: Db): Promise<[string, () => Promise<u
     ['overview (all panels, as /api/overview)', () => overview(db)],
     ['  backlog by queue and state + lag', () => backlog(db)],
     ['  attempts per finished job (latest 20k, 24 h)', () => attemptsHistogram(db)],
-    ['  failure classes (1 h)', () => failureClassesSince(db, '1 hour')],
-    ['  failure classes (24 h)', () => failureClassesSince(db, '1 day')],
+    // Labels lose their parentheses in case names: these two must differ outside them.
+    ['  failure classes, last hour', () => failureClassesSince(db, '1 hour')],
+    ['  failure classes, last 24 h', () => failureClassesSince(db, '1 day')],
     ['  throughput per minute (1 h)', () => throughputLastHour(db)],
     ['dead jobs by class (/api/metrics)', () => deadByClass(db)],
     ['jobs list: newest', list({})],

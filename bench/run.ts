@@ -374,8 +374,12 @@ if ((want('history') || want('dashboard')) && wantedSystems.includes('leasehold'
     if (want('dashboard')) {
       for (let rep = 0; rep < RUNS; rep++) {
         log(`dashboard run ${rep + 1}`);
+        const seen = new Set<string>();
         for (const [label, ms] of await dashboardTimes(full.url)) {
           const slug = label.replace(/\(.*?\)/g, '').trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+          // Two queries under one name would pool their samples into one median.
+          if (seen.has(slug)) throw new Error(`bench: two dashboard queries are both named dashboard-${slug}`);
+          seen.add(slug);
           record(`dashboard-${slug}`, { description: `${label}: round trip at ${SIZE.history.toLocaleString('en')} jobs (median of 7)`, unit: 'ms', higherIsBetter: false }, 'leasehold', ms);
         }
       }
