@@ -317,11 +317,13 @@ if (want('pickup')) {
     const metas = Object.fromEntries(
       (['p50', 'p95', 'p99'] as const).map((p) => [p, { description: `${p} of ${base}`, unit: 'ms', higherIsBetter: false }]),
     ) as Record<'p50' | 'p95' | 'p99', Omit<CaseResult, 'name' | 'samples' | 'notes'>>;
+    // A mode one system alone has (no settings elsewhere) is n/a for the others.
+    const why = (s: BenchSystem) => s.unsupported?.[mode] ?? (s.settings[mode] === undefined ? "no such mode (compare with this system's pickup-listen)" : undefined);
     for (const system of QUEUES) {
-      const reason = system.unsupported?.[mode];
+      const reason = why(system);
       if (reason) for (const p of ['p50', 'p95', 'p99'] as const) note(`pickup-${mode}-${p}`, metas[p], system.name, reason);
     }
-    const runnable = QUEUES.filter((s) => !s.unsupported?.[mode]);
+    const runnable = QUEUES.filter((s) => !why(s));
     for (let rep = 0; rep < RUNS; rep++) {
       for (const system of rotation(runnable, rep)) {
         log(`pickup-${mode} ${system.name} run ${rep + 1}`);

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { benchPool, withClient } from './db';
-import { ASYNC_CLAIMS_ONLY, QUEUE, type BenchSystem } from './types';
+import { QUEUE, type BenchSystem } from './types';
 
 const LOOPS_PER_PROCESS = 2;
 const BATCH = 500;
@@ -18,9 +18,8 @@ export const bareSql: BenchSystem = {
     drain: `${LOOPS_PER_PROCESS} claim loops per process, CTE claim of ${BATCH}, one token per claim, batch ack by id + token, done rows kept`,
     listen: 'n/a',
     poll: 'n/a',
-    'listen-async-claims': 'n/a',
   },
-  unsupported: { listen: 'not measured: the ceiling is for throughput', poll: 'not measured: the ceiling is for throughput', 'listen-async-claims': ASYNC_CLAIMS_ONLY },
+  unsupported: { listen: 'not measured: the ceiling is for throughput', poll: 'not measured: the ceiling is for throughput' },
 
   async install(url) {
     await withClient(url, (client) => client.query(`

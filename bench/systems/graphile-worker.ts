@@ -6,7 +6,7 @@
  */
 import { Logger, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
 import { benchPool } from './db';
-import { ASYNC_CLAIMS_ONLY, QUEUE, type BenchSystem, type CommonMode } from './types';
+import { QUEUE, type BenchSystem, type CommonMode } from './types';
 
 const silent = new Logger(() => () => {});
 
@@ -23,11 +23,9 @@ export const graphileWorker: BenchSystem = {
     drain: `preset.worker ${JSON.stringify(PRESETS.drain)} (its perfTest settings); completed jobs deleted`,
     listen: `preset.worker ${JSON.stringify(PRESETS.listen)}`,
     poll: 'n/a',
-    'listen-async-claims': 'n/a',
   },
   unsupported: {
     poll: 'graphile-worker always LISTENs; it has no polling-only mode',
-    'listen-async-claims': ASYNC_CLAIMS_ONLY,
     'enqueue-wake-off': 'add_job always NOTIFYs',
   },
 

@@ -4,7 +4,7 @@
  * batch handler completes the whole batch in one statement. LISTEN/NOTIFY is opt-in per queue.
  */
 import { PgBoss } from 'pg-boss';
-import { ASYNC_CLAIMS_ONLY, QUEUE, type BenchSystem, type CommonMode } from './types';
+import { QUEUE, type BenchSystem, type CommonMode } from './types';
 
 const WORK: Record<CommonMode, Record<string, unknown>> = {
   drain: { batchSize: 500, localConcurrency: 4, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 },
@@ -26,9 +26,7 @@ export const pgBoss: BenchSystem = {
     drain: `work(${JSON.stringify(WORK.drain)}) with a batch handler; completed rows kept (pg-boss default retention)`,
     listen: `useListenNotify: true, queue notify: true, work(${JSON.stringify(WORK.listen)})`,
     poll: `work(${JSON.stringify(WORK.poll)}) (0.5 s is the smallest interval pg-boss accepts)`,
-    'listen-async-claims': 'n/a',
   },
-  unsupported: { 'listen-async-claims': ASYNC_CLAIMS_ONLY },
 
   async install(url) {
     const instance = new PgBoss({ connectionString: url, max: 2, supervise: false, schedule: false });

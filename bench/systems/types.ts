@@ -3,10 +3,10 @@
  * database of the same server; timed parts never include connecting or installing.
  */
 export type SystemName = 'leasehold' | 'pg-boss' | 'graphile-worker' | 'bare-sql';
-export type WorkerMode = 'drain' | 'listen' | 'poll' | 'listen-async-claims';
-/** The modes every queue has; `listen-async-claims` is Leasehold's LISTEN pickup with `--async-claims`. */
-export type CommonMode = Exclude<WorkerMode, 'listen-async-claims'>;
-export const ASYNC_CLAIMS_ONLY = "Leasehold's --async-claims only (compare with this system's pickup-listen)";
+/** The modes every queue has. */
+export type CommonMode = 'drain' | 'listen' | 'poll';
+/** Plus modes of one system only (`listen-async-claims`: Leasehold's LISTEN pickup with `--async-claims`). */
+export type WorkerMode = CommonMode | 'listen-async-claims';
 
 /** The queue name every case uses. */
 export const QUEUE = 'bench';
@@ -24,8 +24,8 @@ export interface RunningWorker {
 
 export interface BenchSystem {
   name: SystemName;
-  /** The settings used, stated in the output. */
-  settings: Record<WorkerMode | 'enqueue', string>;
+  /** The settings used, stated in the output; a system runs the modes it has settings for. */
+  settings: Record<CommonMode | 'enqueue', string> & Partial<Record<WorkerMode, string>>;
   /** Installs the system's schema into an empty database. */
   install(url: string): Promise<void>;
   /** A sender over `connections` pooled connections; `wake` asks for LISTEN/NOTIFY wake-ups. */
