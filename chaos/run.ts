@@ -242,7 +242,19 @@ async function ledgerFigures(
   ].map((f) => (f.rule === '= 0' ? { ...f, pass: f.value === 0 } : f));
 }
 
-/** Takes the server away by `how` (restart or crash) and reconnects the harness; returns how long it was away. */
+/**
+ * A workload whose fault takes the embedded server away (`restart`: a clean stop and start;
+ * `crash`: killed, then crash recovery) and reconnects the harness; the fault's own duration is
+ * added to the recovery bound.
+ */
+async function serverFault(name: Scenario, how: 'restart' | 'crash', args: string[] = []): Promise<Result> {
+  const takeAway = server.embedded ? server[how] : undefined;
+  if (!takeAway) {
+    return { scenario: name, skipped: `needs the embedded server (the harness cannot ${how} a server named by DATABASE_URL)`, jobs: 0, seconds: 0, faults: 0, figures: [] };
+  }
+  return workload(name, { workers: 3, args, jobs: secondsEach * 50, faultEveryMs: Math.max(4000, (secondsEach * 1000) / 3), fault: (_fleet, db) => serverAway(db, takeAway) });
+}
+
 async function serverAway(db: { url: string; client: pg.Client }, how: () => Promise<void>): Promise<number> {
   const began = Date.now();
   await db.client.end().catch(() => {});
@@ -474,28 +486,12 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     }
   },
 
-  'db-restart': async () => {
-    if (!server.embedded || !server.restart) {
-      return { scenario: 'db-restart', skipped: 'needs the embedded server (the harness cannot restart a server named by DATABASE_URL)', jobs: 0, seconds: 0, faults: 0, figures: [] };
-    }
-    return workload('db-restart', { workers: 3, jobs: secondsEach * 50, faultEveryMs: Math.max(4000, (secondsEach * 1000) / 3), fault: (_fleet, db) => serverAway(db, server.restart!) });
-  },
+  'db-restart': () => serverFault('db-restart', 'restart'),
 
   // The server crashes (immediate shutdown, then crash recovery) under workers whose claims do
   // not wait for their WAL flush (--async-claims): a claim the crash undoes must cost nothing
   // but a re-run.
-  'db-crash': async () => {
-    if (!server.embedded || !server.crash) {
-      return { scenario: 'db-crash', skipped: 'needs the embedded server (the harness cannot crash a server named by DATABASE_URL)', jobs: 0, seconds: 0, faults: 0, figures: [] };
-    }
-    return workload('db-crash', {
-      workers: 3,
-      args: ['--async-claims'],
-      jobs: secondsEach * 50,
-      faultEveryMs: Math.max(4000, (secondsEach * 1000) / 3),
-      fault: (_fleet, db) => serverAway(db, server.crash!),
-    });
-  },
+  'db-crash': () => serverFault('db-crash', 'crash', ['--async-claims']),
 
   poison: async () => {
     const db = await freshDatabase();
