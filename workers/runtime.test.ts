@@ -35,6 +35,7 @@ function settings(queue: string, overrides: Partial<WorkerSettings> = {}): Worke
     listen: false,
     graceMs: 1000,
     ackFlushMs: 5,
+    asyncClaims: false,
     retry: { baseDelayMs: 60_000 },
     registryIntervalMs: 10_000,
     maintenance: { enabled: false, reapIntervalMs: 200, retentionIntervalMs: 60_000, staleWorkerSeconds: 60, receiptsRetentionSeconds: 86400, retention: {} },

@@ -61,7 +61,7 @@ export interface WorkerSettings {
   /** Completions wait this long to be acknowledged together in one statement. */
   ackFlushMs: number;
   /** Claims commit without waiting for their WAL flush (off by default: db/queue/claim.ts, docs/contract.md §4). */
-  asyncClaims?: boolean;
+  asyncClaims: boolean;
   retry?: Partial<RetryPolicy>;
   registryIntervalMs: number;
   maintenance: {
@@ -320,7 +320,7 @@ export class Worker {
       this.loops.push(this.every(s.maintenance.retentionIntervalMs, () => this.retentionRound()));
     }
     logger.info(
-      { queues: s.queues, concurrency: s.concurrency, leaseSeconds: s.leaseSeconds, listen: s.listen, asyncClaims: s.asyncClaims ?? false, kinds: this.deps.registry.kinds() },
+      { queues: s.queues, concurrency: s.concurrency, leaseSeconds: s.leaseSeconds, listen: s.listen, asyncClaims: s.asyncClaims, kinds: this.deps.registry.kinds() },
       'worker started',
     );
   }
@@ -415,7 +415,7 @@ export class Worker {
         // (a NOTIFY for a job committed after its snapshot) must start another claim.
         this.wokenMeanwhile = false;
         try {
-          jobs = await claim(claimDb, { queues: s.queues, workerId: s.workerId, limit, leaseSeconds: s.leaseSeconds, asyncCommit: s.asyncClaims ?? false });
+          jobs = await claim(claimDb, { queues: s.queues, workerId: s.workerId, limit, leaseSeconds: s.leaseSeconds, asyncCommit: s.asyncClaims });
           failures = 0;
         } catch (error) {
           failures += 1;

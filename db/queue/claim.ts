@@ -200,7 +200,7 @@ function claimQuery(options: ClaimOptions, executor?: Executor): { text: string;
   const tail = [limit, leaseToken, leaseSeconds, workerId];
   // Only a statement that is its own transaction may decide how that transaction commits.
   const flush = !asyncCommit || (executor !== undefined && !autocommits(executor));
-  const shape = wanted.length === 1 ? SHAPES.oneQueue : SHAPES.queues;
-  const { text, name } = flush ? shape.flush : shape.noFlush;
-  return { text, params: wanted.length === 1 ? [wanted[0], ...tail] : [wanted, ...tail], name, leaseToken, workerId };
+  const one = wanted.length === 1;
+  const { text, name } = (one ? SHAPES.oneQueue : SHAPES.queues)[flush ? 'flush' : 'noFlush'];
+  return { text, params: [one ? wanted[0] : wanted, ...tail], name, leaseToken, workerId };
 }
