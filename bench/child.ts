@@ -53,7 +53,11 @@ async function go() {
     }, 10).unref();
     return;
   }
-  const { durationMs, intervalMs, settleMs } = JSON.parse(extra!) as { durationMs: number; intervalMs: number; settleMs: number };
+  const { durationMs, intervalMs, settleMs } = JSON.parse(extra!) as {
+    durationMs: number;
+    intervalMs: number;
+    settleMs: number;
+  };
   await new Promise((r) => setTimeout(r, 1000)); // the worker is idle and listening by now
   const enqueuer = await system.enqueuer(url, 1, mode !== 'poll');
   const committed = new Map<number, number>();

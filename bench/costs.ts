@@ -9,10 +9,13 @@ import { QUEUE } from './systems';
 import { benchPool } from './systems/db';
 
 export const COST_VARIANTS = {
-  'as shipped': 'claim() and completeManyIfLeaseHeld(): one token per claim, lease check, dashboard indexes; the done row records the completing attempt',
-  'with an attempt row per completion': 'the acknowledgement also writes a job_attempts row (the design before this one)',
+  'as shipped':
+    'claim() and completeManyIfLeaseHeld(): one token per claim, lease check, dashboard indexes; the done row records the completing attempt',
+  'with an attempt row per completion':
+    'the acknowledgement also writes a job_attempts row (the design before this one)',
   'without dashboard indexes': 'the terminal list/aggregate indexes dropped (jobs_terminal_idx, _queue_idx, _kind_idx)',
-  'without the lease check': 'the acknowledgement is a plain UPDATE by id: no token, no deadline (unfenced, like graphile-worker)',
+  'without the lease check':
+    'the acknowledgement is a plain UPDATE by id: no token, no deadline (unfenced, like graphile-worker)',
 } as const;
 export type CostVariant = keyof typeof COST_VARIANTS;
 
@@ -24,8 +27,13 @@ export async function costLoop(url: string, variant: CostVariant, jobs: number):
   await migrateDatabase(url);
   const pool = benchPool(url, 3);
   try {
-    if (variant === 'without dashboard indexes') await pool.query('DROP INDEX jobs_terminal_idx, jobs_terminal_queue_idx, jobs_terminal_kind_idx');
-    await enqueueMany(pool, Array.from({ length: jobs }, (_, seq) => ({ queue: QUEUE, kind: 'bench.noop', payload: { seq } })), { notify: false });
+    if (variant === 'without dashboard indexes')
+      await pool.query('DROP INDEX jobs_terminal_idx, jobs_terminal_queue_idx, jobs_terminal_kind_idx');
+    await enqueueMany(
+      pool,
+      Array.from({ length: jobs }, (_, seq) => ({ queue: QUEUE, kind: 'bench.noop', payload: { seq } })),
+      { notify: false },
+    );
     await pool.query('VACUUM ANALYZE jobs');
     const options = { queues: [QUEUE], workerId: 'bench', limit: 500, leaseSeconds: 60 };
 

@@ -4,7 +4,14 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client';
-import { attemptsHistogram, backlog, deadByClass, failureClassesSince, overview, throughputLastHour } from '../db/queries/overview';
+import {
+  attemptsHistogram,
+  backlog,
+  deadByClass,
+  failureClassesSince,
+  overview,
+  throughputLastHour,
+} from '../db/queries/overview';
 import { auditListSchema, failureGroups, jobDetail, jobListSchema, listAudit, listJobs } from '../db/queries/jobs';
 import { run } from '../db/queue/executor';
 
@@ -18,45 +25,65 @@ export async function seedHistory(db: Db, total: number, options: { live: boolea
   const dead = Math.round(total * 0.03);
   const cancelled = Math.round(total * 0.01);
   const done = total - live - dead - cancelled;
-  console.error(`[bench] seeding ${total} jobs (${done} done, ${dead} dead, ${cancelled} cancelled, ${live} ready/running)…`);
+  console.error(
+    `[bench] seeding ${total} jobs (${done} done, ${dead} dead, ${cancelled} cancelled, ${live} ready/running)…`,
+  );
   const queues = `(ARRAY['receipts','emails','webhooks','reports'])[1 + g % 4]`;
-  await run(db, sql`
+  await run(
+    db,
+    sql`
     INSERT INTO jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
     SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k' || (g % 7), jsonb_build_object('n', g),
            'done', 1 + (g % 3 = 0)::int, NULL, NULL, t, t, t, t, t + interval '1 second', t
-    FROM generate_series(1, ${done}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`);
-  await run(db, sql`
+    FROM generate_series(1, ${done}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`,
+  );
+  await run(
+    db,
+    sql`
     INSERT INTO jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
     SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k' || (g % 7), jsonb_build_object('n', g), 'dead', 1 + g % 10,
            (ARRAY['permanent','transient','validation','lease_expired','expired'])[1 + g % 5],
            'provider refused order ' || g || ': ' || (400 + g % 30), t, t, t, t, t + interval '1 second', t
-    FROM generate_series(1, ${dead}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`);
-  await run(db, sql`
+    FROM generate_series(1, ${dead}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`,
+  );
+  await run(
+    db,
+    sql`
     INSERT INTO jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
     SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k', '{}', 'cancelled', 0, 'cancelled', 'cancelled by op', t, t, t, NULL, t, t
-    FROM generate_series(1, ${cancelled}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`);
-  await run(db, sql`
+    FROM generate_series(1, ${cancelled}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`,
+  );
+  await run(
+    db,
+    sql`
     INSERT INTO jobs (id, queue, kind, payload, state, attempts, run_at, claim_at, lease_token, lease_until, worker_id, started_at)
     SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k', '{}',
            CASE WHEN g % 5 = 0 THEN 'running' ELSE 'ready' END, (g % 3 = 0)::int,
            now() + ((g % 7) - 3) * interval '1 minute', now() + ((g % 7) - 3) * interval '1 minute',
            CASE WHEN g % 5 = 0 THEN gen_random_uuid() END, CASE WHEN g % 5 = 0 THEN now() + interval '30 seconds' END,
            CASE WHEN g % 5 = 0 THEN 'w1' END, CASE WHEN g % 5 = 0 THEN now() END
-    FROM generate_series(1, ${live}) g`);
+    FROM generate_series(1, ${live}) g`,
+  );
   // As the queue writes them: a row per attempt that did not complete (a completion is the
   // done row itself). Done jobs that took two attempts failed their first; dead jobs failed
   // their last.
-  await run(db, sql`
+  await run(
+    db,
+    sql`
     INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms)
     SELECT id, attempts - 1, queue, kind, 'w1', gen_random_uuid(), started_at - interval '2 seconds', started_at - interval '1 second',
            'failed', 'transient', 'provider timed out', 1000
     FROM jobs WHERE state = 'done' AND attempts > 1
     UNION ALL
     SELECT id, attempts, queue, kind, 'w1', gen_random_uuid(), started_at, finished_at, 'failed', failure_class, last_error, 1000
-    FROM jobs WHERE state = 'dead'`);
-  await run(db, sql`
+    FROM jobs WHERE state = 'dead'`,
+  );
+  await run(
+    db,
+    sql`
     INSERT INTO audit_log (actor, action, job_ids, requested, affected, outcome)
-    SELECT 'op@example.com', 'retry', ARRAY[gen_random_uuid()], 1, 1, 'applied' FROM generate_series(1, 20000)`);
+    SELECT 'op@example.com', 'retry', ARRAY[gen_random_uuid()], 1, 1, 'applied' FROM generate_series(1, 20000)`,
+  );
 }
 
 /** Every query the dashboard runs, as [label, run] pairs (the overview's panels first). */

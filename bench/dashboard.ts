@@ -18,7 +18,13 @@ import { run } from '../db/queue/executor';
 import { PROJECT_DIR } from '../scripts/env';
 import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries';
 
-const { values } = parseArgs({ options: { jobs: { type: 'string', default: '1000000' }, out: { type: 'string' }, keep: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    jobs: { type: 'string', default: '1000000' },
+    out: { type: 'string' },
+    keep: { type: 'boolean', default: false },
+  },
+});
 const total = Number(values.jobs);
 const BUDGET_MS = 250;
 
@@ -47,15 +53,29 @@ try {
   for (const [label, work] of cases) {
     const times = await timeRuns(work);
     const median = times[3]!;
-    results.push({ name: label, medianMs: round(median), minMs: round(times[0]!), maxMs: round(times[6]!), withinBudget: median <= BUDGET_MS });
+    results.push({
+      name: label,
+      medianMs: round(median),
+      minMs: round(times[0]!),
+      maxMs: round(times[6]!),
+      withinBudget: median <= BUDGET_MS,
+    });
   }
-  const [{ version }] = (await run(db, sql`SELECT current_setting('server_version') AS version`)) as [{ version: string }];
-  console.log(`\nDashboard queries at ${total.toLocaleString('en')} jobs (PostgreSQL ${version}), median of 7, budget ${BUDGET_MS} ms\n`);
+  const [{ version }] = (await run(db, sql`SELECT current_setting('server_version') AS version`)) as [
+    { version: string },
+  ];
+  console.log(
+    `\nDashboard queries at ${total.toLocaleString('en')} jobs (PostgreSQL ${version}), median of 7, budget ${BUDGET_MS} ms\n`,
+  );
   console.log('| query | median ms | min | max | ≤ 250 ms |\n|---|---:|---:|---:|---|');
-  for (const r of results) console.log(`| ${r.name} | ${r.medianMs} | ${r.minMs} | ${r.maxMs} | ${r.withinBudget ? 'yes' : '**no**'} |`);
+  for (const r of results)
+    console.log(`| ${r.name} | ${r.medianMs} | ${r.minMs} | ${r.maxMs} | ${r.withinBudget ? 'yes' : '**no**'} |`);
   if (values.out) {
     mkdirSync(values.out, { recursive: true });
-    writeFileSync(path.join(values.out, 'dashboard.json'), JSON.stringify({ jobs: total, postgres: version, budgetMs: BUDGET_MS, results }, null, 2));
+    writeFileSync(
+      path.join(values.out, 'dashboard.json'),
+      JSON.stringify({ jobs: total, postgres: version, budgetMs: BUDGET_MS, results }, null, 2),
+    );
   }
   process.exitCode = results.every((r) => r.withinBudget) ? 0 : 1;
 } finally {

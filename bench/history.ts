@@ -80,7 +80,8 @@ export async function dashboardTimes(url: string): Promise<[string, number][]> {
   const handle = createDb(url, { max: 4, statementTimeoutMs: 60_000 });
   try {
     const out: [string, number][] = [];
-    for (const [label, work] of await dashboardQueries(handle.db)) out.push([label.trim(), median(await timeRuns(work))]);
+    for (const [label, work] of await dashboardQueries(handle.db))
+      out.push([label.trim(), median(await timeRuns(work))]);
     return out;
   } finally {
     await handle.close();

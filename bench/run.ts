@@ -49,7 +49,10 @@ for (const pair of args.sizes?.split(',') ?? []) {
   if (!(key in SIZE) || !Number.isFinite(Number(value))) throw new Error(`--sizes: unknown size ${pair}`);
   SIZE[key] = Number(value);
 }
-const wantedCases = args.cases?.split(',').map((c) => c.trim()).filter(Boolean);
+const wantedCases = args.cases
+  ?.split(',')
+  .map((c) => c.trim())
+  .filter(Boolean);
 const wantedSystems = (args.systems?.split(',').map((s) => s.trim()) ?? Object.keys(SYSTEMS)) as SystemName[];
 const want = (group: string) => !wantedCases || wantedCases.some((c) => group.startsWith(c) || c.startsWith(group));
 
@@ -70,7 +73,12 @@ function record(name: string, meta: Omit<CaseResult, 'name' | 'samples' | 'notes
 }
 const failures: string[] = [];
 /** Runs one measurement; a failure is logged, noted in the results and the run goes on. */
-async function measured<T>(name: string, meta: Omit<CaseResult, 'name' | 'samples' | 'notes'>, system: SystemName, work: () => Promise<T>): Promise<T | undefined> {
+async function measured<T>(
+  name: string,
+  meta: Omit<CaseResult, 'name' | 'samples' | 'notes'>,
+  system: SystemName,
+  work: () => Promise<T>,
+): Promise<T | undefined> {
   try {
     return await work();
   } catch (error) {
@@ -89,7 +97,11 @@ function note(name: string, meta: Omit<CaseResult, 'name' | 'samples' | 'notes'>
 }
 
 function packageVersion(name: string): string {
-  return (JSON.parse(readFileSync(path.join(PROJECT_DIR, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  return (
+    JSON.parse(readFileSync(path.join(PROJECT_DIR, 'node_modules', name, 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
 }
 
 const log = (line: string) => console.error(`[bench] ${line}`);
@@ -130,7 +142,13 @@ async function enqueueSingle(system: BenchSystem, total: number, connections: nu
   try {
     const enqueuer = await system.enqueuer(db.url, connections, wake);
     try {
-      await Promise.all(Array.from({ length: connections }, (_, c) => (async () => { for (let i = 0; i < 20; i++) await enqueuer.send(-1 - c); })()));
+      await Promise.all(
+        Array.from({ length: connections }, (_, c) =>
+          (async () => {
+            for (let i = 0; i < 20; i++) await enqueuer.send(-1 - c);
+          })(),
+        ),
+      );
       let next = 0;
       const t0 = performance.now();
       await Promise.all(
@@ -150,7 +168,10 @@ async function enqueueSingle(system: BenchSystem, total: number, connections: nu
 /** Adds `total` jobs through the system's bulk call, 100,000 per call at most. */
 async function bulkEnqueue(system: BenchSystem, url: string, total: number): Promise<void> {
   for (let from = 0; from < total; from += 100_000) {
-    await system.enqueueBulk(url, Array.from({ length: Math.min(100_000, total - from) }, (_, i) => from + i));
+    await system.enqueueBulk(
+      url,
+      Array.from({ length: Math.min(100_000, total - from) }, (_, i) => from + i),
+    );
   }
 }
 
@@ -189,7 +210,9 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
     await bulkEnqueue(system, db.url, total);
     await client.connect();
     await client.query('VACUUM ANALYZE');
-    const children = await Promise.all(Array.from({ length: processes }, () => forkChild([system.name, 'drain', db.url])));
+    const children = await Promise.all(
+      Array.from({ length: processes }, () => forkChild([system.name, 'drain', db.url])),
+    );
     try {
       const handled = new Array<number>(processes).fill(0);
       let allHandled: () => void = () => {};
@@ -202,7 +225,8 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
         }),
       );
       const childCpuUs = async () => (await Promise.all(children.map((c) => c.cpuMicros()))).reduce((a, b) => a + b, 0);
-      const walLsn = async () => (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+      const walLsn = async () =>
+        (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
       const [cpu0, lsn0] = [await childCpuUs(), await walLsn()];
       const own0 = process.cpuUsage();
       const busy0 = machineBusyMs();
@@ -215,7 +239,10 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
       const busyUs = (machineBusyMs() - busy0) * 1000;
       const own = process.cpuUsage(own0);
       const workerUs = (await childCpuUs()) - cpu0;
-      const wal = await client.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes', [lsn0]);
+      const wal = await client.query<{ bytes: string }>(
+        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
+        [lsn0],
+      );
       return {
         jobsPerSecond,
         workerCpuUs: workerUs / total,
@@ -231,11 +258,19 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
   }
 }
 
-async function pickup(system: BenchSystem, mode: WorkerMode): Promise<{ p50: number; p95: number; p99: number; missing: number }> {
+async function pickup(
+  system: BenchSystem,
+  mode: WorkerMode,
+): Promise<{ p50: number; p95: number; p99: number; missing: number }> {
   const db = await freshDatabase(system);
   try {
     const settleMs = mode === 'poll' ? 5000 : 3000;
-    const child = await forkChild([system.name, mode, db.url, JSON.stringify({ durationMs: SIZE.pickupMs, intervalMs: SIZE.pickupIntervalMs, settleMs })]);
+    const child = await forkChild([
+      system.name,
+      mode,
+      db.url,
+      JSON.stringify({ durationMs: SIZE.pickupMs, intervalMs: SIZE.pickupIntervalMs, settleMs }),
+    ]);
     try {
       child.process.send({ type: 'go' });
       const { delays, missing } = await child.next<{ delays: number[]; missing: number }>('pickup');
@@ -258,18 +293,27 @@ const perJob = (unit: string, description: string) => ({ description, unit, high
 const started = Date.now();
 
 if (want('enqueue')) {
-  for (const [name, connections] of [['enqueue-single-1conn', 1], ['enqueue-single-8conn', 8]] as const) {
-    const meta = throughput(`${SIZE.single.toLocaleString('en')} single enqueues, each its own transaction, on ${connections} connection(s); wake-ups as each system does by default (bare-sql: pg_notify on every insert)`);
+  for (const [name, connections] of [
+    ['enqueue-single-1conn', 1],
+    ['enqueue-single-8conn', 8],
+  ] as const) {
+    const meta = throughput(
+      `${SIZE.single.toLocaleString('en')} single enqueues, each its own transaction, on ${connections} connection(s); wake-ups as each system does by default (bare-sql: pg_notify on every insert)`,
+    );
     for (let rep = 0; rep < RUNS; rep++) {
       for (const system of rotation(ALL, rep)) {
         log(`${name} ${system.name} run ${rep + 1}`);
-        const value = await measured(name, meta, system.name, () => enqueueSingle(system, SIZE.single, connections, system.name !== 'pg-boss'));
+        const value = await measured(name, meta, system.name, () =>
+          enqueueSingle(system, SIZE.single, connections, system.name !== 'pg-boss'),
+        );
         if (value !== undefined) record(name, meta, system.name, value);
       }
     }
   }
   const name = 'enqueue-single-8conn-wake-off';
-  const meta = throughput(`as enqueue-single-8conn with wake-up NOTIFY off (Leasehold: { notify: false }; bare-sql: no pg_notify)`);
+  const meta = throughput(
+    `as enqueue-single-8conn with wake-up NOTIFY off (Leasehold: { notify: false }; bare-sql: no pg_notify)`,
+  );
   for (const system of ALL) {
     const reason = system.unsupported?.['enqueue-wake-off'];
     if (reason) note(name, meta, system.name, reason);
@@ -282,7 +326,8 @@ if (want('enqueue')) {
       if (value !== undefined) record(name, meta, system.name, value);
     }
   }
-  if (wantedSystems.includes('pg-boss')) note(name, meta, 'pg-boss', 'notify is off by default: its figure is enqueue-single-8conn');
+  if (wantedSystems.includes('pg-boss'))
+    note(name, meta, 'pg-boss', 'notify is off by default: its figure is enqueue-single-8conn');
   const bulk = throughput(`${SIZE.bulk.toLocaleString('en')} jobs in one bulk call on one connection`);
   for (let rep = 0; rep < RUNS; rep++) {
     for (const system of rotation(ALL, rep)) {
@@ -294,34 +339,67 @@ if (want('enqueue')) {
 }
 
 if (want('drain')) {
-  for (const [name, processes] of [['drain-1proc', 1], ['drain-4proc', 4]] as const) {
-    const meta = throughput(`${SIZE.drain.toLocaleString('en')} pre-enqueued no-op jobs, ${processes} worker process(es); from "go" until every job is settled`);
+  for (const [name, processes] of [
+    ['drain-1proc', 1],
+    ['drain-4proc', 4],
+  ] as const) {
+    const meta = throughput(
+      `${SIZE.drain.toLocaleString('en')} pre-enqueued no-op jobs, ${processes} worker process(es); from "go" until every job is settled`,
+    );
     for (let rep = 0; rep < RUNS; rep++) {
       for (const system of rotation(ALL, rep)) {
         log(`${name} ${system.name} run ${rep + 1}`);
         const figures = await measured(name, meta, system.name, () => drain(system, SIZE.drain, processes));
         if (!figures) continue;
         record(name, meta, system.name, figures.jobsPerSecond);
-        record(`${name}-worker-cpu`, perJob('µs/job', `CPU time of the worker process(es) per job in ${name}`), system.name, figures.workerCpuUs);
-        record(`${name}-other-cpu`, perJob('µs/job', `the rest of this machine's CPU time per job in ${name}: the database server when it runs here, and anything else that runs meanwhile`), system.name, figures.otherCpuUs);
-        record(`${name}-wal`, perJob('bytes/job', `WAL the whole server wrote per job in ${name} (other databases' writes count too)`), system.name, figures.walBytes);
+        record(
+          `${name}-worker-cpu`,
+          perJob('µs/job', `CPU time of the worker process(es) per job in ${name}`),
+          system.name,
+          figures.workerCpuUs,
+        );
+        record(
+          `${name}-other-cpu`,
+          perJob(
+            'µs/job',
+            `the rest of this machine's CPU time per job in ${name}: the database server when it runs here, and anything else that runs meanwhile`,
+          ),
+          system.name,
+          figures.otherCpuUs,
+        );
+        record(
+          `${name}-wal`,
+          perJob('bytes/job', `WAL the whole server wrote per job in ${name} (other databases' writes count too)`),
+          system.name,
+          figures.walBytes,
+        );
       }
     }
   }
 }
 
 if (want('pickup')) {
-  const how = { listen: 'LISTEN/NOTIFY on', 'listen-async-claims': "LISTEN/NOTIFY on, Leasehold's claims without waiting for their WAL flush (--async-claims)", poll: 'polling only' } as const;
+  const how = {
+    listen: 'LISTEN/NOTIFY on',
+    'listen-async-claims': "LISTEN/NOTIFY on, Leasehold's claims without waiting for their WAL flush (--async-claims)",
+    poll: 'polling only',
+  } as const;
   for (const mode of ['listen', 'listen-async-claims', 'poll'] as const) {
     const base = `one job every ${SIZE.pickupIntervalMs} ms for ${SIZE.pickupMs / 1000} s to an idle worker, enqueue commit to handler start, ${how[mode]}`;
     const metas = Object.fromEntries(
-      (['p50', 'p95', 'p99'] as const).map((p) => [p, { description: `${p} of ${base}`, unit: 'ms', higherIsBetter: false }]),
+      (['p50', 'p95', 'p99'] as const).map((p) => [
+        p,
+        { description: `${p} of ${base}`, unit: 'ms', higherIsBetter: false },
+      ]),
     ) as Record<'p50' | 'p95' | 'p99', Omit<CaseResult, 'name' | 'samples' | 'notes'>>;
     // A mode one system alone has (no settings elsewhere) is n/a for the others.
-    const why = (s: BenchSystem) => s.unsupported?.[mode] ?? (s.settings[mode] === undefined ? "no such mode (compare with this system's pickup-listen)" : undefined);
+    const why = (s: BenchSystem) =>
+      s.unsupported?.[mode] ??
+      (s.settings[mode] === undefined ? "no such mode (compare with this system's pickup-listen)" : undefined);
     for (const system of QUEUES) {
       const reason = why(system);
-      if (reason) for (const p of ['p50', 'p95', 'p99'] as const) note(`pickup-${mode}-${p}`, metas[p], system.name, reason);
+      if (reason)
+        for (const p of ['p50', 'p95', 'p99'] as const) note(`pickup-${mode}-${p}`, metas[p], system.name, reason);
     }
     const runnable = QUEUES.filter((s) => !why(s));
     for (let rep = 0; rep < RUNS; rep++) {
@@ -330,7 +408,8 @@ if (want('pickup')) {
         const figures = await measured(`pickup-${mode}-p99`, metas.p99, system.name, () => pickup(system, mode));
         if (!figures) continue;
         if (figures.missing > 0) log(`  ${figures.missing} jobs did not start within the settle time`);
-        for (const p of ['p50', 'p95', 'p99'] as const) record(`pickup-${mode}-${p}`, metas[p], system.name, figures[p]);
+        for (const p of ['p50', 'p95', 'p99'] as const)
+          record(`pickup-${mode}-${p}`, metas[p], system.name, figures[p]);
       }
     }
   }
@@ -363,13 +442,46 @@ if ((want('history') || want('dashboard')) && wantedSystems.includes('leasehold'
     if (want('history')) {
       const label = (n: number) => (n === 0 ? '0' : n >= 1_000_000 ? `${n / 1_000_000}m` : `${n / 1000}k`);
       for (let rep = 0; rep < RUNS; rep++) {
-        for (const [db, size] of rep % 2 ? ([[full, SIZE.history], [empty, 0]] as const) : ([[empty, 0], [full, SIZE.history]] as const)) {
+        for (const [db, size] of rep % 2
+          ? ([
+              [full, SIZE.history],
+              [empty, 0],
+            ] as const)
+          : ([
+              [empty, 0],
+              [full, SIZE.history],
+            ] as const)) {
           log(`history ${size} run ${rep + 1}`);
           const figures = await claimThroughput(db.url, SIZE.claimJobs);
           const what = `with ${size.toLocaleString('en')} finished jobs in the table`;
-          record(`claim-history-${label(size)}`, throughput(`claim (batch 100) + batched ack of ${SIZE.claimJobs.toLocaleString('en')} jobs on one connection, ${what}`), 'leasehold', figures.jobsPerSecond);
-          record(`claim-buffers-history-${label(size)}`, { description: `shared buffers one claim statement touches per claimed job (EXPLAIN ANALYZE, BUFFERS), ${what}`, unit: 'buffers/job', higherIsBetter: false }, 'leasehold', figures.buffersPerJob);
-          record(`claim-ms-history-${label(size)}`, { description: `median claim statement round trip (batch 100), ${what}`, unit: 'ms', higherIsBetter: false }, 'leasehold', figures.claimMs);
+          record(
+            `claim-history-${label(size)}`,
+            throughput(
+              `claim (batch 100) + batched ack of ${SIZE.claimJobs.toLocaleString('en')} jobs on one connection, ${what}`,
+            ),
+            'leasehold',
+            figures.jobsPerSecond,
+          );
+          record(
+            `claim-buffers-history-${label(size)}`,
+            {
+              description: `shared buffers one claim statement touches per claimed job (EXPLAIN ANALYZE, BUFFERS), ${what}`,
+              unit: 'buffers/job',
+              higherIsBetter: false,
+            },
+            'leasehold',
+            figures.buffersPerJob,
+          );
+          record(
+            `claim-ms-history-${label(size)}`,
+            {
+              description: `median claim statement round trip (batch 100), ${what}`,
+              unit: 'ms',
+              higherIsBetter: false,
+            },
+            'leasehold',
+            figures.claimMs,
+          );
         }
       }
     }
@@ -378,11 +490,25 @@ if ((want('history') || want('dashboard')) && wantedSystems.includes('leasehold'
         log(`dashboard run ${rep + 1}`);
         const seen = new Set<string>();
         for (const [label, ms] of await dashboardTimes(full.url)) {
-          const slug = label.replace(/\(.*?\)/g, '').trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+          const slug = label
+            .replace(/\(.*?\)/g, '')
+            .trim()
+            .toLowerCase()
+            .replace(/[^a-z0-9]+/g, '-')
+            .replace(/^-|-$/g, '');
           // Two queries under one name would pool their samples into one median.
           if (seen.has(slug)) throw new Error(`bench: two dashboard queries are both named dashboard-${slug}`);
           seen.add(slug);
-          record(`dashboard-${slug}`, { description: `${label}: round trip at ${SIZE.history.toLocaleString('en')} jobs (median of 7)`, unit: 'ms', higherIsBetter: false }, 'leasehold', ms);
+          record(
+            `dashboard-${slug}`,
+            {
+              description: `${label}: round trip at ${SIZE.history.toLocaleString('en')} jobs (median of 7)`,
+              unit: 'ms',
+              higherIsBetter: false,
+            },
+            'leasehold',
+            ms,
+          );
         }
       }
     }
@@ -404,10 +530,18 @@ const cases = [...results.values()].map((c) => {
   for (const s of systemsOut) {
     const samples = c.samples[s];
     systems[s] = samples?.length ? round(median(samples)) : null;
-    spread[s] = samples?.length ? { min: round(Math.min(...samples)), max: round(Math.max(...samples)), runs: samples.map((v) => round(v)) } : null;
+    spread[s] = samples?.length
+      ? { min: round(Math.min(...samples)), max: round(Math.max(...samples)), runs: samples.map((v) => round(v)) }
+      : null;
   }
-  const anchorMedians = ANCHORS.map((a) => systems[a]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-  const best = anchorMedians.length ? (c.higherIsBetter ? Math.max(...anchorMedians) : Math.min(...anchorMedians)) : null;
+  const anchorMedians = ANCHORS.map((a) => systems[a]).filter(
+    (v): v is number => typeof v === 'number' && Number.isFinite(v),
+  );
+  const best = anchorMedians.length
+    ? c.higherIsBetter
+      ? Math.max(...anchorMedians)
+      : Math.min(...anchorMedians)
+    : null;
   const ours = systems.leasehold ?? undefined;
   const bare = systems['bare-sql'] ?? undefined;
   return {
@@ -429,26 +563,68 @@ const medianOf = (name: string, system: SystemName) => byName.get(name)?.systems
 type Target = { target: string; measured: number | null; met: boolean | null };
 const ratio = (a: number | undefined, b: number | undefined | null) => (a !== undefined && b ? a / b : undefined);
 function check(target: string, value: number | undefined, ok: (v: number) => boolean): Target {
-  return { target, measured: value === undefined || !Number.isFinite(value) ? null : round(value, 3), met: value === undefined || !Number.isFinite(value) ? null : ok(value) };
+  return {
+    target,
+    measured: value === undefined || !Number.isFinite(value) ? null : round(value, 3),
+    met: value === undefined || !Number.isFinite(value) ? null : ok(value),
+  };
 }
 const drainTargets = (['drain-1proc', 'drain-4proc'] as const).flatMap((n) => [
-  check(`${n}: ≥ 1.2 × graphile-worker`, ratio(medianOf(n, 'leasehold'), medianOf(n, 'graphile-worker')), (v) => v >= 1.2),
+  check(
+    `${n}: ≥ 1.2 × graphile-worker`,
+    ratio(medianOf(n, 'leasehold'), medianOf(n, 'graphile-worker')),
+    (v) => v >= 1.2,
+  ),
   check(`${n}: ≥ 2 × pg-boss`, ratio(medianOf(n, 'leasehold'), medianOf(n, 'pg-boss')), (v) => v >= 2),
   check(`${n}: ≥ 0.7 × bare-SQL ceiling`, ratio(medianOf(n, 'leasehold'), medianOf(n, 'bare-sql')), (v) => v >= 0.7),
 ]);
 const dashboardCases = cases.filter((c) => c.name.startsWith('dashboard-'));
 const targets: Target[] = [
   ...drainTargets,
-  check('enqueue-single-1conn: ≥ 2 × best anchor', byName.get('enqueue-single-1conn')?.ratioVsBestAnchor ?? undefined, (v) => v >= 2),
-  check('enqueue-single-8conn: ≥ 2 × best anchor', byName.get('enqueue-single-8conn')?.ratioVsBestAnchor ?? undefined, (v) => v >= 2),
+  check(
+    'enqueue-single-1conn: ≥ 2 × best anchor',
+    byName.get('enqueue-single-1conn')?.ratioVsBestAnchor ?? undefined,
+    (v) => v >= 2,
+  ),
+  check(
+    'enqueue-single-8conn: ≥ 2 × best anchor',
+    byName.get('enqueue-single-8conn')?.ratioVsBestAnchor ?? undefined,
+    (v) => v >= 2,
+  ),
   check('enqueue-bulk: ≥ 3 × best anchor', byName.get('enqueue-bulk')?.ratioVsBestAnchor ?? undefined, (v) => v >= 3),
   // Wake-ups must not cost more than a fifth of the enqueue rate (the NOTIFY is debounced).
-  check('enqueue on 8 connections, wake-ups on ≥ 0.8 × off', ratio(medianOf('enqueue-single-8conn', 'leasehold'), medianOf('enqueue-single-8conn-wake-off', 'leasehold')), (v) => v >= 0.8),
-  check('pickup-listen-p99: ≤ 0.8 × best anchor', byName.get('pickup-listen-p99')?.ratioVsBestAnchor ?? undefined, (v) => v <= 0.8),
+  check(
+    'enqueue on 8 connections, wake-ups on ≥ 0.8 × off',
+    ratio(medianOf('enqueue-single-8conn', 'leasehold'), medianOf('enqueue-single-8conn-wake-off', 'leasehold')),
+    (v) => v >= 0.8,
+  ),
+  check(
+    'pickup-listen-p99: ≤ 0.8 × best anchor',
+    byName.get('pickup-listen-p99')?.ratioVsBestAnchor ?? undefined,
+    (v) => v <= 0.8,
+  ),
   // Not the default: the same target for claims that do not wait for their flush, against the anchors' pickup-listen.
-  check('pickup-listen-async-claims-p99: ≤ 0.8 × best anchor’s pickup-listen-p99', ratio(medianOf('pickup-listen-async-claims-p99', 'leasehold'), byName.get('pickup-listen-p99')?.bestAnchor), (v) => v <= 0.8),
-  check(`claim throughput at ${SIZE.history.toLocaleString('en')} history ≥ 0.9 × at 0`, ratio(medianOf(`claim-history-${SIZE.history >= 1_000_000 ? `${SIZE.history / 1_000_000}m` : `${SIZE.history / 1000}k`}`, 'leasehold'), medianOf('claim-history-0', 'leasehold')), (v) => v >= 0.9),
-  check('slowest dashboard query ≤ 250 ms', dashboardCases.length ? Math.max(...dashboardCases.map((c) => c.systems.leasehold ?? 0)) : undefined, (v) => v <= 250),
+  check(
+    'pickup-listen-async-claims-p99: ≤ 0.8 × best anchor’s pickup-listen-p99',
+    ratio(medianOf('pickup-listen-async-claims-p99', 'leasehold'), byName.get('pickup-listen-p99')?.bestAnchor),
+    (v) => v <= 0.8,
+  ),
+  check(
+    `claim throughput at ${SIZE.history.toLocaleString('en')} history ≥ 0.9 × at 0`,
+    ratio(
+      medianOf(
+        `claim-history-${SIZE.history >= 1_000_000 ? `${SIZE.history / 1_000_000}m` : `${SIZE.history / 1000}k`}`,
+        'leasehold',
+      ),
+      medianOf('claim-history-0', 'leasehold'),
+    ),
+    (v) => v >= 0.9,
+  ),
+  check(
+    'slowest dashboard query ≤ 250 ms',
+    dashboardCases.length ? Math.max(...dashboardCases.map((c) => c.systems.leasehold ?? 0)) : undefined,
+    (v) => v <= 250,
+  ),
 ];
 
 const versions = {
@@ -462,7 +638,12 @@ const report = {
   generatedAt: new Date().toISOString(),
   command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
   durationSeconds: Math.round((Date.now() - started) / 1000),
-  machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()}` },
+  machine: {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    platform: `${os.platform()} ${os.release()}`,
+  },
   server: { embedded: server.embedded, settings: Object.fromEntries(serverSettings.map((s) => [s.name, s.setting])) },
   versions,
   runs: RUNS,
@@ -477,20 +658,24 @@ mkdirSync(args.out, { recursive: true });
 const file = path.join(args.out, 'bench-results.json');
 writeFileSync(file, JSON.stringify(report, null, 2));
 
-const fmt = (v: number | null | undefined) => (v === null || v === undefined ? '–' : v.toLocaleString('en', { maximumFractionDigits: 2 }));
+const fmt = (v: number | null | undefined) =>
+  v === null || v === undefined ? '–' : v.toLocaleString('en', { maximumFractionDigits: 2 });
 const lines = [
   `## Leasehold benchmark (${QUICK ? 'quick sizes, ' : ''}median of ${RUNS}; Node ${versions.node}, PostgreSQL ${versions.postgres}, pg-boss ${versions['pg-boss']}, graphile-worker ${versions['graphile-worker']}; ${report.machine.cpus} cores)`,
   '',
   '| case | unit | leasehold | pg-boss | graphile-worker | bare-sql | leasehold / best anchor |',
   '|---|---|---:|---:|---:|---:|---:|',
   ...cases.map((c) => {
-    const cell = (s: (typeof systemsOut)[number]) => (c.systems[s] !== null ? fmt(c.systems[s]) : c.notes[s] ? 'n/a' : '–');
+    const cell = (s: (typeof systemsOut)[number]) =>
+      c.systems[s] !== null ? fmt(c.systems[s]) : c.notes[s] ? 'n/a' : '–';
     return `| ${c.name} | ${c.unit}${c.higherIsBetter ? ' ↑' : ' ↓'} | ${cell('leasehold')} | ${cell('pg-boss')} | ${cell('graphile-worker')} | ${cell('bare-sql')} | ${fmt(c.ratioVsBestAnchor)} |`;
   }),
   '',
   '| target | measured | met |',
   '|---|---:|---|',
-  ...targets.filter((t) => t.measured !== null).map((t) => `| ${t.target} | ${fmt(t.measured)} | ${t.met ? 'yes' : '**no**'} |`),
+  ...targets
+    .filter((t) => t.measured !== null)
+    .map((t) => `| ${t.target} | ${fmt(t.measured)} | ${t.met ? 'yes' : '**no**'} |`),
   '',
   'Settings:',
   ...Object.values(SYSTEMS).flatMap((s) => Object.entries(s.settings).map(([k, v]) => `- ${s.name} ${k}: ${v}`)),

@@ -10,7 +10,11 @@ import { defineHandler } from '../workers/handler';
 let pool: pg.Pool | null = null;
 function db(): pg.Pool {
   if (!pool) {
-    pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 4, application_name: 'leasehold-chaos-ledger' });
+    pool = new pg.Pool({
+      connectionString: process.env.DATABASE_URL,
+      max: 4,
+      application_name: 'leasehold-chaos-ledger',
+    });
     pool.on('error', () => {}); // idle connections cut by a database restart; the next query reconnects
     pool.on('connect', (client) => client.on('error', () => {}));
   }
@@ -31,7 +35,10 @@ export const handlers = [
     timeoutMs: 120_000,
     async handle({ job, attempt, payload, signal }) {
       await db().query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
-        job.id, attempt, job.leaseToken, process.pid,
+        job.id,
+        attempt,
+        job.leaseToken,
+        process.pid,
       ]);
       await sleep(payload.ms ?? 20 + Math.floor(Math.random() * 180), signal);
       // The side effect: first write wins (keyed by the delivery key), stale attempts fenced.
@@ -44,7 +51,10 @@ export const handlers = [
          RETURNING (xmax = 0) AS applied`,
         [job.id, attempt],
       );
-      await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1 AND job_id = $2', [job.leaseToken, job.id]);
+      await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1 AND job_id = $2', [
+        job.leaseToken,
+        job.id,
+      ]);
       return { applied: written.rows[0]?.applied === true };
     },
   }),

@@ -23,7 +23,18 @@ import { enqueue, enqueueMany } from '../db/queue';
 import { SilentCutProxy } from './proxy';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SCENARIOS = ['kill-storm', 'crash-points', 'zombie', 'connection-loss', 'listen-cut', 'db-restart', 'db-crash', 'poison', 'priority-flood', 'duplicate-enqueue'] as const;
+const SCENARIOS = [
+  'kill-storm',
+  'crash-points',
+  'zombie',
+  'connection-loss',
+  'listen-cut',
+  'db-restart',
+  'db-crash',
+  'poison',
+  'priority-flood',
+  'duplicate-enqueue',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -37,7 +48,9 @@ const minutes = Number(values.minutes);
 const chosen = values.scenario!.split(',').map((s) => s.trim()) as Scenario[];
 const unknown = chosen.filter((s) => !SCENARIOS.includes(s));
 if (!(minutes > 0 && minutes <= 600) || unknown.length > 0) {
-  console.error(`chaos: --minutes must be 0 < m <= 600; known scenarios: ${SCENARIOS.join(', ')}${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}`);
+  console.error(
+    `chaos: --minutes must be 0 < m <= 600; known scenarios: ${SCENARIOS.join(', ')}${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}`,
+  );
   process.exit(2);
 }
 /** Seconds of fault injection per scenario: the run's minutes shared among the scenarios. */
@@ -92,11 +105,34 @@ class Fleet {
   spawnOne(): ChildProcess {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(ROOT, 'workers', 'main.ts'), '--queues', 'chaos', '--handlers', 'chaos/handlers.ts', '--log-level', 'warn',
-        '--lease-seconds', String(LEASE_S), '--reap-interval-ms', String(REAP_MS), '--poll-ms', String(POLL_MS), ...this.args],
+      [
+        '--import',
+        'tsx',
+        path.join(ROOT, 'workers', 'main.ts'),
+        '--queues',
+        'chaos',
+        '--handlers',
+        'chaos/handlers.ts',
+        '--log-level',
+        'warn',
+        '--lease-seconds',
+        String(LEASE_S),
+        '--reap-interval-ms',
+        String(REAP_MS),
+        '--poll-ms',
+        String(POLL_MS),
+        ...this.args,
+      ],
       {
         cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: this.url, LEASEHOLD_LEASE_EXPIRED_DELAY_MS: String(LEASE_EXPIRED_DELAY_MS), LEASEHOLD_RETRY_BASE_MS: '100', LEASEHOLD_RETRY_MAX_MS: '2000', ...this.env },
+        env: {
+          ...process.env,
+          DATABASE_URL: this.url,
+          LEASEHOLD_LEASE_EXPIRED_DELAY_MS: String(LEASE_EXPIRED_DELAY_MS),
+          LEASEHOLD_RETRY_BASE_MS: '100',
+          LEASEHOLD_RETRY_MAX_MS: '2000',
+          ...this.env,
+        },
         stdio: ['ignore', 'ignore', 'pipe'],
       },
     );
@@ -129,7 +165,9 @@ class Fleet {
     this.stopped = true;
     const all = [...this.procs.values()];
     for (const p of all) p.kill('SIGTERM');
-    await Promise.all(all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))));
+    await Promise.all(
+      all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))),
+    );
   }
 }
 
@@ -177,10 +215,20 @@ async function ledgerFigures(
   const lastEnd = await count(client, `SELECT coalesce(extract(epoch FROM max(finished_at)) * 1000, 0) FROM jobs`);
   const recovery = Math.max(0, Math.round(lastEnd - lastFault));
   return [
-    { name: 'lost jobs', value: enqueued - (await count(client, 'SELECT count(*) FROM jobs')), pass: true, rule: '= 0' },
+    {
+      name: 'lost jobs',
+      value: enqueued - (await count(client, 'SELECT count(*) FROM jobs')),
+      pass: true,
+      rule: '= 0',
+    },
     {
       name: 'overlapping valid leases',
-      value: fleet.exclusionErrors + (await count(client, `SELECT count(*) FROM chaos.lease_log a JOIN chaos.lease_log b ON a.job_id = b.job_id AND a.token < b.token AND a.valid && b.valid`)),
+      value:
+        fleet.exclusionErrors +
+        (await count(
+          client,
+          `SELECT count(*) FROM chaos.lease_log a JOIN chaos.lease_log b ON a.job_id = b.job_id AND a.token < b.token AND a.valid && b.valid`,
+        )),
       pass: true,
       rule: '= 0',
     },
@@ -188,10 +236,13 @@ async function ledgerFigures(
       name: 'stale settlements applied',
       // Failures and releases are attempt rows; a completion is the done job row (its attempt
       // number names the lease it ended).
-      value: await count(client, `SELECT (SELECT count(*) FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
+      value: await count(
+        client,
+        `SELECT (SELECT count(*) FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
                                           WHERE a.outcome IN ('completed', 'failed', 'released') AND a.ended_at > l.deadline)
                                        + (SELECT count(*) FROM jobs j JOIN chaos.lease_log l ON l.job_id = j.id AND l.attempt = j.attempts
-                                          WHERE j.state = 'done' AND j.finished_at > l.deadline)`),
+                                          WHERE j.state = 'done' AND j.finished_at > l.deadline)`,
+      ),
       pass: true,
       rule: '= 0',
     },
@@ -199,7 +250,10 @@ async function ledgerFigures(
       // The fence only works if attempt numbers come from the queue: a write naming a number the
       // job never reached means a worker made one up or reused a stale job object.
       name: 'sink writes naming an attempt the queue never issued',
-      value: await count(client, `SELECT count(*) FROM chaos.sink s JOIN jobs j ON j.id = s.job_id WHERE s.highest_attempt > j.attempts`),
+      value: await count(
+        client,
+        `SELECT count(*) FROM chaos.sink s JOIN jobs j ON j.id = s.job_id WHERE s.highest_attempt > j.attempts`,
+      ),
       pass: true,
       rule: '= 0',
     },
@@ -212,11 +266,19 @@ async function ledgerFigures(
     },
     {
       name: 'done jobs without their effect',
-      value: await count(client, `SELECT count(*) FROM jobs j WHERE j.state = 'done' AND j.kind = 'chaos.work' AND NOT EXISTS (SELECT 1 FROM chaos.sink s WHERE s.job_id = j.id)`),
+      value: await count(
+        client,
+        `SELECT count(*) FROM jobs j WHERE j.state = 'done' AND j.kind = 'chaos.work' AND NOT EXISTS (SELECT 1 FROM chaos.sink s WHERE s.job_id = j.id)`,
+      ),
       pass: true,
       rule: '= 0',
     },
-    { name: 'jobs not terminal', value: await count(client, `SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'dead', 'cancelled')`), pass: true, rule: '= 0' },
+    {
+      name: 'jobs not terminal',
+      value: await count(client, `SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'dead', 'cancelled')`),
+      pass: true,
+      rule: '= 0',
+    },
     {
       name: 'ms from last fault to last job end',
       value: recovery,
@@ -225,14 +287,28 @@ async function ledgerFigures(
     },
     await (async () => {
       // Recovery of each crashed attempt: from its lease's end to the job's next attempt.
-      const worst = await count(client, `SELECT coalesce(max(extract(epoch FROM lower(n.valid) - l.deadline) * 1000), 0)
+      const worst = await count(
+        client,
+        `SELECT coalesce(max(extract(epoch FROM lower(n.valid) - l.deadline) * 1000), 0)
         FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
         JOIN chaos.lease_log n ON n.job_id = l.job_id AND n.attempt = l.attempt + 1
-        WHERE a.outcome = 'lease_expired' AND l.deadline > to_timestamp($1::float8 / 1000)`, [recoverySince]);
+        WHERE a.outcome = 'lease_expired' AND l.deadline > to_timestamp($1::float8 / 1000)`,
+        [recoverySince],
+      );
       // Reported, not judged: while faults go on every worker may be dead or backing off at once.
-      return { name: 'max ms from a crashed lease’s end to the next attempt', value: Math.round(worst), pass: true, rule: 'reported' };
+      return {
+        name: 'max ms from a crashed lease’s end to the next attempt',
+        value: Math.round(worst),
+        pass: true,
+        rule: 'reported',
+      };
     })(),
-    { name: 'worker processes that crashed on their own', value: fleet.crashes, pass: fleet.crashes === 0, rule: '= 0' },
+    {
+      name: 'worker processes that crashed on their own',
+      value: fleet.crashes,
+      pass: fleet.crashes === 0,
+      rule: '= 0',
+    },
     {
       name: 'handler executions beyond one per job',
       value: await count(client, 'SELECT count(*) - count(DISTINCT job_id) FROM chaos.effects'),
@@ -250,9 +326,22 @@ async function ledgerFigures(
 async function serverFault(name: Scenario, how: 'restart' | 'crash', args: string[] = []): Promise<Result> {
   const takeAway = server.embedded ? server[how] : undefined;
   if (!takeAway) {
-    return { scenario: name, skipped: `needs the embedded server (the harness cannot ${how} a server named by DATABASE_URL)`, jobs: 0, seconds: 0, faults: 0, figures: [] };
+    return {
+      scenario: name,
+      skipped: `needs the embedded server (the harness cannot ${how} a server named by DATABASE_URL)`,
+      jobs: 0,
+      seconds: 0,
+      faults: 0,
+      figures: [],
+    };
   }
-  return workload(name, { workers: 3, args, jobs: secondsEach * 50, faultEveryMs: Math.max(4000, (secondsEach * 1000) / 3), fault: (_fleet, db) => serverAway(db, takeAway) });
+  return workload(name, {
+    workers: 3,
+    args,
+    jobs: secondsEach * 50,
+    faultEveryMs: Math.max(4000, (secondsEach * 1000) / 3),
+    fault: (_fleet, db) => serverAway(db, takeAway),
+  });
 }
 
 async function serverAway(db: { url: string; client: pg.Client }, how: () => Promise<void>): Promise<number> {
@@ -301,7 +390,10 @@ async function workload(
     while (Date.now() < until + 30_000 && (Date.now() < enqueueEnd || enqueued < options.jobs || waiting > 0)) {
       if (enqueued < options.jobs) {
         const n = Math.min(batch, options.jobs - enqueued);
-        await enqueueMany(db.client, Array.from({ length: n }, () => ({ queue: 'chaos', kind: 'chaos.work', maxAttempts: 25 })));
+        await enqueueMany(
+          db.client,
+          Array.from({ length: n }, () => ({ queue: 'chaos', kind: 'chaos.work', maxAttempts: 25 })),
+        );
         enqueued += n;
       }
       if (Date.now() >= nextFault) {
@@ -352,7 +444,14 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       for (const f of fleets) f.start(1);
       const jobs = secondsEach * 40;
       for (let i = 0; i < jobs; i += 50) {
-        await enqueueMany(db.client, Array.from({ length: Math.min(50, jobs - i) }, () => ({ queue: 'chaos', kind: 'chaos.work', maxAttempts: 50 })));
+        await enqueueMany(
+          db.client,
+          Array.from({ length: Math.min(50, jobs - i) }, () => ({
+            queue: 'chaos',
+            kind: 'chaos.work',
+            maxAttempts: 50,
+          })),
+        );
         await sleep((secondsEach * 700) / (jobs / 50));
       }
       // Faults happen as long as the armed workers run: disarm by replacing them with clean
@@ -367,9 +466,20 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       // bound from the moment the clean workers take over.
       const figures = await ledgerFigures(db.client, clean, jobs, lastFault, RECOVERY_BOUND_MS + 5_000, lastFault);
       const crashed = fleets.reduce((n, f) => n + f.crashes, 0);
-      figures.push({ name: 'armed workers that crashed other than at a failpoint', value: crashed, pass: crashed === 0, rule: '= 0' });
+      figures.push({
+        name: 'armed workers that crashed other than at a failpoint',
+        value: crashed,
+        pass: crashed === 0,
+        rule: '= 0',
+      });
       await clean.stop();
-      return { scenario: 'crash-points', jobs, seconds: Math.round((Date.now() - started) / 1000), faults: points.length, figures };
+      return {
+        scenario: 'crash-points',
+        jobs,
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: points.length,
+        figures,
+      };
     } finally {
       await db.drop();
     }
@@ -385,9 +495,16 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     try {
       zombie.start(1);
       await sleep(1500);
-      await enqueueMany(db.client, Array.from({ length: 4 }, () => ({ queue: 'chaos', kind: 'chaos.work', payload: { ms: 1500 } })));
+      await enqueueMany(
+        db.client,
+        Array.from({ length: 4 }, () => ({ queue: 'chaos', kind: 'chaos.work', payload: { ms: 1500 } })),
+      );
       const t0 = Date.now();
-      while ((await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'running'`)) < 4 && Date.now() - t0 < 10_000) await sleep(50);
+      while (
+        (await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'running'`)) < 4 &&
+        Date.now() - t0 < 10_000
+      )
+        await sleep(50);
       const proc = zombie.random()!;
       proc.kill('SIGSTOP');
       healthy.start(1);
@@ -397,7 +514,12 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       await sleep(4000); // the zombie wakes, finishes its handlers and tries to settle
       const figures = await ledgerFigures(db.client, healthy, 4, lastFault, Number.POSITIVE_INFINITY);
       const zombieEffects = await count(db.client, `SELECT count(*) FROM chaos.effects WHERE pid = $1`, [proc.pid]);
-      figures.push({ name: 'zombie attempts that ran', value: zombieEffects, pass: zombieEffects > 0, rule: '> 0 (the fault happened)' });
+      figures.push({
+        name: 'zombie attempts that ran',
+        value: zombieEffects,
+        pass: zombieEffects > 0,
+        rule: '> 0 (the fault happened)',
+      });
       figures.push({
         name: 'late zombie sink writes refused by the fence',
         value: await count(db.client, `SELECT coalesce(sum(fenced), 0) FROM chaos.sink`),
@@ -444,7 +566,11 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     const startLatency = async (id: string, timeoutMs: number) => {
       const t0 = Date.now();
       while (Date.now() - t0 < timeoutMs) {
-        const ms = await count(db.client, `SELECT coalesce(extract(epoch FROM started_at - created_at) * 1000, -1) FROM jobs WHERE id = $1`, [id]);
+        const ms = await count(
+          db.client,
+          `SELECT coalesce(extract(epoch FROM started_at - created_at) * 1000, -1) FROM jobs WHERE id = $1`,
+          [id],
+        );
         if (ms >= 0) return Math.round(ms);
         await sleep(100);
       }
@@ -453,7 +579,12 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     try {
       fleet.start(1);
       const t0 = Date.now();
-      while ((await count(db.client, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'leasehold-listen' AND datname = current_database()`)) < 1) {
+      while (
+        (await count(
+          db.client,
+          `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'leasehold-listen' AND datname = current_database()`,
+        )) < 1
+      ) {
         if (Date.now() - t0 > 20_000) throw new Error('the worker never started listening');
         await sleep(100);
       }
@@ -463,7 +594,10 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       const cut = proxy.blackhole('leasehold-listen');
       const after = await enqueue(db.client, { queue: 'chaos', kind: 'chaos.work', payload: { ms: 10 } });
       const afterMs = await startLatency(after.id, 40_000);
-      const listenBackends = await count(db.client, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'leasehold-listen' AND datname = current_database()`);
+      const listenBackends = await count(
+        db.client,
+        `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'leasehold-listen' AND datname = current_database()`,
+      );
       // Health query every 15 s, 5 s to answer, then a reconnect: about 21 s at worst.
       const bound = 25_000;
       return {
@@ -473,10 +607,30 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
         faults: cut,
         figures: [
           { name: 'LISTEN connections cut silently', value: cut, pass: cut === 1, rule: '= 1 (the fault happened)' },
-          { name: 'ms to start a job before the cut (LISTEN)', value: beforeMs, pass: beforeMs >= 0 && beforeMs < 2_000, rule: '< 2000' },
-          { name: 'ms to start a job enqueued after the silent cut', value: afterMs, pass: afterMs >= 0 && afterMs <= bound, rule: `<= ${bound} (poll is 60000)` },
-          { name: 'LISTEN backends seen after (old half-open + new)', value: listenBackends, pass: listenBackends >= 1, rule: 'reported' },
-          { name: 'worker processes that crashed on their own', value: fleet.crashes, pass: fleet.crashes === 0, rule: '= 0' },
+          {
+            name: 'ms to start a job before the cut (LISTEN)',
+            value: beforeMs,
+            pass: beforeMs >= 0 && beforeMs < 2_000,
+            rule: '< 2000',
+          },
+          {
+            name: 'ms to start a job enqueued after the silent cut',
+            value: afterMs,
+            pass: afterMs >= 0 && afterMs <= bound,
+            rule: `<= ${bound} (poll is 60000)`,
+          },
+          {
+            name: 'LISTEN backends seen after (old half-open + new)',
+            value: listenBackends,
+            pass: listenBackends >= 1,
+            rule: 'reported',
+          },
+          {
+            name: 'worker processes that crashed on their own',
+            value: fleet.crashes,
+            pass: fleet.crashes === 0,
+            rule: '= 0',
+          },
         ],
       };
     } finally {
@@ -499,13 +653,28 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     const started = Date.now();
     try {
       fleet.start(3);
-      const poison = await enqueueMany(db.client, Array.from({ length: 3 }, () => ({ queue: 'chaos', kind: 'chaos.poison', maxAttempts: 3 })));
-      await enqueueMany(db.client, Array.from({ length: 100 }, () => ({ queue: 'chaos', kind: 'chaos.work' })));
+      const poison = await enqueueMany(
+        db.client,
+        Array.from({ length: 3 }, () => ({ queue: 'chaos', kind: 'chaos.poison', maxAttempts: 3 })),
+      );
+      await enqueueMany(
+        db.client,
+        Array.from({ length: 100 }, () => ({ queue: 'chaos', kind: 'chaos.work' })),
+      );
       await drain(db.client, 120_000);
       const lastFault = Date.now();
       const figures = await ledgerFigures(db.client, fleet, 103, lastFault, Number.POSITIVE_INFINITY);
-      const deadAtMax = await count(db.client, `SELECT count(*) FROM jobs WHERE id = ANY($1::uuid[]) AND state = 'dead' AND attempts = 3`, [poison.map((p) => p.id)]);
-      figures.push({ name: 'poison jobs dead at max attempts', value: deadAtMax, pass: deadAtMax === 3, rule: '= 3 of 3' });
+      const deadAtMax = await count(
+        db.client,
+        `SELECT count(*) FROM jobs WHERE id = ANY($1::uuid[]) AND state = 'dead' AND attempts = 3`,
+        [poison.map((p) => p.id)],
+      );
+      figures.push({
+        name: 'poison jobs dead at max attempts',
+        value: deadAtMax,
+        pass: deadAtMax === 3,
+        rule: '= 3 of 3',
+      });
       return { scenario: 'poison', jobs: 103, seconds: Math.round((Date.now() - started) / 1000), faults: 9, figures };
     } finally {
       await fleet.stop();
@@ -521,14 +690,19 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     try {
       fleet.start(2);
       // Faster than the workers drain it, so without aging the low job would wait forever.
-      const flood = () => enqueueMany(db.client, Array.from({ length: 25 }, () => ({ queue: 'chaos', kind: 'chaos.work', priority: 3, payload: { ms: 20 } })));
+      const flood = () =>
+        enqueueMany(
+          db.client,
+          Array.from({ length: 25 }, () => ({ queue: 'chaos', kind: 'chaos.work', priority: 3, payload: { ms: 20 } })),
+        );
       for (let i = 0; i < 8; i++) await flood();
       const low = await enqueue(db.client, { queue: 'chaos', kind: 'chaos.work', priority: 0, payload: { ms: 20 } });
       let lowStarted = false;
       const until = Date.now() + secondsEach * 1000;
       while (Date.now() < until && !lowStarted) {
         await flood();
-        lowStarted = (await count(db.client, `SELECT count(*) FROM jobs WHERE id = $1 AND state <> 'ready'`, [low.id])) === 1;
+        lowStarted =
+          (await count(db.client, `SELECT count(*) FROM jobs WHERE id = $1 AND state <> 'ready'`, [low.id])) === 1;
         await sleep(100);
       }
       // The bound: claimed before every flood job that became due more than 3 × 1 s after it.
@@ -538,7 +712,11 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
            AND f.started_at IS NOT NULL AND f.started_at < l.started_at`,
         [low.id],
       );
-      const waited = await count(db.client, `SELECT coalesce(extract(epoch FROM started_at - run_at), -1) FROM jobs WHERE id = $1`, [low.id]);
+      const waited = await count(
+        db.client,
+        `SELECT coalesce(extract(epoch FROM started_at - run_at), -1) FROM jobs WHERE id = $1`,
+        [low.id],
+      );
       const backlog = await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'ready'`);
       return {
         scenario: 'priority-flood',
@@ -547,9 +725,19 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
         faults: 0,
         figures: [
           { name: 'low-priority job started', value: lowStarted ? 1 : 0, pass: lowStarted, rule: '= 1' },
-          { name: 'seconds it waited under the flood', value: Math.round(waited * 10) / 10, pass: true, rule: 'reported' },
+          {
+            name: 'seconds it waited under the flood',
+            value: Math.round(waited * 10) / 10,
+            pass: true,
+            rule: 'reported',
+          },
           { name: 'flood jobs due > 3 s later that overtook it', value: overtaken, pass: overtaken === 0, rule: '= 0' },
-          { name: 'flood backlog when it started', value: backlog, pass: true, rule: 'reported (> 0: the flood was on)' },
+          {
+            name: 'flood backlog when it started',
+            value: backlog,
+            pass: true,
+            rule: 'reported (> 0: the flood was on)',
+          },
         ],
       };
     } finally {
@@ -570,12 +758,20 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
           stdio: ['ignore', 'ignore', 'inherit'],
         }),
       );
-      const codes = await Promise.all(processes.map((p) => new Promise<number | null>((r) => p.once('exit', (code) => r(code)))));
+      const codes = await Promise.all(
+        processes.map((p) => new Promise<number | null>((r) => p.once('exit', (code) => r(code)))),
+      );
       if (codes.some((c) => c !== 0)) throw new Error(`an enqueuing process failed: exit codes ${codes.join(', ')}`);
       const committed = await count(db.client, 'SELECT count(*) FROM chaos.committed_keys');
       const jobs = await count(db.client, 'SELECT count(*) FROM jobs');
-      const missing = await count(db.client, `SELECT count(*) FROM chaos.committed_keys k WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.idempotency_key = k.key)`);
-      const extra = await count(db.client, `SELECT count(*) FROM (SELECT idempotency_key FROM jobs GROUP BY 1 HAVING count(*) > 1) d`);
+      const missing = await count(
+        db.client,
+        `SELECT count(*) FROM chaos.committed_keys k WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.idempotency_key = k.key)`,
+      );
+      const extra = await count(
+        db.client,
+        `SELECT count(*) FROM (SELECT idempotency_key FROM jobs GROUP BY 1 HAVING count(*) > 1) d`,
+      );
       return {
         scenario: 'duplicate-enqueue',
         jobs,
@@ -608,7 +804,13 @@ try {
     try {
       results.push(await scenarios[name]());
     } catch (error) {
-      results.push({ scenario: name, jobs: 0, seconds: 0, faults: 0, figures: [{ name: `harness error: ${(error as Error).message}`, value: 1, pass: false, rule: 'no error' }] });
+      results.push({
+        scenario: name,
+        jobs: 0,
+        seconds: 0,
+        faults: 0,
+        figures: [{ name: `harness error: ${(error as Error).message}`, value: 1, pass: false, rule: 'no error' }],
+      });
     }
   }
 } finally {
@@ -616,14 +818,33 @@ try {
 }
 
 const failed = results.flatMap((r) => r.figures.filter((f) => !f.pass).map((f) => `${r.scenario}: ${f.name}`));
-console.log(`\nLeasehold failure harness: ${minutes} min, lease ${LEASE_S} s, reaper ${REAP_MS} ms, poll ${POLL_MS} ms (recovery bound ${RECOVERY_BOUND_MS} ms)\n`);
+console.log(
+  `\nLeasehold failure harness: ${minutes} min, lease ${LEASE_S} s, reaper ${REAP_MS} ms, poll ${POLL_MS} ms (recovery bound ${RECOVERY_BOUND_MS} ms)\n`,
+);
 console.log('| scenario | jobs | faults | figure | value | rule | pass |\n|---|---:|---:|---|---:|---|---|');
 for (const r of results) {
   if (r.skipped) console.log(`| ${r.scenario} | | | skipped: ${r.skipped} | | | — |`);
-  for (const f of r.figures) console.log(`| ${r.scenario} | ${r.jobs} | ${r.faults} | ${f.name} | ${f.value} | ${f.rule} | ${f.pass ? 'yes' : '**NO**'} |`);
+  for (const f of r.figures)
+    console.log(
+      `| ${r.scenario} | ${r.jobs} | ${r.faults} | ${f.name} | ${f.value} | ${f.rule} | ${f.pass ? 'yes' : '**NO**'} |`,
+    );
 }
 mkdirSync(values.out!, { recursive: true });
 const file = path.join(values.out!, 'chaos-results.json');
-writeFileSync(file, JSON.stringify({ minutes, leaseSeconds: LEASE_S, reapIntervalMs: REAP_MS, pollMs: POLL_MS, recoveryBoundMs: RECOVERY_BOUND_MS, results }, null, 2));
+writeFileSync(
+  file,
+  JSON.stringify(
+    {
+      minutes,
+      leaseSeconds: LEASE_S,
+      reapIntervalMs: REAP_MS,
+      pollMs: POLL_MS,
+      recoveryBoundMs: RECOVERY_BOUND_MS,
+      results,
+    },
+    null,
+    2,
+  ),
+);
 console.log(`\n${failed.length === 0 ? 'all figures pass' : `FAILED: ${failed.join('; ')}`} (${file})`);
 process.exit(failed.length === 0 ? 0 : 1);

@@ -4,7 +4,9 @@ import { useState } from 'react';
 import type { BulkPreviewDTO } from '../lib/dto';
 import { applyBulk, previewBulk, previewGroup } from './queries';
 
-type Source = { kind: 'filter'; filter: Record<string, string> } | { kind: 'group'; failureClass: string; fingerprint: string };
+type Source =
+  | { kind: 'filter'; filter: Record<string, string> }
+  | { kind: 'group'; failureClass: string; fingerprint: string };
 
 /**
  * Admin bulk retry/cancel: a preview counts what matches and freezes at most 1,000 ids; the
@@ -19,7 +21,10 @@ export function BulkActions({ source, actions }: { source: Source; actions: ('re
   const ask = async (action: 'retry' | 'cancel') => {
     setBusy(true);
     setMessage(null);
-    const result = source.kind === 'filter' ? await previewBulk({ action, filter: source.filter }) : await previewGroup({ failureClass: source.failureClass, fingerprint: source.fingerprint });
+    const result =
+      source.kind === 'filter'
+        ? await previewBulk({ action, filter: source.filter })
+        : await previewGroup({ failureClass: source.failureClass, fingerprint: source.fingerprint });
     setBusy(false);
     if (result.ok === false) return setMessage({ ok: false, text: result.message ?? 'Preview refused.' });
     setPreview(result);
@@ -27,7 +32,11 @@ export function BulkActions({ source, actions }: { source: Source; actions: ('re
   const confirm = async () => {
     if (!preview) return;
     setBusy(true);
-    const result = await applyBulk({ action: preview.action, jobs: preview.jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })), confirm: true });
+    const result = await applyBulk({
+      action: preview.action,
+      jobs: preview.jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })),
+      confirm: true,
+    });
     setBusy(false);
     setPreview(null);
     setMessage({ ok: result.ok === true, text: result.message ?? '' });
@@ -45,14 +54,18 @@ export function BulkActions({ source, actions }: { source: Source; actions: ('re
         <div className="confirm" role="dialog" data-testid="bulk-preview">
           {preview.overCap ? (
             <p className="error">
-              More than {preview.cap} jobs match, which is more than one bulk action may touch. Narrow the filter (queue, kind, failure class) and preview again.
+              More than {preview.cap} jobs match, which is more than one bulk action may touch. Narrow the filter
+              (queue, kind, failure class) and preview again.
             </p>
           ) : preview.matched === 0 ? (
             <p>No {preview.action === 'retry' ? 'dead or cancelled' : 'ready or running'} jobs match.</p>
           ) : (
             <p>
-              {preview.action === 'retry' ? 'Retry' : 'Cancel'} <strong data-testid="bulk-count">{preview.matched}</strong> job{preview.matched === 1 ? '' : 's'}? Exactly these jobs will be
-              {preview.action === 'retry' ? ' retried' : ' cancelled'}; any that change before you confirm are left alone.
+              {preview.action === 'retry' ? 'Retry' : 'Cancel'}{' '}
+              <strong data-testid="bulk-count">{preview.matched}</strong> job{preview.matched === 1 ? '' : 's'}? Exactly
+              these jobs will be
+              {preview.action === 'retry' ? ' retried' : ' cancelled'}; any that change before you confirm are left
+              alone.
             </p>
           )}
           {!preview.overCap && preview.matched > 0 && (
@@ -63,7 +76,11 @@ export function BulkActions({ source, actions }: { source: Source; actions: ('re
           <button onClick={() => setPreview(null)}>Close</button>
         </div>
       )}
-      {message && <p className={message.ok ? 'notice' : 'error'} role="status" data-testid="bulk-result">{message.text}</p>}
+      {message && (
+        <p className={message.ok ? 'notice' : 'error'} role="status" data-testid="bulk-result">
+          {message.text}
+        </p>
+      )}
     </div>
   );
 }

@@ -10,7 +10,11 @@ export function LoginForm({ demoLogins }: { demoLogins: string[] | null }) {
   const submit = async (form: FormData) => {
     setBusy(true);
     setError(null);
-    const result = await signIn('credentials', { email: String(form.get('email')), password: String(form.get('password')), redirect: false });
+    const result = await signIn('credentials', {
+      email: String(form.get('email')),
+      password: String(form.get('password')),
+      redirect: false,
+    });
     setBusy(false);
     if (!result || result.error) return setError('Those credentials did not work. Check the email and password.');
     router.push('/');
@@ -19,10 +23,20 @@ export function LoginForm({ demoLogins }: { demoLogins: string[] | null }) {
   return (
     <form action={(form) => void submit(form)} className="login">
       <h1>Leasehold</h1>
-      <label>Email <input name="email" type="email" autoComplete="username" required /></label>
-      <label>Password <input name="password" type="password" autoComplete="current-password" required /></label>
-      <button type="submit" disabled={busy}>Sign in</button>
-      {error && <p className="error" role="alert">{error}</p>}
+      <label>
+        Email <input name="email" type="email" autoComplete="username" required />
+      </label>
+      <label>
+        Password <input name="password" type="password" autoComplete="current-password" required />
+      </label>
+      <button type="submit" disabled={busy}>
+        Sign in
+      </button>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
       {demoLogins && (
         <p className="muted">
           Demo logins (password <code>leasehold-demo</code>): {demoLogins.join(', ')}

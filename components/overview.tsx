@@ -1,7 +1,18 @@
 'use client';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Area, AreaChart, Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import {
+  Area,
+  AreaChart,
+  Bar,
+  BarChart,
+  CartesianGrid,
+  Legend,
+  ResponsiveContainer,
+  Tooltip,
+  XAxis,
+  YAxis,
+} from 'recharts';
 import type { OverviewDTO, QueueDTO } from '../lib/dto';
 import { fetchOverview, POLL, postJson, queryKeys } from './queries';
 
@@ -25,9 +36,18 @@ export function age(seconds: number | null): string {
 }
 
 export function OverviewPanel() {
-  const { data, error, isPending } = useQuery({ queryKey: queryKeys.overview, queryFn: fetchOverview, refetchInterval: POLL.overview });
+  const { data, error, isPending } = useQuery({
+    queryKey: queryKeys.overview,
+    queryFn: fetchOverview,
+    refetchInterval: POLL.overview,
+  });
   if (isPending) return <p>Loading…</p>;
-  if (error) return <p className="error" role="alert">Could not load the overview: {error.message}</p>;
+  if (error)
+    return (
+      <p className="error" role="alert">
+        Could not load the overview: {error.message}
+      </p>
+    );
   return <OverviewView data={data} />;
 }
 
@@ -39,11 +59,20 @@ function OverviewView({ data }: { data: OverviewDTO }) {
     setMessage(result.message ?? null);
     await client.invalidateQueries({ queryKey: queryKeys.overview });
   };
-  const totals = data.throughput.reduce((t, m) => ({ completed: t.completed + m.completed, failed: t.failed + m.failed }), { completed: 0, failed: 0 });
+  const totals = data.throughput.reduce(
+    (t, m) => ({ completed: t.completed + m.completed, failed: t.failed + m.failed }),
+    { completed: 0, failed: 0 },
+  );
   return (
     <div className="overview">
-      <p className="muted">Updated {new Date(data.generatedAt).toLocaleTimeString()} · refreshes every {POLL.overview / 1000} s</p>
-      {message && <p className="notice" role="status">{message}</p>}
+      <p className="muted">
+        Updated {new Date(data.generatedAt).toLocaleTimeString()} · refreshes every {POLL.overview / 1000} s
+      </p>
+      {message && (
+        <p className="notice" role="status">
+          {message}
+        </p>
+      )}
 
       <section>
         <h2>Backlog by queue</h2>
@@ -65,7 +94,9 @@ function OverviewView({ data }: { data: OverviewDTO }) {
           <thead>
             <tr>
               <th>queue</th>
-              {STATES.map((s) => <th key={s.key}>{s.label}</th>)}
+              {STATES.map((s) => (
+                <th key={s.key}>{s.label}</th>
+              ))}
               <th>oldest ready (lag)</th>
               <th />
             </tr>
@@ -73,23 +104,47 @@ function OverviewView({ data }: { data: OverviewDTO }) {
           <tbody>
             {data.queues.map((q) => (
               <tr key={q.queue}>
-                <td><a href={`/jobs?queue=${encodeURIComponent(q.queue)}`}>{q.queue}</a>{q.paused && <span className="badge paused">paused</span>}</td>
-                {STATES.map((s) => <td key={s.key} className="num">{String(q[s.key])}</td>)}
-                <td className="num" data-testid={`lag-${q.queue}`}>{age(q.oldestReadyAgeSeconds)}</td>
-                <td>{data.can.pause && <button onClick={() => void toggle(q.queue, q.paused)}>{q.paused ? 'Resume' : 'Pause'}</button>}</td>
+                <td>
+                  <a href={`/jobs?queue=${encodeURIComponent(q.queue)}`}>{q.queue}</a>
+                  {q.paused && <span className="badge paused">paused</span>}
+                </td>
+                {STATES.map((s) => (
+                  <td key={s.key} className="num">
+                    {String(q[s.key])}
+                  </td>
+                ))}
+                <td className="num" data-testid={`lag-${q.queue}`}>
+                  {age(q.oldestReadyAgeSeconds)}
+                </td>
+                <td>
+                  {data.can.pause && (
+                    <button onClick={() => void toggle(q.queue, q.paused)}>{q.paused ? 'Resume' : 'Pause'}</button>
+                  )}
+                </td>
               </tr>
             ))}
-            {data.queues.length === 0 && <tr><td colSpan={STATES.length + 3}>No jobs yet.</td></tr>}
+            {data.queues.length === 0 && (
+              <tr>
+                <td colSpan={STATES.length + 3}>No jobs yet.</td>
+              </tr>
+            )}
           </tbody>
         </table>
       </section>
 
       <section>
         <h2>Throughput, last hour</h2>
-        <p>{totals.completed} completed, {totals.failed} failed attempts in the last 60 minutes.</p>
+        <p>
+          {totals.completed} completed, {totals.failed} failed attempts in the last 60 minutes.
+        </p>
         <div className="chart" data-testid="chart-throughput">
           <ResponsiveContainer width="100%" height={220}>
-            <AreaChart data={data.throughput.map((m) => ({ ...m, time: new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) }))}>
+            <AreaChart
+              data={data.throughput.map((m) => ({
+                ...m,
+                time: new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }),
+              }))}
+            >
               <CartesianGrid strokeDasharray="3 3" />
               <XAxis dataKey="time" minTickGap={30} />
               <YAxis allowDecimals={false} />
@@ -116,7 +171,10 @@ function OverviewView({ data }: { data: OverviewDTO }) {
               </BarChart>
             </ResponsiveContainer>
           </div>
-          <p>{data.attempts.map((a) => `${a.attempts} attempt${a.attempts === 1 ? '' : 's'}: ${a.jobs}`).join(' · ') || 'No finished jobs in the last day.'}</p>
+          <p>
+            {data.attempts.map((a) => `${a.attempts} attempt${a.attempts === 1 ? '' : 's'}: ${a.jobs}`).join(' · ') ||
+              'No finished jobs in the last day.'}
+          </p>
         </section>
         <section>
           <h2>Failure classes</h2>
@@ -132,22 +190,45 @@ function OverviewView({ data }: { data: OverviewDTO }) {
               </BarChart>
             </ResponsiveContainer>
           </div>
-          <p>{mergeClasses(data).map((c) => `${c.failureClass}: ${c.lastHour} / ${c.lastDay}`).join(' · ') || 'No failures in the last day.'}</p>
+          <p>
+            {mergeClasses(data)
+              .map((c) => `${c.failureClass}: ${c.lastHour} / ${c.lastDay}`)
+              .join(' · ') || 'No failures in the last day.'}
+          </p>
         </section>
       </div>
 
       <section>
         <h2>Live workers ({data.workers.length})</h2>
         <table data-testid="workers-table">
-          <thead><tr><th>worker</th><th>host</th><th>pid</th><th>queues</th><th>concurrency</th><th>started</th><th>last seen</th></tr></thead>
+          <thead>
+            <tr>
+              <th>worker</th>
+              <th>host</th>
+              <th>pid</th>
+              <th>queues</th>
+              <th>concurrency</th>
+              <th>started</th>
+              <th>last seen</th>
+            </tr>
+          </thead>
           <tbody>
             {data.workers.map((w) => (
               <tr key={w.id}>
-                <td>{w.id}</td><td>{w.host}</td><td className="num">{w.pid}</td><td>{w.queues.join(', ')}</td>
-                <td className="num">{w.concurrency}</td><td>{new Date(w.startedAt).toLocaleString()}</td><td>{new Date(w.lastSeenAt).toLocaleTimeString()}</td>
+                <td>{w.id}</td>
+                <td>{w.host}</td>
+                <td className="num">{w.pid}</td>
+                <td>{w.queues.join(', ')}</td>
+                <td className="num">{w.concurrency}</td>
+                <td>{new Date(w.startedAt).toLocaleString()}</td>
+                <td>{new Date(w.lastSeenAt).toLocaleTimeString()}</td>
               </tr>
             ))}
-            {data.workers.length === 0 && <tr><td colSpan={7}>No worker has reported in the last minute.</td></tr>}
+            {data.workers.length === 0 && (
+              <tr>
+                <td colSpan={7}>No worker has reported in the last minute.</td>
+              </tr>
+            )}
           </tbody>
         </table>
       </section>
@@ -157,7 +238,8 @@ function OverviewView({ data }: { data: OverviewDTO }) {
 
 function mergeClasses(data: OverviewDTO) {
   const map = new Map<string, { failureClass: string; lastHour: number; lastDay: number }>();
-  for (const c of data.failureClasses.lastDay) map.set(c.failureClass, { failureClass: c.failureClass, lastHour: 0, lastDay: c.count });
+  for (const c of data.failureClasses.lastDay)
+    map.set(c.failureClass, { failureClass: c.failureClass, lastHour: 0, lastDay: c.count });
   for (const c of data.failureClasses.lastHour) {
     const entry = map.get(c.failureClass) ?? { failureClass: c.failureClass, lastHour: 0, lastDay: 0 };
     entry.lastHour = c.count;

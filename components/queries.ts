@@ -20,10 +20,21 @@ async function getJson<T>(url: string): Promise<T> {
   return body as T;
 }
 
-export async function postJson<T = ActionResultDTO>(url: string, body: unknown): Promise<T & { ok?: boolean; message?: string }> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+export async function postJson<T = ActionResultDTO>(
+  url: string,
+  body: unknown,
+): Promise<T & { ok?: boolean; message?: string }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const parsed = (await response.json().catch(() => null)) as (T & { ok?: boolean; message?: string }) | null;
-  if (!parsed) return { ok: false, message: `The server answered ${response.status} without a message.` } as T & { ok: boolean; message: string };
+  if (!parsed)
+    return { ok: false, message: `The server answered ${response.status} without a message.` } as T & {
+      ok: boolean;
+      message: string;
+    };
   return parsed;
 }
 

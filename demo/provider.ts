@@ -33,7 +33,9 @@ function setting(flag: string, envName: string, fallback: number, min: number, m
   const raw = (values as Record<string, string | undefined>)[flag] ?? process.env[envName] ?? String(fallback);
   const value = Number(raw);
   if (!Number.isFinite(value) || value < min || value > max) {
-    console.error(`provider: --${flag} (${envName}) must be a number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+    console.error(
+      `provider: --${flag} (${envName}) must be a number from ${min} to ${max}, got ${JSON.stringify(raw)}`,
+    );
     process.exit(2);
   }
   return value;
@@ -79,7 +81,9 @@ const server = http.createServer(async (req, res) => {
       calls: state.calls,
       deliveries: state.deliveries.size,
       outcomes: state.outcomes,
-      perKey: Object.fromEntries([...state.deliveries.keys()].map((k) => [k, { deliveries: 1, calls: state.callsPerKey.get(k) ?? 0 }])),
+      perKey: Object.fromEntries(
+        [...state.deliveries.keys()].map((k) => [k, { deliveries: 1, calls: state.callsPerKey.get(k) ?? 0 }]),
+      ),
     });
   }
   if (req.method === 'POST' && req.url === '/reset') {
@@ -111,20 +115,31 @@ const server = http.createServer(async (req, res) => {
     return json(res, 429, { error: 'slow down' }, { 'retry-after': String(settings.retryAfterS) });
   }
   // Delivery is recorded before any await: two concurrent calls with one key deliver once.
-  const delivery: Delivery = { receiptId: randomUUID(), deliveredAt: new Date().toISOString(), attempt: String(req.headers['x-attempt'] ?? '') || null };
+  const delivery: Delivery = {
+    receiptId: randomUUID(),
+    deliveredAt: new Date().toISOString(),
+    attempt: String(req.headers['x-attempt'] ?? '') || null,
+  };
   state.deliveries.set(key, delivery);
   state.outcomes.delivered += 1;
   if (Math.random() < settings.timeoutRate) {
     state.outcomes.stalled += 1;
     await later(settings.stallMs);
   }
-  if (!res.destroyed) json(res, 200, { receiptId: delivery.receiptId, deliveredAt: delivery.deliveredAt, replayed: false });
+  if (!res.destroyed)
+    json(res, 200, { receiptId: delivery.receiptId, deliveredAt: delivery.deliveredAt, replayed: false });
 });
 
 server.listen(settings.port, '127.0.0.1', () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;
-  console.log(JSON.stringify({ msg: 'receipt provider listening', url: `http://127.0.0.1:${port}`, settings: { ...settings, port } }));
+  console.log(
+    JSON.stringify({
+      msg: 'receipt provider listening',
+      url: `http://127.0.0.1:${port}`,
+      settings: { ...settings, port },
+    }),
+  );
 });
 const stop = () => server.close(() => process.exit(0));
 process.on('SIGTERM', stop);

@@ -41,9 +41,15 @@ test.describe('roles', () => {
     expect(await jobState(id)).toBe('dead');
   });
 
-  test('a viewer sees redacted payload fields masked; an admin may reveal them, and the reveal is audited', async ({ page }) => {
+  test('a viewer sees redacted payload fields masked; an admin may reveal them, and the reveal is audited', async ({
+    page,
+  }) => {
     const queue = uniqueQueue('redact');
-    const { id } = await enqueue(db(), { queue, kind: 'receipt.send', payload: { orderId: crypto.randomUUID(), email: 'secret@example.com', totalCents: 100 } });
+    const { id } = await enqueue(db(), {
+      queue,
+      kind: 'receipt.send',
+      payload: { orderId: crypto.randomUUID(), email: 'secret@example.com', totalCents: 100 },
+    });
     await login(page, 'viewer');
     await page.goto(`/jobs/${id}`);
     await expect(page.getByTestId('payload')).not.toContainText('secret@example.com');
@@ -63,7 +69,9 @@ test.describe('roles', () => {
 });
 
 test.describe('operator actions', () => {
-  test('an operator retries a dead job and a real worker process runs it to done; the audit log shows it', async ({ page }) => {
+  test('an operator retries a dead job and a real worker process runs it to done; the audit log shows it', async ({
+    page,
+  }) => {
     const id = await deadJob('e2e-work');
     await login(page, 'operator');
     await page.goto(`/jobs/${id}`);
@@ -130,8 +138,12 @@ test.describe('admin bulk actions', () => {
     await page.getByRole('button', { name: 'Bulk retry…' }).click();
     await expect(page.getByTestId('bulk-preview')).toContainText('More than 1000 jobs match');
     await expect(page.getByRole('button', { name: /Confirm/ })).toHaveCount(0);
-    const ids = Array.from({ length: 1001 }, (_, i) => ({ id: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}` }));
-    const response = await page.request.post('/api/bulk/apply', { data: { action: 'retry', jobs: ids, confirm: true } });
+    const ids = Array.from({ length: 1001 }, (_, i) => ({
+      id: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+    }));
+    const response = await page.request.post('/api/bulk/apply', {
+      data: { action: 'retry', jobs: ids, confirm: true },
+    });
     expect(response.status()).toBe(400);
     expect((await response.json()).message).toContain('at most 1000');
   });
@@ -178,7 +190,10 @@ test.describe('bad input', () => {
     await expect(page.getByTestId('page-error')).toContainText('job id');
     const missing = await page.goto('/jobs/00000000-0000-7000-8000-00000000f00d');
     expect(missing?.status()).toBe(404);
-    const garbled = await page.request.post('/api/bulk/preview', { headers: { 'content-type': 'application/json' }, data: '{"action":' });
+    const garbled = await page.request.post('/api/bulk/preview', {
+      headers: { 'content-type': 'application/json' },
+      data: '{"action":',
+    });
     expect(garbled.status()).toBe(400);
     const wrongShape = await page.request.post('/api/jobs/not-a-uuid/retry', { data: { colour: 'red' } });
     expect(wrongShape.status()).toBe(400);

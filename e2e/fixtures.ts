@@ -5,14 +5,7 @@
 import { test as base, expect, type Page } from '@playwright/test';
 import { sql } from 'drizzle-orm';
 import { createDb, type DbHandle } from '../db/client';
-import {
-  claim,
-  enqueue,
-  enqueueMany,
-  failIfLeaseHeld,
-  reapExpiredLeases,
-  type ClaimedJob,
-} from '../db/queue';
+import { claim, enqueue, enqueueMany, failIfLeaseHeld, reapExpiredLeases, type ClaimedJob } from '../db/queue';
 import { run } from '../db/queue/executor';
 import { DEMO_PASSWORD } from '../db/users';
 
@@ -28,7 +21,11 @@ let counter = 0;
 export const uniqueQueue = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${counter++}`;
 
 /** A dead job (permanent failure) in `queue`, of a kind the e2e worker runs. */
-export async function deadJob(queue: string, payload: Record<string, unknown> = { ms: 0 }, error = 'provider refused: 422'): Promise<string> {
+export async function deadJob(
+  queue: string,
+  payload: Record<string, unknown> = { ms: 0 },
+  error = 'provider refused: 422',
+): Promise<string> {
   // One transaction: a worker serving `queue` never sees the job ready, only dead.
   return db().transaction(async (tx) => {
     const { id } = await enqueue(tx, { queue, kind: 'test.sleep', payload });
@@ -40,11 +37,16 @@ export async function deadJob(queue: string, payload: Record<string, unknown> = 
 }
 
 export async function deadJobs(queue: string, count: number): Promise<void> {
-  await enqueueMany(db(), Array.from({ length: count }, (_, i) => ({ queue, kind: 'test.sleep', payload: { ms: 0, i } })));
+  await enqueueMany(
+    db(),
+    Array.from({ length: count }, (_, i) => ({ queue, kind: 'test.sleep', payload: { ms: 0, i } })),
+  );
   for (;;) {
     const jobs = await claim(db(), { queues: [queue], workerId: 'e2e-seed', limit: 500 });
     if (jobs.length === 0) break;
-    await Promise.all(jobs.map((j) => failIfLeaseHeld(db(), j, { error: 'bulk seed failure 500', failureClass: 'permanent' })));
+    await Promise.all(
+      jobs.map((j) => failIfLeaseHeld(db(), j, { error: 'bulk seed failure 500', failureClass: 'permanent' })),
+    );
   }
 }
 

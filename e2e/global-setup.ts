@@ -48,11 +48,15 @@ export default async function globalSetup() {
 
   const env = { ...process.env, DATABASE_URL: url, LEASEHOLD_DEMO: 'true', NEXTAUTH_URL: `http://127.0.0.1:${port}` };
   const next = path.join(ROOT, 'node_modules', 'next', 'dist', 'bin', 'next');
-  const build = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(ROOT, 'e2e', 'build-if-stale.ts')], {
-    cwd: ROOT,
-    env,
-    stdio: 'inherit',
-  });
+  const build = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(ROOT, 'e2e', 'build-if-stale.ts')],
+    {
+      cwd: ROOT,
+      env,
+      stdio: 'inherit',
+    },
+  );
   if (build.status !== 0) throw new Error('next build failed');
 
   const children: ChildProcess[] = [];
@@ -65,8 +69,25 @@ export default async function globalSetup() {
     return child;
   };
   const web = start([next, 'start', '--port', String(port), '--hostname', '127.0.0.1']);
-  start(['--import', 'tsx', path.join(ROOT, 'workers', 'main.ts'), '--queues', 'e2e-work', '--handlers', 'test/handlers.ts',
-    '--lease-seconds', '4', '--poll-ms', '300', '--concurrency', '4', '--reap-interval-ms', '500', '--log-level', 'warn']);
+  start([
+    '--import',
+    'tsx',
+    path.join(ROOT, 'workers', 'main.ts'),
+    '--queues',
+    'e2e-work',
+    '--handlers',
+    'test/handlers.ts',
+    '--lease-seconds',
+    '4',
+    '--poll-ms',
+    '300',
+    '--concurrency',
+    '4',
+    '--reap-interval-ms',
+    '500',
+    '--log-level',
+    'warn',
+  ]);
   await waitFor(`http://127.0.0.1:${port}/login`, web, output, 60_000);
 
   return async () => {

@@ -19,7 +19,10 @@ export interface SessionUser {
 const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
 
 export class AuthError extends Error {
-  constructor(readonly status: 401 | 403, message: string) {
+  constructor(
+    readonly status: 401 | 403,
+    message: string,
+  ) {
     super(message);
     this.name = 'AuthError';
   }

@@ -36,7 +36,16 @@ import {
 } from '../db/queries/jobs';
 import { allows, requireRole } from './auth';
 import { database } from './db';
-import type { ActionResultDTO, AuditDTO, BulkPreviewDTO, FailureGroupDTO, JobDetailDTO, JobDTO, OverviewDTO, SubState } from './dto';
+import type {
+  ActionResultDTO,
+  AuditDTO,
+  BulkPreviewDTO,
+  FailureGroupDTO,
+  JobDetailDTO,
+  JobDTO,
+  OverviewDTO,
+  SubState,
+} from './dto';
 import { redact } from './redaction';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -68,19 +77,41 @@ function subState(job: Job, now = Date.now()): SubState {
 
 function jobDto(job: Job, showToken: boolean): JobDTO {
   return {
-    id: job.id, queue: job.queue, kind: job.kind, kindVersion: job.kindVersion, state: job.state, subState: subState(job),
-    priority: job.priority, attempts: job.attempts, maxAttempts: job.maxAttempts,
-    runAt: job.runAt.toISOString(), createdAt: job.createdAt.toISOString(), startedAt: iso(job.startedAt),
-    finishedAt: iso(job.finishedAt), updatedAt: job.updatedAt.toISOString(), leaseUntil: iso(job.leaseUntil),
-    leaseToken: showToken ? job.leaseToken : null, workerId: job.workerId, failureClass: job.failureClass,
-    lastError: job.lastError, traceId: job.traceId, idempotencyKey: job.idempotencyKey,
+    id: job.id,
+    queue: job.queue,
+    kind: job.kind,
+    kindVersion: job.kindVersion,
+    state: job.state,
+    subState: subState(job),
+    priority: job.priority,
+    attempts: job.attempts,
+    maxAttempts: job.maxAttempts,
+    runAt: job.runAt.toISOString(),
+    createdAt: job.createdAt.toISOString(),
+    startedAt: iso(job.startedAt),
+    finishedAt: iso(job.finishedAt),
+    updatedAt: job.updatedAt.toISOString(),
+    leaseUntil: iso(job.leaseUntil),
+    leaseToken: showToken ? job.leaseToken : null,
+    workerId: job.workerId,
+    failureClass: job.failureClass,
+    lastError: job.lastError,
+    traceId: job.traceId,
+    idempotencyKey: job.idempotencyKey,
   };
 }
 
 function auditDto(a: AuditEntry): AuditDTO {
   return {
-    id: a.id, at: a.at.toISOString(), actor: a.actor, action: a.action, jobIds: a.jobIds, queue: a.queue,
-    requested: a.requested, affected: a.affected, outcome: a.outcome,
+    id: a.id,
+    at: a.at.toISOString(),
+    actor: a.actor,
+    action: a.action,
+    jobIds: a.jobIds,
+    queue: a.queue,
+    requested: a.requested,
+    affected: a.affected,
+    outcome: a.outcome,
     reason: typeof a.detail.reason === 'string' ? a.detail.reason : null,
   };
 }
@@ -94,7 +125,11 @@ export async function getOverview(): Promise<OverviewDTO> {
     attempts: o.attempts,
     failureClasses: o.failureClasses,
     throughput: o.throughput.map((t) => ({ ...t, minute: t.minute.toISOString() })),
-    workers: o.workers.map((w) => ({ ...w, startedAt: w.startedAt.toISOString(), lastSeenAt: w.lastSeenAt.toISOString() })),
+    workers: o.workers.map((w) => ({
+      ...w,
+      startedAt: w.startedAt.toISOString(),
+      lastSeenAt: w.lastSeenAt.toISOString(),
+    })),
     can: { pause: allows(user, 'admin') },
   };
 }
@@ -127,7 +162,13 @@ export async function revealPayload(id: string): Promise<{ payload: unknown }> {
   const jobId = parse(uuidSchema, id, 'job id');
   const detail = await jobDetail(database(), jobId);
   if (!detail) throw new InputError('No job with this id exists any more.');
-  await recordAudit(database(), { actor: user.email, action: 'reveal_payload', jobIds: [jobId], queue: detail.job.queue, detail: { role: user.role } });
+  await recordAudit(database(), {
+    actor: user.email,
+    action: 'reveal_payload',
+    jobIds: [jobId],
+    queue: detail.job.queue,
+    detail: { role: user.role },
+  });
   return { payload: detail.job.payload };
 }
 
@@ -144,8 +185,14 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
     payload: masked.payload,
     redactedPaths: masked.redacted,
     attempts: detail.attempts.map((a) => ({
-      attempt: a.attempt, workerId: a.workerId, startedAt: a.startedAt.toISOString(), endedAt: a.endedAt.toISOString(),
-      outcome: a.outcome, failureClass: a.failureClass, error: a.error, durationMs: a.durationMs,
+      attempt: a.attempt,
+      workerId: a.workerId,
+      startedAt: a.startedAt.toISOString(),
+      endedAt: a.endedAt.toISOString(),
+      outcome: a.outcome,
+      failureClass: a.failureClass,
+      error: a.error,
+      durationMs: a.durationMs,
     })),
     audit: detail.audit.map(auditDto),
     retryPlan:
@@ -163,11 +210,21 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
 /** Turns an action outcome into a sentence a person understands. */
 function explain(action: 'retry' | 'cancel', outcome: SingleActionOutcome): ActionResultDTO {
   if (outcome.applied) {
-    return { ok: true, message: action === 'retry' ? 'Retried: the job is ready and a worker will pick it up shortly.' : 'Cancelled: the job will not run again.' };
+    return {
+      ok: true,
+      message:
+        action === 'retry'
+          ? 'Retried: the job is ready and a worker will pick it up shortly.'
+          : 'Cancelled: the job will not run again.',
+    };
   }
-  if (outcome.reason === 'not_found') return { ok: false, message: 'No job with this id exists any more (retention may have removed it).' };
+  if (outcome.reason === 'not_found')
+    return { ok: false, message: 'No job with this id exists any more (retention may have removed it).' };
   if (action === 'retry') {
-    return { ok: false, message: `Not retried: the job is ${outcome.state} now, not dead or cancelled. It changed since you looked; refresh to see it.` };
+    return {
+      ok: false,
+      message: `Not retried: the job is ${outcome.state} now, not dead or cancelled. It changed since you looked; refresh to see it.`,
+    };
   }
   if (outcome.state === 'running' || outcome.state === 'ready') {
     return {
@@ -179,9 +236,16 @@ function explain(action: 'retry' | 'cancel', outcome: SingleActionOutcome): Acti
   return { ok: false, message: `Not cancelled: the job is already ${outcome.state}.` };
 }
 
-const reasonSchema = z.string().max(500).refine((s) => !s.includes('\u0000'), 'invalid character');
+const reasonSchema = z
+  .string()
+  .max(500)
+  .refine((s) => !s.includes('\u0000'), 'invalid character');
 const retryInput = z.strictObject({ id: uuidSchema, reason: reasonSchema.optional() });
-const cancelInput = z.strictObject({ id: uuidSchema, leaseToken: uuidSchema.nullish(), reason: reasonSchema.optional() });
+const cancelInput = z.strictObject({
+  id: uuidSchema,
+  leaseToken: uuidSchema.nullish(),
+  reason: reasonSchema.optional(),
+});
 
 export async function retryJob(input: unknown): Promise<ActionResultDTO> {
   const user = await requireRole('operator');
@@ -192,7 +256,15 @@ export async function retryJob(input: unknown): Promise<ActionResultDTO> {
 export async function cancelJob(input: unknown): Promise<ActionResultDTO> {
   const user = await requireRole('operator');
   const { id, leaseToken, reason } = parse(cancelInput, input, 'cancel request');
-  return explain('cancel', await cancelIfUnchanged(database(), { id, leaseToken: leaseToken ?? null, actor: user.email, ...(reason ? { reason } : {}) }));
+  return explain(
+    'cancel',
+    await cancelIfUnchanged(database(), {
+      id,
+      leaseToken: leaseToken ?? null,
+      actor: user.email,
+      ...(reason ? { reason } : {}),
+    }),
+  );
 }
 
 const bulkFilterInput = z.strictObject({ action: z.enum(['retry', 'cancel']), filter: jobFilterSchema });
@@ -209,9 +281,19 @@ export async function previewBulk(input: unknown): Promise<BulkPreviewDTO> {
 /** Admin: the failure group's dead jobs as a frozen retry set. */
 export async function previewFailureGroup(input: unknown): Promise<BulkPreviewDTO> {
   await requireRole('admin');
-  const { failureClass, fingerprint } = parse(z.strictObject({ failureClass: z.string().max(40), fingerprint: z.string().max(400) }), input, 'group');
+  const { failureClass, fingerprint } = parse(
+    z.strictObject({ failureClass: z.string().max(40), fingerprint: z.string().max(400) }),
+    input,
+    'group',
+  );
   const preview = await previewIds(database(), failureGroupFilter(failureClass, fingerprint), MAX_BULK_ACTION);
-  return { action: 'retry', matched: preview.total, overCap: preview.overCap, cap: MAX_BULK_ACTION, jobs: preview.jobs };
+  return {
+    action: 'retry',
+    matched: preview.total,
+    overCap: preview.overCap,
+    cap: MAX_BULK_ACTION,
+    jobs: preview.jobs,
+  };
 }
 
 const bulkApplyInput = z.strictObject({
@@ -232,7 +314,11 @@ export async function applyBulk(input: unknown): Promise<ActionResultDTO> {
   try {
     result =
       action === 'retry'
-        ? await retryManyIfTerminal(database(), { ids: jobs.map((j) => j.id), actor: user.email, ...(reason ? { reason } : {}) })
+        ? await retryManyIfTerminal(database(), {
+            ids: jobs.map((j) => j.id),
+            actor: user.email,
+            ...(reason ? { reason } : {}),
+          })
         : await cancelManyIfUnchanged(database(), { jobs, actor: user.email, ...(reason ? { reason } : {}) });
   } catch (error) {
     if (error instanceof LeaseholdInputError) throw new InputError(error.problems.join('; '));
@@ -244,7 +330,9 @@ export async function applyBulk(input: unknown): Promise<ActionResultDTO> {
     ok: result.affected > 0,
     message:
       `${verb} ${result.affected} of ${result.requested} job${result.requested === 1 ? '' : 's'}.` +
-      (skipped ? ` ${skipped} changed since the preview (finished, picked up or already handled) and were left alone.` : ''),
+      (skipped
+        ? ` ${skipped} changed since the preview (finished, picked up or already handled) and were left alone.`
+        : ''),
   };
 }
 
@@ -254,7 +342,11 @@ export async function setQueuePaused(input: unknown, paused: boolean): Promise<A
   const user = await requireRole('admin');
   const { queue } = parse(queueInput, input, 'queue');
   const outcome = await (paused ? pauseQueueSql : resumeQueueSql)(database(), { queue, actor: user.email });
-  if (outcome.applied) return { ok: true, message: paused ? `Paused ${queue}: workers take nothing from it until it is resumed.` : `Resumed ${queue}.` };
+  if (outcome.applied)
+    return {
+      ok: true,
+      message: paused ? `Paused ${queue}: workers take nothing from it until it is resumed.` : `Resumed ${queue}.`,
+    };
   return { ok: false, message: paused ? `${queue} was already paused.` : `${queue} was not paused.` };
 }
 
@@ -269,7 +361,11 @@ export async function getFailureGroups(): Promise<{ groups: FailureGroupDTO[]; c
   const user = await requireRole('viewer');
   const groups = await failureGroups(database());
   return {
-    groups: groups.map((g) => ({ ...g, lastSeen: iso(g.lastSeen), trend: g.trend.map((t) => ({ day: t.day.toISOString(), count: t.count })) })),
+    groups: groups.map((g) => ({
+      ...g,
+      lastSeen: iso(g.lastSeen),
+      trend: g.trend.map((t) => ({ day: t.day.toISOString(), count: t.count })),
+    })),
     can: { retry: allows(user, 'admin') },
   };
 }

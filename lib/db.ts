@@ -6,6 +6,10 @@ import { webEnv } from './env';
 const holder = globalThis as unknown as { leaseholdDb?: DbHandle };
 
 export function database(): DbHandle['db'] {
-  holder.leaseholdDb ??= createDb(webEnv().databaseUrl, { max: 10, applicationName: 'leasehold-dashboard', statementTimeoutMs: 5_000 });
+  holder.leaseholdDb ??= createDb(webEnv().databaseUrl, {
+    max: 10,
+    applicationName: 'leasehold-dashboard',
+    statementTimeoutMs: 5_000,
+  });
   return holder.leaseholdDb.db;
 }

@@ -33,7 +33,9 @@ export function webEnv(): WebEnv {
   const demo = e.LEASEHOLD_DEMO === 'true' || e.LEASEHOLD_DEMO === '1';
   const secret = e.NEXTAUTH_SECRET ?? (demo ? DEMO_SECRET : '');
   if (!demo && (secret.length < 32 || secret === DEMO_SECRET)) {
-    throw new Error('Leasehold dashboard: set NEXTAUTH_SECRET to a random string of at least 32 characters (outside demo mode)');
+    throw new Error(
+      'Leasehold dashboard: set NEXTAUTH_SECRET to a random string of at least 32 characters (outside demo mode)',
+    );
   }
   cached = { databaseUrl: e.DATABASE_URL, demo, secret, metricsToken: e.LEASEHOLD_METRICS_TOKEN || null };
   return cached;

@@ -33,15 +33,22 @@ function sameOrigin(request: Request): boolean {
 export async function respond(request: Request, work: () => Promise<unknown>): Promise<NextResponse> {
   try {
     if (request.method !== 'GET' && !sameOrigin(request)) {
-      return NextResponse.json({ ok: false, message: 'Refused: this request came from another site.' }, { status: 403 });
+      return NextResponse.json(
+        { ok: false, message: 'Refused: this request came from another site.' },
+        { status: 403 },
+      );
     }
     const body = await work();
     return NextResponse.json(body, { headers: { 'cache-control': 'no-store' } });
   } catch (error) {
-    if (error instanceof AuthError) return NextResponse.json({ ok: false, message: error.message }, { status: error.status });
+    if (error instanceof AuthError)
+      return NextResponse.json({ ok: false, message: error.message }, { status: error.status });
     if (error instanceof InputError) return NextResponse.json({ ok: false, message: error.message }, { status: 400 });
     if (error instanceof LeaseholdInputError) {
-      return NextResponse.json({ ok: false, message: `That request is not valid (${error.problems.join('; ')}).` }, { status: 400 });
+      return NextResponse.json(
+        { ok: false, message: `That request is not valid (${error.problems.join('; ')}).` },
+        { status: 400 },
+      );
     }
     console.error('[dashboard] request failed', error);
     return NextResponse.json(

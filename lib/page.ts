@@ -5,7 +5,9 @@ import { LeaseholdInputError } from '../db/queue';
 import { AuthError } from './auth';
 import { InputError } from './dal';
 
-export async function load<T>(work: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; message: string }> {
+export async function load<T>(
+  work: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; message: string }> {
   try {
     return { ok: true, value: await work() };
   } catch (error) {
@@ -14,7 +16,8 @@ export async function load<T>(work: () => Promise<T>): Promise<{ ok: true; value
       return { ok: false, message: error.message };
     }
     if (error instanceof InputError) return { ok: false, message: error.message };
-    if (error instanceof LeaseholdInputError) return { ok: false, message: `That request is not valid (${error.problems.join('; ')}).` };
+    if (error instanceof LeaseholdInputError)
+      return { ok: false, message: `That request is not valid (${error.problems.join('; ')}).` };
     throw error;
   }
 }

@@ -17,6 +17,8 @@ export function buildIsStale(): boolean {
     });
   return (
     ['app', 'components', 'lib', 'db'].some((d) => newer(path.join(PROJECT_DIR, d))) ||
-    ['next.config.ts', 'package-lock.json', 'tsconfig.json'].some((f) => existsSync(path.join(PROJECT_DIR, f)) && statSync(path.join(PROJECT_DIR, f)).mtimeMs > built)
+    ['next.config.ts', 'package-lock.json', 'tsconfig.json'].some(
+      (f) => existsSync(path.join(PROJECT_DIR, f)) && statSync(path.join(PROJECT_DIR, f)).mtimeMs > built,
+    )
   );
 }

@@ -42,7 +42,11 @@ async function stop(code = 0): Promise<never> {
   stopping = true;
   log('stopping (Ctrl-C again to exit at once)');
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
-  await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r)))));
+  await Promise.all(
+    children.map(
+      (c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r))),
+    ),
+  );
   await database.stop();
   process.exit(code);
 }
@@ -51,7 +55,10 @@ process.on('SIGTERM', () => void stop());
 
 try {
   await migrateDatabase(database.url);
-  await migrateDatabase(database.url, { migrationsFolder: DEMO_MIGRATIONS, migrationsTable: '__leasehold_demo_migrations' });
+  await migrateDatabase(database.url, {
+    migrationsFolder: DEMO_MIGRATIONS,
+    migrationsTable: '__leasehold_demo_migrations',
+  });
   const { db, close } = createDb(database.url, { max: 2 });
   for (const user of DEMO_USERS) await upsertUser(db, { ...user, password: DEMO_PASSWORD });
   await close();
@@ -78,7 +85,12 @@ function run(name: string, args: string[]): ChildProcess {
     // child once (a second signal would make a worker exit without releasing its jobs).
     detached: true,
   });
-  const print = (chunk: Buffer) => chunk.toString('utf8').split('\n').filter(Boolean).forEach((line) => console.log(`[${name}] ${line}`));
+  const print = (chunk: Buffer) =>
+    chunk
+      .toString('utf8')
+      .split('\n')
+      .filter(Boolean)
+      .forEach((line) => console.log(`[${name}] ${line}`));
   child.stdout!.on('data', print);
   child.stderr!.on('data', print);
   child.on('exit', (code, signal) => {
@@ -98,26 +110,50 @@ if (values['only-db']) {
 }
 
 async function startDemo() {
-run('provider', tsx('demo/provider.ts', ['--port', values['provider-port']!, '--error-rate', '0.05', '--timeout-rate', '0.02', '--stall-ms', '3000']));
-for (let i = 1; i <= Number(values.workers); i++) {
-  run(`worker-${i}`, tsx('workers/main.ts', ['--queues', 'receipts,default', '--concurrency', '10', '--metrics-port', String(9463 + i), '--log-level', 'warn']));
-}
-run('orders', tsx('demo/orders.ts', ['--forever', '--rate', values.rate!]));
-
-if (!values['no-web']) {
-  const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');
-  if (!values.dev && buildIsStale()) {
-    log('building the dashboard (next build; once per change)…');
-    const build = spawnSync(process.execPath, [next, 'build'], { cwd: PROJECT_DIR, env, stdio: 'inherit' });
-    if (build.status !== 0) {
-      console.error('[leasehold] the dashboard build failed');
-      await stop(1);
-    }
+  run(
+    'provider',
+    tsx('demo/provider.ts', [
+      '--port',
+      values['provider-port']!,
+      '--error-rate',
+      '0.05',
+      '--timeout-rate',
+      '0.02',
+      '--stall-ms',
+      '3000',
+    ]),
+  );
+  for (let i = 1; i <= Number(values.workers); i++) {
+    run(
+      `worker-${i}`,
+      tsx('workers/main.ts', [
+        '--queues',
+        'receipts,default',
+        '--concurrency',
+        '10',
+        '--metrics-port',
+        String(9463 + i),
+        '--log-level',
+        'warn',
+      ]),
+    );
   }
-  run('web', [next, values.dev ? 'dev' : 'start', '--port', values.port!, '--hostname', '127.0.0.1']);
-  log(`dashboard: http://localhost:${values.port}`);
-  log(`demo logins (password ${DEMO_PASSWORD}): ${DEMO_USERS.map((u) => `${u.email} (${u.role})`).join(', ')}`);
-}
-log(`database: ${database.url}`);
-log(`receipt provider stats: http://127.0.0.1:${values['provider-port']}/stats`);
+  run('orders', tsx('demo/orders.ts', ['--forever', '--rate', values.rate!]));
+
+  if (!values['no-web']) {
+    const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');
+    if (!values.dev && buildIsStale()) {
+      log('building the dashboard (next build; once per change)…');
+      const build = spawnSync(process.execPath, [next, 'build'], { cwd: PROJECT_DIR, env, stdio: 'inherit' });
+      if (build.status !== 0) {
+        console.error('[leasehold] the dashboard build failed');
+        await stop(1);
+      }
+    }
+    run('web', [next, values.dev ? 'dev' : 'start', '--port', values.port!, '--hostname', '127.0.0.1']);
+    log(`dashboard: http://localhost:${values.port}`);
+    log(`demo logins (password ${DEMO_PASSWORD}): ${DEMO_USERS.map((u) => `${u.email} (${u.role})`).join(', ')}`);
+  }
+  log(`database: ${database.url}`);
+  log(`receipt provider stats: http://127.0.0.1:${values['provider-port']}/stats`);
 }

@@ -13,7 +13,9 @@ import { databaseFromEnv } from './env';
 
 let values;
 try {
-  ({ values } = parseArgs({ options: { email: { type: 'string' }, role: { type: 'string' }, password: { type: 'string' } } }));
+  ({ values } = parseArgs({
+    options: { email: { type: 'string' }, role: { type: 'string' }, password: { type: 'string' } },
+  }));
 } catch (error) {
   console.error(`user:add: ${(error as Error).message}`);
   process.exit(2);
@@ -34,7 +36,9 @@ try {
   const { db, close } = createDb(database.url, { max: 1 });
   const { created } = await upsertUser(db, { email: values.email, role: values.role as 'viewer', password });
   await close();
-  console.log(`${created ? 'created' : 'updated'} ${values.email.toLowerCase()} (${values.role})${values.password ? '' : `; password: ${password}`}`);
+  console.log(
+    `${created ? 'created' : 'updated'} ${values.email.toLowerCase()} (${values.role})${values.password ? '' : `; password: ${password}`}`,
+  );
 } catch (error) {
   if (error instanceof LeaseholdInputError) {
     console.error(`user:add: ${error.problems.join('; ')}`);

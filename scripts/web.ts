@@ -9,7 +9,9 @@ import { databaseFromEnv, PROJECT_DIR } from './env';
 
 const secret = process.env.NEXTAUTH_SECRET ?? '';
 if (secret.length < 32) {
-  console.error('[leasehold] refusing to start: set NEXTAUTH_SECRET to a random string of at least 32 characters (for example: openssl rand -base64 32)');
+  console.error(
+    '[leasehold] refusing to start: set NEXTAUTH_SECRET to a random string of at least 32 characters (for example: openssl rand -base64 32)',
+  );
   process.exit(2);
 }
 const database = await databaseFromEnv();

@@ -51,5 +51,7 @@ export function useTestDatabase(options: { max?: number } = {}): TestDatabase {
 
 /** The statements prepared on the pool's connection (give it a pool of one), by name. */
 export async function preparedStatementNames(pool: pg.Pool): Promise<string[]> {
-  return (await pool.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => r.name);
+  return (await pool.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map(
+    (r) => r.name,
+  );
 }

@@ -29,7 +29,12 @@ export async function addJob(db: Executor, overrides: Partial<EnqueueSpec> = {})
   return result.job!;
 }
 
-export async function claimOne(db: Executor, queue: string, workerId = 'worker-a', leaseSeconds = 30): Promise<ClaimedJob> {
+export async function claimOne(
+  db: Executor,
+  queue: string,
+  workerId = 'worker-a',
+  leaseSeconds = 30,
+): Promise<ClaimedJob> {
   const [job] = await claim(db, { queues: [queue], workerId, limit: 1, leaseSeconds });
   if (!job) throw new Error(`nothing to claim in ${queue}`);
   return job;
@@ -48,7 +53,10 @@ export async function allJobs(db: Executor): Promise<Job[]> {
 
 /** As if the lease's deadline had passed: moves lease_until into the past. */
 export async function expireLease(db: Executor, id: string): Promise<void> {
-  await run(db, sql`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid AND state = 'running'`);
+  await run(
+    db,
+    sql`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid AND state = 'running'`,
+  );
 }
 
 /** As if a retry's backoff had elapsed: makes a waiting job due now, keeping its aging offset. */

@@ -30,7 +30,9 @@ export default async function setup(project: TestProject) {
   const admin = new pg.Client({ connectionString: server.url });
   await admin.connect();
   const version = await admin.query<{ server_version: string }>('SHOW server_version');
-  console.error(`[test-db] PostgreSQL ${version.rows[0]?.server_version} (${server.embedded ? 'embedded' : 'DATABASE_URL'})`);
+  console.error(
+    `[test-db] PostgreSQL ${version.rows[0]?.server_version} (${server.embedded ? 'embedded' : 'DATABASE_URL'})`,
+  );
   await admin.query(`CREATE DATABASE ${template}`);
   await migrateDatabase(withDatabase(server.url, template));
   project.provide('serverUrl', server.url);

@@ -58,7 +58,12 @@ export function start(script: string, args: string[], env: Record<string, string
       if (seen) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(
-          () => reject(new Error(`${script}: no line matching ${pattern} within ${timeoutMs} ms; last output:\n${output.slice(-15).join('\n')}`)),
+          () =>
+            reject(
+              new Error(
+                `${script}: no line matching ${pattern} within ${timeoutMs} ms; last output:\n${output.slice(-15).join('\n')}`,
+              ),
+            ),
           timeoutMs,
         );
         waiters.push({ pattern, resolve: (l) => (clearTimeout(timer), resolve(l)) });
@@ -74,5 +79,9 @@ export function start(script: string, args: string[], env: Record<string, string
 export async function stopAll(): Promise<void> {
   const children = [...running];
   for (const child of children) child.kill('SIGKILL');
-  await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r)))));
+  await Promise.all(
+    children.map(
+      (c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r))),
+    ),
+  );
 }

@@ -1,5 +1,10 @@
 /** Waits on a condition in the database or a process, not on a fixed sleep. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 50): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+  everyMs = 50,
+): Promise<T> {
   const started = Date.now();
   for (;;) {
     const value = await probe();

@@ -7,7 +7,14 @@ describe('worker settings', () => {
       LEASEHOLD_CONCURRENCY: '8',
       LEASEHOLD_LEASE_SECONDS: '12',
     });
-    expect(config).toMatchObject({ queues: ['a', 'b'], concurrency: 4, leaseSeconds: 12, listen: false, batchSize: 4, pollMs: 2000 });
+    expect(config).toMatchObject({
+      queues: ['a', 'b'],
+      concurrency: 4,
+      leaseSeconds: 12,
+      listen: false,
+      batchSize: 4,
+      pollMs: 2000,
+    });
     expect(config.workerId).toMatch(/:\d+:/);
   });
 
@@ -33,7 +40,9 @@ describe('worker settings', () => {
     expect(parseWorkerConfig([], {})).toMatchObject({ asyncClaims: false });
     expect(parseWorkerConfig(['--async-claims'], {})).toMatchObject({ asyncClaims: true });
     expect(parseWorkerConfig([], { LEASEHOLD_ASYNC_CLAIMS: 'true' })).toMatchObject({ asyncClaims: true });
-    expect(parseWorkerConfig(['--no-async-claims'], { LEASEHOLD_ASYNC_CLAIMS: 'true' })).toMatchObject({ asyncClaims: false });
+    expect(parseWorkerConfig(['--no-async-claims'], { LEASEHOLD_ASYNC_CLAIMS: 'true' })).toMatchObject({
+      asyncClaims: false,
+    });
   });
 
   it('names a bad environment variable too', () => {

@@ -36,7 +36,12 @@ const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => [
 const schema = z.strictObject({
   queues: z
     .string()
-    .transform((s) => s.split(',').map((q) => q.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((q) => q.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.string().regex(NAME_PATTERN, 'not a queue name')).min(1, 'name at least one queue')),
   concurrency: int(1, 10_000),
   leaseSeconds: int(2, 3600),
@@ -52,7 +57,12 @@ const schema = z.strictObject({
   retryBaseMs: int(0, 86_400_000),
   retryMaxMs: int(0, 30 * 86_400_000),
   leaseExpiredDelayMs: int(0, 86_400_000),
-  handlers: z.string().transform((s) => s.split(',').map((h) => h.trim()).filter(Boolean)),
+  handlers: z.string().transform((s) =>
+    s
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean),
+  ),
   workerId: z.string().min(1).max(200).optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   migrate: bool,
@@ -146,7 +156,8 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
     throw new ConfigError(`invalid worker settings:\n  ${problems.join('\n  ')}`);
   }
   const c = parsed.data;
-  if (c.retryMaxMs < c.retryBaseMs) throw new ConfigError('invalid worker settings: --retry-max-ms is below --retry-base-ms');
+  if (c.retryMaxMs < c.retryBaseMs)
+    throw new ConfigError('invalid worker settings: --retry-max-ms is below --retry-base-ms');
   return {
     workerId: c.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     queues: c.queues,

@@ -12,11 +12,16 @@ export type Failpoint = (typeof FAILPOINTS)[number];
 
 export function parseFailpoints(spec: string | undefined): Map<Failpoint, number> {
   const points = new Map<Failpoint, number>();
-  for (const part of (spec ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of (spec ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const [name, p] = part.split(':');
-    if (!FAILPOINTS.includes(name as Failpoint)) throw new Error(`unknown failpoint "${name}" (known: ${FAILPOINTS.join(', ')})`);
+    if (!FAILPOINTS.includes(name as Failpoint))
+      throw new Error(`unknown failpoint "${name}" (known: ${FAILPOINTS.join(', ')})`);
     const probability = p === undefined ? 1 : Number(p);
-    if (!(probability >= 0 && probability <= 1)) throw new Error(`failpoint ${name}: probability must be 0..1, got ${p}`);
+    if (!(probability >= 0 && probability <= 1))
+      throw new Error(`failpoint ${name}: probability must be 0..1, got ${p}`);
     points.set(name as Failpoint, probability);
   }
   return points;

@@ -56,15 +56,25 @@ try {
 }
 if (database.embedded || config.migrate) await migrateDatabase(database.url);
 
-const handle = createDb(database.url, { max: Math.min(config.concurrency + 4, 30), applicationName: 'leasehold-worker' });
+const handle = createDb(database.url, {
+  max: Math.min(config.concurrency + 4, 30),
+  applicationName: 'leasehold-worker',
+});
 const metrics = createMetrics();
 const worker = new Worker(config, { db: handle.db, databaseUrl: database.url, registry, logger, metrics, failpoints });
-if (failpoints) logger.warn({ failpoints: process.env.LEASEHOLD_FAILPOINTS }, 'failpoints armed: this worker will kill itself on purpose');
+if (failpoints)
+  logger.warn(
+    { failpoints: process.env.LEASEHOLD_FAILPOINTS },
+    'failpoints armed: this worker will kill itself on purpose',
+  );
 
 try {
   await worker.start();
 } catch (error) {
-  logger.fatal({ err: error }, 'worker could not start (is the database reachable and migrated? run npm run db:migrate)');
+  logger.fatal(
+    { err: error },
+    'worker could not start (is the database reachable and migrated? run npm run db:migrate)',
+  );
   await handle.close();
   await database.stop();
   process.exit(1);

@@ -12,8 +12,18 @@ export function createMetrics(registry = new Registry()) {
   const labels = ['queue', 'kind'] as const;
   return {
     registry,
-    claimed: new Counter({ name: 'leasehold_jobs_claimed_total', help: 'Jobs claimed (attempts started).', labelNames: ['queue'], registers: [registry] }),
-    completed: new Counter({ name: 'leasehold_jobs_completed_total', help: 'Attempts completed (job done).', labelNames: labels, registers: [registry] }),
+    claimed: new Counter({
+      name: 'leasehold_jobs_claimed_total',
+      help: 'Jobs claimed (attempts started).',
+      labelNames: ['queue'],
+      registers: [registry],
+    }),
+    completed: new Counter({
+      name: 'leasehold_jobs_completed_total',
+      help: 'Attempts completed (job done).',
+      labelNames: labels,
+      registers: [registry],
+    }),
     failed: new Counter({
       name: 'leasehold_jobs_failed_total',
       help: 'Attempts failed, by failure class.',
@@ -26,8 +36,18 @@ export function createMetrics(registry = new Registry()) {
       labelNames: labels,
       registers: [registry],
     }),
-    released: new Counter({ name: 'leasehold_jobs_released_total', help: 'Attempts released at shutdown.', labelNames: labels, registers: [registry] }),
-    reaped: new Counter({ name: 'leasehold_leases_reaped_total', help: 'Expired leases ended by this process’s reaper.', labelNames: ['outcome'], registers: [registry] }),
+    released: new Counter({
+      name: 'leasehold_jobs_released_total',
+      help: 'Attempts released at shutdown.',
+      labelNames: labels,
+      registers: [registry],
+    }),
+    reaped: new Counter({
+      name: 'leasehold_leases_reaped_total',
+      help: 'Expired leases ended by this process’s reaper.',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
     handlerDuration: new Histogram({
       name: 'leasehold_handler_duration_seconds',
       help: 'Handler run time by outcome.',
@@ -35,7 +55,11 @@ export function createMetrics(registry = new Registry()) {
       buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: [registry],
     }),
-    inFlight: new Gauge({ name: 'leasehold_jobs_in_flight', help: 'Attempts running in this process.', registers: [registry] }),
+    inFlight: new Gauge({
+      name: 'leasehold_jobs_in_flight',
+      help: 'Attempts running in this process.',
+      registers: [registry],
+    }),
     startDelay: new Histogram({
       name: 'leasehold_enqueue_to_start_seconds',
       help: 'From a job becoming due (enqueue, or its run_at) to its first attempt starting.',
@@ -47,7 +71,11 @@ export function createMetrics(registry = new Registry()) {
 }
 
 /** Serves `/metrics` (Prometheus text) and `/healthz` (JSON from `health()`). */
-export function serveMetrics(port: number, registry: Registry, health: () => Record<string, unknown>): Promise<http.Server> {
+export function serveMetrics(
+  port: number,
+  registry: Registry,
+  health: () => Record<string, unknown>,
+): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     if (req.url === '/metrics') {
       registry.metrics().then(

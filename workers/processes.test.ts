@@ -23,20 +23,29 @@ afterAll(async () => {
 const env = () => ({ DATABASE_URL: t.url, LEASEHOLD_LOG_LEVEL: 'info' });
 
 function worker(queue: string, extra: string[] = [], moreEnv: Record<string, string> = {}): Proc {
-  return start('workers/main.ts', ['--queues', queue, '--handlers', 'test/handlers.ts', ...extra], { ...env(), ...moreEnv });
+  return start('workers/main.ts', ['--queues', queue, '--handlers', 'test/handlers.ts', ...extra], {
+    ...env(),
+    ...moreEnv,
+  });
 }
-
 
 const states = async (queue: string) =>
   Object.fromEntries(
-    (await run<{ state: string; n: number }>(t.db, sql`SELECT state, count(*)::int AS n FROM jobs WHERE queue = ${queue} GROUP BY state`)).map(
-      (r) => [r.state, r.n],
-    ),
+    (
+      await run<{ state: string; n: number }>(
+        t.db,
+        sql`SELECT state, count(*)::int AS n FROM jobs WHERE queue = ${queue} GROUP BY state`,
+      )
+    ).map((r) => [r.state, r.n]),
   ) as Record<string, number>;
 
 describe('worker processes', () => {
   it('two workers drain 2,000 demo orders against a flaky provider: one delivery per order, every job done', async () => {
-    const provider = start('demo/provider.ts', ['--port', '0', '--error-rate', '0.1', '--timeout-rate', '0.05', '--stall-ms', '1500', '--latency-ms', '5'], {});
+    const provider = start(
+      'demo/provider.ts',
+      ['--port', '0', '--error-rate', '0.1', '--timeout-rate', '0.05', '--stall-ms', '1500', '--latency-ms', '5'],
+      {},
+    );
     const url = JSON.parse(await provider.line(/receipt provider listening/)).url as string;
     const providerEnv = { RECEIPT_PROVIDER_URL: url, RECEIPT_CALL_TIMEOUT_MS: '500' };
     const flags = ['--concurrency', '25', '--retry-base-ms', '100', '--retry-max-ms', '1000', '--lease-seconds', '10'];
@@ -65,7 +74,10 @@ describe('worker processes', () => {
     expect(stats.outcomes.unavailable).toBeGreaterThan(50);
     expect(stats.outcomes.stalled).toBeGreaterThan(20);
     expect(stats.outcomes.replayed).toBeGreaterThan(0);
-    const [{ failed }] = (await run(t.db, sql`SELECT count(*)::int AS failed FROM job_attempts WHERE queue = 'receipts' AND outcome = 'failed'`)) as [{ failed: number }];
+    const [{ failed }] = (await run(
+      t.db,
+      sql`SELECT count(*)::int AS failed FROM job_attempts WHERE queue = 'receipts' AND outcome = 'failed'`,
+    )) as [{ failed: number }];
     expect(failed).toBeGreaterThan(70);
 
     for (const w of workers) w.kill('SIGTERM');
@@ -77,7 +89,10 @@ describe('worker processes', () => {
     const queue = uniqueQueue('term');
     const a = worker(queue, ['--concurrency', '5', '--grace-ms', '300', '--worker-id', 'worker-a']);
     await a.line(/worker started/);
-    await enqueueMany(t.db, Array.from({ length: 5 }, () => ({ queue, kind: 'test.sleep', payload: { ms: 3000 } })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 5 }, () => ({ queue, kind: 'test.sleep', payload: { ms: 3000 } })),
+    );
     await until('five running on a', async () => (await states(queue)).running === 5, 15_000);
     const b = worker(queue, ['--concurrency', '5', '--worker-id', 'worker-b']);
     await b.line(/worker started/);
@@ -108,9 +123,20 @@ describe('worker processes', () => {
 
   it('SIGKILL of a worker: its jobs are reaped after the lease and completed by the other worker', async () => {
     const queue = uniqueQueue('kill');
-    const a = worker(queue, ['--concurrency', '3', '--lease-seconds', '3', '--no-maintenance', '--worker-id', 'doomed']);
+    const a = worker(queue, [
+      '--concurrency',
+      '3',
+      '--lease-seconds',
+      '3',
+      '--no-maintenance',
+      '--worker-id',
+      'doomed',
+    ]);
     await a.line(/worker started/);
-    await enqueueMany(t.db, Array.from({ length: 3 }, () => ({ queue, kind: 'test.sleep', payload: { ms: 1500 } })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 3 }, () => ({ queue, kind: 'test.sleep', payload: { ms: 1500 } })),
+    );
     await until('three running on a', async () => (await states(queue)).running === 3, 15_000);
     a.kill('SIGKILL');
     expect(await a.exited).toBe('SIGKILL');
@@ -120,8 +146,12 @@ describe('worker processes', () => {
     await until('all done', async () => (await states(queue)).done === 3, 30_000);
     const ids = await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue}`);
     const history = (await Promise.all(ids.map((j) => attemptsOf(t.db, j.id)))).flat();
-    expect(history.filter((h) => h.attempt === 1).every((h) => h.outcome === 'lease_expired' && h.workerId === 'doomed')).toBe(true);
-    expect(history.filter((h) => h.attempt === 2).every((h) => h.outcome === 'completed' && h.workerId === 'survivor')).toBe(true);
+    expect(
+      history.filter((h) => h.attempt === 1).every((h) => h.outcome === 'lease_expired' && h.workerId === 'doomed'),
+    ).toBe(true);
+    expect(
+      history.filter((h) => h.attempt === 2).every((h) => h.outcome === 'completed' && h.workerId === 'survivor'),
+    ).toBe(true);
     expect(history).toHaveLength(6);
     // Not before the lease (3 s from the claim) ran out.
     expect(Date.now() - killedAt).toBeGreaterThan(1_000);

@@ -38,7 +38,14 @@ function settings(queue: string, overrides: Partial<WorkerSettings> = {}): Worke
     asyncClaims: false,
     retry: { baseDelayMs: 60_000 },
     registryIntervalMs: 10_000,
-    maintenance: { enabled: false, reapIntervalMs: 200, retentionIntervalMs: 60_000, staleWorkerSeconds: 60, receiptsRetentionSeconds: 86400, retention: {} },
+    maintenance: {
+      enabled: false,
+      reapIntervalMs: 200,
+      retentionIntervalMs: 60_000,
+      staleWorkerSeconds: 60,
+      receiptsRetentionSeconds: 86400,
+      retention: {},
+    },
     ...overrides,
   };
 }
@@ -57,10 +64,12 @@ async function startWorker(queue: string, handlers: Handler[], overrides: Partia
   return worker;
 }
 
-const stateIs = (id: string, ...states: string[]) => async () => {
-  const job = await getJob(t.db, id);
-  return states.includes(job.state) ? job : undefined;
-};
+const stateIs =
+  (id: string, ...states: string[]) =>
+  async () => {
+    const job = await getJob(t.db, id);
+    return states.includes(job.state) ? job : undefined;
+  };
 /** The job once its first attempt failed and it waits for the retry. */
 const waitingForRetry = (id: string) => async () => {
   const job = await getJob(t.db, id);
@@ -85,12 +94,20 @@ function aroundStatements(around: (name: string, run: () => Promise<unknown>) =>
   return Object.create(t.db, { session: { value: wrapped } }) as Db;
 }
 
-const noop = defineHandler({ kind: 'noop', versions: [1], schema: z.object({}).passthrough(), timeoutMs: 5000, handle: async () => 'ok' });
+const noop = defineHandler({
+  kind: 'noop',
+  versions: [1],
+  schema: z.object({}).passthrough(),
+  timeoutMs: 5000,
+  handle: async () => 'ok',
+});
 
 describe('a worker', () => {
   it('runs jobs to done, acknowledging them in batches', async () => {
     const queue = uniqueQueue();
-    const ids = await Promise.all(Array.from({ length: 20 }, () => enqueue(t.db, { queue, kind: 'noop' }).then((r) => r.id)));
+    const ids = await Promise.all(
+      Array.from({ length: 20 }, () => enqueue(t.db, { queue, kind: 'noop' }).then((r) => r.id)),
+    );
     await startWorker(queue, [noop]);
     for (const id of ids) await until('done', stateIs(id, 'done'));
   });
@@ -102,11 +119,19 @@ describe('a worker', () => {
       if (name.startsWith('leasehold_claim')) claims += 1;
       return run();
     });
-    const slow = defineHandler({ kind: 'slow', versions: [1], schema: z.unknown(), timeoutMs: 5000, handle: () => new Promise((r) => setTimeout(r, 30)) });
+    const slow = defineHandler({
+      kind: 'slow',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 5000,
+      handle: () => new Promise((r) => setTimeout(r, 30)),
+    });
 
     // Slots free: one claim takes all three jobs; their endings start no further claims.
     const roomy = uniqueQueue('roomy');
-    const few = await Promise.all(Array.from({ length: 3 }, () => enqueue(t.db, { queue: roomy, kind: 'slow' }).then((r) => r.id)));
+    const few = await Promise.all(
+      Array.from({ length: 3 }, () => enqueue(t.db, { queue: roomy, kind: 'slow' }).then((r) => r.id)),
+    );
     await startWorker(roomy, [slow], { concurrency: 5, batchSize: 5, pollMs: 60_000 }, db);
     for (const id of few) await until('done', stateIs(id, 'done'));
     await new Promise((r) => setTimeout(r, 200));
@@ -115,7 +140,9 @@ describe('a worker', () => {
     // One slot: each ending wakes the loop at once, long before its 60 s poll.
     claims = 0;
     const narrow = uniqueQueue('narrow');
-    const queued = await Promise.all(Array.from({ length: 3 }, () => enqueue(t.db, { queue: narrow, kind: 'slow' }).then((r) => r.id)));
+    const queued = await Promise.all(
+      Array.from({ length: 3 }, () => enqueue(t.db, { queue: narrow, kind: 'slow' }).then((r) => r.id)),
+    );
     await startWorker(narrow, [slow], { concurrency: 1, batchSize: 1, pollMs: 60_000 }, db);
     for (const id of queued) await until('done', stateIs(id, 'done'), 5000);
     expect(claims).toBeGreaterThanOrEqual(3);
@@ -124,7 +151,10 @@ describe('a worker', () => {
   it('claims on a connection of its own, not through the shared pool, and closes it when it stops', async () => {
     const queue = uniqueQueue();
     const claimConnections = async () =>
-      run<{ pid: number }>(t.db, sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'leasehold-claim'`);
+      run<{ pid: number }>(
+        t.db,
+        sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'leasehold-claim'`,
+      );
     const onShared: string[] = [];
     const shared = aroundStatements((name, run) => {
       onShared.push(name);
@@ -197,10 +227,17 @@ describe('a worker', () => {
       timeoutMs: 5000,
       handle: async () => 'ok',
     });
-    const v3 = await enqueue(t.db, { queue, kind: 'strict', kindVersion: 3, payload: { orderId: crypto.randomUUID() } });
+    const v3 = await enqueue(t.db, {
+      queue,
+      kind: 'strict',
+      kindVersion: 3,
+      payload: { orderId: crypto.randomUUID() },
+    });
     const bad = await enqueue(t.db, { queue, kind: 'strict', payload: { orderId: 42 } });
     await startWorker(queue, [strict]);
-    expect((await until('dead', stateIs(v3.id, 'dead'))).lastError).toMatch(/version 3 is not supported \(this worker supports 1, 2\)/);
+    expect((await until('dead', stateIs(v3.id, 'dead'))).lastError).toMatch(
+      /version 3 is not supported \(this worker supports 1, 2\)/,
+    );
     const invalid = await until('dead', stateIs(bad.id, 'dead'));
     expect(invalid).toMatchObject({ failureClass: 'permanent', attempts: 1 });
     expect(invalid.lastError).toMatch(/invalid payload for strict v1/);
@@ -243,7 +280,9 @@ describe('a worker', () => {
       schema: z.unknown(),
       timeoutMs: 200,
       handle: ({ signal }) =>
-        new Promise((_, reject) => signal.addEventListener('abort', () => reject((reason = signal.reason)), { once: true })),
+        new Promise((_, reject) =>
+          signal.addEventListener('abort', () => reject((reason = signal.reason)), { once: true }),
+        ),
     });
     const { id } = await enqueue(t.db, { queue, kind: 'slow' });
     await startWorker(queue, [slow]);
@@ -254,7 +293,13 @@ describe('a worker', () => {
 
   it('ends an attempt at its timeout even when the handler never looks at its signal', async () => {
     const queue = uniqueQueue();
-    const deaf = defineHandler({ kind: 'deaf', versions: [1], schema: z.unknown(), timeoutMs: 150, handle: () => new Promise(() => {}) });
+    const deaf = defineHandler({
+      kind: 'deaf',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 150,
+      handle: () => new Promise(() => {}),
+    });
     const { id } = await enqueue(t.db, { queue, kind: 'deaf' });
     await startWorker(queue, [deaf]);
     const job = await until('retry', waitingForRetry(id));
@@ -264,7 +309,13 @@ describe('a worker', () => {
 
   it('takes a handler that returns a plain value or throws before returning a promise', async () => {
     const queue = uniqueQueue();
-    const plain = defineHandler({ kind: 'plain', versions: [1], schema: z.unknown(), timeoutMs: 5000, handle: (() => 'done') as never });
+    const plain = defineHandler({
+      kind: 'plain',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 5000,
+      handle: (() => 'done') as never,
+    });
     const thrower = defineHandler({
       kind: 'thrower',
       versions: [1],
@@ -278,7 +329,10 @@ describe('a worker', () => {
     const refused = await enqueue(t.db, { queue, kind: 'thrower' });
     await startWorker(queue, [plain, thrower]);
     await until('done', stateIs(done.id, 'done'));
-    expect(await until('dead', stateIs(refused.id, 'dead'))).toMatchObject({ failureClass: 'permanent', lastError: expect.stringMatching(/refused at once/) });
+    expect(await until('dead', stateIs(refused.id, 'dead'))).toMatchObject({
+      failureClass: 'permanent',
+      lastError: expect.stringMatching(/refused at once/),
+    });
   });
 
   it('keeps heartbeating a handler that runs longer than its lease, so it is not reaped', async () => {
@@ -311,10 +365,14 @@ describe('a worker', () => {
       timeoutMs: 60_000,
       handle: ({ signal }) =>
         new Promise((_, reject) =>
-          signal.addEventListener('abort', () => {
-            seen = signal.reason;
-            reject(signal.reason);
-          }, { once: true }),
+          signal.addEventListener(
+            'abort',
+            () => {
+              seen = signal.reason;
+              reject(signal.reason);
+            },
+            { once: true },
+          ),
         ),
     });
     const { id } = await enqueue(t.db, { queue, kind: 'waiting' });
@@ -451,7 +509,8 @@ describe('a worker', () => {
       versions: [1],
       schema: z.unknown(),
       timeoutMs: 60_000,
-      handle: ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
+      handle: ({ signal }) =>
+        new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
     });
     const { id } = await enqueue(t.db, { queue, kind: 'stuck' });
     const worker = await startWorker(queue, [stuck]);
@@ -492,10 +551,14 @@ describe('two attempts of one job in one worker', () => {
         calls += 1;
         if (attempt > 1) return Promise.resolve('second attempt done');
         return new Promise((_, reject) =>
-          signal.addEventListener('abort', () => {
-            signals.push((signal.reason as AttemptAborted).reason);
-            reject(signal.reason);
-          }, { once: true }),
+          signal.addEventListener(
+            'abort',
+            () => {
+              signals.push((signal.reason as AttemptAborted).reason);
+              reject(signal.reason);
+            },
+            { once: true },
+          ),
         );
       },
     });
@@ -528,7 +591,9 @@ describe('shutdown with a grace period longer than the lease', () => {
     const { id } = await enqueue(t.db, { queue, kind: 'slow3s' });
     const worker = await startWorker(queue, [slow], { leaseSeconds: 2 });
     // A second process's reaper, every 200 ms.
-    await startWorker(uniqueQueue('reaper-only'), [], { maintenance: { ...settings(queue).maintenance, enabled: true, reapIntervalMs: 200 } });
+    await startWorker(uniqueQueue('reaper-only'), [], {
+      maintenance: { ...settings(queue).maintenance, enabled: true, reapIntervalMs: 200 },
+    });
     await until('running', stateIs(id, 'running'));
     await worker.stop(6_000);
     const job = await getJob(t.db, id);

@@ -90,7 +90,10 @@ type StopReason = 'lease_lost' | 'timeout' | 'shutdown';
 
 /** The AbortSignal reason a handler sees. */
 export class AttemptAborted extends Error {
-  constructor(readonly reason: StopReason, message: string) {
+  constructor(
+    readonly reason: StopReason,
+    message: string,
+  ) {
     super(message);
     this.name = 'AttemptAborted';
   }
@@ -123,7 +126,13 @@ class InFlight {
 
   get log(): Logger {
     const { job } = this;
-    return (this.logger ??= this.parentLogger.child({ jobId: job.id, attempt: job.attempt, kind: job.kind, queue: job.queue, traceId: job.traceId }));
+    return (this.logger ??= this.parentLogger.child({
+      jobId: job.id,
+      attempt: job.attempt,
+      kind: job.kind,
+      queue: job.queue,
+      traceId: job.traceId,
+    }));
   }
 
   get signal(): AbortSignal {
@@ -216,7 +225,10 @@ class AttemptContext implements HandlerContext<unknown> {
       const { entry, job, db } = this;
       const existing = await findReceipt(db, key);
       if (existing) {
-        entry.log.info({ receiptKey: key, recordedBy: existing.attempt }, 'side effect already done: using its receipt');
+        entry.log.info(
+          { receiptKey: key, recordedBy: existing.attempt },
+          'side effect already done: using its receipt',
+        );
         return existing.result as T;
       }
       const value = await effect();
@@ -307,11 +319,20 @@ export class Worker {
         return;
       }
     }
-    if (!this.deps.claimDb) this.claimHandle = createDb(this.deps.databaseUrl, { max: 1, applicationName: 'leasehold-claim', idleTimeoutMs: 0 });
+    if (!this.deps.claimDb)
+      this.claimHandle = createDb(this.deps.databaseUrl, {
+        max: 1,
+        applicationName: 'leasehold-claim',
+        idleTimeoutMs: 0,
+      });
     this.claimLoopDone = this.claimLoop(this.deps.claimDb ?? this.claimHandle!.db);
     this.loops = [
       this.claimLoopDone,
-      this.every(Math.max(250, (s.leaseSeconds * 1000) / 3), () => this.heartbeatAll(), this.heartbeatController.signal),
+      this.every(
+        Math.max(250, (s.leaseSeconds * 1000) / 3),
+        () => this.heartbeatAll(),
+        this.heartbeatController.signal,
+      ),
       this.every(this.timeoutSweepMs(), async () => this.sweepTimeouts(), this.heartbeatController.signal),
       this.every(s.registryIntervalMs, () => this.refreshRegistry()),
     ];
@@ -320,7 +341,14 @@ export class Worker {
       this.loops.push(this.every(s.maintenance.retentionIntervalMs, () => this.retentionRound()));
     }
     logger.info(
-      { queues: s.queues, concurrency: s.concurrency, leaseSeconds: s.leaseSeconds, listen: s.listen, asyncClaims: s.asyncClaims, kinds: this.deps.registry.kinds() },
+      {
+        queues: s.queues,
+        concurrency: s.concurrency,
+        leaseSeconds: s.leaseSeconds,
+        listen: s.listen,
+        asyncClaims: s.asyncClaims,
+        kinds: this.deps.registry.kinds(),
+      },
       'worker started',
     );
   }
@@ -358,7 +386,9 @@ export class Worker {
     await deregisterWorker(db, this.settings.workerId).catch((error: unknown) =>
       logger.warn({ err: error }, 'could not remove the worker registry entry (it will expire)'),
     );
-    await this.claimHandle?.close().catch((error: unknown) => logger.warn({ err: error }, 'could not close the claim connection'));
+    await this.claimHandle
+      ?.close()
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not close the claim connection'));
     this.state = 'stopped';
     logger.info('worker stopped');
   }
@@ -415,7 +445,13 @@ export class Worker {
         // (a NOTIFY for a job committed after its snapshot) must start another claim.
         this.wokenMeanwhile = false;
         try {
-          jobs = await claim(claimDb, { queues: s.queues, workerId: s.workerId, limit, leaseSeconds: s.leaseSeconds, asyncCommit: s.asyncClaims });
+          jobs = await claim(claimDb, {
+            queues: s.queues,
+            workerId: s.workerId,
+            limit,
+            leaseSeconds: s.leaseSeconds,
+            asyncCommit: s.asyncClaims,
+          });
           failures = 0;
         } catch (error) {
           failures += 1;
@@ -427,7 +463,11 @@ export class Worker {
         this.lastClaimAt = new Date();
         if (this.stopController.signal.aborted) {
           // Stopped while the claim was in flight: hand these straight back.
-          await Promise.all(jobs.map((job) => releaseIfLeaseHeld(db, job, { reason: `released by ${s.workerId}: stopping` }).catch(() => {})));
+          await Promise.all(
+            jobs.map((job) =>
+              releaseIfLeaseHeld(db, job, { reason: `released by ${s.workerId}: stopping` }).catch(() => {}),
+            ),
+          );
           return;
         }
         if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');
@@ -446,7 +486,12 @@ export class Worker {
 
   private begin(job: ClaimedJob): void {
     const { logger, metrics, registry } = this.deps;
-    const entry = new InFlight(job, registry.get(job.kind), leaseDeadlineFrom(performance.now(), this.settings.leaseSeconds), logger);
+    const entry = new InFlight(
+      job,
+      registry.get(job.kind),
+      leaseDeadlineFrom(performance.now(), this.settings.leaseSeconds),
+      logger,
+    );
     this.inFlight.add(entry);
     metrics?.inFlight.inc();
     metrics?.claimed.inc({ queue: job.queue });
@@ -484,7 +529,11 @@ export class Worker {
     const { job, handler } = entry;
     const { registry, metrics } = this.deps;
     if (!handler) {
-      await this.failAttempt(entry, 'permanent', `unknown kind "${job.kind}": this worker runs ${registry.kinds().join(', ') || 'no kinds'}`);
+      await this.failAttempt(
+        entry,
+        'permanent',
+        `unknown kind "${job.kind}": this worker runs ${registry.kinds().join(', ') || 'no kinds'}`,
+      );
       return false;
     }
     if (!handler.versions.includes(job.kindVersion)) {
@@ -497,7 +546,11 @@ export class Worker {
     }
     const parsed = handler.schema.safeParse(job.payload);
     if (!parsed.success) {
-      await this.failAttempt(entry, 'permanent', `invalid payload for ${job.kind} v${job.kindVersion}: ${z.prettifyError(parsed.error)}`);
+      await this.failAttempt(
+        entry,
+        'permanent',
+        `invalid payload for ${job.kind} v${job.kindVersion}: ${z.prettifyError(parsed.error)}`,
+      );
       return false;
     }
 
@@ -505,7 +558,9 @@ export class Worker {
     entry.timeoutAt = performance.now() + handler.timeoutMs;
     let result: { ok: true } | { ok: false; error: unknown };
     try {
-      await entry.run(() => handler.handle(new AttemptContext(entry, parsed.data, this.deps.db, this.settings.leaseSeconds)));
+      await entry.run(() =>
+        handler.handle(new AttemptContext(entry, parsed.data, this.deps.db, this.settings.leaseSeconds)),
+      );
       result = { ok: true };
     } catch (error) {
       result = { ok: false, error };
@@ -573,25 +628,37 @@ export class Worker {
       try {
         outcomes = await this.retryingDb('acknowledge', deadline, (db) => completeManyIfLeaseHeld(db, jobs));
       } catch (error) {
-        this.deps.logger.error({ err: error, jobs: batch.length }, 'could not acknowledge completions; their leases will expire and they will run again');
+        this.deps.logger.error(
+          { err: error, jobs: batch.length },
+          'could not acknowledge completions; their leases will expire and they will run again',
+        );
         outcomes = batch.map(() => LEASE_LOST);
       }
       batch.forEach((entry, i) => this.acknowledged(entry, outcomes[i]!));
     }
   }
 
-  private async failAttempt(entry: InFlight, failureClass: FailureClass, message: string, retryAfterMs?: number): Promise<void> {
+  private async failAttempt(
+    entry: InFlight,
+    failureClass: FailureClass,
+    message: string,
+    retryAfterMs?: number,
+  ): Promise<void> {
     const { job, handler, log } = entry;
     const { metrics } = this.deps;
     const maxAttempts = Math.min(job.maxAttempts, handler?.maxAttempts ?? Number.POSITIVE_INFINITY);
     try {
       const outcome = await this.retryingDb('fail', job.leaseUntil.getTime(), (db) =>
-        failIfLeaseHeld(db, { ...job, maxAttempts }, {
-          error: message,
-          failureClass,
-          ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-          policy: { ...this.settings.retry, ...handler?.retry },
-        }),
+        failIfLeaseHeld(
+          db,
+          { ...job, maxAttempts },
+          {
+            error: message,
+            failureClass,
+            ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+            policy: { ...this.settings.retry, ...handler?.retry },
+          },
+        ),
       );
       if (!outcome.applied) {
         metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
@@ -600,9 +667,15 @@ export class Worker {
       }
       metrics?.failed.inc({ queue: job.queue, kind: job.kind, failure_class: outcome.failureClass });
       const level = outcome.state === 'ready' ? 'warn' : 'error';
-      log[level]({ failureClass: outcome.failureClass, error: message, next: outcome.state, runAt: outcome.runAt }, 'attempt failed');
+      log[level](
+        { failureClass: outcome.failureClass, error: message, next: outcome.state, runAt: outcome.runAt },
+        'attempt failed',
+      );
     } catch (error) {
-      log.error({ err: error, failureClass, error: message }, 'could not record the failure; the lease will expire and the reaper will retry it');
+      log.error(
+        { err: error, failureClass, error: message },
+        'could not record the failure; the lease will expire and the reaper will retry it',
+      );
     }
   }
 
@@ -633,7 +706,9 @@ export class Worker {
     const now = performance.now();
     for (const entry of this.inFlight) {
       if (now >= entry.timeoutAt && !entry.stopped) {
-        entry.stop(new AttemptAborted('timeout', `${entry.job.kind} did not finish within ${entry.handler!.timeoutMs} ms`));
+        entry.stop(
+          new AttemptAborted('timeout', `${entry.job.kind} did not finish within ${entry.handler!.timeoutMs} ms`),
+        );
       }
     }
   }
@@ -644,9 +719,13 @@ export class Worker {
     const sent = performance.now();
     this.deps.failpoints?.hit('in_heartbeat');
     try {
-      const outcomes = await heartbeatManyIfLeaseHeld(this.deps.db, entries.map((e) => e.job), {
-        leaseSeconds: this.settings.leaseSeconds,
-      });
+      const outcomes = await heartbeatManyIfLeaseHeld(
+        this.deps.db,
+        entries.map((e) => e.job),
+        {
+          leaseSeconds: this.settings.leaseSeconds,
+        },
+      );
       outcomes.forEach((outcome, i) => {
         const entry = entries[i]!;
         if (outcome.applied) {
@@ -671,7 +750,13 @@ export class Worker {
     const { db } = this.deps;
     const s = this.settings;
     if (!(await touchWorker(db, s.workerId))) {
-      await registerWorker(db, { id: s.workerId, host: os.hostname(), pid: process.pid, queues: s.queues, concurrency: s.concurrency });
+      await registerWorker(db, {
+        id: s.workerId,
+        host: os.hostname(),
+        pid: process.pid,
+        queues: s.queues,
+        concurrency: s.concurrency,
+      });
     }
   }
 
@@ -682,7 +767,9 @@ export class Worker {
       const outcome = await withMaintenanceLock(db, 'reaper', async (tx) => {
         const result = await reapExpiredLeases(tx, {
           limit,
-          ...(this.settings.retry?.leaseExpiredDelayMs !== undefined ? { leaseExpiredDelayMs: this.settings.retry.leaseExpiredDelayMs } : {}),
+          ...(this.settings.retry?.leaseExpiredDelayMs !== undefined
+            ? { leaseExpiredDelayMs: this.settings.retry.leaseExpiredDelayMs }
+            : {}),
         });
         if (result.reaped > 0) this.deps.failpoints?.hit('in_reap'); // dies before the commit
         return result;
@@ -752,7 +839,9 @@ export function isRetryableDbError(error: unknown): boolean {
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|40|53|57)/.test(code);
   if (typeof code === 'string' && /^E(CONN|PIPE|TIMEDOUT|HOSTUNREACH|NETUNREACH|AI_AGAIN)/.test(code)) return true;
   const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    message,
+  );
 }
 
 function backoff(failures: number): number {

@@ -11,12 +11,16 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
   return (
     <>
       <header className="top">
-        <a className="brand" href="/">Leasehold</a>
+        <a className="brand" href="/">
+          Leasehold
+        </a>
         <a href="/">Overview</a>
         <a href="/jobs">Jobs</a>
         <a href="/failures">Failures</a>
         <a href="/audit">Audit log</a>
-        <span className="who" data-testid="who">{user.email} · {user.role}</span>
+        <span className="who" data-testid="who">
+          {user.email} · {user.role}
+        </span>
         <SignOut />
       </header>
       <main>{children}</main>

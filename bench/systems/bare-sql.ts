@@ -19,10 +19,14 @@ export const bareSql: BenchSystem = {
     listen: 'n/a',
     poll: 'n/a',
   },
-  unsupported: { listen: 'not measured: the ceiling is for throughput', poll: 'not measured: the ceiling is for throughput' },
+  unsupported: {
+    listen: 'not measured: the ceiling is for throughput',
+    poll: 'not measured: the ceiling is for throughput',
+  },
 
   async install(url) {
-    await withClient(url, (client) => client.query(`
+    await withClient(url, (client) =>
+      client.query(`
       CREATE TABLE bare_jobs (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         queue text NOT NULL,
@@ -33,7 +37,8 @@ export const bareSql: BenchSystem = {
         lease_token uuid,
         finished_at timestamptz
       );
-      CREATE INDEX bare_jobs_ready ON bare_jobs (queue, run_at, id) WHERE state = 'ready';`));
+      CREATE INDEX bare_jobs_ready ON bare_jobs (queue, run_at, id) WHERE state = 'ready';`),
+    );
   },
 
   async enqueuer(url, connections, wake) {
@@ -51,7 +56,9 @@ export const bareSql: BenchSystem = {
 
   async enqueueBulk(url, seqs) {
     const payloads = seqs.map((seq) => JSON.stringify({ seq }));
-    await withClient(url, (client) => client.query('INSERT INTO bare_jobs (queue, payload) SELECT $1, p FROM unnest($2::jsonb[]) p', [QUEUE, payloads]));
+    await withClient(url, (client) =>
+      client.query('INSERT INTO bare_jobs (queue, payload) SELECT $1, p FROM unnest($2::jsonb[]) p', [QUEUE, payloads]),
+    );
   },
 
   unsettledSql: `SELECT count(*)::int AS n FROM bare_jobs WHERE state IN ('ready', 'running')`,

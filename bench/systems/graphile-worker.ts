@@ -11,7 +11,14 @@ import { QUEUE, type BenchSystem, type CommonMode } from './types';
 const silent = new Logger(() => () => {});
 
 const PRESETS: Record<CommonMode, Record<string, unknown>> = {
-  drain: { concurrentJobs: 24, maxPoolSize: 25, localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0, pollInterval: 1000 },
+  drain: {
+    concurrentJobs: 24,
+    maxPoolSize: 25,
+    localQueue: { size: 500 },
+    completeJobBatchDelay: 0,
+    failJobBatchDelay: 0,
+    pollInterval: 1000,
+  },
   listen: { concurrentJobs: 10, maxPoolSize: 11, pollInterval: 2000 },
   poll: {},
 };

@@ -48,7 +48,10 @@ export const leasehold: BenchSystem = {
     // overlapped parts (on a bare client it sends one statement).
     const pool = benchPool(url, 1);
     try {
-      await enqueueMany(pool, seqs.map((seq) => ({ queue: QUEUE, kind: KIND, payload: { seq } })));
+      await enqueueMany(
+        pool,
+        seqs.map((seq) => ({ queue: QUEUE, kind: KIND, payload: { seq } })),
+      );
     } finally {
       await pool.end();
     }

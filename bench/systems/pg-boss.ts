@@ -14,7 +14,14 @@ const WORK: Record<CommonMode, Record<string, unknown>> = {
 };
 
 function boss(url: string, max: number, listen = false) {
-  const instance = new PgBoss({ connectionString: url, max, migrate: false, supervise: false, schedule: false, useListenNotify: listen });
+  const instance = new PgBoss({
+    connectionString: url,
+    max,
+    migrate: false,
+    supervise: false,
+    schedule: false,
+    useListenNotify: listen,
+  });
   instance.on('error', (error) => console.error('[pg-boss]', error));
   return instance;
 }
@@ -51,7 +58,10 @@ export const pgBoss: BenchSystem = {
     const instance = boss(url, 2);
     await instance.start();
     try {
-      await instance.insert(QUEUE, seqs.map((seq) => ({ data: { seq } })));
+      await instance.insert(
+        QUEUE,
+        seqs.map((seq) => ({ data: { seq } })),
+      );
     } finally {
       await instance.stop({ graceful: false, close: true });
     }

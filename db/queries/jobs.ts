@@ -20,7 +20,13 @@ export const jobFilterSchema = z.strictObject({
   kind: nameSchema.optional(),
   failureClass: z.enum(FAILURE_CLASSES).optional(),
   /** A job id, or an exact idempotency key. */
-  search: z.string().trim().min(1).max(512).refine((s) => !s.includes('\u0000'), 'invalid character').optional(),
+  search: z
+    .string()
+    .trim()
+    .min(1)
+    .max(512)
+    .refine((s) => !s.includes('\u0000'), 'invalid character')
+    .optional(),
 });
 export type JobFilter = z.infer<typeof jobFilterSchema>;
 
@@ -63,7 +69,10 @@ export function filterSql(filter: JobFilter): SQL {
   return sql.join(parts, sql` AND `);
 }
 
-export async function listJobs(executor: Executor, query: z.output<typeof jobListSchema>): Promise<{ jobs: Job[]; next: string | null }> {
+export async function listJobs(
+  executor: Executor,
+  query: z.output<typeof jobListSchema>,
+): Promise<{ jobs: Job[]; next: string | null }> {
   const desc = query.sort === 'newest';
   const keyset = query.after ? (desc ? sql`AND id < ${query.after}::uuid` : sql`AND id > ${query.after}::uuid`) : sql``;
   const order = sql.raw(desc ? 'DESC' : 'ASC');
@@ -93,7 +102,12 @@ export async function listJobs(executor: Executor, query: z.output<typeof jobLis
   // the matching ids first (MATERIALIZED), then the page is cut and read: the cost grows with
   // the live jobs that match, not with the history (measured: 2 ms for none, 0.4 s for a
   // backlog of 300,000 ready jobs in the queue asked for).
-  const live = query.state === 'ready' || query.state === 'running' || query.state === 'scheduled' || query.state === 'retrying' || query.state === 'lease_expired';
+  const live =
+    query.state === 'ready' ||
+    query.state === 'running' ||
+    query.state === 'scheduled' ||
+    query.state === 'retrying' ||
+    query.state === 'lease_expired';
   const rows = await run(
     executor,
     live
@@ -122,11 +136,17 @@ export interface AuditEntry {
   detail: Record<string, unknown>;
 }
 
-export async function jobDetail(executor: Executor, id: string): Promise<{ job: Job; attempts: AttemptRow[]; audit: AuditEntry[] } | null> {
+export async function jobDetail(
+  executor: Executor,
+  id: string,
+): Promise<{ job: Job; attempts: AttemptRow[]; audit: AuditEntry[] } | null> {
   const [jobs, attempts, audit] = await Promise.all([
     run(executor, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE id = ${id}::uuid`),
     attemptHistory(executor, id),
-    run(executor, sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM audit_log WHERE job_ids @> ARRAY[${id}::uuid] ORDER BY id DESC LIMIT 50`),
+    run(
+      executor,
+      sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM audit_log WHERE job_ids @> ARRAY[${id}::uuid] ORDER BY id DESC LIMIT 50`,
+    ),
   ]);
   if (!jobs[0]) return null;
   return {
@@ -155,8 +175,15 @@ function mapAudit(r: Record<string, unknown>): AuditEntry {
 
 export const auditListSchema = z.strictObject({
   before: z.coerce.number().int().positive().optional(),
-  actor: z.string().max(256).refine((s) => !s.includes('\u0000'), 'invalid character').optional(),
-  action: z.string().regex(/^[a-z_]{1,40}$/).optional(),
+  actor: z
+    .string()
+    .max(256)
+    .refine((s) => !s.includes('\u0000'), 'invalid character')
+    .optional(),
+  action: z
+    .string()
+    .regex(/^[a-z_]{1,40}$/)
+    .optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
@@ -228,7 +255,10 @@ export async function failureGroups(executor: Executor, days = 7) {
     count: Number(r.n),
     lastSeen: toDateOrNull(r.last_seen),
     example: (r.example as string | null) ?? '',
-    trend: ((r.trend as { day: string; count: number }[] | null) ?? []).map((p) => ({ day: toDate(p.day), count: Number(p.count) })),
+    trend: ((r.trend as { day: string; count: number }[] | null) ?? []).map((p) => ({
+      day: toDate(p.day),
+      count: Number(p.count),
+    })),
   }));
 }
 
@@ -250,6 +280,10 @@ export async function previewIds(executor: Executor, where: SQL, cap: number) {
   return {
     total: rows.length,
     overCap: rows.length > cap,
-    jobs: rows.slice(0, cap).map((r) => ({ id: r.id as string, leaseToken: (r.lease_token as string | null) ?? null, state: r.state as string })),
+    jobs: rows.slice(0, cap).map((r) => ({
+      id: r.id as string,
+      leaseToken: (r.lease_token as string | null) ?? null,
+      state: r.state as string,
+    })),
   };
 }

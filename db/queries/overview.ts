@@ -28,35 +28,59 @@ export interface Overview {
   queues: QueueBacklog[];
   /** Attempts used by the latest finished jobs (at most 20,000, within 24 hours). */
   attempts: { attempts: number; jobs: number }[];
-  failureClasses: { lastHour: { failureClass: string; count: number }[]; lastDay: { failureClass: string; count: number }[] };
+  failureClasses: {
+    lastHour: { failureClass: string; count: number }[];
+    lastDay: { failureClass: string; count: number }[];
+  };
   /** Per minute over the last hour: attempts completed and failed (including lost leases). */
   throughput: { minute: Date; completed: number; failed: number }[];
   workers: Awaited<ReturnType<typeof listWorkers>>;
 }
 
 const emptyBacklog = (queue: string): QueueBacklog => ({
-  queue, paused: false, ready: 0, scheduled: 0, retrying: 0, running: 0, leaseExpired: 0, dead: 0, cancelled: 0, doneLastHour: 0,
+  queue,
+  paused: false,
+  ready: 0,
+  scheduled: 0,
+  retrying: 0,
+  running: 0,
+  leaseExpired: 0,
+  dead: 0,
+  cancelled: 0,
+  doneLastHour: 0,
   oldestReadyAgeSeconds: null,
 });
 
 export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
   const [ready, running, terminal, done, paused] = await Promise.all([
-    run(executor, sql`
+    run(
+      executor,
+      sql`
       SELECT queue,
              count(*) FILTER (WHERE run_at <= now() AND attempts = 0)::int AS ready,
              count(*) FILTER (WHERE run_at > now() AND attempts = 0)::int AS scheduled,
              count(*) FILTER (WHERE attempts > 0)::int AS retrying,
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8 AS oldest
-      FROM jobs WHERE state = 'ready' GROUP BY queue`),
-    run(executor, sql`
+      FROM jobs WHERE state = 'ready' GROUP BY queue`,
+    ),
+    run(
+      executor,
+      sql`
       SELECT queue, count(*) FILTER (WHERE lease_until > now())::int AS running,
              count(*) FILTER (WHERE lease_until <= now())::int AS lease_expired
-      FROM jobs WHERE state = 'running' GROUP BY queue`),
-    run(executor, sql`
-      SELECT queue, state, count(*)::int AS n FROM jobs WHERE state IN ('dead', 'cancelled') GROUP BY queue, state`),
-    run(executor, sql`
+      FROM jobs WHERE state = 'running' GROUP BY queue`,
+    ),
+    run(
+      executor,
+      sql`
+      SELECT queue, state, count(*)::int AS n FROM jobs WHERE state IN ('dead', 'cancelled') GROUP BY queue, state`,
+    ),
+    run(
+      executor,
+      sql`
       SELECT queue, count(*)::int AS n FROM jobs
-      WHERE state = 'done' AND finished_at > now() - interval '1 hour' GROUP BY queue`),
+      WHERE state = 'done' AND finished_at > now() - interval '1 hour' GROUP BY queue`,
+    ),
     run(executor, sql`SELECT name, paused FROM queues`),
   ]);
   const byQueue = new Map<string, QueueBacklog>();
@@ -67,7 +91,9 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
   };
   for (const r of ready) {
     Object.assign(get(r.queue as string), {
-      ready: r.ready, scheduled: r.scheduled, retrying: r.retrying,
+      ready: r.ready,
+      scheduled: r.scheduled,
+      retrying: r.retrying,
       oldestReadyAgeSeconds: r.oldest === null ? null : Math.max(0, Number(r.oldest)),
     });
   }
@@ -89,25 +115,31 @@ export async function attemptsHistogram(executor: Executor) {
   const arm = (state: string) => sql`(SELECT attempts, finished_at FROM jobs
     WHERE state = ${state} AND finished_at > now() - interval '1 day'
     ORDER BY finished_at DESC LIMIT ${ATTEMPTS_SAMPLE})`;
-  const rows = await run(executor, sql`
+  const rows = await run(
+    executor,
+    sql`
     SELECT attempts, count(*)::int AS jobs FROM (
       SELECT attempts FROM (${arm('done')} UNION ALL ${arm('dead')} UNION ALL ${arm('cancelled')}) a
       ORDER BY finished_at DESC LIMIT ${ATTEMPTS_SAMPLE}
-    ) latest GROUP BY attempts ORDER BY attempts`);
+    ) latest GROUP BY attempts ORDER BY attempts`,
+  );
   return rows.map((r) => ({ attempts: Number(r.attempts), jobs: Number(r.jobs) }));
 }
 
 /** Every minute of the last hour, zeros included, so the chart's time axis is honest. */
 export async function throughputLastHour(executor: Executor) {
   // Completions are the done jobs themselves (db/queue/history.ts); failures are attempt rows.
-  const rows = await run(executor, sql`
+  const rows = await run(
+    executor,
+    sql`
     SELECT minute, sum(completed)::int AS completed, sum(failed)::int AS failed FROM (
       SELECT date_trunc('minute', finished_at) AS minute, count(*) AS completed, 0 AS failed
       FROM jobs WHERE state = 'done' AND finished_at > now() - interval '1 hour' GROUP BY 1
       UNION ALL
       SELECT date_trunc('minute', ended_at), 0, count(*)
       FROM job_attempts WHERE ended_at > now() - interval '1 hour' AND outcome IN ('failed', 'lease_expired') GROUP BY 1
-    ) t GROUP BY 1 ORDER BY 1`);
+    ) t GROUP BY 1 ORDER BY 1`,
+  );
   const perMinute = new Map(rows.map((r) => [toDate(r.minute).getTime(), r]));
   const start = Math.floor(Date.now() / 60_000) * 60_000 - 59 * 60_000;
   return Array.from({ length: 60 }, (_, i) => {
@@ -130,18 +162,23 @@ export async function overview(executor: Executor): Promise<Overview> {
 }
 
 export async function failureClassesSince(executor: Executor, window: '1 hour' | '1 day') {
-  const rows = await run(executor, sql`
+  const rows = await run(
+    executor,
+    sql`
     SELECT coalesce(failure_class, 'unknown') AS failure_class, count(*)::int AS n FROM job_attempts
     WHERE ended_at > now() - ${window}::interval AND outcome <> 'completed' AND outcome IN ('failed', 'lease_expired')
-    GROUP BY 1 ORDER BY 2 DESC`);
+    GROUP BY 1 ORDER BY 2 DESC`,
+  );
   return rows.map((r) => ({ failureClass: r.failure_class as string, count: Number(r.n) }));
 }
 
 /** Dead jobs by queue and failure class, for /api/metrics. */
 export async function deadByClass(executor: Executor) {
-  const rows = await run(executor, sql`
+  const rows = await run(
+    executor,
+    sql`
     SELECT queue, coalesce(failure_class, 'unknown') AS failure_class, count(*)::int AS n
-    FROM jobs WHERE state = 'dead' GROUP BY 1, 2`);
+    FROM jobs WHERE state = 'dead' GROUP BY 1, 2`,
+  );
   return rows.map((r) => ({ queue: r.queue as string, failureClass: r.failure_class as string, count: Number(r.n) }));
 }
-

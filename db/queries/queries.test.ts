@@ -24,7 +24,15 @@ describe('overview read model', () => {
     await pauseQueue(t.db, { queue, actor: 'admin' });
     const row = (await backlog(t.db)).find((q) => q.queue === queue)!;
     expect(row).toMatchObject({
-      paused: true, ready: 1, scheduled: 1, retrying: 1, running: 1, leaseExpired: 1, dead: 1, cancelled: 1, doneLastHour: 1,
+      paused: true,
+      ready: 1,
+      scheduled: 1,
+      retrying: 1,
+      running: 1,
+      leaseExpired: 1,
+      dead: 1,
+      cancelled: 1,
+      doneLastHour: 1,
     });
     expect(row.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(0);
   });
@@ -33,7 +41,9 @@ describe('overview read model', () => {
     const o = await overview(t.db);
     expect(o.throughput).toHaveLength(60);
     expect(o.throughput.reduce((n, m) => n + m.completed, 0)).toBeGreaterThanOrEqual(1);
-    expect(o.failureClasses.lastHour.map((c) => c.failureClass)).toEqual(expect.arrayContaining(['permanent', 'transient']));
+    expect(o.failureClasses.lastHour.map((c) => c.failureClass)).toEqual(
+      expect.arrayContaining(['permanent', 'transient']),
+    );
     expect(o.attempts.reduce((n, a) => n + a.jobs, 0)).toBeGreaterThanOrEqual(3);
   });
 });
@@ -53,12 +63,17 @@ describe('jobs list', () => {
     const keyed = uniqueQueue('keyed');
     const [job] = await enqueueMany(t.db, [{ queue: keyed, kind: 'k', idempotencyKey: `key-${keyed}` }]);
     expect((await listJobs(t.db, jobListSchema.parse({ search: job!.id }))).jobs.map((j) => j.id)).toEqual([job!.id]);
-    expect((await listJobs(t.db, jobListSchema.parse({ search: `key-${keyed}` }))).jobs.map((j) => j.id)).toEqual([job!.id]);
+    expect((await listJobs(t.db, jobListSchema.parse({ search: `key-${keyed}` }))).jobs.map((j) => j.id)).toEqual([
+      job!.id,
+    ]);
   });
 
   it('pages by keyset without repeats or gaps', async () => {
     const paged = uniqueQueue('paged');
-    await enqueueMany(t.db, Array.from({ length: 7 }, () => ({ queue: paged, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 7 }, () => ({ queue: paged, kind: 'k' })),
+    );
     const seen: string[] = [];
     let after: string | null | undefined;
     do {
@@ -94,7 +109,10 @@ describe('failure groups and bulk previews', () => {
 
   it('freezes at most the cap of ids and says when more match', async () => {
     const capped = uniqueQueue('capped');
-    await enqueueMany(t.db, Array.from({ length: 12 }, () => ({ queue: capped, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 12 }, () => ({ queue: capped, kind: 'k' })),
+    );
     const preview = await previewIds(t.db, filterSql({ queue: capped }), 10);
     expect(preview).toMatchObject({ total: 11, overCap: true });
     expect(preview.jobs).toHaveLength(10);

@@ -14,14 +14,18 @@ const t = useTestDatabase({ max: 30 });
 describe('claim', () => {
   it('leases a batch: running, attempt + 1, one fresh token per claim, a deadline in database time', async () => {
     const queue = uniqueQueue();
-    await enqueueMany(t.db, Array.from({ length: 5 }, () => ({ queue, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 5 }, () => ({ queue, kind: 'k' })),
+    );
     const [{ now }] = (await run(t.db, sql`SELECT now() AS now`)) as [{ now: string }];
     const jobs = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 3, leaseSeconds: 30 });
     expect(jobs).toHaveLength(3);
     expect(new Set(jobs.map((j) => j.leaseToken)).size).toBe(1);
     for (const job of jobs) {
       expect(job).toMatchObject({ state: 'running', attempt: 1, attempts: 1, workerId: 'w1' });
-      const lease = job.leaseUntil.getTime() - new Date(now.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).getTime();
+      const lease =
+        job.leaseUntil.getTime() - new Date(now.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).getTime();
       expect(lease).toBeGreaterThan(29_000);
       expect(lease).toBeLessThan(35_000);
     }
@@ -33,19 +37,32 @@ describe('claim', () => {
 
   it('fences per job under a shared token: settling one job of a batch leaves the others leased', async () => {
     const queue = uniqueQueue();
-    await enqueueMany(t.db, Array.from({ length: 3 }, () => ({ queue, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 3 }, () => ({ queue, kind: 'k' })),
+    );
     const [a, b, c] = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 3 });
     expect(await completeManyIfLeaseHeld(t.db, [a!])).toEqual([{ applied: true }]);
     // a's token is b's and c's too, but it names (job, token) pairs: a cannot be settled twice,
     // and b and c are still running under it.
     expect(await completeManyIfLeaseHeld(t.db, [a!])).toEqual([{ applied: false, reason: 'lease_lost' }]);
-    const rows = await run<{ id: string; state: string }>(t.db, sql`SELECT id, state FROM jobs WHERE queue = ${queue} ORDER BY id`);
-    expect(Object.fromEntries(rows.map((r) => [r.id, r.state]))).toEqual({ [a!.id]: 'done', [b!.id]: 'running', [c!.id]: 'running' });
+    const rows = await run<{ id: string; state: string }>(
+      t.db,
+      sql`SELECT id, state FROM jobs WHERE queue = ${queue} ORDER BY id`,
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.state]))).toEqual({
+      [a!.id]: 'done',
+      [b!.id]: 'running',
+      [c!.id]: 'running',
+    });
   });
 
   it('acknowledges a batch with some leases already gone: each job gets its own outcome, in input order', async () => {
     const queue = uniqueQueue();
-    await enqueueMany(t.db, Array.from({ length: 4 }, () => ({ queue, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 4 }, () => ({ queue, kind: 'k' })),
+    );
     const [a, b, c] = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 3 });
     const [d] = await claim(t.db, { queues: [queue], workerId: 'w2', limit: 1 });
     expect(await completeManyIfLeaseHeld(t.db, [b!])).toEqual([{ applied: true }]);
@@ -63,9 +80,14 @@ describe('claim', () => {
 
   it('refuses a malformed acknowledgement with a clear error and completes nothing of it', async () => {
     const queue = uniqueQueue();
-    await enqueueMany(t.db, Array.from({ length: 2 }, () => ({ queue, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 2 }, () => ({ queue, kind: 'k' })),
+    );
     const [a, b] = await claim(t.db, { queues: [queue], workerId: 'w1', limit: 2 });
-    await expect(completeManyIfLeaseHeld(t.db, [a!, { id: b!.id, leaseToken: 'not-a-token' }])).rejects.toThrow(/completeMany.*UUID/s);
+    await expect(completeManyIfLeaseHeld(t.db, [a!, { id: b!.id, leaseToken: 'not-a-token' }])).rejects.toThrow(
+      /completeMany.*UUID/s,
+    );
     const rows = await run<{ state: string }>(t.db, sql`SELECT state FROM jobs WHERE queue = ${queue}`);
     expect(rows.map((r) => r.state)).toEqual(['running', 'running']);
   });
@@ -104,8 +126,15 @@ describe('claim', () => {
   it('claims higher priority first and breaks ties by id', async () => {
     const queue = uniqueQueue();
     const runAt = new Date(Date.now() - 1000);
-    const ids = ['00000000-0000-7000-8000-000000000003', '00000000-0000-7000-8000-000000000001', '00000000-0000-7000-8000-000000000002'];
-    await enqueueMany(t.db, ids.map((id) => ({ id, queue, kind: 'k', runAt })));
+    const ids = [
+      '00000000-0000-7000-8000-000000000003',
+      '00000000-0000-7000-8000-000000000001',
+      '00000000-0000-7000-8000-000000000002',
+    ];
+    await enqueueMany(
+      t.db,
+      ids.map((id) => ({ id, queue, kind: 'k', runAt })),
+    );
     const urgent = await addJob(t.db, { queue, priority: 10 });
     const order: string[] = [];
     for (let i = 0; i < 4; i++) order.push((await claimOne(t.db, queue)).id);
@@ -147,7 +176,9 @@ describe('claim commit', () => {
     const session = durableSession();
     const client = await session.connect();
     try {
-      const { sql: text, params } = new PgDialect().sqlToQuery(claimStatement({ queues: [queue], workerId: 'w', limit: 1 }));
+      const { sql: text, params } = new PgDialect().sqlToQuery(
+        claimStatement({ queues: [queue], workerId: 'w', limit: 1 }),
+      );
       await client.query('BEGIN');
       expect((await client.query(text, params)).rows).toHaveLength(1);
       expect(await setting(client)).toBe('on');
@@ -165,7 +196,10 @@ describe('claim commit', () => {
 
   it('with asyncCommit, a claim that is its own transaction turns the flush off for that transaction only', async () => {
     const queue = uniqueQueue();
-    await enqueueMany(t.db, [{ queue, kind: 'k' }, { queue, kind: 'k' }]);
+    await enqueueMany(t.db, [
+      { queue, kind: 'k' },
+      { queue, kind: 'k' },
+    ]);
     const options = { queues: [queue], workerId: 'w', limit: 1, asyncCommit: true };
     const session = durableSession();
     const client = await session.connect();
@@ -192,7 +226,10 @@ describe('claim commit', () => {
 
   it("with asyncCommit, a claim inside the caller's transaction never changes how that transaction commits", async () => {
     const queue = uniqueQueue();
-    await enqueueMany(t.db, [{ queue, kind: 'k' }, { queue, kind: 'k' }]);
+    await enqueueMany(t.db, [
+      { queue, kind: 'k' },
+      { queue, kind: 'k' },
+    ]);
     const pool = durableSession();
     try {
       const client = await pool.connect();
@@ -206,7 +243,9 @@ describe('claim commit', () => {
       }
       // A Drizzle transaction, several queues (the other shape): the same.
       await drizzle(pool).transaction(async (tx) => {
-        expect(await claim(tx, { queues: [queue, 'other'], workerId: 'w', limit: 1, asyncCommit: true })).toHaveLength(1);
+        expect(await claim(tx, { queues: [queue, 'other'], workerId: 'w', limit: 1, asyncCommit: true })).toHaveLength(
+          1,
+        );
         const [row] = await run<{ synchronous_commit: string }>(tx, sql`SHOW synchronous_commit`);
         expect(row!.synchronous_commit).toBe('on');
       });
@@ -220,7 +259,10 @@ describe('concurrent claimers', () => {
   it('16 claimers on separate connections over 5,000 jobs claim each job exactly once, leaving none behind', async () => {
     const queue = uniqueQueue('race');
     const total = 5_000;
-    await enqueueMany(t.db, Array.from({ length: total }, (_, i) => ({ queue, kind: 'k', payload: { i } })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: total }, (_, i) => ({ queue, kind: 'k', payload: { i } })),
+    );
     const seen: { id: string; attempt: number; worker: string }[] = [];
     const claimers = Array.from({ length: 16 }, async (_, w) => {
       const client = new pg.Client({ connectionString: t.url });
@@ -228,7 +270,12 @@ describe('concurrent claimers', () => {
       try {
         let empty = 0;
         while (empty < 3) {
-          const jobs = await claim(client, { queues: [queue], workerId: `w${w}`, limit: 1 + ((w * 7) % 20), leaseSeconds: 60 });
+          const jobs = await claim(client, {
+            queues: [queue],
+            workerId: `w${w}`,
+            limit: 1 + ((w * 7) % 20),
+            leaseSeconds: 60,
+          });
           if (jobs.length === 0) {
             empty += 1;
             continue;
@@ -265,7 +312,11 @@ describe('priority aging', () => {
     // q > p that became due more than (q − p) × aging_seconds after it.
     const queue = uniqueQueue('flood');
     await run(t.db, sql`INSERT INTO queues (name, aging_seconds) VALUES (${queue}, 1)`);
-    const flood = () => enqueueMany(t.db, Array.from({ length: 10 }, () => ({ queue, kind: 'flood', priority: 2 })));
+    const flood = () =>
+      enqueueMany(
+        t.db,
+        Array.from({ length: 10 }, () => ({ queue, kind: 'flood', priority: 2 })),
+      );
     await flood();
     const low = await addJob(t.db, { queue, kind: 'low', priority: 0 });
     const claimedBefore: Date[] = [];
@@ -285,7 +336,10 @@ describe('priority aging', () => {
     expect(lowClaimedAfterMs).toBeGreaterThan(0);
     const bound = low.runAt.getTime() + 2 * 1000;
     expect(claimedBefore.filter((runAt) => runAt.getTime() > bound)).toEqual([]);
-    const [backlog] = await run(t.db, sql`SELECT count(*)::int AS n FROM jobs WHERE queue = ${queue} AND state = 'ready'`);
+    const [backlog] = await run(
+      t.db,
+      sql`SELECT count(*)::int AS n FROM jobs WHERE queue = ${queue} AND state = 'ready'`,
+    );
     expect(backlog!.n).toBeGreaterThan(0); // the flood was still going when the low job ran
   });
 
@@ -294,7 +348,10 @@ describe('priority aging', () => {
     await run(t.db, sql`INSERT INTO queues (name, aging_seconds) VALUES (${queue}, 86400)`);
     const low = await addJob(t.db, { queue, kind: 'low', priority: 0 });
     for (let i = 0; i < 20; i++) {
-      await enqueueMany(t.db, Array.from({ length: 10 }, () => ({ queue, kind: 'flood', priority: 2 })));
+      await enqueueMany(
+        t.db,
+        Array.from({ length: 10 }, () => ({ queue, kind: 'flood', priority: 2 })),
+      );
       const jobs = await claim(t.db, { queues: [queue], workerId: 'w', limit: 5 });
       expect(jobs.map((j) => j.id)).not.toContain(low.id);
       await completeManyIfLeaseHeld(t.db, jobs);
@@ -319,7 +376,10 @@ describe('plans under history volume', () => {
           SELECT gen_random_uuid(), ${queue}, 'k', (ARRAY['done','dead','cancelled'])[1 + g % 3], 1, now(), now()
           FROM generate_series(1, 200000) g`,
     );
-    await enqueueMany(t.db, Array.from({ length: 1000 }, () => ({ queue, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 1000 }, () => ({ queue, kind: 'k' })),
+    );
     await claim(t.db, { queues: [queue], workerId: 'w', limit: 20, leaseSeconds: 600 });
     await run(t.db, sql`ANALYZE jobs`);
 
@@ -336,7 +396,10 @@ describe('plans under history volume', () => {
 describe('acknowledgement plan', () => {
   it('finds a batch by primary key in its generic plan, not by walking every running job', async () => {
     const queue = uniqueQueue('ackplan');
-    await enqueueMany(t.db, Array.from({ length: 3000 }, () => ({ queue, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 3000 }, () => ({ queue, kind: 'k' })),
+    );
     await run(t.db, sql`ANALYZE jobs`); // statistics from before anything ran: the lease index looks empty
     const running = await claim(t.db, { queues: [queue], workerId: 'w', limit: 1000 });
     await claim(t.db, { queues: [queue], workerId: 'w', limit: 1000 });
@@ -345,7 +408,9 @@ describe('acknowledgement plan', () => {
       await client.query('SET plan_cache_mode = force_generic_plan');
       await client.query(`PREPARE ack_plan_test(uuid[], uuid) AS ${COMPLETE_MANY}`);
       const ids = `{${running.map((j) => j.id).join(',')}}`;
-      const { rows } = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE ack_plan_test('${ids}', '${running[0]!.leaseToken}')`);
+      const { rows } = await client.query(
+        `EXPLAIN (FORMAT JSON) EXECUTE ack_plan_test('${ids}', '${running[0]!.leaseToken}')`,
+      );
       await client.query('DEALLOCATE ack_plan_test; RESET plan_cache_mode');
       const indexes = JSON.stringify(rows[0]['QUERY PLAN']).match(/"Index Name":"[a-z_]+"/g) ?? [];
       expect(indexes).toContain('"Index Name":"jobs_pkey"');
@@ -366,7 +431,13 @@ describe('claim cost with many scheduled jobs', () => {
           FROM generate_series(1, 200000) g`,
     );
     await run(t.db, sql`ANALYZE jobs`);
-    type Node = { 'Node Type': string; 'Index Name'?: string; 'Rows Removed by Filter'?: number; 'Actual Rows'?: number; Plans?: Node[] };
+    type Node = {
+      'Node Type': string;
+      'Index Name'?: string;
+      'Rows Removed by Filter'?: number;
+      'Actual Rows'?: number;
+      Plans?: Node[];
+    };
     const flatten = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
     const client = await t.pool.connect();
     try {

@@ -58,7 +58,11 @@ const claimOptionsSchema = z.strictObject({
   queues: z.array(nameSchema).min(1).max(100),
   workerId: textSchema(200).pipe(z.string().min(1)),
   limit: z.int().min(1).max(MAX_CLAIM_BATCH).default(1),
-  leaseSeconds: z.number().min(1).max(24 * 3600).default(60),
+  leaseSeconds: z
+    .number()
+    .min(1)
+    .max(24 * 3600)
+    .default(60),
   /** Commit without waiting for the WAL flush (docs/contract.md §4); ignored in the caller's transaction. */
   asyncCommit: z.boolean().default(false),
 });
@@ -77,7 +81,12 @@ export async function claim(executor: Executor, options: ClaimOptions): Promise<
   const rows = await runText(executor, text, params, name);
   if (rows.length === 0) return [];
   // One statement, one instant: every row has the same start and lease deadline.
-  const instant = { leaseToken, workerId, startedAt: toDate(rows[0]!.started_at).getTime(), leaseUntil: toDate(rows[0]!.lease_until).getTime() };
+  const instant = {
+    leaseToken,
+    workerId,
+    startedAt: toDate(rows[0]!.started_at).getTime(),
+    leaseUntil: toDate(rows[0]!.lease_until).getTime(),
+  };
   return rows.map((row) => mapClaimedJob(row, instant));
 }
 
@@ -165,7 +174,10 @@ const SHAPES = {
  * The options last validated, as given (queues copied) and as parsed. A worker claims with the
  * same ones every time; the same options again are not parsed again.
  */
-let lastOptions: { given: ClaimOptions & { queues: string[] }; parsed: { wanted: string[]; workerId: string; limit: number; leaseSeconds: number; asyncCommit: boolean } } | null = null;
+let lastOptions: {
+  given: ClaimOptions & { queues: string[] };
+  parsed: { wanted: string[]; workerId: string; limit: number; leaseSeconds: number; asyncCommit: boolean };
+} | null = null;
 
 function validOptions(options: ClaimOptions) {
   const last = lastOptions;
@@ -194,7 +206,10 @@ function validOptions(options: ClaimOptions) {
  * The claim's text, its parameters and the name it is prepared under (one per text). Without an
  * executor (EXPLAIN) the text is the one a pool would run for these options.
  */
-function claimQuery(options: ClaimOptions, executor?: Executor): { text: string; params: unknown[]; name: string; leaseToken: string; workerId: string } {
+function claimQuery(
+  options: ClaimOptions,
+  executor?: Executor,
+): { text: string; params: unknown[]; name: string; leaseToken: string; workerId: string } {
   const { wanted, workerId, limit, leaseSeconds, asyncCommit } = validOptions(options);
   const leaseToken = randomUUID();
   const tail = [limit, leaseToken, leaseSeconds, workerId];

@@ -1,7 +1,16 @@
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claim, completeIfLeaseHeld, enqueue, enqueueMany, LeaseholdInputError, removeExpiredHistory, WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from '.';
+import {
+  claim,
+  completeIfLeaseHeld,
+  enqueue,
+  enqueueMany,
+  LeaseholdInputError,
+  removeExpiredHistory,
+  WAKE_CHANNEL,
+  WAKE_DEBOUNCE_MS,
+} from '.';
 import { BULK_CHUNK, type EnqueueSpec } from './enqueue';
 import { DEFAULT_MAX_ATTEMPTS, MAX_PAYLOAD_BYTES } from '../schema';
 import { useTestDatabase } from '../../test/db';
@@ -12,7 +21,7 @@ import { createDb } from '../client';
 const t = useTestDatabase({ max: 40 });
 
 const count = async (where = sql`true`) =>
-  ((await run<{ n: number }>(t.db, sql`SELECT count(*)::int AS n FROM jobs WHERE ${where}`))[0]!.n);
+  (await run<{ n: number }>(t.db, sql`SELECT count(*)::int AS n FROM jobs WHERE ${where}`))[0]!.n;
 
 describe('enqueue inside the caller transaction', () => {
   it('commits the job with the business write (Drizzle transaction)', async () => {
@@ -48,7 +57,15 @@ describe('enqueue inside the caller transaction', () => {
     const id = '0190f0e8-0000-7000-8000-00000000abcd';
     const runAt = new Date(Date.now() + 60_000);
     const { job } = await enqueue(t.db, {
-      id, queue, kind: 'k', kindVersion: 2, priority: 5, runAt, maxAttempts: 3, traceId: 'trace-1', maxAgeSeconds: 600,
+      id,
+      queue,
+      kind: 'k',
+      kindVersion: 2,
+      priority: 5,
+      runAt,
+      maxAttempts: 3,
+      traceId: 'trace-1',
+      maxAgeSeconds: 600,
     });
     expect(job).toMatchObject({ id, kindVersion: 2, priority: 5, maxAttempts: 3, traceId: 'trace-1' });
     expect(job!.runAt.getTime()).toBe(runAt.getTime());
@@ -178,11 +195,31 @@ describe('bad input', () => {
     ['a non-JSON payload (Date)', { kind: 'k', payload: { at: new Date() } }, /payload\.at: a Date is not JSON/],
     ['a non-JSON payload (BigInt)', { kind: 'k', payload: { n: 10n } }, /bigint is not JSON/],
     ['a payload with U+0000', { kind: 'k', payload: { s: 'a\u0000b' } }, /U\+0000/],
-    ['an oversized payload', { kind: 'k', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } }, /bytes of JSON, more than/],
-    ['an oversized payload of multi-byte text', { kind: 'k', payload: { blob: 'é'.repeat(MAX_PAYLOAD_BYTES / 2) } }, /bytes of JSON, more than/],
-    ['a key with U+0000 deep in a payload', { kind: 'k', payload: { list: [1, { ['a\u0000']: 1 }] } }, /payload\.list\[1\]\.a.*U\+0000/],
-    ['a lone surrogate in a payload array', { kind: 'k', payload: { list: ['ok', '\ud800'] } }, /payload\.list\[1\]: contains a lone UTF-16 surrogate/],
-    ['undefined in a payload array', { kind: 'k', payload: { list: [1, undefined] } }, /payload\.list\[1\]: a undefined is not JSON/],
+    [
+      'an oversized payload',
+      { kind: 'k', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } },
+      /bytes of JSON, more than/,
+    ],
+    [
+      'an oversized payload of multi-byte text',
+      { kind: 'k', payload: { blob: 'é'.repeat(MAX_PAYLOAD_BYTES / 2) } },
+      /bytes of JSON, more than/,
+    ],
+    [
+      'a key with U+0000 deep in a payload',
+      { kind: 'k', payload: { list: [1, { ['a\u0000']: 1 }] } },
+      /payload\.list\[1\]\.a.*U\+0000/,
+    ],
+    [
+      'a lone surrogate in a payload array',
+      { kind: 'k', payload: { list: ['ok', '\ud800'] } },
+      /payload\.list\[1\]: contains a lone UTF-16 surrogate/,
+    ],
+    [
+      'undefined in a payload array',
+      { kind: 'k', payload: { list: [1, undefined] } },
+      /payload\.list\[1\]: a undefined is not JSON/,
+    ],
     ['an undefined payload field', { kind: 'k', payload: { a: 1, b: undefined } }, /payload\.b: undefined is not JSON/],
     ['a payload nested deeper than 100 levels', { kind: 'k', payload: nested(101) }, /nested deeper than 100 levels/],
     ['both runAt and delayMs', { kind: 'k', runAt: new Date(), delayMs: 5 }, /runAt or delayMs/],
@@ -251,9 +288,17 @@ describe('bulk enqueue', () => {
     for (const withKeys of [false, true]) {
       const results = await enqueueMany(
         t.db,
-        payloads.map((payload, i) => ({ queue, kind: 'k', payload, ...(withKeys ? { idempotencyKey: `${queue}:${i}` } : {}) })),
+        payloads.map((payload, i) => ({
+          queue,
+          kind: 'k',
+          payload,
+          ...(withKeys ? { idempotencyKey: `${queue}:${i}` } : {}),
+        })),
       );
-      const stored = await run<{ id: string; payload: unknown }>(t.db, sql`SELECT id, payload FROM jobs WHERE id = ANY(${sql.param(results.map((r) => r.id))}::uuid[])`);
+      const stored = await run<{ id: string; payload: unknown }>(
+        t.db,
+        sql`SELECT id, payload FROM jobs WHERE id = ANY(${sql.param(results.map((r) => r.id))}::uuid[])`,
+      );
       const byId = new Map(stored.map((r) => [r.id, r.payload]));
       expect(results.map((r) => byId.get(r.id))).toEqual(payloads);
     }
@@ -264,23 +309,48 @@ describe('bulk enqueue', () => {
     const runAt = new Date(Date.now() + 60_000);
     const mixed = [
       { queue: q1, kind: 'a', payload: { n: 1 } },
-      { queue: q2, kind: 'b', kindVersion: 2, priority: 7, delayMs: 90_000, maxAttempts: 3, maxAgeSeconds: 600, traceId: 't-1' },
+      {
+        queue: q2,
+        kind: 'b',
+        kindVersion: 2,
+        priority: 7,
+        delayMs: 90_000,
+        maxAttempts: 3,
+        maxAgeSeconds: 600,
+        traceId: 't-1',
+      },
       { queue: q1, kind: 'a', priority: 2, runAt, maxAttempts: 9, idempotencyKey: `mixed-${q1}` },
     ];
     // Every setting shared, none the default.
-    const shared = Array.from({ length: 3 }, (_, n) => ({ queue: q2, kind: 'c', kindVersion: 4, priority: 5, runAt, maxAttempts: 2, maxAgeSeconds: 60, traceId: 'same', payload: { n } }));
+    const shared = Array.from({ length: 3 }, (_, n) => ({
+      queue: q2,
+      kind: 'c',
+      kindVersion: 4,
+      priority: 5,
+      runAt,
+      maxAttempts: 2,
+      maxAgeSeconds: 60,
+      traceId: 'same',
+      payload: { n },
+    }));
     for (const specs of [mixed, shared]) {
       const results = await enqueueMany(t.db, specs);
       for (const [i, spec] of specs.entries()) {
         const job = (await getJob(t.db, results[i]!.id))!;
         expect(job).toMatchObject({
-          queue: spec.queue, kind: spec.kind, kindVersion: spec.kindVersion ?? 1, priority: spec.priority ?? 0,
-          maxAttempts: spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, traceId: spec.traceId ?? job.id.replaceAll('-', ''), payload: spec.payload ?? {},
+          queue: spec.queue,
+          kind: spec.kind,
+          kindVersion: spec.kindVersion ?? 1,
+          priority: spec.priority ?? 0,
+          maxAttempts: spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+          traceId: spec.traceId ?? job.id.replaceAll('-', ''),
+          payload: spec.payload ?? {},
         });
         if (spec.runAt) expect(job.runAt.getTime()).toBe(spec.runAt.getTime());
         const delayMs = 'delayMs' in spec ? spec.delayMs : 0;
         if (!spec.runAt) expect(job.runAt.getTime() - job.createdAt.getTime()).toBeCloseTo(delayMs ?? 0, -2);
-        if (spec.maxAgeSeconds) expect(job.expiresAt!.getTime() - job.createdAt.getTime()).toBeCloseTo(spec.maxAgeSeconds * 1000, -2);
+        if (spec.maxAgeSeconds)
+          expect(job.expiresAt!.getTime() - job.createdAt.getTime()).toBeCloseTo(spec.maxAgeSeconds * 1000, -2);
         else expect(job.expiresAt).toBeNull();
       }
     }
@@ -288,11 +358,17 @@ describe('bulk enqueue', () => {
 
   it('writes 10,000 jobs in one call, in input order', async () => {
     const queue = uniqueQueue();
-    const results = await enqueueMany(t.db, Array.from({ length: 10_000 }, (_, i) => ({ queue, kind: 'k', payload: { i } })));
+    const results = await enqueueMany(
+      t.db,
+      Array.from({ length: 10_000 }, (_, i) => ({ queue, kind: 'k', payload: { i } })),
+    );
     expect(results).toHaveLength(10_000);
     expect(results.every((r) => r.created)).toBe(true);
     expect(await count(sql`queue = ${queue}`)).toBe(10_000);
-    const [first] = await run<{ payload: { i: number } }>(t.db, sql`SELECT payload FROM jobs WHERE id = ${results[0]!.id}::uuid`);
+    const [first] = await run<{ payload: { i: number } }>(
+      t.db,
+      sql`SELECT payload FROM jobs WHERE id = ${results[0]!.id}::uuid`,
+    );
     expect(first!.payload).toEqual({ i: 0 });
     expect((await allJobs(t.db)).length).toBeGreaterThanOrEqual(10_000);
   });
@@ -302,7 +378,9 @@ describe('bulk enqueue in parts (more than BULK_CHUNK jobs without keys, through
   const total = 2 * BULK_CHUNK + 5_000;
   const specsFor = (queue: string) => Array.from({ length: total }, (_, i) => ({ queue, kind: 'k', payload: { i } }));
   const storedInOrder = async (queue: string) =>
-    (await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue} ORDER BY (payload->>'i')::int`)).map((r) => r.id);
+    (
+      await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue} ORDER BY (payload->>'i')::int`)
+    ).map((r) => r.id);
   /** Counts the bulk INSERT statements sent through a pool's connections. */
   const countInserts = (pool: pg.Pool) => {
     const counter = { inserts: 0 };
@@ -408,12 +486,17 @@ describe('idempotency keys across transactions', () => {
     try {
       await Promise.all([a.query('BEGIN'), b.query('BEGIN')]);
       const inOrder = (client: pg.Client, order: string[]) =>
-        enqueueMany(client, order.map((idempotencyKey) => ({ queue, kind: 'k', idempotencyKey }))).then(async (r) => {
+        enqueueMany(
+          client,
+          order.map((idempotencyKey) => ({ queue, kind: 'k', idempotencyKey })),
+        ).then(async (r) => {
           await client.query('COMMIT');
           return r;
         });
       const settled = await Promise.allSettled([inOrder(a, keys), inOrder(b, [...keys].reverse())]);
-      const errors = settled.filter((s) => s.status === 'rejected').map((s) => String((s as PromiseRejectedResult).reason));
+      const errors = settled
+        .filter((s) => s.status === 'rejected')
+        .map((s) => String((s as PromiseRejectedResult).reason));
       expect(errors).toEqual([]);
     } finally {
       await Promise.all([a.end(), b.end()]);
@@ -481,7 +564,11 @@ describe('wake-ups', () => {
     } finally {
       await pool.end();
     }
-    for (let waited = 0; waited < 2_000 && (heardFor(early).length === 0 || heardFor(late).length === 0); waited += 20) {
+    for (
+      let waited = 0;
+      waited < 2_000 && (heardFor(early).length === 0 || heardFor(late).length === 0);
+      waited += 20
+    ) {
       await new Promise((r) => setTimeout(r, 20));
     }
     expect(heardFor(early).length).toBeGreaterThanOrEqual(1);

@@ -36,14 +36,29 @@ const enqueueSpecSchema = z
     /** Higher runs first; waiting jobs age (see docs/contract.md §5). */
     priority: z.int().min(MIN_PRIORITY).max(MAX_PRIORITY).default(0),
     /** Earliest start. Give `runAt` or `delayMs`, not both. */
-    runAt: z.date().refine((d) => !Number.isNaN(d.getTime()), 'invalid date').optional(),
+    runAt: z
+      .date()
+      .refine((d) => !Number.isNaN(d.getTime()), 'invalid date')
+      .optional(),
     /** Earliest start as a delay from the database's now(). */
-    delayMs: z.number().min(0).max(10 * 365 * 24 * 3600 * 1000).optional(),
+    delayMs: z
+      .number()
+      .min(0)
+      .max(10 * 365 * 24 * 3600 * 1000)
+      .optional(),
     maxAttempts: z.int().min(1).max(1000).default(DEFAULT_MAX_ATTEMPTS),
     /** After this many seconds from enqueue a failing job goes `dead` (expired) instead of retrying. */
-    maxAgeSeconds: z.number().positive().max(10 * 365 * 24 * 3600).optional(),
+    maxAgeSeconds: z
+      .number()
+      .positive()
+      .max(10 * 365 * 24 * 3600)
+      .optional(),
     traceId: textSchema(128).pipe(z.string().min(1)).optional(),
-    dedupeWindowSeconds: z.number().positive().max(10 * 365 * 24 * 3600).default(DEFAULT_DEDUPE_WINDOW_SECONDS),
+    dedupeWindowSeconds: z
+      .number()
+      .positive()
+      .max(10 * 365 * 24 * 3600)
+      .default(DEFAULT_DEDUPE_WINDOW_SECONDS),
   })
   .refine((spec) => !(spec.runAt && spec.delayMs !== undefined), {
     message: 'give runAt or delayMs, not both',
@@ -150,7 +165,11 @@ const wakes = new Map<string, WakeState>();
  * Whether this enqueue's statement should NOTIFY. For a pool, it does only as the first of its
  * window; `afterCommit` then schedules the trailing NOTIFY for the enqueues that did not.
  */
-function planWake(executor: Executor, queues: string[], requested: boolean): { inStatement: boolean; afterCommit: () => void } {
+function planWake(
+  executor: Executor,
+  queues: string[],
+  requested: boolean,
+): { inStatement: boolean; afterCommit: () => void } {
   const nothing = () => {};
   if (!requested) return { inStatement: false, afterCommit: nothing };
   if (!autocommits(executor)) return { inStatement: true, afterCommit: nothing };
@@ -203,7 +222,12 @@ function wakeStatement(queues: string[]): SQL {
  * PostgreSQL streams it into the INSERT instead of materialising it (to disk, for 100,000
  * jobs), and needs no sort to keep input order (UUIDv7 ids already follow it).
  */
-async function insertJobs(executor: Executor, jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 'count', notify: boolean) {
+async function insertJobs(
+  executor: Executor,
+  jobs: PreparedSpec[],
+  returns: 'jobs' | 'ids' | 'count',
+  notify: boolean,
+) {
   const rows = await run<InsertRow>(executor, insertStatement(jobs, returns, notify));
   const row = rows[0];
   if (!row) throw new Error('Leasehold enqueue: the insert statement returned no row');
@@ -225,7 +249,9 @@ function insertStatement(jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 'count'
     const same = (v: T) => (v instanceof Date ? v.getTime() : v);
     const first = pick(jobs[0]!);
     const uniform = jobs.every((j) => same(pick(j)) === same(first));
-    return uniform ? sql`${sql.param(first)}::${sql.raw(type)}` : sql`unnest(${sql.param(jobs.map(pick))}::${sql.raw(`${type}[]`)})`;
+    return uniform
+      ? sql`${sql.param(first)}::${sql.raw(type)}`
+      : sql`unnest(${sql.param(jobs.map(pick))}::${sql.raw(`${type}[]`)})`;
   };
   const keyed = returns !== 'count';
   const returning = returns === 'jobs' ? sql.raw(JOB_COLUMNS) : sql.raw('id, queue');
@@ -254,7 +280,9 @@ function insertStatement(jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 'count'
              ${column((j) => j.dedupeWindowSeconds, 'float8')} AS window_s,
              generate_series(1, ${jobs.length}::int) AS ord
     ),
-    ${keyed ? sql`keyed AS (
+    ${
+      keyed
+        ? sql`keyed AS (
       INSERT INTO dedupe_keys (key, job_id, queue, expires_at)
       SELECT idempotency_key, id, queue, statement_timestamp() + make_interval(secs => window_s)
       FROM input WHERE idempotency_key IS NOT NULL
@@ -264,7 +292,9 @@ function insertStatement(jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 'count'
       ORDER BY idempotency_key, ord
       ON CONFLICT (key) DO NOTHING
       RETURNING key, job_id
-    ),` : sql``}
+    ),`
+        : sql``
+    }
     inserted AS (
       INSERT INTO jobs (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
                         claim_at, max_attempts, trace_id, expires_at)
@@ -315,8 +345,20 @@ async function insertOne(executor: Executor, job: PreparedSpec, notify: boolean)
   const [row] = await runText<{ run_at: unknown; expires_at: unknown; created_at: unknown }>(
     executor,
     aging ? INSERT_ONE.aging : INSERT_ONE.plain,
-    [job.id, job.queue, job.kind, job.kindVersion, job.payloadText, job.priority, job.maxAttempts, job.traceId,
-      job.maxAgeSeconds, job.runAt, job.delaySeconds, notify],
+    [
+      job.id,
+      job.queue,
+      job.kind,
+      job.kindVersion,
+      job.payloadText,
+      job.priority,
+      job.maxAttempts,
+      job.traceId,
+      job.maxAgeSeconds,
+      job.runAt,
+      job.delaySeconds,
+      notify,
+    ],
     aging ? 'leasehold_enqueue_one_aging' : 'leasehold_enqueue_one',
   );
   // The rest of the job is what was sent: map it as the stored row would read.
@@ -356,7 +398,9 @@ async function translateConflicts<T>(operation: string, work: () => Promise<T>):
     const code = pgError.code ?? pgError.cause?.code;
     const constraint = pgError.constraint ?? pgError.cause?.constraint;
     if (code === '23505' && constraint === 'jobs_pkey') {
-      throw new LeaseholdInputError(operation, ['id: a job with this id already exists (ids must be unique; use idempotencyKey to deduplicate)']);
+      throw new LeaseholdInputError(operation, [
+        'id: a job with this id already exists (ids must be unique; use idempotencyKey to deduplicate)',
+      ]);
     }
     throw error;
   }
@@ -366,7 +410,11 @@ async function translateConflicts<T>(operation: string, work: () => Promise<T>):
  * Adds one job. Pass the caller's transaction as `executor` to commit the job with the
  * business write. With `idempotencyKey`, a repeat returns the first job and `created: false`.
  */
-export async function enqueue(executor: Executor, spec: EnqueueSpec, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+export async function enqueue(
+  executor: Executor,
+  spec: EnqueueSpec,
+  options: EnqueueOptions = {},
+): Promise<EnqueueResult> {
   const [job] = prepare('enqueue', [spec]);
   if (!job) throw new Error('unreachable: prepare returned no job');
   return translateConflicts('enqueue', async () => {
@@ -421,8 +469,14 @@ export async function enqueueMany(
   }
   if (specs.length === 0) return [];
   const pool = ownPool(executor);
-  if (pool && specs.length > BULK_CHUNK && !specs.some((spec) => (spec as { idempotencyKey?: unknown } | null)?.idempotencyKey !== undefined)) {
-    const { ids, queues } = await translateConflicts('enqueueMany', () => inPoolTransaction(pool, (tx) => insertInParts(tx, specs)));
+  if (
+    pool &&
+    specs.length > BULK_CHUNK &&
+    !specs.some((spec) => (spec as { idempotencyKey?: unknown } | null)?.idempotencyKey !== undefined)
+  ) {
+    const { ids, queues } = await translateConflicts('enqueueMany', () =>
+      inPoolTransaction(pool, (tx) => insertInParts(tx, specs)),
+    );
     // After the commit, debounced as any enqueue through a pool. A lost wake-up only delays the
     // jobs until the next poll; the jobs are committed, so it must not fail the call.
     const wake = planWake(executor, queues, options.notify ?? true);
@@ -436,7 +490,8 @@ export async function enqueueMany(
     const keyed = jobs.some((j) => j.idempotencyKey !== null);
     const { inserted, keys } = await insertJobs(executor, jobs, keyed ? 'ids' : 'count', wake.inStatement);
     if (!keyed) {
-      if (inserted !== jobs.length) throw new Error(`Leasehold enqueueMany: ${String(inserted)} of ${jobs.length} jobs inserted`);
+      if (inserted !== jobs.length)
+        throw new Error(`Leasehold enqueueMany: ${String(inserted)} of ${jobs.length} jobs inserted`);
       wake.afterCommit();
       return jobs.map((j) => ({ id: j.id, created: true }));
     }
@@ -444,14 +499,19 @@ export async function enqueueMany(
     if (insertedIds.size > 0) wake.afterCommit();
     const owners = new Map<string, string>();
     for (const k of keys) owners.set(k.key, k.job_id);
-    const missing = [...new Set(jobs.filter((j) => j.idempotencyKey && !owners.has(j.idempotencyKey)).map((j) => j.idempotencyKey!))];
+    const missing = [
+      ...new Set(jobs.filter((j) => j.idempotencyKey && !owners.has(j.idempotencyKey)).map((j) => j.idempotencyKey!)),
+    ];
     if (missing.length > 0) {
       for (const [key, row] of await lookupKeys(executor, missing, false)) owners.set(key, row.job_id as string);
     }
     return jobs.map((j) => {
       if (insertedIds.has(j.id)) return { id: j.id, created: true };
       const owner = j.idempotencyKey ? owners.get(j.idempotencyKey) : undefined;
-      if (!owner) throw new Error(`Leasehold enqueueMany: idempotency key ${j.idempotencyKey} has no owner after insert; try again`);
+      if (!owner)
+        throw new Error(
+          `Leasehold enqueueMany: idempotency key ${j.idempotencyKey} has no owner after insert; try again`,
+        );
       return { id: owner, created: false };
     });
   });
@@ -461,7 +521,10 @@ export async function enqueueMany(
  * enqueueMany's parts (jobs without keys), in input order: each part is validated and its
  * statement built while the database writes the one before. Returns the ids and the queues.
  */
-async function insertInParts(tx: Executor, specs: readonly EnqueueSpec[]): Promise<{ ids: string[]; queues: string[] }> {
+async function insertInParts(
+  tx: Executor,
+  specs: readonly EnqueueSpec[],
+): Promise<{ ids: string[]; queues: string[] }> {
   const ids: string[] = [];
   const queues = new Set<string>();
   let writing: Promise<void> | null = null;
@@ -471,7 +534,8 @@ async function insertInParts(tx: Executor, specs: readonly EnqueueSpec[]): Promi
       const statement = insertStatement(jobs, 'count', false);
       await writing;
       writing = run<InsertRow>(tx, statement).then(([row]) => {
-        if (row?.inserted !== jobs.length) throw new Error(`Leasehold enqueueMany: ${String(row?.inserted)} of ${jobs.length} jobs inserted`);
+        if (row?.inserted !== jobs.length)
+          throw new Error(`Leasehold enqueueMany: ${String(row?.inserted)} of ${jobs.length} jobs inserted`);
       });
       for (const j of jobs) {
         ids.push(j.id);

@@ -68,13 +68,17 @@ describe('runText when the server forgot a prepared statement', () => {
   it("keeps a worker's claims working on a Drizzle database after DEALLOCATE ALL", async () => {
     const one = createDb(t.url, { max: 1 });
     try {
-      await one.db.execute(sql`INSERT INTO jobs (id, queue, kind, payload) VALUES (gen_random_uuid(), 'forgot', 'k', '{}'), (gen_random_uuid(), 'forgot', 'k', '{}')`);
+      await one.db.execute(
+        sql`INSERT INTO jobs (id, queue, kind, payload) VALUES (gen_random_uuid(), 'forgot', 'k', '{}'), (gen_random_uuid(), 'forgot', 'k', '{}')`,
+      );
       expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toHaveLength(1);
       await one.db.execute(sql`DEALLOCATE ALL`);
       expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toHaveLength(1);
       // The next claim is prepared again, under the next generation's name.
       expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toEqual([]);
-      expect(await preparedStatementNames(one.pool)).toEqual([expect.stringMatching(/^leasehold_claim_one_queue_g\d+$/)]);
+      expect(await preparedStatementNames(one.pool)).toEqual([
+        expect.stringMatching(/^leasehold_claim_one_queue_g\d+$/),
+      ]);
     } finally {
       await one.close();
     }

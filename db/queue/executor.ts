@@ -17,7 +17,12 @@ export type Executor = DrizzleExecutor | PgExecutor;
 const dialect = new PgDialect();
 
 interface DrizzleSession {
-  prepareQuery(query: { sql: string; params: unknown[] }, fields: undefined, name: string, arrayMode: false): {
+  prepareQuery(
+    query: { sql: string; params: unknown[] },
+    fields: undefined,
+    name: string,
+    arrayMode: false,
+  ): {
     execute(): Promise<{ rows: unknown[] }>;
   };
 }
@@ -27,7 +32,11 @@ interface DrizzleSession {
  * connection under that name and its plan reused (for hot statements whose planning costs as
  * much as running them). A name must always go with the same SQL text.
  */
-export async function run<Row = Record<string, unknown>>(executor: Executor, query: SQL, name?: string): Promise<Row[]> {
+export async function run<Row = Record<string, unknown>>(
+  executor: Executor,
+  query: SQL,
+  name?: string,
+): Promise<Row[]> {
   // A Drizzle executor that will not prepare runs the SQL object as it is.
   if (isDrizzle(executor) && !(name && preparer(executor))) return drizzleRows<Row>(() => executor.execute(query));
   const { sql: text, params } = dialect.sqlToQuery(query);
@@ -74,7 +83,12 @@ async function drizzleRows<Row>(work: () => Promise<{ rows: unknown[] }>): Promi
  * generation leaves the old statements on connections that kept them), statements run
  * unprepared from then on, slower but working, with one process warning.
  */
-export async function runText<Row = Record<string, unknown>>(executor: Executor, text: string, values: unknown[], name?: string): Promise<Row[]> {
+export async function runText<Row = Record<string, unknown>>(
+  executor: Executor,
+  text: string,
+  values: unknown[],
+  name?: string,
+): Promise<Row[]> {
   const generation = statementNames.generation;
   const prepared = name ? statementNames.current(name) : undefined;
   try {
@@ -87,10 +101,18 @@ export async function runText<Row = Record<string, unknown>>(executor: Executor,
   }
 }
 
-async function runOnce<Row>(executor: Executor, text: string, values: unknown[], name: string | undefined): Promise<Row[]> {
+async function runOnce<Row>(
+  executor: Executor,
+  text: string,
+  values: unknown[],
+  name: string | undefined,
+): Promise<Row[]> {
   if (isDrizzle(executor)) {
     const session = preparer(executor);
-    if (name && session) return drizzleRows<Row>(() => session.prepareQuery({ sql: text, params: values }, undefined, name, false).execute());
+    if (name && session)
+      return drizzleRows<Row>(() =>
+        session.prepareQuery({ sql: text, params: values }, undefined, name, false).execute(),
+      );
     return drizzleRows<Row>(() => executor.execute(sqlText(text, values)));
   }
   const result = name
@@ -159,7 +181,10 @@ export function sqlText(text: string, values: unknown[]): SQL {
   const chunks: SQL[] = [];
   let last = 0;
   for (const match of text.matchAll(/\$(\d+)/g)) {
-    chunks.push(drizzleSql.raw(text.slice(last, match.index)), drizzleSql`${drizzleSql.param(values[Number(match[1]) - 1])}`);
+    chunks.push(
+      drizzleSql.raw(text.slice(last, match.index)),
+      drizzleSql`${drizzleSql.param(values[Number(match[1]) - 1])}`,
+    );
     last = match.index + match[0].length;
   }
   chunks.push(drizzleSql.raw(text.slice(last)));
@@ -217,14 +242,29 @@ const digits = (text: string, from: number, count: number) => {
  */
 function parseUtcTimestamp(text: string): number | null {
   const n = text.length;
-  if (n < 22 || text.charCodeAt(10) !== 32 || text.charCodeAt(n - 3) !== 43 || text.charCodeAt(n - 2) !== 48 || text.charCodeAt(n - 1) !== 48) return null;
+  if (
+    n < 22 ||
+    text.charCodeAt(10) !== 32 ||
+    text.charCodeAt(n - 3) !== 43 ||
+    text.charCodeAt(n - 2) !== 48 ||
+    text.charCodeAt(n - 1) !== 48
+  )
+    return null;
   let ms = 0;
   if (n > 22) {
     if (text.charCodeAt(19) !== 46) return null;
     ms = digits(text, 20, Math.min(3, n - 23));
     for (let i = n - 23; i < 3; i++) ms *= 10;
   }
-  const time = Date.UTC(digits(text, 0, 4), digits(text, 5, 2) - 1, digits(text, 8, 2), digits(text, 11, 2), digits(text, 14, 2), digits(text, 17, 2), ms);
+  const time = Date.UTC(
+    digits(text, 0, 4),
+    digits(text, 5, 2) - 1,
+    digits(text, 8, 2),
+    digits(text, 11, 2),
+    digits(text, 14, 2),
+    digits(text, 17, 2),
+    ms,
+  );
   return Number.isNaN(time) ? null : time;
 }
 

@@ -27,7 +27,9 @@ describe('attempt history', () => {
     expect(done.endedAt.getTime()).toBeGreaterThanOrEqual(done.startedAt.getTime());
     expect(Math.abs(done.durationMs - (done.endedAt.getTime() - done.startedAt.getTime()))).toBeLessThanOrEqual(1);
     // The completion wrote no attempt row of its own.
-    expect(await run(t.db, sql`SELECT attempt FROM job_attempts WHERE job_id = ${job.id}::uuid`)).toEqual([{ attempt: 1 }]);
+    expect(await run(t.db, sql`SELECT attempt FROM job_attempts WHERE job_id = ${job.id}::uuid`)).toEqual([
+      { attempt: 1 },
+    ]);
   });
 
   it('shows a completion once when an older version already wrote a completed row for it', async () => {

@@ -18,7 +18,12 @@ import { run, toDate, type Executor } from './executor';
  * queue, kind, worker_id, started_at` (values after the update). The token, class and error
  * are SQL so callers can pass parameters or columns of `settled` (`s.…`).
  */
-export function recordAttempts(outcome: Exclude<AttemptOutcome, 'completed'>, token: SQL, failureClass: SQL, error: SQL): SQL {
+export function recordAttempts(
+  outcome: Exclude<AttemptOutcome, 'completed'>,
+  token: SQL,
+  failureClass: SQL,
+  error: SQL,
+): SQL {
   return sql`
     INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at,
                               outcome, failure_class, error, duration_ms)

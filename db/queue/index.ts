@@ -6,7 +6,14 @@ export type { Executor } from './executor';
 export type { Job, ClaimedJob, LeaseRef, SettleOutcome } from './job';
 export { LEASE_LOST } from './job';
 export { LeaseholdInputError } from './errors';
-export { enqueue, enqueueMany, DEFAULT_DEDUPE_WINDOW_SECONDS, MAX_BULK_ENQUEUE, WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './enqueue';
+export {
+  enqueue,
+  enqueueMany,
+  DEFAULT_DEDUPE_WINDOW_SECONDS,
+  MAX_BULK_ENQUEUE,
+  WAKE_CHANNEL,
+  WAKE_DEBOUNCE_MS,
+} from './enqueue';
 export type { EnqueueSpec, EnqueueResult, BulkEnqueueResult, EnqueueOptions } from './enqueue';
 export { claim, claimStatement, MAX_CLAIM_BATCH } from './claim';
 export type { ClaimOptions } from './claim';

@@ -54,7 +54,10 @@ async function target(): Promise<{ queue: string; job: ClaimedJob }> {
 describe('operations leave other jobs unaffected', () => {
   it('enqueue and bulk enqueue', async () => {
     await enqueue(t.db, { queue: uniqueQueue(), kind: 'k' });
-    await enqueueMany(t.db, [{ queue: uniqueQueue(), kind: 'k' }, { queue: uniqueQueue(), kind: 'k' }]);
+    await enqueueMany(t.db, [
+      { queue: uniqueQueue(), kind: 'k' },
+      { queue: uniqueQueue(), kind: 'k' },
+    ]);
     await expectBystandersUnchanged();
   });
 

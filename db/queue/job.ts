@@ -73,7 +73,9 @@ export function qualified(columns: string, alias: string): string {
 /** A job without a trace id of its own logs with its id, dashes removed (a W3C trace id). */
 function defaultTraceId(id: string): string {
   // Slices of the canonical 8-4-4-4-12 form: cheaper than a replace, once per claimed job.
-  return id.length === 36 ? id.slice(0, 8) + id.slice(9, 13) + id.slice(14, 18) + id.slice(19, 23) + id.slice(24) : id.replaceAll('-', '');
+  return id.length === 36
+    ? id.slice(0, 8) + id.slice(9, 13) + id.slice(14, 18) + id.slice(19, 23) + id.slice(24)
+    : id.replaceAll('-', '');
 }
 
 /** A job from a row of JOB_COLUMNS. */

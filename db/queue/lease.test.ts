@@ -194,7 +194,10 @@ describe('edge cases found in review', () => {
     await addJob(t.db, { queue });
     const job = await claimOne(t.db, queue);
     await expect(
-      failIfLeaseHeld(t.db, { id: job.id, leaseToken: job.leaseToken } as never, { error: 'x', failureClass: 'transient' }),
+      failIfLeaseHeld(t.db, { id: job.id, leaseToken: job.leaseToken } as never, {
+        error: 'x',
+        failureClass: 'transient',
+      }),
     ).rejects.toThrow(/attempt/);
     expect((await getJob(t.db, job.id)).state).toBe('running');
   });

@@ -64,7 +64,9 @@ async function compare(m: Model) {
   for (const job of m.jobs) {
     const real = byId.get(job.id) ?? fail(`job ${job.id} vanished`);
     if (real.state !== job.state || real.attempts !== job.attempts || real.max_attempts !== job.maxAttempts) {
-      fail(`job ${job.id}: model ${job.state}/${job.attempts}/${job.maxAttempts}, database ${real.state}/${real.attempts}/${real.max_attempts}`);
+      fail(
+        `job ${job.id}: model ${job.state}/${job.attempts}/${job.maxAttempts}, database ${real.state}/${real.attempts}/${real.max_attempts}`,
+      );
     }
   }
 }
@@ -74,7 +76,15 @@ class Enqueue implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => m.jobs.length < 6;
   async run(m: Model, r: Real) {
     const { id } = await enqueue(t.db, { queue: r.queue, kind: 'model', maxAttempts: this.maxAttempts });
-    m.jobs.push({ id, state: 'ready', attempts: 0, maxAttempts: this.maxAttempts, token: null, expired: false, due: true });
+    m.jobs.push({
+      id,
+      state: 'ready',
+      attempts: 0,
+      maxAttempts: this.maxAttempts,
+      token: null,
+      expired: false,
+      due: true,
+    });
     await compare(m);
   }
   toString = () => `enqueue(max ${this.maxAttempts})`;
@@ -89,7 +99,8 @@ class Claim implements fc.AsyncCommand<Model, Real> {
       if (claimable.length > 0) fail(`claim found nothing, model expected one of ${claimable.length}`);
       return;
     }
-    const job = claimable.find((j) => j.id === got.id) ?? fail(`claim returned ${got.id}, which the model says is not claimable`);
+    const job =
+      claimable.find((j) => j.id === got.id) ?? fail(`claim returned ${got.id}, which the model says is not claimable`);
     Object.assign(job, { state: 'running', attempts: job.attempts + 1, token: got.leaseToken, expired: false });
     if (got.attempt !== job.attempts) fail(`attempt ${got.attempt}, model ${job.attempts}`);
     m.leases.push(got);
@@ -122,7 +133,10 @@ class Complete extends WithLease {
 }
 
 class Fail extends WithLease {
-  constructor(pick: number, readonly permanent: boolean) {
+  constructor(
+    pick: number,
+    readonly permanent: boolean,
+  ) {
     super(pick);
   }
   async run(m: Model) {
@@ -199,25 +213,32 @@ class Retry implements fc.AsyncCommand<Model, Real> {
     const expected = job.state === 'dead' || job.state === 'cancelled';
     const outcome = await retryIfTerminal(t.db, { id: job.id, actor: 'model' });
     if (outcome.applied !== expected) fail(`retry applied=${outcome.applied}, model ${expected} (${job.state})`);
-    if (expected) Object.assign(job, { state: 'ready', maxAttempts: Math.max(job.maxAttempts, job.attempts + 1), due: true });
+    if (expected)
+      Object.assign(job, { state: 'ready', maxAttempts: Math.max(job.maxAttempts, job.attempts + 1), due: true });
     await compare(m);
   }
   toString = () => `retry(job ${this.pick})`;
 }
 
 class Cancel implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly pick: number, readonly withLease: number | null) {}
+  constructor(
+    readonly pick: number,
+    readonly withLease: number | null,
+  ) {}
   check = (m: Readonly<Model>) => m.jobs.length > 0;
   async run(m: Model) {
     const job = m.jobs[this.pick % m.jobs.length]!;
-    const token = this.withLease === null || m.leases.length === 0 ? null : m.leases[this.withLease % m.leases.length]!.leaseToken;
-    const expected = (job.state === 'ready' && token === null) || (job.state === 'running' && token !== null && token === job.token);
+    const token =
+      this.withLease === null || m.leases.length === 0 ? null : m.leases[this.withLease % m.leases.length]!.leaseToken;
+    const expected =
+      (job.state === 'ready' && token === null) || (job.state === 'running' && token !== null && token === job.token);
     const outcome = await cancelIfUnchanged(t.db, { id: job.id, leaseToken: token, actor: 'model' });
     if (outcome.applied !== expected) fail(`cancel applied=${outcome.applied}, model ${expected} (${job.state})`);
     if (expected) Object.assign(job, { state: 'cancelled', token: null, expired: false });
     await compare(m);
   }
-  toString = () => `cancel(job ${this.pick}, ${this.withLease === null ? 'no token' : `token of lease ${this.withLease}`})`;
+  toString = () =>
+    `cancel(job ${this.pick}, ${this.withLease === null ? 'no token' : `token of lease ${this.withLease}`})`;
 }
 
 const commands = [
@@ -241,7 +262,13 @@ describe('the queue against its model', () => {
         const model: Model = { jobs: [], leases: [] };
         await fc.asyncModelRun(() => ({ model, real: { queue: uniqueQueue('model') } }), cmds);
         steps += [...cmds].length;
-        settlementsRefused += model.leases.filter((l) => !holds(model.jobs.find((j) => j.id === l.id), l)).length;
+        settlementsRefused += model.leases.filter(
+          (l) =>
+            !holds(
+              model.jobs.find((j) => j.id === l.id),
+              l,
+            ),
+        ).length;
       }),
       { numRuns: Number(process.env.MODEL_RUNS ?? 40), verbose: 1 },
     );

@@ -19,7 +19,12 @@ import { run } from './executor';
 const t = useTestDatabase();
 
 const auditRow = async (id: number) =>
-  (await run(t.db, sql`SELECT actor, action, job_ids, queue, requested, affected, outcome, detail FROM audit_log WHERE id = ${id}`))[0];
+  (
+    await run(
+      t.db,
+      sql`SELECT actor, action, job_ids, queue, requested, affected, outcome, detail FROM audit_log WHERE id = ${id}`,
+    )
+  )[0];
 
 describe('retry', () => {
   it('puts a dead job back to ready with one more attempt, and audits it in the same statement', async () => {
@@ -34,7 +39,13 @@ describe('retry', () => {
     const stored = await getJob(t.db, job.id);
     expect(stored).toMatchObject({ state: 'ready', attempts: 1, maxAttempts: 2, finishedAt: null });
     expect(await auditRow(outcome.auditId)).toMatchObject({
-      actor: 'op@example.com', action: 'retry', job_ids: [job.id], queue, requested: 1, affected: 1, outcome: 'applied',
+      actor: 'op@example.com',
+      action: 'retry',
+      job_ids: [job.id],
+      queue,
+      requested: 1,
+      affected: 1,
+      outcome: 'applied',
       detail: { reason: 'provider fixed', applied: [job.id] },
     });
     const again = await claimOne(t.db, queue);
@@ -67,7 +78,12 @@ describe('retry', () => {
         { id: jobs.ready!.id, reason: 'changed_since_viewed', state: 'ready' },
       ]),
     );
-    expect(await auditRow(result.auditId)).toMatchObject({ action: 'bulk_retry', requested: 4, affected: 2, outcome: 'partial' });
+    expect(await auditRow(result.auditId)).toMatchObject({
+      action: 'bulk_retry',
+      requested: 4,
+      affected: 2,
+      outcome: 'partial',
+    });
   });
 
   it('caps bulk actions at 1,000 ids and refuses repeats, writing nothing', async () => {
@@ -75,7 +91,9 @@ describe('retry', () => {
     const [{ n: before }] = (await run(t.db, sql`SELECT count(*)::int AS n FROM audit_log`)) as [{ n: number }];
     await expect(retryManyIfTerminal(t.db, { ids, actor: 'admin' })).rejects.toThrow(/at most 1000/);
     await expect(retryManyIfTerminal(t.db, { ids: [ids[0]!, ids[0]!], actor: 'admin' })).rejects.toThrow(/repeat/);
-    await expect(retryManyIfTerminal(t.db, { ids: ['nope'], actor: 'admin' })).rejects.toBeInstanceOf(LeaseholdInputError);
+    await expect(retryManyIfTerminal(t.db, { ids: ['nope'], actor: 'admin' })).rejects.toBeInstanceOf(
+      LeaseholdInputError,
+    );
     const [{ n: after }] = (await run(t.db, sql`SELECT count(*)::int AS n FROM audit_log`)) as [{ n: number }];
     expect(after).toBe(before);
   });
@@ -88,7 +106,11 @@ describe('cancel', () => {
     const outcome = await cancelIfUnchanged(t.db, { id: job.id, actor: 'op', reason: 'customer asked' });
     expect(outcome.applied).toBe(true);
     const stored = await getJob(t.db, job.id);
-    expect(stored).toMatchObject({ state: 'cancelled', failureClass: 'cancelled', lastError: 'cancelled by op: customer asked' });
+    expect(stored).toMatchObject({
+      state: 'cancelled',
+      failureClass: 'cancelled',
+      lastError: 'cancelled by op: customer asked',
+    });
     expect(await claim(t.db, { queues: [queue], workerId: 'w' })).toEqual([]);
   });
 
@@ -101,9 +123,14 @@ describe('cancel', () => {
 
   it('bulk cancel cancels ready jobs and running jobs whose token matches what was seen', async () => {
     const queue = uniqueQueue();
-    await enqueueMany(t.db, Array.from({ length: 4 }, () => ({ queue, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 4 }, () => ({ queue, kind: 'k' })),
+    );
     const [r1, r2] = await claim(t.db, { queues: [queue], workerId: 'w', limit: 2 });
-    const ready = (await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue} AND state = 'ready'`)).map((r) => r.id);
+    const ready = (
+      await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue} AND state = 'ready'`)
+    ).map((r) => r.id);
     const result = await cancelManyIfUnchanged(t.db, {
       jobs: [
         { id: r1!.id, leaseToken: r1!.leaseToken },

@@ -104,13 +104,24 @@ async function actAndAudit(
       const state = seen.get(id);
       return state ? { id, reason: 'changed_since_viewed', state } : { id, reason: 'not_found' };
     });
-  return { requested: ids.length, affected: changed.size, applied: ids.filter((id) => changed.has(id)), refused, auditId };
+  return {
+    requested: ids.length,
+    affected: changed.size,
+    applied: ids.filter((id) => changed.has(id)),
+    refused,
+    auditId,
+  };
 }
 
 function single(result: ActionResult): SingleActionOutcome {
   const refusal = result.refused[0];
   if (!refusal) return { applied: true, auditId: result.auditId };
-  return { applied: false, reason: refusal.reason, ...(refusal.state ? { state: refusal.state } : {}), auditId: result.auditId };
+  return {
+    applied: false,
+    reason: refusal.reason,
+    ...(refusal.state ? { state: refusal.state } : {}),
+    auditId: result.auditId,
+  };
 }
 
 function retrySql(executor: Executor, action: string, actor: string, reason: string | undefined, ids: string[]) {
@@ -213,7 +224,11 @@ const queueActionSchema = z.strictObject({ queue: nameSchema, ...actorFields });
 
 export type QueueActionOutcome = { applied: boolean; auditId: number };
 
-async function setPaused(executor: Executor, operation: 'pause' | 'resume', input: unknown): Promise<QueueActionOutcome> {
+async function setPaused(
+  executor: Executor,
+  operation: 'pause' | 'resume',
+  input: unknown,
+): Promise<QueueActionOutcome> {
   const { queue, actor, reason } = parseInput(operation, queueActionSchema, input);
   const paused = operation === 'pause';
   const rows = await run(

@@ -20,7 +20,11 @@ import { parseInput } from './validate';
 const reapOptionsSchema = z.strictObject({
   limit: z.int().min(1).max(10_000).default(500),
   /** Delay before a reaped job may run again. */
-  leaseExpiredDelayMs: z.number().min(0).max(24 * 3600 * 1000).default(DEFAULT_RETRY_POLICY.leaseExpiredDelayMs),
+  leaseExpiredDelayMs: z
+    .number()
+    .min(0)
+    .max(24 * 3600 * 1000)
+    .default(DEFAULT_RETRY_POLICY.leaseExpiredDelayMs),
 });
 
 export type ReapOptions = z.input<typeof reapOptionsSchema>;

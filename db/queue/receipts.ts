@@ -41,7 +41,10 @@ export async function recordReceipt(
 }
 
 /** Removes receipts older than `olderThanSeconds`, at most `limit` per call. */
-export async function removeOldReceipts(executor: Executor, options: { olderThanSeconds: number; limit?: number }): Promise<number> {
+export async function removeOldReceipts(
+  executor: Executor,
+  options: { olderThanSeconds: number; limit?: number },
+): Promise<number> {
   const rows = await run(
     executor,
     sql`WITH old AS (

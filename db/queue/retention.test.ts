@@ -8,13 +8,19 @@ import { run } from './executor';
 const t = useTestDatabase();
 
 const countIn = async (queue: string) =>
-  (await run<{ state: string; n: number }>(t.db, sql`SELECT state, count(*)::int AS n FROM jobs WHERE queue = ${queue} GROUP BY state ORDER BY state`));
+  await run<{ state: string; n: number }>(
+    t.db,
+    sql`SELECT state, count(*)::int AS n FROM jobs WHERE queue = ${queue} GROUP BY state ORDER BY state`,
+  );
 
 describe('retention', () => {
   it('removes terminal jobs past their state’s age and never touches live ones', async () => {
     const queue = uniqueQueue();
     await mixedFixture(t.db, queue);
-    await run(t.db, sql`UPDATE jobs SET finished_at = now() - interval '30 days' WHERE queue = ${queue} AND finished_at IS NOT NULL`);
+    await run(
+      t.db,
+      sql`UPDATE jobs SET finished_at = now() - interval '30 days' WHERE queue = ${queue} AND finished_at IS NOT NULL`,
+    );
     const result = await removeExpiredHistory(t.db, {
       doneAfterSeconds: 86400,
       deadAfterSeconds: 40 * 86400, // dead jobs are kept longer: only done and cancelled go
@@ -32,7 +38,10 @@ describe('retention', () => {
     // Other files' and tests' old rows must not count here: keep every other state.
     const keepOthers = { deadAfterSeconds: 10 ** 9, cancelledAfterSeconds: 10 ** 9 };
     const queue = uniqueQueue();
-    await enqueueMany(t.db, Array.from({ length: 25 }, () => ({ queue, kind: 'k' })));
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 25 }, () => ({ queue, kind: 'k' })),
+    );
     await completeManyIfLeaseHeld(t.db, await claim(t.db, { queues: [queue], workerId: 'w', limit: 25 }));
     await run(t.db, sql`UPDATE jobs SET finished_at = now() - interval '2 days' WHERE queue = ${queue}`);
     const batches: number[] = [];
@@ -46,7 +55,9 @@ describe('retention', () => {
 
   it('drops attempt history and expired idempotency keys on their own windows', async () => {
     const queue = uniqueQueue();
-    const [created] = await enqueueMany(t.db, [{ queue, kind: 'k', idempotencyKey: `ret-${queue}`, dedupeWindowSeconds: 1 }]);
+    const [created] = await enqueueMany(t.db, [
+      { queue, kind: 'k', idempotencyKey: `ret-${queue}`, dedupeWindowSeconds: 1 },
+    ]);
     // One failed attempt (an attempt row), then the completing one (recorded on the job row).
     const [first] = await claim(t.db, { queues: [queue], workerId: 'w' });
     await failIfLeaseHeld(t.db, first!, { error: 'flaky', failureClass: 'transient' });

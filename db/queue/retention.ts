@@ -10,7 +10,10 @@ import { run, type Executor } from './executor';
 import { parseInput } from './validate';
 
 const DAY = 24 * 3600;
-const seconds = z.number().min(0).max(100 * 365 * DAY);
+const seconds = z
+  .number()
+  .min(0)
+  .max(100 * 365 * DAY);
 
 const retentionSchema = z.strictObject({
   doneAfterSeconds: seconds.default(1 * DAY),
@@ -30,7 +33,10 @@ export interface RetentionResult {
 }
 
 /** Removes one bounded batch of expired history. Call again while any count equals `limit`. */
-export async function removeExpiredHistory(executor: Executor, options: RetentionOptions = {}): Promise<RetentionResult> {
+export async function removeExpiredHistory(
+  executor: Executor,
+  options: RetentionOptions = {},
+): Promise<RetentionResult> {
   const o = parseInput('retention', retentionSchema, options);
   const terminal = (state: string, age: number, name: string) => sql`
     ${sql.raw(name)} AS (

@@ -42,9 +42,10 @@ describe('decideRetry (pure)', () => {
       action: 'retry',
       delayMs: 42_000,
     });
-    expect(
-      decideRetry({ failureClass: 'rate_limited', attempt: 1, maxAttempts: 5, retryAfterMs: 10 ** 12 }),
-    ).toEqual({ action: 'retry', delayMs: DEFAULT_RETRY_POLICY.maxRetryAfterMs });
+    expect(decideRetry({ failureClass: 'rate_limited', attempt: 1, maxAttempts: 5, retryAfterMs: 10 ** 12 })).toEqual({
+      action: 'retry',
+      delayMs: DEFAULT_RETRY_POLICY.maxRetryAfterMs,
+    });
     expect(decideRetry({ failureClass: 'rate_limited', attempt: 2, maxAttempts: 5, random: () => 0 })).toEqual({
       action: 'retry',
       delayMs: 1000,
@@ -68,9 +69,16 @@ describe('the retry matrix in the database', () => {
     await t?.close();
   });
 
-  async function failOnce(failureClass: FailureClass, options: { maxAttempts?: number; retryAfterMs?: number; maxAgeSeconds?: number } = {}) {
+  async function failOnce(
+    failureClass: FailureClass,
+    options: { maxAttempts?: number; retryAfterMs?: number; maxAgeSeconds?: number } = {},
+  ) {
     const queue = uniqueQueue();
-    await addJob(t.db, { queue, maxAttempts: options.maxAttempts ?? 5, ...(options.maxAgeSeconds ? { maxAgeSeconds: options.maxAgeSeconds } : {}) });
+    await addJob(t.db, {
+      queue,
+      maxAttempts: options.maxAttempts ?? 5,
+      ...(options.maxAgeSeconds ? { maxAgeSeconds: options.maxAgeSeconds } : {}),
+    });
     const job = await claimOne(t.db, queue);
     const outcome = await failIfLeaseHeld(t.db, job, {
       error: `failed as ${failureClass}`,
@@ -93,7 +101,9 @@ describe('the retry matrix in the database', () => {
     expect(delay).toBeGreaterThanOrEqual(min - 5);
     expect(delay).toBeLessThanOrEqual(max + 5);
     expect(await claim(t.db, { queues: [job.queue], workerId: 'w' })).toEqual([]);
-    expect((await attemptsOf(t.db, job.id)).map((a) => [a.outcome, a.failureClass])).toEqual([['failed', failureClass]]);
+    expect((await attemptsOf(t.db, job.id)).map((a) => [a.outcome, a.failureClass])).toEqual([
+      ['failed', failureClass],
+    ]);
   });
 
   it('rate_limited waits for Retry-After', async () => {

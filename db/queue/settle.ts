@@ -70,7 +70,12 @@ export async function completeManyIfLeaseHeld(
   }
   const lost = new Set<string>();
   for (const [token, ids] of byToken) {
-    const rows = await runText<{ id: string }>(executor, COMPLETE_MANY, [`{${ids.join(',')}}`, token], 'leasehold_complete_many');
+    const rows = await runText<{ id: string }>(
+      executor,
+      COMPLETE_MANY,
+      [`{${ids.join(',')}}`, token],
+      'leasehold_complete_many',
+    );
     // By id and token: two attempts of one job (a stale one and a new one) can be in one batch.
     for (const r of rows) lost.add(`${r.id}/${token}`);
   }
@@ -99,7 +104,13 @@ const leasesSchema = z.array(leaseSchema).max(10_000);
 function areLeaseRefs(leases: unknown): leases is readonly LeaseRef[] {
   if (!Array.isArray(leases) || leases.length > 10_000) return false;
   for (const l of leases as Partial<LeaseRef>[]) {
-    if (typeof l?.id !== 'string' || typeof l.leaseToken !== 'string' || !UUID_PATTERN.test(l.id) || !UUID_PATTERN.test(l.leaseToken)) return false;
+    if (
+      typeof l?.id !== 'string' ||
+      typeof l.leaseToken !== 'string' ||
+      !UUID_PATTERN.test(l.id) ||
+      !UUID_PATTERN.test(l.leaseToken)
+    )
+      return false;
   }
   return true;
 }
@@ -108,13 +119,23 @@ const DAY_MS = 24 * 3600 * 1000;
 const failSchema = z.strictObject({
   error: z.string(),
   failureClass: z.enum(FAILURE_CLASSES),
-  retryAfterMs: z.number().min(0).max(365 * DAY_MS).optional(),
+  retryAfterMs: z
+    .number()
+    .min(0)
+    .max(365 * DAY_MS)
+    .optional(),
   policy: z
     .strictObject({
       baseDelayMs: z.number().min(0).max(DAY_MS),
-      maxDelayMs: z.number().min(0).max(30 * DAY_MS),
+      maxDelayMs: z
+        .number()
+        .min(0)
+        .max(30 * DAY_MS),
       leaseExpiredDelayMs: z.number().min(0).max(DAY_MS),
-      maxRetryAfterMs: z.number().min(0).max(30 * DAY_MS),
+      maxRetryAfterMs: z
+        .number()
+        .min(0)
+        .max(30 * DAY_MS),
     })
     .partial()
     .optional(),
@@ -203,7 +224,16 @@ export async function heartbeatIfLeaseHeld(
   options: { leaseSeconds: number },
 ): Promise<HeartbeatOutcome> {
   parseInput('heartbeat', leaseSchema, lease);
-  parseInput('heartbeat', z.object({ leaseSeconds: z.number().min(1).max(24 * 3600) }), options);
+  parseInput(
+    'heartbeat',
+    z.object({
+      leaseSeconds: z
+        .number()
+        .min(1)
+        .max(24 * 3600),
+    }),
+    options,
+  );
   const rows = await run(
     executor,
     // greatest(): a heartbeat extends a lease, it never shortens one.
@@ -259,7 +289,16 @@ export async function heartbeatManyIfLeaseHeld(
   options: { leaseSeconds: number },
 ): Promise<HeartbeatOutcome[]> {
   parseInput('heartbeatMany', z.array(leaseSchema).max(10_000), leases);
-  parseInput('heartbeatMany', z.object({ leaseSeconds: z.number().min(1).max(24 * 3600) }), options);
+  parseInput(
+    'heartbeatMany',
+    z.object({
+      leaseSeconds: z
+        .number()
+        .min(1)
+        .max(24 * 3600),
+    }),
+    options,
+  );
   if (leases.length === 0) return [];
   const rows = await run(
     executor,

@@ -9,12 +9,17 @@ import { LeaseholdInputError } from './errors';
 /** Queue and kind names: letters, digits and `_ . : -`, up to 128 characters. */
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
-export const nameSchema = z.string().regex(NAME_PATTERN, 'expected 1-128 of A-Z a-z 0-9 _ . : - (starting with a letter or digit)');
+export const nameSchema = z
+  .string()
+  .regex(NAME_PATTERN, 'expected 1-128 of A-Z a-z 0-9 _ . : - (starting with a letter or digit)');
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const uuidSchema = z.string().regex(UUID_PATTERN, 'expected a UUID');
 /** Text for a `text` column: PostgreSQL cannot store U+0000 in text. */
 export const textSchema = (max: number) =>
-  z.string().max(max).refine((s) => !s.includes('\u0000'), 'contains U+0000, which PostgreSQL text cannot store');
+  z
+    .string()
+    .max(max)
+    .refine((s) => !s.includes('\u0000'), 'contains U+0000, which PostgreSQL text cannot store');
 export const actorSchema = textSchema(256).pipe(z.string().min(1));
 
 /** Makes arbitrary text (an error message, a response body) storable: U+0000 becomes U+FFFD. */
@@ -51,7 +56,11 @@ export function encodePayload(payload: unknown): { text: string } | { problems: 
   // UTF-8 takes at most 3 bytes per UTF-16 unit: short text needs no count.
   const bytes = text.length * 3 <= MAX_PAYLOAD_BYTES ? text.length : Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_PAYLOAD_BYTES) {
-    return { problems: [`payload: ${bytes} bytes of JSON, more than the ${MAX_PAYLOAD_BYTES} allowed (store large data elsewhere and enqueue a reference)`] };
+    return {
+      problems: [
+        `payload: ${bytes} bytes of JSON, more than the ${MAX_PAYLOAD_BYTES} allowed (store large data elsewhere and enqueue a reference)`,
+      ],
+    };
   }
   return { text };
 }
@@ -102,7 +111,8 @@ function payloadProblems(payload: unknown): string[] {
   };
   const checkText = (text: string, path: string) => {
     if (text.includes('\u0000')) problems.push(`${path}: contains U+0000, which PostgreSQL jsonb cannot store`);
-    else if (!(text as string & { isWellFormed(): boolean }).isWellFormed()) problems.push(`${path}: contains a lone UTF-16 surrogate`);
+    else if (!(text as string & { isWellFormed(): boolean }).isWellFormed())
+      problems.push(`${path}: contains a lone UTF-16 surrogate`);
   };
   visit(payload, 'payload', 0);
   return problems;

@@ -27,7 +27,10 @@ export async function registerWorker(executor: Executor, info: WorkerInfo): Prom
 
 /** Refreshes `last_seen_at`; false when the entry is gone (removed as stale) and must be re-registered. */
 export async function touchWorker(executor: Executor, id: string): Promise<boolean> {
-  const rows = await run(executor, sql`UPDATE workers SET last_seen_at = statement_timestamp() WHERE id = ${id} RETURNING id`);
+  const rows = await run(
+    executor,
+    sql`UPDATE workers SET last_seen_at = statement_timestamp() WHERE id = ${id} RETURNING id`,
+  );
   return rows.length === 1;
 }
 

@@ -48,7 +48,9 @@ export default defineHandler({
       } catch (error) {
         if (signal.aborted) throw error; // lease lost, cancelled or shutting down: settle nothing
         if (timedOut) {
-          throw new UnknownOutcomeError(`receipt provider did not answer within ${callTimeoutMs()} ms`, { cause: error });
+          throw new UnknownOutcomeError(`receipt provider did not answer within ${callTimeoutMs()} ms`, {
+            cause: error,
+          });
         }
         throw new TransientError(`receipt provider unreachable: ${(error as Error).message}`, { cause: error });
       } finally {
@@ -64,7 +66,8 @@ export default defineHandler({
         });
       }
       if (response.status >= 500) throw new TransientError(`receipt provider answered ${response.status}`);
-      if (!response.ok) throw new PermanentError(`receipt provider refused the receipt: ${response.status} ${text.slice(0, 200)}`);
+      if (!response.ok)
+        throw new PermanentError(`receipt provider refused the receipt: ${response.status} ${text.slice(0, 200)}`);
       return JSON.parse(text) as { receiptId: string; deliveredAt: string };
     }, key);
   },

@@ -2,15 +2,23 @@ import { PageError } from '../../../components/page-error';
 import { dropEmpty, getAudit } from '../../../lib/dal';
 import { load } from '../../../lib/page';
 
-export default async function AuditPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
+export default async function AuditPage({
+  searchParams,
+}: {
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
   const params = dropEmpty(await searchParams);
   const loaded = await load(() => getAudit(params));
   return (
     <>
       <h1>Audit log</h1>
       <form className="filters" method="get">
-        <label>Who <input name="actor" defaultValue={params.actor ?? ''} /></label>
-        <label>Action <input name="action" defaultValue={params.action ?? ''} placeholder="retry, cancel, bulk_retry…" /></label>
+        <label>
+          Who <input name="actor" defaultValue={params.actor ?? ''} />
+        </label>
+        <label>
+          Action <input name="action" defaultValue={params.action ?? ''} placeholder="retry, cancel, bulk_retry…" />
+        </label>
         <button type="submit">Filter</button>
       </form>
       {!loaded.ok ? (
@@ -18,7 +26,19 @@ export default async function AuditPage({ searchParams }: { searchParams: Promis
       ) : (
         <>
           <table data-testid="audit-table">
-            <thead><tr><th>when</th><th>who</th><th>action</th><th>jobs</th><th>queue</th><th className="num">requested</th><th className="num">affected</th><th>outcome</th><th>reason</th></tr></thead>
+            <thead>
+              <tr>
+                <th>when</th>
+                <th>who</th>
+                <th>action</th>
+                <th>jobs</th>
+                <th>queue</th>
+                <th className="num">requested</th>
+                <th className="num">affected</th>
+                <th>outcome</th>
+                <th>reason</th>
+              </tr>
+            </thead>
             <tbody>
               {loaded.value.entries.map((a) => (
                 <tr key={a.id}>
@@ -26,7 +46,11 @@ export default async function AuditPage({ searchParams }: { searchParams: Promis
                   <td>{a.actor}</td>
                   <td>{a.action}</td>
                   <td className="mono">
-                    {a.jobIds.slice(0, 3).map((id) => (<a key={id} href={`/jobs/${id}`}>{id.slice(0, 13)}… </a>))}
+                    {a.jobIds.slice(0, 3).map((id) => (
+                      <a key={id} href={`/jobs/${id}`}>
+                        {id.slice(0, 13)}…{' '}
+                      </a>
+                    ))}
                     {a.jobIds.length > 3 ? `+${a.jobIds.length - 3} more` : ''}
                   </td>
                   <td>{a.queue ?? ''}</td>
@@ -36,11 +60,19 @@ export default async function AuditPage({ searchParams }: { searchParams: Promis
                   <td>{a.reason ?? ''}</td>
                 </tr>
               ))}
-              {loaded.value.entries.length === 0 && <tr><td colSpan={9}>Nothing recorded yet.</td></tr>}
+              {loaded.value.entries.length === 0 && (
+                <tr>
+                  <td colSpan={9}>Nothing recorded yet.</td>
+                </tr>
+              )}
             </tbody>
           </table>
           {loaded.value.next && (
-            <p className="pager"><a href={`/audit?${new URLSearchParams({ ...params, before: String(loaded.value.next) }).toString()}`}>Older →</a></p>
+            <p className="pager">
+              <a href={`/audit?${new URLSearchParams({ ...params, before: String(loaded.value.next) }).toString()}`}>
+                Older →
+              </a>
+            </p>
           )}
         </>
       )}

@@ -17,22 +17,39 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
     <>
       <h1>Jobs</h1>
       <form className="filters" method="get">
-        <label>State
+        <label>
+          State
           <select name="state" defaultValue={params.state ?? ''}>
             <option value="">any</option>
-            {LIST_STATES.map((s) => <option key={s} value={s}>{s.replace('_', ' ')}</option>)}
+            {LIST_STATES.map((s) => (
+              <option key={s} value={s}>
+                {s.replace('_', ' ')}
+              </option>
+            ))}
           </select>
         </label>
-        <label>Queue <input name="queue" defaultValue={params.queue ?? ''} /></label>
-        <label>Kind <input name="kind" defaultValue={params.kind ?? ''} /></label>
-        <label>Failure class
+        <label>
+          Queue <input name="queue" defaultValue={params.queue ?? ''} />
+        </label>
+        <label>
+          Kind <input name="kind" defaultValue={params.kind ?? ''} />
+        </label>
+        <label>
+          Failure class
           <select name="failureClass" defaultValue={params.failureClass ?? ''}>
             <option value="">any</option>
-            {FAILURE_CLASSES.map((c) => <option key={c} value={c}>{c}</option>)}
+            {FAILURE_CLASSES.map((c) => (
+              <option key={c} value={c}>
+                {c}
+              </option>
+            ))}
           </select>
         </label>
-        <label>Job id or idempotency key <input name="search" defaultValue={params.search ?? ''} size={38} /></label>
-        <label>Sort
+        <label>
+          Job id or idempotency key <input name="search" defaultValue={params.search ?? ''} size={38} />
+        </label>
+        <label>
+          Sort
           <select name="sort" defaultValue={params.sort ?? 'newest'}>
             <option value="newest">newest first</option>
             <option value="oldest">oldest first</option>
@@ -48,27 +65,50 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
           {loaded.value.can.bulk && <BulkActions source={{ kind: 'filter', filter }} actions={['retry', 'cancel']} />}
           <table data-testid="jobs-table">
             <thead>
-              <tr><th>id</th><th>state</th><th>queue</th><th>kind</th><th className="num">attempts</th><th>failure class</th><th>created</th><th>run at</th></tr>
+              <tr>
+                <th>id</th>
+                <th>state</th>
+                <th>queue</th>
+                <th>kind</th>
+                <th className="num">attempts</th>
+                <th>failure class</th>
+                <th>created</th>
+                <th>run at</th>
+              </tr>
             </thead>
             <tbody>
               {loaded.value.jobs.map((j) => (
                 <tr key={j.id}>
-                  <td className="mono"><a href={`/jobs/${j.id}`}>{j.id}</a></td>
-                  <td><StateBadge state={j.subState} /></td>
+                  <td className="mono">
+                    <a href={`/jobs/${j.id}`}>{j.id}</a>
+                  </td>
+                  <td>
+                    <StateBadge state={j.subState} />
+                  </td>
                   <td>{j.queue}</td>
-                  <td>{j.kind} v{j.kindVersion}</td>
-                  <td className="num">{j.attempts}/{j.maxAttempts}</td>
+                  <td>
+                    {j.kind} v{j.kindVersion}
+                  </td>
+                  <td className="num">
+                    {j.attempts}/{j.maxAttempts}
+                  </td>
                   <td>{j.failureClass ?? ''}</td>
                   <td>{new Date(j.createdAt).toLocaleString()}</td>
                   <td>{new Date(j.runAt).toLocaleString()}</td>
                 </tr>
               ))}
-              {loaded.value.jobs.length === 0 && <tr><td colSpan={8}>No jobs match.</td></tr>}
+              {loaded.value.jobs.length === 0 && (
+                <tr>
+                  <td colSpan={8}>No jobs match.</td>
+                </tr>
+              )}
             </tbody>
           </table>
           {loaded.value.next && (
             <p className="pager">
-              <a href={`/jobs?${new URLSearchParams({ ...filterParams, after: loaded.value.next }).toString()}`}>Next page →</a>
+              <a href={`/jobs?${new URLSearchParams({ ...filterParams, after: loaded.value.next }).toString()}`}>
+                Next page →
+              </a>
             </p>
           )}
         </>

@@ -27,7 +27,8 @@ export async function GET(request: Request) {
       '# TYPE leasehold_queue_jobs gauge',
       ...queues.flatMap((q) =>
         (['ready', 'scheduled', 'retrying', 'running', 'leaseExpired', 'dead', 'cancelled'] as const).map(
-          (state) => `leasehold_queue_jobs{queue="${label(q.queue)}",state="${state === 'leaseExpired' ? 'lease_expired' : state}"} ${q[state]}`,
+          (state) =>
+            `leasehold_queue_jobs{queue="${label(q.queue)}",state="${state === 'leaseExpired' ? 'lease_expired' : state}"} ${q[state]}`,
         ),
       ),
       '# HELP leasehold_queue_done_last_hour Jobs completed in the last hour.',
@@ -35,13 +36,17 @@ export async function GET(request: Request) {
       ...queues.map((q) => `leasehold_queue_done_last_hour{queue="${label(q.queue)}"} ${q.doneLastHour}`),
       '# HELP leasehold_queue_oldest_ready_age_seconds Age of the oldest due ready job (queue lag).',
       '# TYPE leasehold_queue_oldest_ready_age_seconds gauge',
-      ...queues.map((q) => `leasehold_queue_oldest_ready_age_seconds{queue="${label(q.queue)}"} ${q.oldestReadyAgeSeconds ?? 0}`),
+      ...queues.map(
+        (q) => `leasehold_queue_oldest_ready_age_seconds{queue="${label(q.queue)}"} ${q.oldestReadyAgeSeconds ?? 0}`,
+      ),
       '# HELP leasehold_queue_paused Whether the queue is paused.',
       '# TYPE leasehold_queue_paused gauge',
       ...queues.map((q) => `leasehold_queue_paused{queue="${label(q.queue)}"} ${q.paused ? 1 : 0}`),
       '# HELP leasehold_dead_jobs Dead jobs by queue and failure class.',
       '# TYPE leasehold_dead_jobs gauge',
-      ...dead.map((d) => `leasehold_dead_jobs{queue="${label(d.queue)}",failure_class="${label(d.failureClass)}"} ${d.count}`),
+      ...dead.map(
+        (d) => `leasehold_dead_jobs{queue="${label(d.queue)}",failure_class="${label(d.failureClass)}"} ${d.count}`,
+      ),
     ];
     return new Response(`${lines.join('\n')}\n`, { headers: { 'content-type': 'text/plain; version=0.0.4' } });
   } catch (error) {

@@ -10,48 +10,127 @@ import { load } from '../../../../lib/page';
 export default async function JobPage(props: { params: Promise<{ id: string }> }) {
   const { id } = await props.params;
   const loaded = await load(() => getJobDetail(id));
-  if (!loaded.ok) return (<><h1>Job</h1><PageError message={loaded.message} /></>);
+  if (!loaded.ok)
+    return (
+      <>
+        <h1>Job</h1>
+        <PageError message={loaded.message} />
+      </>
+    );
   if (!loaded.value) notFound();
   const { job, payload, attempts, audit, retryPlan, can, redactedPaths } = loaded.value;
   const fields: [string, string | number | null][] = [
-    ['queue', job.queue], ['kind', `${job.kind} v${job.kindVersion}`], ['priority', job.priority],
-    ['attempts', `${job.attempts} of ${job.maxAttempts}`], ['run at', job.runAt], ['created', job.createdAt],
-    ['started', job.startedAt], ['finished', job.finishedAt], ['lease until', job.leaseUntil], ['worker', job.workerId],
-    ['failure class', job.failureClass], ['idempotency key', job.idempotencyKey], ['trace id', job.traceId], ['updated', job.updatedAt],
+    ['queue', job.queue],
+    ['kind', `${job.kind} v${job.kindVersion}`],
+    ['priority', job.priority],
+    ['attempts', `${job.attempts} of ${job.maxAttempts}`],
+    ['run at', job.runAt],
+    ['created', job.createdAt],
+    ['started', job.startedAt],
+    ['finished', job.finishedAt],
+    ['lease until', job.leaseUntil],
+    ['worker', job.workerId],
+    ['failure class', job.failureClass],
+    ['idempotency key', job.idempotencyKey],
+    ['trace id', job.traceId],
+    ['updated', job.updatedAt],
   ];
   return (
     <>
-      <h1>Job <span className="mono">{job.id}</span> <StateBadge state={job.subState} /></h1>
-      <JobActions id={job.id} leaseToken={job.leaseToken} canRetry={can.retry} canCancel={can.cancel} state={job.state} />
+      <h1>
+        Job <span className="mono">{job.id}</span> <StateBadge state={job.subState} />
+      </h1>
+      <JobActions
+        id={job.id}
+        leaseToken={job.leaseToken}
+        canRetry={can.retry}
+        canCancel={can.cancel}
+        state={job.state}
+      />
       <dl className="fields" data-testid="job-fields">
-        {fields.map(([k, v]) => (<Fragment key={k}><dt>{k}</dt><dd>{v === null || v === '' ? '—' : String(v)}</dd></Fragment>))}
+        {fields.map(([k, v]) => (
+          <Fragment key={k}>
+            <dt>{k}</dt>
+            <dd>{v === null || v === '' ? '—' : String(v)}</dd>
+          </Fragment>
+        ))}
       </dl>
-      {job.lastError && (<><h2>Last error</h2><pre data-testid="last-error">{job.lastError}</pre></>)}
-      {can.retry && (<><h2>What a retry will do</h2><p data-testid="retry-plan">{retryPlan}</p></>)}
+      {job.lastError && (
+        <>
+          <h2>Last error</h2>
+          <pre data-testid="last-error">{job.lastError}</pre>
+        </>
+      )}
+      {can.retry && (
+        <>
+          <h2>What a retry will do</h2>
+          <p data-testid="retry-plan">{retryPlan}</p>
+        </>
+      )}
       <h2>Payload</h2>
       {redactedPaths.length > 0 && <p className="muted">Masked fields: {redactedPaths.join(', ')}.</p>}
       <pre data-testid="payload">{JSON.stringify(payload, null, 2)}</pre>
       {can.reveal && <RevealPayload id={job.id} />}
       <h2>Attempts</h2>
       <table data-testid="attempts-table">
-        <thead><tr><th className="num">#</th><th>outcome</th><th>worker</th><th>started</th><th>ended</th><th className="num">ms</th><th>class</th><th>error</th></tr></thead>
+        <thead>
+          <tr>
+            <th className="num">#</th>
+            <th>outcome</th>
+            <th>worker</th>
+            <th>started</th>
+            <th>ended</th>
+            <th className="num">ms</th>
+            <th>class</th>
+            <th>error</th>
+          </tr>
+        </thead>
         <tbody>
           {attempts.map((a) => (
             <tr key={`${a.attempt}-${a.startedAt}`}>
-              <td className="num">{a.attempt}</td><td>{a.outcome}</td><td>{a.workerId ?? ''}</td>
-              <td>{new Date(a.startedAt).toLocaleString()}</td><td>{new Date(a.endedAt).toLocaleTimeString()}</td>
-              <td className="num">{a.durationMs}</td><td>{a.failureClass ?? ''}</td><td className="mono">{a.error ?? ''}</td>
+              <td className="num">{a.attempt}</td>
+              <td>{a.outcome}</td>
+              <td>{a.workerId ?? ''}</td>
+              <td>{new Date(a.startedAt).toLocaleString()}</td>
+              <td>{new Date(a.endedAt).toLocaleTimeString()}</td>
+              <td className="num">{a.durationMs}</td>
+              <td>{a.failureClass ?? ''}</td>
+              <td className="mono">{a.error ?? ''}</td>
             </tr>
           ))}
-          {attempts.length === 0 && <tr><td colSpan={8}>No attempt has ended yet.</td></tr>}
+          {attempts.length === 0 && (
+            <tr>
+              <td colSpan={8}>No attempt has ended yet.</td>
+            </tr>
+          )}
         </tbody>
       </table>
       <h2>Audit</h2>
       <table>
-        <thead><tr><th>when</th><th>who</th><th>action</th><th>outcome</th><th>reason</th></tr></thead>
+        <thead>
+          <tr>
+            <th>when</th>
+            <th>who</th>
+            <th>action</th>
+            <th>outcome</th>
+            <th>reason</th>
+          </tr>
+        </thead>
         <tbody>
-          {audit.map((a) => (<tr key={a.id}><td>{new Date(a.at).toLocaleString()}</td><td>{a.actor}</td><td>{a.action}</td><td>{a.outcome}</td><td>{a.reason ?? ''}</td></tr>))}
-          {audit.length === 0 && <tr><td colSpan={5}>No operator has touched this job.</td></tr>}
+          {audit.map((a) => (
+            <tr key={a.id}>
+              <td>{new Date(a.at).toLocaleString()}</td>
+              <td>{a.actor}</td>
+              <td>{a.action}</td>
+              <td>{a.outcome}</td>
+              <td>{a.reason ?? ''}</td>
+            </tr>
+          ))}
+          {audit.length === 0 && (
+            <tr>
+              <td colSpan={5}>No operator has touched this job.</td>
+            </tr>
+          )}
         </tbody>
       </table>
     </>
