@@ -13,6 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
 export interface DatabaseHandle {
@@ -48,6 +49,25 @@ export interface SelectDatabaseOptions {
 const EMBEDDED_USER = 'postgres';
 // The embedded server listens on 127.0.0.1 only; the password keeps other local users out.
 const EMBEDDED_PASSWORD = 'leasehold-local';
+
+/** The checkout this module is in: the embedded server's data lives under its `.leasehold/`. */
+const CHECKOUT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The database an entrypoint names in its environment: `DATABASE_URL` when set, else the
+ * embedded server under `LEASEHOLD_DATA_DIR` (default `.leasehold/postgres` in this checkout).
+ * Entrypoints pass `process.env`; db/ reads no environment of its own.
+ */
+export function databaseFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  log: (line: string) => void = (line) => console.error(`[leasehold] ${line}`),
+): Promise<DatabaseHandle> {
+  return selectDatabase({
+    databaseUrl: env.DATABASE_URL,
+    dataDir: env.LEASEHOLD_DATA_DIR ?? path.join(CHECKOUT_DIR, '.leasehold', 'postgres'),
+    log,
+  });
+}
 
 export async function selectDatabase(options: SelectDatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl && options.databaseUrl.trim() !== '') {

@@ -10,7 +10,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { enqueue } from '../db/queue';
-import { databaseFromEnv } from '../scripts/env';
+import { databaseFromEnv } from '../db/database';
 import { DEMO_MIGRATIONS } from './migrations';
 import { orders } from './schema';
 
@@ -30,7 +30,7 @@ if (!Number.isInteger(count) || count < 0 || count > 10_000_000 || (rate !== nul
   process.exit(2);
 }
 
-const database = await databaseFromEnv();
+const database = await databaseFromEnv(process.env);
 await migrateDatabase(database.url);
 await migrateDatabase(database.url, {
   migrationsFolder: DEMO_MIGRATIONS,

@@ -1,8 +1,8 @@
 /** `npm run db:migrate`: applies the migrations to DATABASE_URL or the embedded server. */
 import { migrateDatabase } from '../db/migrate';
-import { databaseFromEnv } from './env';
+import { databaseFromEnv } from '../db/database';
 
-const database = await databaseFromEnv();
+const database = await databaseFromEnv(process.env);
 try {
   await migrateDatabase(database.url);
   console.error('[leasehold] migrations applied');

@@ -18,7 +18,8 @@ import { migrateDatabase } from '../db/migrate';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
 import { DEMO_MIGRATIONS } from '../demo/migrations';
 import { buildIsStale } from './build-state';
-import { databaseFromEnv, PROJECT_DIR } from './env';
+import { databaseFromEnv } from '../db/database';
+import { PROJECT_DIR } from './env';
 
 const { values } = parseArgs({
   options: {
@@ -33,7 +34,7 @@ const { values } = parseArgs({
 });
 
 const log = (line: string) => console.log(`[leasehold] ${line}`);
-const database = await databaseFromEnv(log);
+const database = await databaseFromEnv(process.env, log);
 const children: ChildProcess[] = [];
 let stopping = false;
 

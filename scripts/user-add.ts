@@ -9,7 +9,7 @@ import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { LeaseholdInputError } from '../db/queue';
 import { DEMO_PASSWORD, upsertUser } from '../db/users';
-import { databaseFromEnv } from './env';
+import { databaseFromEnv } from '../db/database';
 
 let values;
 try {
@@ -30,7 +30,7 @@ if (values.password === DEMO_PASSWORD && !demo) {
   process.exit(2);
 }
 const password = values.password ?? randomBytes(12).toString('base64url');
-const database = await databaseFromEnv();
+const database = await databaseFromEnv(process.env);
 try {
   await migrateDatabase(database.url);
   const { db, close } = createDb(database.url, { max: 1 });

@@ -5,7 +5,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { migrateDatabase } from '../db/migrate';
-import { databaseFromEnv, PROJECT_DIR } from './env';
+import { databaseFromEnv } from '../db/database';
+import { PROJECT_DIR } from './env';
 
 const secret = process.env.NEXTAUTH_SECRET ?? '';
 if (secret.length < 32) {
@@ -14,7 +15,7 @@ if (secret.length < 32) {
   );
   process.exit(2);
 }
-const database = await databaseFromEnv();
+const database = await databaseFromEnv(process.env);
 await migrateDatabase(database.url);
 const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');
 const port = process.env.PORT ?? '3000';

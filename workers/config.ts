@@ -28,7 +28,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { MAX_CLAIM_BATCH } from '../db/queue/claim';
 import { NAME_PATTERN } from '../db/queue/validate';
-import type { WorkerSettings } from './runtime';
+import type { WorkerSettings } from './worker';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v));

@@ -7,14 +7,14 @@ import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
-import { databaseFromEnv } from '../scripts/env';
+import { databaseFromEnv } from '../db/database';
 import { ConfigError, parseWorkerConfig } from './config';
 import type { Handler } from './handler';
 import { HandlerRegistry } from './handler';
 import { builtinHandlers } from './handlers';
 import { Failpoints, parseFailpoints } from './failpoints';
 import { createMetrics, serveMetrics } from './metrics';
-import { Worker } from './runtime';
+import { Worker } from './worker';
 
 let config;
 let failpoints: Failpoints | undefined;
@@ -45,7 +45,7 @@ async function loadHandlers(modules: string[]): Promise<Handler[]> {
   return handlers;
 }
 
-const database = await databaseFromEnv((line) => logger.info(line));
+const database = await databaseFromEnv(process.env, (line) => logger.info(line));
 let registry: HandlerRegistry;
 try {
   registry = new HandlerRegistry(await loadHandlers(config.handlerModules));
@@ -61,7 +61,15 @@ const handle = createDb(database.url, {
   applicationName: 'leasehold-worker',
 });
 const metrics = createMetrics();
-const worker = new Worker(config, { db: handle.db, databaseUrl: database.url, registry, logger, metrics, failpoints });
+const worker = new Worker(config, {
+  db: handle.db,
+  databaseUrl: database.url,
+  registry,
+  logger,
+  metrics,
+  failpoints,
+  version: process.env.npm_package_version ?? null,
+});
 if (failpoints)
   logger.warn(
     { failpoints: process.env.LEASEHOLD_FAILPOINTS },

@@ -6,7 +6,7 @@ import { migrateDatabase } from '../../db/migrate';
 import { enqueue, enqueueMany } from '../../db/queue';
 import { parseWorkerConfig } from '../../workers/config';
 import { defineHandler, HandlerRegistry } from '../../workers/handler';
-import { Worker } from '../../workers/runtime';
+import { Worker } from '../../workers/worker';
 import { benchPool } from './db';
 import { QUEUE, type BenchSystem, type WorkerMode } from './types';
 

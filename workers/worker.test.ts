@@ -10,7 +10,8 @@ import { attemptsOf, getJob, uniqueQueue } from '../test/factories';
 import { until } from '../test/wait';
 import { PermanentError, RateLimitedError, TransientError } from './errors';
 import { defineHandler, HandlerRegistry, type Handler } from './handler';
-import { AttemptAborted, Worker, type WorkerSettings } from './runtime';
+import { AttemptAborted } from './attempt';
+import { Worker, type WorkerSettings } from './worker';
 
 let t: TestDatabase;
 const workers: Worker[] = [];

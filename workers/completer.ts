@@ -1,0 +1,211 @@
+/**
+ * The completer: the worker's only caller of the queue's settle functions. It turns an
+ * attempt's outcome into a settlement — completions batched into one acknowledgement statement,
+ * failures and releases one by one — and retries connection-level failures until the lease
+ * ends (after that no settlement could apply anyway).
+ *
+ * Invariants:
+ * - every settlement is lease-guarded (the queue refuses it once the lease moved on), so a
+ *   late or repeated one changes nothing;
+ * - a completed attempt is settled only after its acknowledgement statement returned; until
+ *   then it keeps its slot and its heartbeat;
+ * - `flush()` acknowledges everything queued so far (shutdown calls it last).
+ */
+import type { Logger } from 'pino';
+import {
+  completeManyIfLeaseHeld,
+  failIfLeaseHeld,
+  LEASE_LOST,
+  releaseIfLeaseHeld,
+  type ClaimedJob,
+  type Executor,
+  type RetryPolicy,
+  type SettleOutcome,
+} from '../db/queue';
+import type { FailureClass } from '../db/schema';
+import type { Attempt, AttemptOutcome } from './attempt';
+import type { Failpoints } from './failpoints';
+import type { WorkerMetrics } from './metrics';
+import { backoff, isRetryableDbError, sleep } from './timing';
+
+/** Most completions in one acknowledgement statement (a claim batch's worth). */
+export const ACK_BATCH = 1000;
+
+export interface CompleterSettings {
+  workerId: string;
+  /** Completions wait this long to be acknowledged together in one statement. */
+  ackFlushMs: number;
+  retry?: Partial<RetryPolicy> | undefined;
+}
+
+export interface CompleterDeps {
+  db: Executor;
+  logger: Logger;
+  metrics?: WorkerMetrics | undefined;
+  failpoints?: Failpoints | undefined;
+}
+
+interface PendingAck {
+  entry: Attempt;
+  done: () => void;
+}
+
+export class Completer {
+  /** Completed attempts waiting for the next batched acknowledgement. */
+  private pending: PendingAck[] = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly settings: CompleterSettings,
+    private readonly deps: CompleterDeps,
+  ) {}
+
+  /** Settles an attempt by its outcome; resolves once the settlement is through (or given up). */
+  settle(entry: Attempt, outcome: AttemptOutcome): Promise<void> {
+    switch (outcome.kind) {
+      case 'completed':
+        return this.acknowledge(entry);
+      case 'failed':
+        return this.fail(entry, outcome.failureClass, outcome.message, outcome.retryAfterMs);
+      case 'released':
+        return this.release(entry);
+      case 'lost': {
+        const { job } = entry;
+        this.deps.metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
+        entry.log.warn('lease lost while running (expired, reaped or cancelled): this attempt settles nothing');
+        return Promise.resolve();
+      }
+    }
+  }
+
+  /** Queues a completion for the next batched acknowledgement; resolves once it is through. */
+  private acknowledge(entry: Attempt): Promise<void> {
+    return new Promise((done) => {
+      this.pending.push({ entry, done });
+      if (this.pending.length >= ACK_BATCH) void this.flush();
+      else this.timer ??= setTimeout(() => void this.flush(), this.settings.ackFlushMs);
+    });
+  }
+
+  /** Acknowledges every queued completion now, in statements of at most ACK_BATCH. */
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, ACK_BATCH);
+      const jobs = batch.map(({ entry }) => entry.job);
+      let deadline = Number.POSITIVE_INFINITY;
+      for (const job of jobs) deadline = Math.min(deadline, job.leaseUntil.getTime());
+      this.deps.failpoints?.hit('before_ack');
+      let outcomes: SettleOutcome[];
+      try {
+        outcomes = await this.retrying('acknowledge', deadline, (db) => completeManyIfLeaseHeld(db, jobs));
+      } catch (error) {
+        this.deps.logger.error(
+          { err: error, jobs: batch.length },
+          'could not acknowledge completions; their leases will expire and they will run again',
+        );
+        outcomes = batch.map(() => LEASE_LOST);
+      }
+      batch.forEach(({ entry, done }, i) => {
+        this.acknowledged(entry, outcomes[i]!);
+        done();
+      });
+    }
+  }
+
+  /** After the acknowledgement: the completion is recorded, or the lease was gone by then. */
+  private acknowledged(entry: Attempt, outcome: SettleOutcome): void {
+    const { job } = entry;
+    const { metrics, logger } = this.deps;
+    if (outcome.applied) {
+      metrics?.completed.inc({ queue: job.queue, kind: job.kind });
+      if (logger.isLevelEnabled('info')) entry.log.info({ ms: entry.endedAt - entry.startedAt }, 'job done');
+    } else {
+      metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
+      entry.log.warn('completed, but the lease was lost before the acknowledgement: another attempt may run');
+    }
+  }
+
+  private async fail(
+    entry: Attempt,
+    failureClass: FailureClass,
+    message: string,
+    retryAfterMs: number | undefined,
+  ): Promise<void> {
+    const { job, handler, log } = entry;
+    const { metrics } = this.deps;
+    const maxAttempts = Math.min(job.maxAttempts, handler?.maxAttempts ?? Number.POSITIVE_INFINITY);
+    try {
+      const outcome = await this.retrying('fail', job.leaseUntil.getTime(), (db) =>
+        failIfLeaseHeld(
+          db,
+          { ...job, maxAttempts },
+          {
+            error: message,
+            failureClass,
+            ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+            policy: { ...this.settings.retry, ...handler?.retry },
+          },
+        ),
+      );
+      if (!outcome.applied) {
+        metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
+        log.warn({ failureClass, error: message }, 'failed, but the lease was already lost: nothing recorded');
+        return;
+      }
+      metrics?.failed.inc({ queue: job.queue, kind: job.kind, failure_class: outcome.failureClass });
+      const level = outcome.state === 'ready' ? 'warn' : 'error';
+      log[level](
+        { failureClass: outcome.failureClass, error: message, next: outcome.state, runAt: outcome.runAt },
+        'attempt failed',
+      );
+    } catch (error) {
+      log.error(
+        { err: error, failureClass, error: message },
+        'could not record the failure; the lease will expire and the reaper will retry it',
+      );
+    }
+  }
+
+  /** Hands an unfinished attempt's job back to `ready` for another worker (shutdown). */
+  private async release(entry: Attempt): Promise<void> {
+    const { job, log } = entry;
+    try {
+      const outcome = await this.retrying('release', job.leaseUntil.getTime(), (db) =>
+        releaseIfLeaseHeld(db, job, { reason: `released by ${this.settings.workerId} at shutdown` }),
+      );
+      if (outcome.applied) {
+        this.deps.metrics?.released.inc({ queue: job.queue, kind: job.kind });
+        log.info('released unfinished job for another worker');
+      }
+    } catch (error) {
+      log.error({ err: error }, 'could not release; the lease will expire and the reaper will retry it');
+    }
+  }
+
+  /**
+   * Hands back jobs that were claimed but never started (the worker stopped while the claim
+   * was in flight). Failures are left to the reaper: the leases expire.
+   */
+  async releaseUnstarted(jobs: readonly ClaimedJob[]): Promise<void> {
+    const reason = `released by ${this.settings.workerId}: stopping`;
+    await Promise.all(jobs.map((job) => releaseIfLeaseHeld(this.deps.db, job, { reason }).catch(() => {})));
+  }
+
+  /**
+   * Runs a settlement, retrying connection-level failures until `deadlineMs` (the lease end:
+   * after it, the statement could not apply anyway).
+   */
+  private async retrying<T>(what: string, deadlineMs: number, work: (db: Executor) => Promise<T>): Promise<T> {
+    for (let failures = 1; ; failures++) {
+      try {
+        return await work(this.deps.db);
+      } catch (error) {
+        if (!isRetryableDbError(error) || Date.now() + backoff(failures) > deadlineMs) throw error;
+        this.deps.logger.warn({ err: error, what }, 'database unavailable; retrying the settlement');
+        await sleep(backoff(failures));
+      }
+    }
+  }
+}

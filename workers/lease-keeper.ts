@@ -1,0 +1,101 @@
+/**
+ * The lease keeper: renews the lease of every running attempt in one statement at a third of
+ * the lease, and stops attempts that must not go on — a heartbeat the queue refused (lease lost:
+ * expired, reaped, cancelled), no heartbeat through before the lease surely ended, or a handler
+ * past its timeout (one sweep for all attempts instead of a timer each).
+ *
+ * It runs from the worker's start until after the last release at shutdown: heartbeats go on
+ * through the grace period, so a handler finishing then is not reaped and run twice.
+ */
+import type { Logger } from 'pino';
+import { heartbeatManyIfLeaseHeld, type Executor } from '../db/queue';
+import { type Attempt, AttemptAborted, leaseDeadlineFrom, leaseLost } from './attempt';
+import type { Failpoints } from './failpoints';
+import type { HandlerRegistry } from './handler';
+import { every } from './timing';
+
+export interface LeaseKeeperDeps {
+  db: Executor;
+  registry: HandlerRegistry;
+  logger: Logger;
+  failpoints?: Failpoints | undefined;
+}
+
+export class LeaseKeeper {
+  private readonly controller = new AbortController();
+  private loops: Promise<void>[] = [];
+
+  constructor(
+    private readonly leaseSeconds: number,
+    /** The attempts in flight (owned by the producer; read, never changed here). */
+    private readonly attempts: ReadonlySet<Attempt>,
+    private readonly deps: LeaseKeeperDeps,
+  ) {}
+
+  start(): void {
+    const { signal } = this.controller;
+    const { logger } = this.deps;
+    this.loops = [
+      every(Math.max(250, (this.leaseSeconds * 1000) / 3), () => this.heartbeatAll(), signal, logger, 'heartbeat'),
+      every(this.timeoutSweepMs(), () => this.sweepTimeouts(), signal, logger, 'timeout sweep'),
+    ];
+  }
+
+  /** Stops both loops; resolves once a heartbeat in flight has returned. */
+  async stop(): Promise<void> {
+    this.controller.abort();
+    await Promise.allSettled(this.loops);
+  }
+
+  /** How often overruns are looked for: a tenth of the shortest handler timeout, 5–100 ms. */
+  timeoutSweepMs(): number {
+    const { registry } = this.deps;
+    const timeouts = registry.kinds().map((kind) => registry.get(kind)?.timeoutMs ?? Number.POSITIVE_INFINITY);
+    return Math.min(100, Math.max(5, Math.min(...timeouts) / 10));
+  }
+
+  /** Stops every handler past its timeout. */
+  sweepTimeouts(): void {
+    const now = performance.now();
+    for (const entry of this.attempts) {
+      // timeoutAt is finite only while a handler runs, so the entry has one.
+      if (now >= entry.timeoutAt && !entry.stopped && entry.handler) {
+        entry.stop(
+          new AttemptAborted('timeout', `${entry.job.kind} did not finish within ${entry.handler.timeoutMs} ms`),
+        );
+      }
+    }
+  }
+
+  /** Renews every running attempt's lease in one statement. */
+  async heartbeatAll(): Promise<void> {
+    const entries = [...this.attempts].filter((e) => !e.stopped);
+    if (entries.length === 0) return;
+    const sent = performance.now();
+    this.deps.failpoints?.hit('in_heartbeat');
+    try {
+      const outcomes = await heartbeatManyIfLeaseHeld(
+        this.deps.db,
+        entries.map((e) => e.job),
+        { leaseSeconds: this.leaseSeconds },
+      );
+      outcomes.forEach((outcome, i) => {
+        const entry = entries[i]!;
+        if (outcome.applied) {
+          entry.job.leaseUntil = outcome.leaseUntil;
+          entry.leaseDeadline = leaseDeadlineFrom(sent, this.leaseSeconds);
+        } else entry.stop(leaseLost());
+      });
+    } catch (error) {
+      this.deps.logger.warn({ err: error, jobs: entries.length }, 'heartbeat failed; retrying at the next beat');
+      // Without a heartbeat the lease runs out on its own: stop handlers whose lease surely
+      // ended, because the reaper may already have handed their jobs to another worker.
+      const now = performance.now();
+      for (const entry of entries) {
+        if (now >= entry.leaseDeadline) {
+          entry.stop(new AttemptAborted('lease_lost', 'no heartbeat got through before the lease ended'));
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The worker's maintenance: its entry in the worker registry (registered at start, touched
+ * every `registryIntervalMs`, re-registered if retention removed it, removed at stop), and —
+ * when enabled — the reaper and retention rounds. Each round runs under a database-wide
+ * advisory lock, so one process in the fleet does it at a time, however many enable it.
+ */
+import os from 'node:os';
+import type { Logger } from 'pino';
+import {
+  deregisterWorker,
+  reapExpiredLeases,
+  registerWorker,
+  removeExpiredHistory,
+  removeOldReceipts,
+  removeStaleWorkers,
+  touchWorker,
+  withMaintenanceLock,
+  type RetentionOptions,
+  type WorkerInfo,
+} from '../db/queue';
+import type { Db } from '../db/client';
+import { TERMINAL_STATES } from '../db/schema';
+import type { Failpoints } from './failpoints';
+import type { WorkerMetrics } from './metrics';
+import { every } from './timing';
+
+/** Most expired leases one reap statement ends. */
+const REAP_BATCH = 500;
+/** Most rows of each kind one retention statement removes, unless the settings say otherwise. */
+const RETENTION_BATCH = 1000;
+/** Statements per round at most: a backlog is worked off over several rounds, not in one go. */
+const MAX_STATEMENTS_PER_ROUND = 20;
+
+export interface MaintenanceSettings {
+  workerId: string;
+  queues: string[];
+  concurrency: number;
+  registryIntervalMs: number;
+  /** Delay before a reaped job may run again (the retry policy's). */
+  leaseExpiredDelayMs?: number | undefined;
+  maintenance: {
+    enabled: boolean;
+    reapIntervalMs: number;
+    retentionIntervalMs: number;
+    staleWorkerSeconds: number;
+    receiptsRetentionSeconds: number;
+    retention: RetentionOptions;
+  };
+}
+
+export interface MaintenanceDeps {
+  /** A pool: each round takes its advisory lock in a transaction of its own. */
+  db: Db;
+  logger: Logger;
+  /** What the registry entry shows as the worker's version. */
+  version?: string | null | undefined;
+  metrics?: WorkerMetrics | undefined;
+  failpoints?: Failpoints | undefined;
+}
+
+export class Maintenance {
+  private readonly controller = new AbortController();
+  private loops: Promise<void>[] = [];
+
+  constructor(
+    private readonly settings: MaintenanceSettings,
+    private readonly deps: MaintenanceDeps,
+  ) {}
+
+  /** The registry entry, the same at start and at re-registration. */
+  private get info(): WorkerInfo {
+    const s = this.settings;
+    return {
+      id: s.workerId,
+      host: os.hostname(),
+      pid: process.pid,
+      queues: s.queues,
+      concurrency: s.concurrency,
+      version: this.deps.version ?? null,
+    };
+  }
+
+  /** Registers the worker (an error here fails the worker's start). */
+  register(): Promise<void> {
+    return registerWorker(this.deps.db, this.info);
+  }
+
+  /** Starts the registry refresh and, when enabled, the reaper and retention rounds. */
+  start(): void {
+    const { signal } = this.controller;
+    const { logger } = this.deps;
+    const m = this.settings.maintenance;
+    this.loops = [every(this.settings.registryIntervalMs, () => this.refreshRegistry(), signal, logger, 'registry')];
+    if (m.enabled) {
+      this.loops.push(every(m.reapIntervalMs, () => this.reapRound(), signal, logger, 'reaper'));
+      this.loops.push(every(m.retentionIntervalMs, () => this.retentionRound(), signal, logger, 'retention'));
+    }
+  }
+
+  /** Stops the rounds; resolves once a round in flight is over. */
+  async stop(): Promise<void> {
+    this.controller.abort();
+    await Promise.allSettled(this.loops);
+  }
+
+  /** Removes the registry entry; a failure is logged (the entry expires on its own). */
+  async deregister(): Promise<void> {
+    await deregisterWorker(this.deps.db, this.settings.workerId).catch((error: unknown) =>
+      this.deps.logger.warn({ err: error }, 'could not remove the worker registry entry (it will expire)'),
+    );
+  }
+
+  async refreshRegistry(): Promise<void> {
+    if (!(await touchWorker(this.deps.db, this.settings.workerId))) await this.register();
+  }
+
+  /** Reaps expired leases until fewer than a batch are left (or the round's statements are used up). */
+  async reapRound(): Promise<void> {
+    const { db, logger, metrics } = this.deps;
+    const { leaseExpiredDelayMs } = this.settings;
+    for (let round = 0; round < MAX_STATEMENTS_PER_ROUND; round++) {
+      const outcome = await withMaintenanceLock(db, 'reaper', async (tx) => {
+        const result = await reapExpiredLeases(tx, {
+          limit: REAP_BATCH,
+          ...(leaseExpiredDelayMs !== undefined ? { leaseExpiredDelayMs } : {}),
+        });
+        if (result.reaped > 0) this.deps.failpoints?.hit('in_reap'); // dies before the commit
+        return result;
+      });
+      if (!outcome.ran) return;
+      const { reaped, retried, dead } = outcome.result;
+      if (reaped > 0) {
+        metrics?.reaped.inc({ outcome: 'retried' }, retried.length);
+        metrics?.reaped.inc({ outcome: 'dead' }, dead.length);
+        logger.warn({ retried: retried.length, dead: dead.length }, 'reaped expired leases');
+      }
+      if (reaped < REAP_BATCH) return;
+    }
+  }
+
+  /** Removes expired history, receipts and stale registry entries in bounded batches. */
+  async retentionRound(): Promise<void> {
+    const { db, logger } = this.deps;
+    const m = this.settings.maintenance;
+    const limit = m.retention.limit ?? RETENTION_BATCH;
+    for (let round = 0; round < MAX_STATEMENTS_PER_ROUND; round++) {
+      const outcome = await withMaintenanceLock(db, 'retention', async (tx) => {
+        const removed = await removeExpiredHistory(tx, { ...m.retention, limit });
+        const receipts = await removeOldReceipts(tx, { olderThanSeconds: m.receiptsRetentionSeconds, limit });
+        const workers = await removeStaleWorkers(tx, m.staleWorkerSeconds);
+        return { ...removed, receipts, workers };
+      });
+      if (!outcome.ran) return;
+      const r = outcome.result;
+      if (r.jobs + r.attempts + r.dedupeKeys + r.receipts + r.workers > 0) logger.info(r, 'retention removed old rows');
+      // Jobs are removed up to `limit` per terminal state.
+      if (Math.max(r.jobs / TERMINAL_STATES.length, r.attempts, r.dedupeKeys, r.receipts) < limit) return;
+    }
+  }
+}

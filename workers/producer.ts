@@ -1,0 +1,199 @@
+/**
+ * The producer: claims jobs for the worker's free slots and starts an attempt for each.
+ *
+ * Invariants:
+ * - at most `concurrency` attempts are in flight, and a claim asks only for free slots (and at
+ *   most `batchSize`); a slot is freed only when its attempt's run (execution and settlement)
+ *   is over;
+ * - claims run one at a time, on the claim connection the worker gives it;
+ * - a wake-up (a NOTIFY, a freed slot) is never lost: one that arrives while a claim runs
+ *   starts another claim, because the running one's snapshot may predate the job;
+ * - after `stop()` nothing more is claimed, and jobs whose claim was in flight then are handed
+ *   straight back.
+ */
+import type { Logger } from 'pino';
+import { claim, type ClaimedJob } from '../db/queue';
+import type { Db } from '../db/client';
+import { Attempt, leaseDeadlineFrom } from './attempt';
+import type { Completer } from './completer';
+import type { Failpoints } from './failpoints';
+import type { HandlerRegistry } from './handler';
+import type { WorkerMetrics } from './metrics';
+import { backoff, sleep } from './timing';
+
+export interface ProducerSettings {
+  workerId: string;
+  queues: string[];
+  concurrency: number;
+  leaseSeconds: number;
+  /** Most jobs one claim asks for (never more than the free slots). */
+  batchSize: number;
+  pollMs: number;
+  /** Claims commit without waiting for their WAL flush (db/queue/claim.ts, docs/contract.md §4). */
+  asyncClaims: boolean;
+}
+
+export interface ProducerDeps {
+  registry: HandlerRegistry;
+  /** Hands back jobs claimed while stopping. */
+  completer: Completer;
+  logger: Logger;
+  metrics?: WorkerMetrics | undefined;
+  failpoints?: Failpoints | undefined;
+  /** Runs one attempt to its settlement; its slot is freed when this resolves. */
+  run: (attempt: Attempt) => Promise<void>;
+}
+
+export class Producer {
+  /** Attempts, not jobs: one job can have two attempts here (a stale one and a new one). */
+  readonly inFlight = new Set<Attempt>();
+  private readonly controller = new AbortController();
+  private wakeUp: (() => void) | null = null;
+  private wokenMeanwhile = false;
+  /** The claim loop waits with every slot taken: a finishing attempt must wake it. */
+  private waitingForSlot = false;
+  private loop: Promise<void> = Promise.resolve();
+  private drained: (() => void) | null = null;
+  lastClaimAt: Date | null = null;
+
+  constructor(
+    private readonly settings: ProducerSettings,
+    private readonly deps: ProducerDeps,
+  ) {}
+
+  /** Starts the claim loop on `claimDb`: claims only, one at a time. */
+  start(claimDb: Db): void {
+    this.loop = this.claimLoop(claimDb);
+  }
+
+  /** No more claims; resolves once a claim in flight has started (or handed back) its jobs. */
+  async stop(): Promise<void> {
+    this.controller.abort();
+    this.wake();
+    await this.loop;
+  }
+
+  /** Wakes the claim loop (a notification, a free slot, a reconnect). */
+  wake(): void {
+    const resolve = this.wakeUp;
+    this.wakeUp = null;
+    if (resolve) resolve();
+    else this.wokenMeanwhile = true; // a wake-up during a claim is not lost
+  }
+
+  /** Resolves when no attempt is in flight. */
+  whenDrained(): Promise<void> {
+    if (this.inFlight.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const previous = this.drained;
+      this.drained = () => {
+        previous?.();
+        resolve();
+      };
+    });
+  }
+
+  private waitForWake(ms: number): Promise<void> {
+    if (this.wokenMeanwhile) {
+      this.wokenMeanwhile = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const signal = this.controller.signal;
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        // Once this wait is over, a wake-up must land in wokenMeanwhile, not in this callback.
+        if (this.wakeUp === done) this.wakeUp = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      this.wakeUp = done;
+    });
+  }
+
+  private async claimLoop(claimDb: Db): Promise<void> {
+    const { logger } = this.deps;
+    const s = this.settings;
+    const { signal } = this.controller;
+    let failures = 0;
+    while (!signal.aborted) {
+      const free = s.concurrency - this.inFlight.size;
+      if (free > 0) {
+        const limit = Math.min(free, s.batchSize);
+        let jobs: ClaimedJob[];
+        // A wake-up from before this claim is answered by it; one that arrives while it runs
+        // (a NOTIFY for a job committed after its snapshot) must start another claim.
+        this.wokenMeanwhile = false;
+        try {
+          jobs = await claim(claimDb, {
+            queues: s.queues,
+            workerId: s.workerId,
+            limit,
+            leaseSeconds: s.leaseSeconds,
+            asyncCommit: s.asyncClaims,
+          });
+          failures = 0;
+        } catch (error) {
+          failures += 1;
+          const delay = backoff(failures);
+          logger.error({ err: error, retryInMs: delay }, 'claim failed; retrying');
+          await sleep(delay, signal);
+          continue;
+        }
+        this.lastClaimAt = new Date();
+        if (signal.aborted) {
+          // Stopped while the claim was in flight: hand these straight back.
+          await this.deps.completer.releaseUnstarted(jobs);
+          return;
+        }
+        if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');
+        for (const job of jobs) this.begin(job);
+        if (jobs.length === limit) continue; // there may be more due right now
+      }
+      // Polling with jitter is the correctness path; wake-ups only make it prompt. A freed slot
+      // wakes the loop only if it is waiting for one: with slots free, the last claim took
+      // everything due, and a claim per finished job would find nothing (docs/performance.md).
+      this.waitingForSlot = this.inFlight.size >= s.concurrency;
+      await this.waitForWake(s.pollMs * (0.8 + Math.random() * 0.4));
+      this.waitingForSlot = false;
+    }
+  }
+
+  private begin(job: ClaimedJob): void {
+    const { logger, metrics, registry } = this.deps;
+    const entry = new Attempt(
+      job,
+      registry.get(job.kind),
+      leaseDeadlineFrom(performance.now(), this.settings.leaseSeconds),
+      logger,
+    );
+    this.inFlight.add(entry);
+    metrics?.inFlight.inc();
+    metrics?.claimed.inc({ queue: job.queue });
+    if (job.attempt === 1 && job.startedAt) {
+      const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
+      metrics?.startDelay.observe({ queue: job.queue }, Math.max(0, job.startedAt.getTime() - due) / 1000);
+    }
+    this.deps.run(entry).then(
+      () => this.finish(entry),
+      (error: unknown) => {
+        entry.log.error({ err: error }, 'attempt ended with an unexpected error; the lease will expire');
+        this.finish(entry);
+      },
+    );
+  }
+
+  /** The attempt is over: its slot is free. */
+  private finish(entry: Attempt): void {
+    this.inFlight.delete(entry);
+    this.deps.metrics?.inFlight.dec();
+    if (this.inFlight.size === 0) {
+      const drained = this.drained;
+      this.drained = null;
+      drained?.();
+    }
+    if (this.waitingForSlot) this.wake();
+  }
+}

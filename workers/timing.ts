@@ -1,0 +1,58 @@
+/**
+ * Waiting and retrying, shared by the worker's services: a sleep that a stop cuts short, the
+ * backoff after failures, a loop that runs a task every so often, and which database errors
+ * are worth another try.
+ */
+import type { Logger } from 'pino';
+
+/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** Exponential backoff with jitter after `failures` failures in a row: 100 ms to 30 s. */
+export function backoff(failures: number): number {
+  return Math.min(30_000, 200 * 2 ** Math.min(failures - 1, 8)) * (0.5 + Math.random() / 2);
+}
+
+/**
+ * Runs `task` every `ms` (±10 % jitter, so workers started together drift apart) until `signal`
+ * aborts, logging (not throwing) its failures. Resolves once the loop is over.
+ */
+export async function every(
+  ms: number,
+  task: () => Promise<void> | void,
+  signal: AbortSignal,
+  logger: Logger,
+  name = task.name,
+): Promise<void> {
+  while (!signal.aborted) {
+    await sleep(ms * (0.9 + Math.random() * 0.2), signal);
+    if (signal.aborted) return;
+    try {
+      await task();
+    } catch (error) {
+      logger.warn({ err: error, task: name }, 'background task failed; it runs again next round');
+    }
+  }
+}
+
+/** Connection loss, server shutdown, overload, serialization: worth another try. */
+export function isRetryableDbError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|40|53|57)/.test(code);
+  if (typeof code === 'string' && /^E(CONN|PIPE|TIMEDOUT|HOSTUNREACH|NETUNREACH|AI_AGAIN)/.test(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    message,
+  );
+}

@@ -1,0 +1,239 @@
+/**
+ * The worker: composes the services that run jobs and owns their lifecycle.
+ *
+ * - producer.ts claims for free slots and starts an attempt per job;
+ * - attempt.ts runs one attempt and says what came of it;
+ * - completer.ts settles it (the only caller of the settle functions);
+ * - lease-keeper.ts heartbeats running attempts and stops those that must not go on;
+ * - maintenance.ts keeps the registry entry and runs the reaper and retention;
+ * - listener.ts turns enqueue NOTIFYs into wake-ups for the producer.
+ *
+ * Invariants:
+ * - no shared-pool connection is held while a handler works: heartbeats and settlements each
+ *   borrow one for one short statement; claims run on a connection of their own;
+ * - an attempt settles only through the queue's lease-guarded functions, so a worker that lost
+ *   its lease (expired, reaped, cancelled by an operator) changes nothing; its handler's
+ *   AbortSignal fires as soon as a heartbeat reports the loss;
+ * - on stop, nothing is claimed any more, running handlers get `graceMs` to finish, and what
+ *   is still running then is released (token-guarded) so another worker starts it at once.
+ */
+import type { Logger } from 'pino';
+import { createDb, type Db, type DbHandle } from '../db/client';
+import { WAKE_CHANNEL, type RetentionOptions, type RetryPolicy } from '../db/queue';
+import { type Attempt, AttemptAborted, execute } from './attempt';
+import { Completer } from './completer';
+import type { Failpoints } from './failpoints';
+import type { HandlerRegistry } from './handler';
+import { LeaseKeeper } from './lease-keeper';
+import { WakeListener } from './listener';
+import { Maintenance } from './maintenance';
+import type { WorkerMetrics } from './metrics';
+import { Producer } from './producer';
+import { sleep } from './timing';
+
+export interface WorkerSettings {
+  workerId: string;
+  queues: string[];
+  concurrency: number;
+  leaseSeconds: number;
+  /** Most jobs one claim asks for (never more than the free slots). */
+  batchSize: number;
+  pollMs: number;
+  listen: boolean;
+  graceMs: number;
+  /** Completions wait this long to be acknowledged together in one statement. */
+  ackFlushMs: number;
+  /** Claims commit without waiting for their WAL flush (off by default: db/queue/claim.ts, docs/contract.md §4). */
+  asyncClaims: boolean;
+  retry?: Partial<RetryPolicy>;
+  registryIntervalMs: number;
+  maintenance: {
+    enabled: boolean;
+    reapIntervalMs: number;
+    retentionIntervalMs: number;
+    staleWorkerSeconds: number;
+    receiptsRetentionSeconds: number;
+    retention: RetentionOptions;
+  };
+}
+
+export interface WorkerDeps {
+  db: Db;
+  databaseUrl: string;
+  /** Where claims run; by default a connection of the worker's own, opened from databaseUrl. */
+  claimDb?: Db | undefined;
+  registry: HandlerRegistry;
+  logger: Logger;
+  /** What the worker registry shows as this worker's version. */
+  version?: string | null | undefined;
+  metrics?: WorkerMetrics | undefined;
+  /** Test-only crash points (the failure harness). */
+  failpoints?: Failpoints | undefined;
+}
+
+/** How long released attempts get to settle after the grace period, before stop goes on. */
+const RELEASE_WAIT_MS = 10_000;
+
+export class Worker {
+  private readonly completer: Completer;
+  private readonly producer: Producer;
+  private readonly leaseKeeper: LeaseKeeper;
+  private readonly maintenance: Maintenance;
+  private listener: WakeListener | null = null;
+  /**
+   * The claim connection (a pool of one, kept open). Claims run one at a time, so one
+   * connection is enough, and on it the prepared claim has its generic plan and the server
+   * process its caches from the second claim on. Taken from the shared pool, a claim often got
+   * a connection that had never run it: planned afresh for its first five runs there, and it
+   * was most of the slowest pickups (docs/performance.md).
+   */
+  private claimHandle: DbHandle | null = null;
+  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private stopRequested = false;
+  private stopping: Promise<void> | null = null;
+
+  constructor(
+    private readonly settings: WorkerSettings,
+    private readonly deps: WorkerDeps,
+  ) {
+    const { db, logger, metrics, failpoints, registry } = deps;
+    const s = settings;
+    this.completer = new Completer(s, { db, logger, metrics, failpoints });
+    this.producer = new Producer(s, {
+      registry,
+      completer: this.completer,
+      logger,
+      metrics,
+      failpoints,
+      run: (attempt) => this.run(attempt),
+    });
+    this.leaseKeeper = new LeaseKeeper(s.leaseSeconds, this.producer.inFlight, { db, registry, logger, failpoints });
+    this.maintenance = new Maintenance(
+      { ...s, leaseExpiredDelayMs: s.retry?.leaseExpiredDelayMs },
+      { db, logger, metrics, failpoints, version: deps.version },
+    );
+  }
+
+  get running(): number {
+    return this.producer.inFlight.size;
+  }
+
+  get lastClaimAt(): Date | null {
+    return this.producer.lastClaimAt;
+  }
+
+  health(): Record<string, unknown> {
+    return {
+      status: this.state === 'running' ? 'ok' : this.state,
+      workerId: this.settings.workerId,
+      inFlight: this.producer.inFlight.size,
+      listening: this.listener?.connected ?? false,
+      lastClaimAt: this.producer.lastClaimAt?.toISOString() ?? null,
+    };
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error('Leasehold worker: start() called twice');
+    this.state = 'running';
+    const { logger } = this.deps;
+    const s = this.settings;
+    await this.maintenance.register();
+    // stop() during start: what shutdown has already passed must not be opened now.
+    if (this.stopRequested) return;
+    if (s.listen) {
+      this.listener = new WakeListener({
+        url: this.deps.databaseUrl,
+        channel: WAKE_CHANNEL,
+        logger,
+        onWake: (queue) => {
+          if (queue === '*' || s.queues.includes(queue)) this.producer.wake();
+        },
+      });
+      await this.listener.start();
+      if (this.stopRequested) {
+        await this.listener.stop();
+        return;
+      }
+    }
+    let claimDb = this.deps.claimDb;
+    if (!claimDb) {
+      this.claimHandle = createDb(this.deps.databaseUrl, {
+        max: 1,
+        applicationName: 'leasehold-claim',
+        idleTimeoutMs: 0,
+      });
+      claimDb = this.claimHandle.db;
+    }
+    this.producer.start(claimDb);
+    this.leaseKeeper.start();
+    this.maintenance.start();
+    logger.info(
+      {
+        queues: s.queues,
+        concurrency: s.concurrency,
+        leaseSeconds: s.leaseSeconds,
+        listen: s.listen,
+        asyncClaims: s.asyncClaims,
+        kinds: this.deps.registry.kinds(),
+      },
+      'worker started',
+    );
+  }
+
+  /** Wakes the claim loop (a notification, a free slot, a reconnect). */
+  wake(): void {
+    this.producer.wake();
+  }
+
+  /**
+   * Stops claiming, gives running handlers `graceMs` to finish, then aborts and releases the
+   * rest, flushes acknowledgements and removes the registry entry. Idempotent.
+   */
+  stop(graceMs = this.settings.graceMs): Promise<void> {
+    this.stopping ??= this.shutdown(graceMs);
+    return this.stopping;
+  }
+
+  /** One attempt from execution to settlement; the producer frees its slot after this. */
+  private async run(attempt: Attempt): Promise<void> {
+    const outcome = await execute(attempt, {
+      db: this.deps.db,
+      registry: this.deps.registry,
+      leaseSeconds: this.settings.leaseSeconds,
+      metrics: this.deps.metrics,
+      failpoints: this.deps.failpoints,
+    });
+    await this.completer.settle(attempt, outcome);
+  }
+
+  private async shutdown(graceMs: number): Promise<void> {
+    const { logger } = this.deps;
+    const { inFlight } = this.producer;
+    this.state = 'stopping';
+    this.stopRequested = true;
+    const claimsStopped = this.producer.stop();
+    const maintenanceStopped = this.maintenance.stop();
+    await this.listener?.stop();
+    await claimsStopped; // a claim in flight has started (or released) its jobs by now
+    logger.info({ inFlight: inFlight.size, graceMs }, 'stopping: no more claims, waiting for running handlers');
+    if (inFlight.size > 0) {
+      await Promise.race([this.producer.whenDrained(), sleep(graceMs)]);
+    }
+    if (inFlight.size > 0) {
+      logger.warn({ releasing: inFlight.size }, 'grace period over: releasing unfinished jobs');
+      for (const entry of inFlight) {
+        entry.stop(new AttemptAborted('shutdown', 'the worker is shutting down'));
+      }
+      await Promise.race([this.producer.whenDrained(), sleep(RELEASE_WAIT_MS)]);
+    }
+    await this.completer.flush();
+    await this.leaseKeeper.stop();
+    await maintenanceStopped;
+    await this.maintenance.deregister();
+    await this.claimHandle
+      ?.close()
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not close the claim connection'));
+    this.state = 'stopped';
+    logger.info('worker stopped');
+  }
+}
