@@ -55,3 +55,25 @@ export async function preparedStatementNames(pool: pg.Pool): Promise<string[]> {
     (r) => r.name,
   );
 }
+
+/** A statement as a watched executor shows it: the prepared name, if any, and the text. */
+export interface WatchedStatement {
+  name: string | undefined;
+  text: string;
+}
+
+/**
+ * A `pg` executor over `pool` that hands every statement to `around(statement, run)` first, so
+ * a test can count, delay or fail the statements a service sends (`run` executes it).
+ */
+export function watchedExecutor(
+  pool: pg.Pool,
+  around: (statement: WatchedStatement, run: () => Promise<pg.QueryResult>) => Promise<pg.QueryResult>,
+): Pick<pg.Pool, 'query'> {
+  const query = (config: string | pg.QueryConfig, values?: unknown[]) => {
+    const statement =
+      typeof config === 'string' ? { name: undefined, text: config } : { name: config.name, text: config.text };
+    return around(statement, () => (typeof config === 'string' ? pool.query(config, values) : pool.query(config)));
+  };
+  return { query } as unknown as Pick<pg.Pool, 'query'>;
+}

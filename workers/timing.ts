@@ -49,8 +49,9 @@ export async function every(
 /** Connection loss, server shutdown, overload, serialization: worth another try. */
 export function isRetryableDbError(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|40|53|57)/.test(code);
+  // Node's socket codes first: EPIPE is five capitals, like an SQLSTATE.
   if (typeof code === 'string' && /^E(CONN|PIPE|TIMEDOUT|HOSTUNREACH|NETUNREACH|AI_AGAIN)/.test(code)) return true;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|40|53|57)/.test(code);
   const message = error instanceof Error ? error.message : '';
   return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
     message,

@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import { cancelIfUnchanged } from '../db/queue';
+import { claimedAttempts, idleHandler, silentLogger } from '../test/attempts';
+import { useTestDatabase, type WatchedStatement, watchedExecutor } from '../test/db';
+import { attemptsOf, getJob } from '../test/factories';
+import { Attempt } from './attempt';
+import { Completer } from './completer';
+import { createMetrics } from './metrics';
+
+const t = useTestDatabase();
+
+const noop = idleHandler('noop');
+
+/** A completer whose statements are recorded; `fail(statement)` may throw instead of running one. */
+function completer(options: { ackFlushMs?: number; fail?: (s: WatchedStatement) => Error | undefined } = {}) {
+  const statements: WatchedStatement[] = [];
+  const metrics = createMetrics();
+  const db = watchedExecutor(t.pool, async (statement, run) => {
+    statements.push(statement);
+    const error = options.fail?.(statement);
+    if (error) throw error;
+    return run();
+  });
+  const c = new Completer(
+    { workerId: 'completer-test', ackFlushMs: options.ackFlushMs ?? 5, retry: { baseDelayMs: 60_000 } },
+    { db, logger: silentLogger, metrics },
+  );
+  return { completer: c, statements, metrics };
+}
+
+const claimAttempts = (count: number, leaseSeconds = 30) => claimedAttempts(t.db, count, { leaseSeconds });
+
+const counted = async (counter: { get(): Promise<{ values: { value: number }[] }> }) =>
+  (await counter.get()).values.reduce((sum, v) => sum + v.value, 0);
+
+describe('the completer', () => {
+  it('acknowledges the completions that arrive together in one statement', async () => {
+    const attempts = await claimAttempts(12);
+    const { completer: c, statements, metrics } = completer({ ackFlushMs: 20 });
+    await Promise.all(attempts.map((a) => c.settle(a, { kind: 'completed' })));
+    expect(statements.map((s) => s.name)).toEqual(['leasehold_complete_many']);
+    for (const a of attempts) expect((await getJob(t.db, a.job.id)).state).toBe('done');
+    expect(await counted(metrics.completed)).toBe(12);
+  });
+
+  it('reports each lost lease in a batch and completes the others', async () => {
+    const attempts = await claimAttempts(3);
+    const [first, cancelled, last] = attempts as [Attempt, Attempt, Attempt];
+    const { completer: c, metrics } = completer({ ackFlushMs: 60_000 });
+    const settled = attempts.map((a) => c.settle(a, { kind: 'completed' }));
+    const outcome = await cancelIfUnchanged(t.db, {
+      id: cancelled.job.id,
+      leaseToken: cancelled.job.leaseToken,
+      actor: 'test',
+    });
+    expect(outcome.applied).toBe(true);
+    await c.flush(); // the timer is a minute away: flush() must not wait for it
+    await Promise.all(settled);
+    expect((await getJob(t.db, first.job.id)).state).toBe('done');
+    expect((await getJob(t.db, cancelled.job.id)).state).toBe('cancelled');
+    expect((await getJob(t.db, last.job.id)).state).toBe('done');
+    expect(await counted(metrics.completed)).toBe(2);
+    expect(await counted(metrics.leasesLost)).toBe(1);
+  });
+
+  it('records a failure with its class and the retry policy, capped by the handler’s max attempts', async () => {
+    const [retried, capped] = (await claimAttempts(2)) as [Attempt, Attempt];
+    const { completer: c, metrics } = completer();
+    await c.settle(retried, { kind: 'failed', failureClass: 'transient', message: 'provider 503' });
+    const waiting = await getJob(t.db, retried.job.id);
+    expect(waiting).toMatchObject({
+      state: 'ready',
+      attempts: 1,
+      failureClass: 'transient',
+      lastError: 'provider 503',
+    });
+    // baseDelayMs is a minute: the retry waits at least about that long.
+    expect(waiting.runAt.getTime() - Date.now()).toBeGreaterThan(20_000);
+
+    const oneAttempt = new Attempt(capped.job, { ...noop, maxAttempts: 1 }, capped.leaseDeadline, silentLogger);
+    await c.settle(oneAttempt, { kind: 'failed', failureClass: 'transient', message: 'again' });
+    expect(await getJob(t.db, capped.job.id)).toMatchObject({ state: 'dead', failureClass: 'transient' });
+    expect((await attemptsOf(t.db, capped.job.id)).map((a) => a.failureClass)).toEqual(['transient']);
+    expect(await counted(metrics.failed)).toBe(2);
+  });
+
+  it('releases a job stopped at shutdown for another worker at once', async () => {
+    const [attempt] = (await claimAttempts(1)) as [Attempt];
+    const { completer: c, metrics } = completer();
+    await c.settle(attempt, { kind: 'released' });
+    const job = await getJob(t.db, attempt.job.id);
+    expect(job.state).toBe('ready');
+    expect(job.runAt.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(await counted(metrics.released)).toBe(1);
+  });
+
+  it('settles nothing for an attempt that lost its lease', async () => {
+    const [attempt] = (await claimAttempts(1)) as [Attempt];
+    const { completer: c, statements, metrics } = completer();
+    await c.settle(attempt, { kind: 'lost' });
+    expect(statements).toEqual([]);
+    expect((await getJob(t.db, attempt.job.id)).state).toBe('running');
+    expect(await counted(metrics.leasesLost)).toBe(1);
+  });
+
+  it('retries a settlement after a connection failure, and gives up at the lease end', async () => {
+    const [kept, expiring] = (await claimAttempts(2, 30)) as [Attempt, Attempt];
+    let cuts = 0;
+    const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
+    const flaky = completer({ fail: () => (cuts++ < 2 ? lost() : undefined) });
+    await flaky.completer.settle(kept, { kind: 'failed', failureClass: 'transient', message: 'x' });
+    expect(cuts).toBe(3); // two cut, the third ran
+    expect((await getJob(t.db, kept.job.id)).state).toBe('ready');
+
+    // A lease that ends in under the first backoff is not worth another try.
+    expiring.job.leaseUntil = new Date(Date.now() + 50);
+    const down = completer({ fail: lost });
+    await down.completer.settle(expiring, { kind: 'completed' });
+    expect(down.statements).toHaveLength(1);
+    expect((await getJob(t.db, expiring.job.id)).state).toBe('running');
+    expect(await counted(down.metrics.leasesLost)).toBe(1);
+  });
+
+  it('hands back claimed jobs that never started', async () => {
+    const attempts = await claimAttempts(2);
+    const { completer: c } = completer();
+    await c.releaseUnstarted(attempts.map((a) => a.job));
+    for (const a of attempts) expect((await getJob(t.db, a.job.id)).state).toBe('ready');
+  });
+});

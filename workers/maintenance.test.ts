@@ -1,0 +1,107 @@
+import { sql } from 'drizzle-orm';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { completeIfLeaseHeld, deregisterWorker, listWorkers, registerWorker, withMaintenanceLock } from '../db/queue';
+import { run } from '../db/queue/executor';
+import { useTestDatabase } from '../test/db';
+import { addJob, claimOne, expireLease, getJob, uniqueQueue } from '../test/factories';
+import { until } from '../test/wait';
+import { Maintenance, type MaintenanceSettings } from './maintenance';
+import { createMetrics } from './metrics';
+
+const t = useTestDatabase();
+
+const silent = pino({ level: 'silent' });
+let n = 0;
+
+function maintenance(overrides: Partial<MaintenanceSettings['maintenance']> = {}, registryIntervalMs = 60_000) {
+  n += 1;
+  const metrics = createMetrics();
+  const m = new Maintenance(
+    {
+      workerId: `maintenance-test-${n}`,
+      queues: ['default'],
+      concurrency: 4,
+      registryIntervalMs,
+      leaseExpiredDelayMs: 0,
+      maintenance: {
+        enabled: true,
+        reapIntervalMs: 60_000,
+        retentionIntervalMs: 60_000,
+        staleWorkerSeconds: 3600,
+        receiptsRetentionSeconds: 86_400,
+        retention: {},
+        ...overrides,
+      },
+    },
+    { db: t.db, logger: silent, metrics, version: '1.2.3' },
+  );
+  return { maintenance: m, metrics, workerId: `maintenance-test-${n}` };
+}
+
+/** A running job whose lease has run out, waiting for the reaper. */
+async function expiredLease() {
+  const queue = uniqueQueue('maintenance');
+  await addJob(t.db, { queue });
+  const job = await claimOne(t.db, queue);
+  await expireLease(t.db, job.id);
+  return job;
+}
+
+const entry = async (id: string) => (await listWorkers(t.db, 3600)).find((w) => w.id === id);
+
+describe('maintenance', () => {
+  it('registers the worker with its version, and registers it again the same way once it was removed', async () => {
+    const { maintenance: m, workerId } = maintenance();
+    await m.register();
+    expect(await entry(workerId)).toMatchObject({ version: '1.2.3', concurrency: 4, queues: ['default'] });
+    await deregisterWorker(t.db, workerId); // as retention does to an entry it thinks stale
+    await m.refreshRegistry();
+    expect(await entry(workerId)).toMatchObject({ version: '1.2.3', concurrency: 4, pid: process.pid });
+  });
+
+  it('reaps an expired lease and counts it', async () => {
+    const job = await expiredLease();
+    const { maintenance: m, metrics } = maintenance();
+    await m.reapRound();
+    expect(await getJob(t.db, job.id)).toMatchObject({ state: 'ready', failureClass: 'lease_expired' });
+    const reaped = (await metrics.reaped.get()).values.find((v) => v.labels.outcome === 'retried');
+    expect(reaped?.value).toBe(1);
+  });
+
+  it('skips a round while another process holds its lock', async () => {
+    const job = await expiredLease();
+    const { maintenance: m, metrics } = maintenance();
+    const outer = await withMaintenanceLock(t.db, 'reaper', () => m.reapRound());
+    expect(outer.ran).toBe(true); // this test held the lock through the round
+    expect((await getJob(t.db, job.id)).state).toBe('running');
+    expect((await metrics.reaped.get()).values.every((v) => v.value === 0)).toBe(true);
+    await m.reapRound();
+    expect((await getJob(t.db, job.id)).state).toBe('ready');
+  });
+
+  it('removes finished jobs past their retention and stale registry entries', async () => {
+    const queue = uniqueQueue('maintenance');
+    await addJob(t.db, { queue });
+    const job = await claimOne(t.db, queue);
+    await completeIfLeaseHeld(t.db, job);
+    await registerWorker(t.db, { id: 'gone-worker', host: 'h', pid: 1, queues: ['default'], concurrency: 1 });
+    await run(t.db, sql`UPDATE workers SET last_seen_at = now() - interval '2 hours' WHERE id = 'gone-worker'`);
+    const { maintenance: m } = maintenance({ retention: { doneAfterSeconds: 0 } });
+    await m.retentionRound();
+    const rows = await run(t.db, sql`SELECT id FROM jobs WHERE id = ${job.id}::uuid`);
+    expect(rows).toEqual([]);
+    expect(await entry('gone-worker')).toBeUndefined();
+  });
+
+  it('keeps the registry entry fresh while started, and removes it at stop', async () => {
+    const { maintenance: m, workerId } = maintenance({ enabled: false }, 50);
+    await m.register();
+    m.start();
+    await deregisterWorker(t.db, workerId);
+    await until('the refresh registered the worker again', () => entry(workerId));
+    await m.stop();
+    await m.deregister();
+    expect(await entry(workerId)).toBeUndefined();
+  });
+});

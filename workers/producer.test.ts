@@ -1,0 +1,153 @@
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { enqueue } from '../db/queue';
+import type { Db } from '../db/client';
+import { testDatabase, type TestDatabase } from '../test/db';
+import { getJob, uniqueQueue } from '../test/factories';
+import { until } from '../test/wait';
+import type { Attempt } from './attempt';
+import { Completer } from './completer';
+import { HandlerRegistry } from './handler';
+import { Producer, type ProducerSettings } from './producer';
+
+let t: TestDatabase;
+const producers: Producer[] = [];
+beforeAll(async () => {
+  t = await testDatabase();
+});
+afterEach(async () => {
+  await Promise.all(producers.splice(0).map((p) => p.stop()));
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const silent = pino({ level: 'silent' });
+
+/**
+ * A producer whose attempts run until the test ends them (`finish(id)`), so slots stay taken
+ * exactly as long as the test says. `claimDb` may watch or delay the claims.
+ */
+function producer(queue: string, overrides: Partial<ProducerSettings> = {}, claimDb: Db = t.db) {
+  const started: Attempt[] = [];
+  const finishers = new Map<string, () => void>();
+  const completer = new Completer({ workerId: 'producer-test', ackFlushMs: 5 }, { db: t.db, logger: silent });
+  const p = new Producer(
+    {
+      workerId: 'producer-test',
+      queues: [queue],
+      concurrency: 3,
+      leaseSeconds: 30,
+      batchSize: 3,
+      pollMs: 60_000,
+      asyncClaims: false,
+      ...overrides,
+    },
+    {
+      registry: new HandlerRegistry([]),
+      completer,
+      logger: silent,
+      run: (attempt) =>
+        new Promise<void>((resolve) => {
+          started.push(attempt);
+          finishers.set(attempt.job.id, resolve);
+        }),
+    },
+  );
+  producers.push(p);
+  p.start(claimDb);
+  const finish = (id: string) => finishers.get(id)?.();
+  return { producer: p, started, finish };
+}
+
+const enqueueMany = (queue: string, count: number) =>
+  Promise.all(Array.from({ length: count }, () => enqueue(t.db, { queue, kind: 'noop' }).then((r) => r.id)));
+
+describe('the producer', () => {
+  it('claims no more than its free slots, and claims again when a slot frees up', async () => {
+    const queue = uniqueQueue('producer');
+    await enqueueMany(queue, 5);
+    const { producer: p, started, finish } = producer(queue);
+    await until('three attempts started', async () => started.length === 3);
+    expect(p.inFlight.size).toBe(3);
+    // Every slot is taken and the poll is a minute away: only a freed slot claims again.
+    finish(started[0]!.job.id);
+    await until('a fourth attempt started', async () => started.length === 4);
+    expect(p.inFlight.size).toBe(3);
+    expect(new Set(started.map((a) => a.job.id)).size).toBe(4);
+  });
+
+  it('asks for at most batchSize jobs per claim', async () => {
+    const queue = uniqueQueue('producer');
+    await enqueueMany(queue, 5);
+    const { started } = producer(queue, { concurrency: 5, batchSize: 2 });
+    await until('five attempts started', async () => started.length === 5);
+    // Batches of two: the claims that took them were 2, 2 and 1 jobs, so the attempts of each
+    // claim share its lease token.
+    const byToken = new Map<string, number>();
+    for (const a of started) byToken.set(a.job.leaseToken, (byToken.get(a.job.leaseToken) ?? 0) + 1);
+    expect([...byToken.values()].sort()).toEqual([1, 2, 2]);
+  });
+
+  it('claims at once when woken instead of waiting for the poll', async () => {
+    const queue = uniqueQueue('producer');
+    const { producer: p, started } = producer(queue);
+    await new Promise((r) => setTimeout(r, 100)); // the first (empty) claim is over
+    const [id] = await enqueueMany(queue, 1);
+    const woken = performance.now();
+    p.wake();
+    await until('the job started', async () => started.length === 1, 5000, 5);
+    expect(started[0]!.job.id).toBe(id);
+    expect(performance.now() - woken).toBeLessThan(5000); // the poll is a minute
+  });
+
+  it('resolves whenDrained once the last attempt is over', async () => {
+    const queue = uniqueQueue('producer');
+    await enqueueMany(queue, 2);
+    const { producer: p, started, finish } = producer(queue);
+    await until('two attempts started', async () => started.length === 2);
+    let drained = false;
+    const whenDrained = p.whenDrained().then(() => {
+      drained = true;
+    });
+    finish(started[0]!.job.id);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(drained).toBe(false);
+    finish(started[1]!.job.id);
+    await whenDrained;
+    expect(p.inFlight.size).toBe(0);
+  });
+
+  it('hands back the jobs of a claim that was in flight when it stopped, and starts none', async () => {
+    const queue = uniqueQueue('producer');
+    const [id] = await enqueueMany(queue, 1);
+    let claimStarted: () => void = () => {};
+    const claimRunning = new Promise<void>((resolve) => {
+      claimStarted = resolve;
+    });
+    let releaseClaim: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      releaseClaim = resolve;
+    });
+    // A claim connection whose statements wait until the test lets them go.
+    const slowClaims = Object.create(t.db, {
+      execute: {
+        value: async (...args: unknown[]) => {
+          claimStarted();
+          await held;
+          return (t.db.execute as (...a: unknown[]) => unknown)(...args);
+        },
+      },
+      session: { value: undefined },
+    }) as Db;
+    const { producer: p, started } = producer(queue, {}, slowClaims);
+    await claimRunning;
+    const stopped = p.stop();
+    releaseClaim();
+    await stopped;
+    expect(started).toEqual([]);
+    const job = await getJob(t.db, id!);
+    expect(job.state).toBe('ready');
+    expect(job.attempts).toBe(1); // the claim counted the attempt; the release handed it back
+  });
+});
