@@ -11,7 +11,8 @@ import {
   WAKE_CHANNEL,
   WAKE_DEBOUNCE_MS,
 } from '.';
-import { BULK_CHUNK, type EnqueueSpec } from './enqueue';
+import { BULK_CHUNK } from './enqueue';
+import type { EnqueueSpec } from './enqueue-spec';
 import { DEFAULT_MAX_ATTEMPTS, MAX_PAYLOAD_BYTES } from '../schema';
 import { useTestDatabase } from '../../test/db';
 import { allJobs, getJob, uniqueQueue } from '../../test/factories';

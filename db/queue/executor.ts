@@ -275,3 +275,37 @@ export function toDateOrNull(value: unknown): Date | null {
 export function toInt(value: unknown): number {
   return typeof value === 'number' ? value : Number(value);
 }
+
+/**
+ * BEGIN … COMMIT on a client of the pool: a transaction and a connection of this call's own. The
+ * client goes back unless its connection broke.
+ */
+export async function inPoolTransaction<T>(pool: pg.Pool, work: (tx: Executor) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  // A pool adds no error listener to a checked-out client: without one, a connection that dies
+  // during the call (a server restart) would crash the process.
+  let broken: Error | undefined;
+  const onError = (error: Error) => (broken ??= error);
+  client.on('error', onError);
+  try {
+    try {
+      await client.query('BEGIN');
+    } catch (error) {
+      broken ??= error instanceof Error ? error : new Error(String(error));
+      throw error;
+    }
+    try {
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+        broken ??= rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+      throw error;
+    }
+  } finally {
+    client.off('error', onError);
+    client.release(broken); // a broken connection is closed, a sound one reused
+  }
+}

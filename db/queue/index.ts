@@ -6,15 +6,12 @@ export type { Executor } from './executor';
 export type { Job, ClaimedJob, LeaseRef, SettleOutcome } from './job';
 export { LEASE_LOST } from './job';
 export { LeaseholdInputError } from './errors';
-export {
-  enqueue,
-  enqueueMany,
-  DEFAULT_DEDUPE_WINDOW_SECONDS,
-  MAX_BULK_ENQUEUE,
-  WAKE_CHANNEL,
-  WAKE_DEBOUNCE_MS,
-} from './enqueue';
-export type { EnqueueSpec, EnqueueResult, BulkEnqueueResult, EnqueueOptions } from './enqueue';
+export { enqueue, enqueueMany, MAX_BULK_ENQUEUE } from './enqueue';
+export type { EnqueueResult, BulkEnqueueResult } from './enqueue';
+export { DEFAULT_DEDUPE_WINDOW_SECONDS } from './enqueue-spec';
+export type { EnqueueSpec } from './enqueue-spec';
+export { WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake';
+export type { EnqueueOptions } from './wake';
 export { claim, claimStatement, MAX_CLAIM_BATCH } from './claim';
 export type { ClaimOptions } from './claim';
 export {
