@@ -2,7 +2,13 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['db/**/*.test.ts', 'workers/**/*.test.ts', 'lib/**/*.test.ts', 'scripts/**/*.test.ts'],
+    include: [
+      'db/**/*.test.ts',
+      'workers/**/*.test.ts',
+      'lib/**/*.test.ts',
+      'scripts/**/*.test.ts',
+      'test/**/*.test.ts',
+    ],
     globalSetup: ['./test/global-setup.ts'],
     // Each test file gets its own database cloned from a migrated template (test/db.ts).
     pool: 'forks',

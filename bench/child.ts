@@ -19,7 +19,9 @@ let handled = 0;
 let reported = 0;
 const started = new Map<number, number>();
 
-process.on('message', async (message: { type: string }) => {
+process.on('message', (message: { type: string }) => void onMessage(message));
+
+async function onMessage(message: { type: string }) {
   try {
     if (message.type === 'go') await go();
     if (message.type === 'cpu') {
@@ -34,7 +36,7 @@ process.on('message', async (message: { type: string }) => {
     console.error(`[bench ${systemName} ${mode}]`, error);
     process.exit(1);
   }
-});
+}
 
 let worker: Awaited<ReturnType<typeof system.startWorker>> | undefined;
 

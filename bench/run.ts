@@ -214,7 +214,7 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
       Array.from({ length: processes }, () => forkChild([system.name, 'drain', db.url])),
     );
     try {
-      const handled = new Array<number>(processes).fill(0);
+      const handled = Array.from({ length: processes }, () => 0);
       let allHandled: () => void = () => {};
       const handledAll = new Promise<void>((resolve) => (allHandled = resolve));
       children.forEach((child, i) =>

@@ -11,7 +11,7 @@ export type Db = NodePgDatabase<typeof schema>;
 export interface DbHandle {
   pool: pg.Pool;
   db: Db;
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 export interface CreateDbOptions {

@@ -178,7 +178,7 @@ export const queues = pgTable(
     createdAt: tstz('created_at').notNull().defaultNow(),
     updatedAt: tstz('updated_at').notNull().defaultNow(),
   },
-  (t) => [check('queues_aging_check', sql`aging_seconds BETWEEN 1 AND 86400`)],
+  () => [check('queues_aging_check', sql`aging_seconds BETWEEN 1 AND 86400`)],
 );
 
 /** Operator actions, written in the same statement as the change they record. */

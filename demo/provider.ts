@@ -74,7 +74,9 @@ const json = (res: http.ServerResponse, status: number, body: unknown, headers: 
 };
 const later = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const server = http.createServer(async (req, res) => {
+const server = http.createServer((req, res) => void respond(req, res));
+
+async function respond(req: http.IncomingMessage, res: http.ServerResponse) {
   if (req.method === 'GET' && req.url === '/stats') {
     return json(res, 200, {
       settings,
@@ -128,7 +130,7 @@ const server = http.createServer(async (req, res) => {
   }
   if (!res.destroyed)
     json(res, 200, { receiptId: delivery.receiptId, deliveredAt: delivery.deliveredAt, replayed: false });
-});
+}
 
 server.listen(settings.port, '127.0.0.1', () => {
   const address = server.address();

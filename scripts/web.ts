@@ -27,7 +27,9 @@ const child = spawn(process.execPath, [next, 'start', '--port', port], {
 const stop = () => child.kill('SIGTERM');
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
-child.on('exit', async (code) => {
+child.on('exit', (code) => void exitWith(code ?? 0));
+
+async function exitWith(code: number) {
   await database.stop();
-  process.exit(code ?? 0);
-});
+  process.exit(code);
+}

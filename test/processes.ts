@@ -33,6 +33,7 @@ export function start(script: string, args: string[], env: Record<string, string
     for (const line of chunk.toString('utf8').split('\n')) {
       if (!line) continue;
       output.push(line);
+      // oxlint-disable-next-line unicorn/no-useless-spread -- the copy is needed: the loop splices waiters
       for (const w of [...waiters]) {
         if (w.pattern.test(line)) {
           waiters.splice(waiters.indexOf(w), 1);

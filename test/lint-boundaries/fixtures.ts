@@ -1,0 +1,284 @@
+/**
+ * One source file per import boundary arrow, for test/lint-boundaries.test.ts: each is written
+ * at `file` in a scratch copy of the tree (never in the real one) and linted there with the
+ * repo's oxlint config. The sources are strings so that nothing here is linted or typechecked
+ * as code of the real tree.
+ */
+
+export interface Fixture {
+  /** Where the file sits, relative to the root: the folder (and depth) decides the rules. */
+  file: string;
+  /** The module specifier under test. */
+  from: string;
+  /** Source instead of `import { x } from '<from>'; export const y = x;`. */
+  source?: string;
+}
+
+export interface Arrow {
+  name: string;
+  /** Every fixture must fail with no-restricted-imports, its help naming the boundary. */
+  forbidden: Fixture[];
+  /** Text the boundary's message must contain. */
+  message: string;
+}
+
+export const sourceOf = (f: Fixture) => f.source ?? `import { x } from '${f.from}';\nexport const y = x;\n`;
+
+const sideEffect = (from: string) => `import '${from}';\n`;
+
+export const FORBIDDEN: Arrow[] = [
+  {
+    name: 'components -> lib/dal',
+    message: 'components/ may import only components/ and lib/dto',
+    forbidden: [
+      { file: 'components/job-table.tsx', from: '../lib/dal' },
+      { file: 'components/job-table.tsx', from: '@/lib/dal' },
+      { file: 'components/charts/line.tsx', from: '../../lib/env' },
+    ],
+  },
+  {
+    name: 'components -> db',
+    message: 'components/ may import only components/ and lib/dto',
+    forbidden: [
+      { file: 'components/job-table.tsx', from: '../db/schema' },
+      { file: 'components/job-table.tsx', from: '@/db/schema' },
+      { file: 'components/charts/line.tsx', from: '../../db/queries/overview' },
+      { file: 'components/job-table.tsx', from: './../db' },
+    ],
+  },
+  {
+    name: 'components -> pg, drizzle-orm',
+    message: 'components/ must not import pg, drizzle-orm',
+    forbidden: [
+      { file: 'components/job-table.tsx', from: 'pg' },
+      { file: 'components/job-table.tsx', from: 'drizzle-orm/pg-core' },
+    ],
+  },
+  {
+    name: 'app -> db',
+    message: 'app/ may import only app/, components/ and lib/',
+    forbidden: [
+      { file: 'app/(console)/jobs/page.tsx', from: '../../../db/schema' },
+      { file: 'app/(console)/jobs/page.tsx', from: '@/db/schema' },
+      { file: 'app/api/jobs/[id]/cancel/route.ts', from: '../../../../../db/queue' },
+      { file: 'app/layout.tsx', from: '@/db/queries/jobs' },
+    ],
+  },
+  {
+    name: 'app -> workers',
+    message: 'app/ may import only app/, components/ and lib/',
+    forbidden: [
+      { file: 'app/api/metrics/route.ts', from: '../../../workers/metrics' },
+      { file: 'app/api/metrics/route.ts', from: '@/workers/metrics' },
+    ],
+  },
+  {
+    name: 'app -> scripts',
+    message: 'app/ may import only app/, components/ and lib/',
+    forbidden: [
+      { file: 'app/login/page.tsx', from: '../../scripts/env' },
+      { file: 'app/login/page.tsx', from: '@/scripts/env' },
+    ],
+  },
+  {
+    name: 'app -> pg, drizzle-orm',
+    message: 'app/ must not import pg, drizzle-orm',
+    forbidden: [
+      { file: 'app/api/overview/route.ts', from: 'drizzle-orm' },
+      { file: 'app/api/overview/route.ts', from: 'pg' },
+    ],
+  },
+  {
+    name: 'lib -> app',
+    message: 'lib/ may import only lib/ and db/',
+    forbidden: [
+      { file: 'lib/dal.ts', from: '../app/(console)/layout' },
+      { file: 'lib/dal.ts', from: '@/app/(console)/layout' },
+    ],
+  },
+  {
+    name: 'lib -> components',
+    message: 'lib/ may import only lib/ and db/',
+    forbidden: [
+      { file: 'lib/page.ts', from: '../components/page-error' },
+      { file: 'lib/page.ts', from: '@/components/page-error' },
+    ],
+  },
+  {
+    name: 'lib -> workers, scripts',
+    message: 'lib/ may import only lib/ and db/',
+    forbidden: [
+      { file: 'lib/env.ts', from: '../workers/config' },
+      { file: 'lib/env.ts', from: '@/scripts/env' },
+    ],
+  },
+  {
+    name: 'workers -> lib',
+    message: 'workers/ may import only workers/ and db/',
+    forbidden: [
+      { file: 'workers/runtime.ts', from: '../lib/db' },
+      { file: 'workers/runtime.ts', from: '@/lib/db' },
+      { file: 'workers/handlers/receipt.send.ts', from: '../../lib/redaction' },
+    ],
+  },
+  {
+    name: 'workers -> app',
+    message: 'workers/ may import only workers/ and db/',
+    forbidden: [
+      { file: 'workers/metrics.ts', from: '../app/api/metrics/route' },
+      { file: 'workers/metrics.ts', from: '@/app/api/metrics/route' },
+    ],
+  },
+  {
+    name: 'workers -> scripts',
+    message: 'workers/ may import only workers/ and db/',
+    forbidden: [
+      { file: 'workers/main.ts', from: '../scripts/env' },
+      { file: 'workers/main.ts', from: '@/scripts/env' },
+    ],
+  },
+  {
+    name: 'workers -> test (outside *.test.ts)',
+    message: 'workers/ may import only workers/ and db/',
+    forbidden: [
+      { file: 'workers/runtime.ts', from: '../test/db' },
+      { file: 'workers/runtime.ts', from: '@/test/db' },
+    ],
+  },
+  {
+    name: 'workers -> next, react, server-only',
+    message: 'workers/ must not import next, next-auth, react, react-dom, server-only',
+    forbidden: [
+      { file: 'workers/runtime.ts', from: 'next/server' },
+      { file: 'workers/runtime.ts', from: 'next' },
+      { file: 'workers/handlers/receipt.send.ts', from: 'next-auth' },
+      { file: 'workers/handlers/receipt.send.ts', from: 'react' },
+      { file: 'workers/handlers/receipt.send.ts', from: 'react-dom/server' },
+      { file: 'workers/main.ts', from: 'server-only', source: sideEffect('server-only') },
+    ],
+  },
+  {
+    name: 'db -> lib',
+    message: 'db/ may import only db/',
+    forbidden: [
+      { file: 'db/queue/claim.ts', from: '../../lib/dal' },
+      { file: 'db/queue/claim.ts', from: '@/lib/dal' },
+      { file: 'db/schema.ts', from: '../lib/dto' },
+    ],
+  },
+  {
+    name: 'db -> workers',
+    message: 'db/ may import only db/',
+    forbidden: [
+      { file: 'db/queue/executor.ts', from: '../../workers/config' },
+      { file: 'db/queue/executor.ts', from: '@/workers/config' },
+      { file: 'db/client.ts', from: '../workers/runtime' },
+    ],
+  },
+  {
+    name: 'db -> app, components, scripts, test (outside *.test.ts)',
+    message: 'db/ may import only db/',
+    forbidden: [
+      { file: 'db/queries/jobs.ts', from: '../../app/(console)/jobs/page' },
+      { file: 'db/queries/jobs.ts', from: '@/components/state-badge' },
+      { file: 'db/migrate.ts', from: '../scripts/env' },
+      { file: 'db/queue/claim.ts', from: '../../test/db' },
+      { file: 'db/queue/claim.ts', from: '@/test/factories' },
+    ],
+  },
+  {
+    name: 'db -> server-only, react, next',
+    message: 'db/ must not import next, next-auth, react, react-dom, server-only',
+    forbidden: [
+      { file: 'db/client.ts', from: 'server-only', source: sideEffect('server-only') },
+      { file: 'db/queue/operator.ts', from: 'react' },
+      { file: 'db/queue/operator.ts', from: 'react/jsx-runtime' },
+      { file: 'db/users.ts', from: 'next-auth/providers/credentials' },
+      { file: 'db/users.ts', from: 'next/cache' },
+    ],
+  },
+  {
+    name: 'a file deeper than the table covers',
+    message: 'no patterns for files this deep in components/',
+    forbidden: [{ file: 'components/a/b/c/d.tsx', from: 'react' }],
+  },
+];
+
+/** Imports each folder may make: every file must lint clean (exit 0). */
+export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
+  {
+    folder: 'components',
+    fixtures: [
+      { file: 'components/bulk-actions.tsx', from: '../lib/dto' },
+      { file: 'components/bulk-actions.tsx', from: '@/lib/dto' },
+      { file: 'components/charts/line.tsx', from: '../../lib/dto' },
+      // The deepest files the table has exact patterns for (components/ maxDepth 3).
+      { file: 'components/charts/axes/ticks.tsx', from: '../../../lib/dto' },
+      { file: 'components/overview.tsx', from: './state-badge' },
+      { file: 'components/overview.tsx', from: '@/components/state-badge' },
+      { file: 'components/charts/line.tsx', from: '../state-badge' },
+      // components/charts/db/, not the root db/.
+      { file: 'components/charts/line.tsx', from: '../db/colors' },
+      { file: 'components/overview.tsx', from: 'recharts' },
+      { file: 'components/overview.tsx', from: 'react' },
+    ],
+  },
+  {
+    folder: 'app',
+    fixtures: [
+      { file: 'app/(console)/jobs/page.tsx', from: '../../../lib/dal' },
+      { file: 'app/(console)/jobs/page.tsx', from: '@/lib/dal' },
+      { file: 'app/(console)/jobs/[id]/page.tsx', from: '../../../../components/state-badge' },
+      { file: 'app/(console)/jobs/[id]/page.tsx', from: '@/components/job-actions' },
+      { file: 'app/api/jobs/[id]/cancel/route.ts', from: '../../../../../lib/http' },
+      { file: 'app/api/auth/[...nextauth]/route.ts', from: '@/app/api/shared' },
+      // app/(console)/db/ and app/(console)/workers/: folders of app/, whatever their names.
+      { file: 'app/(console)/jobs/page.tsx', from: '../db/columns' },
+      { file: 'app/(console)/jobs/page.tsx', from: '../workers/table' },
+      { file: 'app/layout.tsx', from: 'next-auth' },
+    ],
+  },
+  {
+    folder: 'lib',
+    fixtures: [
+      { file: 'lib/dal.ts', from: '../db/queue' },
+      { file: 'lib/dal.ts', from: '@/db/queue' },
+      { file: 'lib/dto.ts', from: '../db/queries/jobs' },
+      { file: 'lib/auth.ts', from: './env' },
+      { file: 'lib/auth.ts', from: '@/lib/env' },
+      { file: 'lib/http.ts', from: 'next/server' },
+      { file: 'lib/db.ts', from: 'server-only', source: sideEffect('server-only') },
+    ],
+  },
+  {
+    folder: 'workers',
+    fixtures: [
+      { file: 'workers/runtime.ts', from: '../db/client' },
+      { file: 'workers/runtime.ts', from: '@/db/client' },
+      { file: 'workers/handlers/receipt.send.ts', from: '../handler' },
+      { file: 'workers/handlers/receipt.send.ts', from: '@/workers/errors' },
+      { file: 'workers/handlers/receipt.send.ts', from: '../../db/queue' },
+      // workers/lib/, not the root lib/.
+      { file: 'workers/handlers/receipt.send.ts', from: '../lib/retry' },
+      { file: 'workers/runtime.test.ts', from: '../test/db' },
+      { file: 'workers/runtime.test.ts', from: '@/test/wait' },
+      { file: 'workers/handlers/receipt.send.test.ts', from: '../../test/factories' },
+      { file: 'workers/main.ts', from: 'pino' },
+    ],
+  },
+  {
+    folder: 'db',
+    fixtures: [
+      { file: 'db/queue/claim.ts', from: '../schema' },
+      { file: 'db/queue/claim.ts', from: '@/db/schema' },
+      { file: 'db/queue/claim.ts', from: './validate' },
+      { file: 'db/queries/jobs.ts', from: '../queue/history' },
+      { file: 'db/client.ts', from: './schema' },
+      { file: 'db/queue/claim.test.ts', from: '../../test/db' },
+      { file: 'db/queue/claim.test.ts', from: '@/test/factories' },
+      { file: 'db/migrate.test.ts', from: '../test/db' },
+      { file: 'db/client.ts', from: 'drizzle-orm/node-postgres' },
+      { file: 'db/client.ts', from: 'pg' },
+    ],
+  },
+];
