@@ -160,11 +160,12 @@ describe('one attempt', () => {
     entry.stop(new AttemptAborted('timeout', 'second'));
     finish(); // the handler returns after all
     expect(await outcome).toEqual({ kind: 'lost' });
-    expect(signal?.aborted).toBe(true);
-    expect((signal?.reason as AttemptAborted).message).toBe('first');
+    if (!signal) throw new Error('the handler never ran');
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as AttemptAborted).message).toBe('first');
     // A signal read only after the stop is aborted already, with the same reason.
     expect(entry.signal.aborted).toBe(true);
-    expect(entry.signal.reason).toBe(signal?.reason);
+    expect(entry.signal.reason).toBe(signal.reason);
   });
 
   it('marks the attempt as no longer subject to its timeout once the handler returned', async () => {

@@ -21,14 +21,14 @@ export interface HandlerContext<Payload> {
   deliveryKey: string;
   /** Fires when the lease is lost, an operator cancels, the timeout passes, or the worker stops. */
   signal: AbortSignal;
-  /** Extends the lease now (the runtime also does it on its own at a third of the lease). */
-  heartbeat(): Promise<void>;
+  /** Extends the lease now (the lease keeper also does it on its own at a third of the lease). */
+  heartbeat: () => Promise<void>;
   logger: Logger;
   /**
    * Runs a side effect at most once per key (default: the delivery key) as far as this
    * database knows: a recorded result is returned instead of calling `effect` again.
    */
-  receipt<T>(effect: () => Promise<T>, key?: string): Promise<T>;
+  receipt: <T>(effect: () => Promise<T>, key?: string) => Promise<T>;
 }
 
 export interface Handler<Payload = unknown> {

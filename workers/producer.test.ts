@@ -86,7 +86,7 @@ describe('the producer', () => {
     // claim share its lease token.
     const byToken = new Map<string, number>();
     for (const a of started) byToken.set(a.job.leaseToken, (byToken.get(a.job.leaseToken) ?? 0) + 1);
-    expect([...byToken.values()].sort()).toEqual([1, 2, 2]);
+    expect([...byToken.values()].sort((a, b) => a - b)).toEqual([1, 2, 2]);
   });
 
   it('claims at once when woken instead of waiting for the poll', async () => {

@@ -133,7 +133,7 @@ export async function enqueueMany(
     const { inserted, keys } = await insertJobs(executor, jobs, keyed ? 'ids' : 'count', wake.inStatement);
     if (!keyed) {
       if (inserted !== jobs.length)
-        throw new Error(`Leasehold enqueueMany: ${String(inserted)} of ${jobs.length} jobs inserted`);
+        throw new Error(`Leasehold enqueueMany: ${JSON.stringify(inserted)} of ${jobs.length} jobs inserted`);
       wake.afterCommit();
       return jobs.map((j) => ({ id: j.id, created: true }));
     }
@@ -177,7 +177,7 @@ async function insertInParts(
       await writing;
       writing = run<InsertRow>(tx, statement).then(([row]) => {
         if (row?.inserted !== jobs.length)
-          throw new Error(`Leasehold enqueueMany: ${String(row?.inserted)} of ${jobs.length} jobs inserted`);
+          throw new Error(`Leasehold enqueueMany: ${JSON.stringify(row?.inserted)} of ${jobs.length} jobs inserted`);
       });
       for (const j of jobs) {
         ids.push(j.id);

@@ -61,9 +61,10 @@ export default defineHandler({
         // Seconds only (an HTTP date or a bad value falls back to backoff), at most a day.
         const header = response.headers.get('retry-after');
         const seconds = header !== null && /^\s*\d+(\.\d+)?\s*$/.test(header) ? Number(header) : null;
-        throw new RateLimitedError(`receipt provider rate limited (429)`, {
-          ...(seconds !== null ? { retryAfterMs: Math.min(seconds, 86_400) * 1000 } : {}),
-        });
+        throw new RateLimitedError(
+          `receipt provider rate limited (429)`,
+          seconds !== null ? { retryAfterMs: Math.min(seconds, 86_400) * 1000 } : {},
+        );
       }
       if (response.status >= 500) throw new TransientError(`receipt provider answered ${response.status}`);
       if (!response.ok)
