@@ -5,13 +5,13 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { FAILURE_CLASSES, JOB_STATES } from '../schema';
+import { FAILURE_CLASSES, LIST_STATES } from '../states';
 import { run, toDate, toDateOrNull, type Executor } from '../queue/executor';
 import { attemptHistory, type AttemptRow } from '../queue/history';
 import { JOB_COLUMNS, mapJob, type Job } from '../queue/job';
 import { nameSchema, uuidSchema } from '../queue/validate';
 
-export const LIST_STATES = [...JOB_STATES, 'scheduled', 'retrying', 'lease_expired'] as const;
+export { LIST_STATES };
 export const LIST_SORTS = ['newest', 'oldest'] as const;
 
 export const jobFilterSchema = z.strictObject({
