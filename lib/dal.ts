@@ -3,7 +3,6 @@ import 'server-only';
  * The data-access layer: every function authorizes on the server (requireRole), validates its
  * input, calls db/ and returns a DTO. Pages, route handlers and server actions call only this.
  */
-import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import {
   cancelIfUnchanged,
@@ -22,14 +21,15 @@ import { nameSchema, uuidSchema } from '../db/queue/validate';
 import { overview } from '../db/queries/overview';
 import {
   auditListSchema,
+  BULK_ACTIONS,
   failureGroupFilter,
   failureGroups,
-  filterSql,
   jobDetail,
   jobFilterSchema,
   jobListSchema,
   listAudit,
   listJobs,
+  previewForAction,
   previewIds,
   recordAudit,
   type AuditEntry,
@@ -267,14 +267,13 @@ export async function cancelJob(input: unknown): Promise<ActionResultDTO> {
   );
 }
 
-const bulkFilterInput = z.strictObject({ action: z.enum(['retry', 'cancel']), filter: jobFilterSchema });
+const bulkFilterInput = z.strictObject({ action: z.enum(BULK_ACTIONS), filter: jobFilterSchema });
 
 /** Admin: how many jobs a bulk action by filter would touch, and the frozen id set (≤ 1,000). */
 export async function previewBulk(input: unknown): Promise<BulkPreviewDTO> {
   await requireRole('admin');
   const { action, filter } = parse(bulkFilterInput, input, 'bulk request');
-  const states = action === 'retry' ? `state IN ('dead', 'cancelled')` : `state IN ('ready', 'running')`;
-  const preview = await previewIds(database(), sql`${filterSql(filter)} AND ${sql.raw(states)}`, MAX_BULK_ACTION);
+  const preview = await previewForAction(database(), action, filter, MAX_BULK_ACTION);
   return { action, matched: preview.total, overCap: preview.overCap, cap: MAX_BULK_ACTION, jobs: preview.jobs };
 }
 
