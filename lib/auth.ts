@@ -10,6 +10,7 @@ import { authenticate, findUserByEmail } from '../db/users';
 import type { Role } from '../db/schema';
 import { database } from './db';
 import { DEMO_PASSWORD, webEnv } from './env';
+import { AuthError } from './errors';
 
 export interface SessionUser {
   email: string;
@@ -17,16 +18,6 @@ export interface SessionUser {
 }
 
 const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
-
-export class AuthError extends Error {
-  constructor(
-    readonly status: 401 | 403,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'AuthError';
-  }
-}
 
 export function authOptions(): NextAuthOptions {
   const env = webEnv();

@@ -7,7 +7,6 @@ import { z } from 'zod';
 import {
   cancelIfUnchanged,
   cancelManyIfUnchanged,
-  LeaseholdInputError,
   MAX_BULK_ACTION,
   pauseQueue as pauseQueueSql,
   resumeQueue as resumeQueueSql,
@@ -36,6 +35,7 @@ import {
 } from '../db/queries/jobs';
 import { allows, requireRole } from './auth';
 import { database } from './db';
+import { InputError } from './errors';
 import type {
   ActionResultDTO,
   AuditDTO,
@@ -49,13 +49,6 @@ import type {
 import { redact } from './redaction';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-export class InputError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'InputError';
-  }
-}
 
 function parse<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
   const result = schema.safeParse(input);
@@ -309,20 +302,16 @@ const bulkApplyInput = z.strictObject({
 export async function applyBulk(input: unknown): Promise<ActionResultDTO> {
   const user = await requireRole('admin');
   const { action, jobs, reason } = parse(bulkApplyInput, input, 'bulk request');
-  let result: ActionResult;
-  try {
-    result =
-      action === 'retry'
-        ? await retryManyIfTerminal(database(), {
-            ids: jobs.map((j) => j.id),
-            actor: user.email,
-            ...(reason ? { reason } : {}),
-          })
-        : await cancelManyIfUnchanged(database(), { jobs, actor: user.email, ...(reason ? { reason } : {}) });
-  } catch (error) {
-    if (error instanceof LeaseholdInputError) throw new InputError(error.problems.join('; '));
-    throw error;
-  }
+  // A LeaseholdInputError from the queue (a repeated id) reaches the caller as it is, as from
+  // retryJob and cancelJob: lib/errors.ts toUserMessage words it.
+  const result: ActionResult =
+    action === 'retry'
+      ? await retryManyIfTerminal(database(), {
+          ids: jobs.map((j) => j.id),
+          actor: user.email,
+          ...(reason ? { reason } : {}),
+        })
+      : await cancelManyIfUnchanged(database(), { jobs, actor: user.email, ...(reason ? { reason } : {}) });
   const verb = action === 'retry' ? 'Retried' : 'Cancelled';
   const skipped = result.refused.length;
   return {
