@@ -14,7 +14,6 @@ import {
   retryManyIfTerminal,
   type ActionResult,
   type Job,
-  type SingleActionOutcome,
 } from '../db/queue';
 import { nameSchema, uuidSchema } from '../db/queue/validate';
 import { overview } from '../db/queries/overview';
@@ -46,6 +45,14 @@ import type {
   OverviewDTO,
   SubState,
 } from './dto';
+import {
+  actionOutcomeMessage,
+  bulkOutcomeMessage,
+  invalidInputMessage,
+  JOB_GONE,
+  queuePauseMessage,
+  retryPlan,
+} from './present';
 import { redact } from './redaction';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -53,8 +60,8 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 function parse<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
   const result = schema.safeParse(input);
   if (!result.success) {
-    const detail = result.error.issues.map((i) => `${i.path.join('.') || what}: ${i.message}`).join('; ');
-    throw new InputError(`That ${what} is not valid (${detail}).`);
+    const problems = result.error.issues.map((i) => `${i.path.join('.') || what}: ${i.message}`);
+    throw new InputError(invalidInputMessage(what, problems));
   }
   return result.data;
 }
@@ -154,7 +161,7 @@ export async function revealPayload(id: string): Promise<{ payload: unknown }> {
   const user = await requireRole('admin');
   const jobId = parse(uuidSchema, id, 'job id');
   const detail = await jobDetail(database(), jobId);
-  if (!detail) throw new InputError('No job with this id exists any more.');
+  if (!detail) throw new InputError(JOB_GONE);
   await recordAudit(database(), {
     actor: user.email,
     action: 'reveal_payload',
@@ -172,7 +179,6 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   if (!detail) return null;
   const { job } = detail;
   const masked = redact(job.kind, job.payload);
-  const remaining = Math.max(job.maxAttempts, job.attempts + 1) - job.attempts;
   return {
     job: jobDto(job, allows(user, 'operator')),
     payload: masked.payload,
@@ -188,45 +194,13 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
       durationMs: a.durationMs,
     })),
     audit: detail.audit.map(auditDto),
-    retryPlan:
-      `A retry puts this job back to ready now as attempt ${job.attempts + 1} (up to ${remaining} more attempt${remaining === 1 ? '' : 's'}), ` +
-      `with the same id${job.idempotencyKey ? ` and delivery key ${job.idempotencyKey}` : ''}, so a provider that honours the key will not deliver twice; ` +
-      `it runs with whatever handler version the workers have for ${job.kind} v${job.kindVersion}.`,
+    retryPlan: retryPlan(job),
     can: {
       retry: allows(user, 'operator') && (job.state === 'dead' || job.state === 'cancelled'),
       cancel: allows(user, 'operator') && (job.state === 'ready' || job.state === 'running'),
       reveal: allows(user, 'admin') && masked.redacted.length > 0,
     },
   };
-}
-
-/** Turns an action outcome into a sentence a person understands. */
-function explain(action: 'retry' | 'cancel', outcome: SingleActionOutcome): ActionResultDTO {
-  if (outcome.applied) {
-    return {
-      ok: true,
-      message:
-        action === 'retry'
-          ? 'Retried: the job is ready and a worker will pick it up shortly.'
-          : 'Cancelled: the job will not run again.',
-    };
-  }
-  if (outcome.reason === 'not_found')
-    return { ok: false, message: 'No job with this id exists any more (retention may have removed it).' };
-  if (action === 'retry') {
-    return {
-      ok: false,
-      message: `Not retried: the job is ${outcome.state} now, not dead or cancelled. It changed since you looked; refresh to see it.`,
-    };
-  }
-  if (outcome.state === 'running' || outcome.state === 'ready') {
-    return {
-      ok: false,
-      message:
-        'Not cancelled: the job changed since you looked (the attempt you saw is no longer the one running). Refresh, check what it is doing now, and cancel again if you still want to.',
-    };
-  }
-  return { ok: false, message: `Not cancelled: the job is already ${outcome.state}.` };
 }
 
 const reasonSchema = z
@@ -243,21 +217,20 @@ const cancelInput = z.strictObject({
 export async function retryJob(input: unknown): Promise<ActionResultDTO> {
   const user = await requireRole('operator');
   const { id, reason } = parse(retryInput, input, 'retry request');
-  return explain('retry', await retryIfTerminal(database(), { id, actor: user.email, ...(reason ? { reason } : {}) }));
+  const outcome = await retryIfTerminal(database(), { id, actor: user.email, ...(reason ? { reason } : {}) });
+  return { ok: outcome.applied, message: actionOutcomeMessage('retry', outcome) };
 }
 
 export async function cancelJob(input: unknown): Promise<ActionResultDTO> {
   const user = await requireRole('operator');
   const { id, leaseToken, reason } = parse(cancelInput, input, 'cancel request');
-  return explain(
-    'cancel',
-    await cancelIfUnchanged(database(), {
-      id,
-      leaseToken: leaseToken ?? null,
-      actor: user.email,
-      ...(reason ? { reason } : {}),
-    }),
-  );
+  const outcome = await cancelIfUnchanged(database(), {
+    id,
+    leaseToken: leaseToken ?? null,
+    actor: user.email,
+    ...(reason ? { reason } : {}),
+  });
+  return { ok: outcome.applied, message: actionOutcomeMessage('cancel', outcome) };
 }
 
 const bulkFilterInput = z.strictObject({ action: z.enum(BULK_ACTIONS), filter: jobFilterSchema });
@@ -312,16 +285,7 @@ export async function applyBulk(input: unknown): Promise<ActionResultDTO> {
           ...(reason ? { reason } : {}),
         })
       : await cancelManyIfUnchanged(database(), { jobs, actor: user.email, ...(reason ? { reason } : {}) });
-  const verb = action === 'retry' ? 'Retried' : 'Cancelled';
-  const skipped = result.refused.length;
-  return {
-    ok: result.affected > 0,
-    message:
-      `${verb} ${result.affected} of ${result.requested} job${result.requested === 1 ? '' : 's'}.` +
-      (skipped
-        ? ` ${skipped} changed since the preview (finished, picked up or already handled) and were left alone.`
-        : ''),
-  };
+  return { ok: result.affected > 0, message: bulkOutcomeMessage(action, result) };
 }
 
 const queueInput = z.strictObject({ queue: nameSchema });
@@ -330,12 +294,7 @@ export async function setQueuePaused(input: unknown, paused: boolean): Promise<A
   const user = await requireRole('admin');
   const { queue } = parse(queueInput, input, 'queue');
   const outcome = await (paused ? pauseQueueSql : resumeQueueSql)(database(), { queue, actor: user.email });
-  if (outcome.applied)
-    return {
-      ok: true,
-      message: paused ? `Paused ${queue}: workers take nothing from it until it is resumed.` : `Resumed ${queue}.`,
-    };
-  return { ok: false, message: paused ? `${queue} was already paused.` : `${queue} was not paused.` };
+  return { ok: outcome.applied, message: queuePauseMessage(queue, paused, outcome.applied) };
 }
 
 export async function getAudit(searchParams: Record<string, string | undefined>) {
