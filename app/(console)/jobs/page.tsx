@@ -3,8 +3,9 @@ import { PageError } from '../../../components/page-error';
 import { StateBadge } from '../../../components/state-badge';
 import { FAILURE_CLASSES } from '../../../db/schema';
 import { LIST_STATES } from '../../../db/queries/jobs';
-import { dropEmpty, getJobs } from '../../../lib/dal';
+import { getJobs } from '../../../lib/dal';
 import { load } from '../../../lib/page';
+import { dropEmpty } from '../../../lib/search-params';
 
 type Params = Record<string, string | string[] | undefined>;
 
