@@ -2,7 +2,7 @@
  * What the browser gets: plain, serialisable shapes. Row types never leave db/ and lib/.
  */
 import type { AttemptRow, failureGroups } from '../db/queries/jobs';
-import type { Overview, QueueBacklog } from '../db/queries/overview';
+import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview';
 import type { FailureClass, JobState, Role } from '../db/schema';
 
 /** A read model as JSON carries it: every Date becomes an ISO string. */
@@ -71,6 +71,12 @@ export interface JobDetailDTO {
 export type QueueDTO = QueueBacklog;
 
 export type OverviewDTO = Jsonified<Overview> & { can: { pause: boolean } };
+
+/** What /api/metrics renders as Prometheus text (lib/metrics-text.ts); never sent to a browser. */
+export interface MetricsDTO {
+  queues: QueueDTO[];
+  dead: Awaited<ReturnType<typeof deadByClass>>;
+}
 
 export type FailureGroupDTO = Jsonified<Awaited<ReturnType<typeof failureGroups>>[number]>;
 

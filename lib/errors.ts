@@ -15,10 +15,14 @@ export class InputError extends Error {
   }
 }
 
-/** No session (401) or a role too low for the function (403); thrown before any query. */
+/**
+ * No session or token (401), a role too low for the function (403), or an endpoint switched
+ * off that answers as if it did not exist (404: /api/metrics without a token configured).
+ * Thrown before any query.
+ */
 export class AuthError extends Error {
   constructor(
-    readonly status: 401 | 403,
+    readonly status: 401 | 403 | 404,
     message: string,
   ) {
     super(message);
@@ -27,7 +31,7 @@ export class AuthError extends Error {
 }
 
 export interface UserMessage {
-  status: 400 | 401 | 403;
+  status: 400 | 401 | 403 | 404;
   message: string;
 }
 

@@ -6,7 +6,7 @@ import 'server-only';
  * POLICY (policy.test.ts fails otherwise).
  */
 export { getViewer } from './session';
-export { getOverview } from './overview';
+export { getMetrics, getOverview } from './overview';
 export { getFailureGroups, getJobDetail, getJobs, revealPayload } from './jobs';
 export { getAudit } from './audit';
 export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions';

@@ -1,9 +1,12 @@
 import 'server-only';
-/** The overview: backlog per queue, throughput, attempts, failure classes, live workers. */
-import { overview } from '../../db/queries/overview';
+/**
+ * The overview (backlog per queue, throughput, attempts, failure classes, live workers) and
+ * the metrics /api/metrics renders from the same read models.
+ */
+import { backlog, deadByClass, overview } from '../../db/queries/overview';
 import { database } from '../db';
-import type { OverviewDTO } from '../dto';
-import { authorize, permits } from './policy';
+import type { MetricsDTO, OverviewDTO } from '../dto';
+import { authorize, authorizeMetricsToken, permits } from './policy';
 
 export async function getOverview(): Promise<OverviewDTO> {
   const user = await authorize('getOverview');
@@ -21,4 +24,11 @@ export async function getOverview(): Promise<OverviewDTO> {
     })),
     can: { pause: permits(user, 'setQueuePaused') },
   };
+}
+
+/** For a scraper: `authorization` is the request's Authorization header (`Bearer <token>`). */
+export async function getMetrics(authorization: string | null): Promise<MetricsDTO> {
+  authorizeMetricsToken('getMetrics', authorization);
+  const [queues, dead] = await Promise.all([backlog(database()), deadByClass(database())]);
+  return { queues, dead };
 }

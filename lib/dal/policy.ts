@@ -6,19 +6,23 @@ import 'server-only';
  * Deny by default: a function without a row does not compile (`authorize` takes only names in
  * the table) and fails the test.
  */
+import { timingSafeEqual } from 'node:crypto';
 import type { Role } from '../../db/schema';
+import { webEnv } from '../env';
 import { AuthError } from '../errors';
 import { getViewer, type SessionUser } from './session';
 
 /**
  * A minimum role (viewer < operator < admin); `anyone`, for the session lookup itself, which
- * answers null to a visitor without one.
+ * answers null to a visitor without one; or `metrics-token`: no session is read, the caller
+ * presents LEASEHOLD_METRICS_TOKEN as a bearer token (a scraper has no login).
  */
-export type Rule = Role | 'anyone';
+export type Rule = Role | 'anyone' | 'metrics-token';
 
 export const POLICY = {
   getViewer: 'anyone',
   getOverview: 'viewer',
+  getMetrics: 'metrics-token',
   getJobs: 'viewer',
   getJobDetail: 'viewer',
   getFailureGroups: 'viewer',
@@ -33,8 +37,11 @@ export const POLICY = {
 } as const satisfies Record<string, Rule>;
 
 export type DalFunction = keyof typeof POLICY;
+type Gated<R extends Rule> = { [F in DalFunction]: (typeof POLICY)[F] extends R ? F : never }[DalFunction];
 /** The functions that need a session of some role. */
-export type RoleGated = { [F in DalFunction]: (typeof POLICY)[F] extends Role ? F : never }[DalFunction];
+export type RoleGated = Gated<Role>;
+/** The functions that need the metrics bearer token. */
+export type TokenGated = Gated<'metrics-token'>;
 
 const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
 
@@ -51,4 +58,18 @@ export async function authorize(fn: RoleGated): Promise<SessionUser> {
     throw new AuthError(403, `This needs the ${POLICY[fn]} role; you are signed in as ${user.role}.`);
   }
   return user;
+}
+
+/**
+ * Passes when `authorization` carries the configured metrics token (`Bearer …`); AuthError 404
+ * when none is configured (the endpoint is off), 401 otherwise. Compared in constant time.
+ * `fn` is only there to tie the call to its row: a function whose row is not `metrics-token`
+ * cannot call this.
+ */
+export function authorizeMetricsToken(_fn: TokenGated, authorization: string | null): void {
+  const token = webEnv().metricsToken;
+  if (!token) throw new AuthError(404, 'metrics are off: set LEASEHOLD_METRICS_TOKEN');
+  const given = Buffer.from((authorization ?? '').replace(/^Bearer\s+/i, ''));
+  const expected = Buffer.from(token);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new AuthError(401, 'unauthorized');
 }
