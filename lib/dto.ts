@@ -1,9 +1,14 @@
 /**
  * What the browser gets: plain, serialisable shapes. Row types never leave db/ and lib/.
+ * Client components import this module, so its only values are the pure lists of
+ * db/states.ts (no imports there); everything else here is a type.
  */
 import type { AttemptRow, failureGroups } from '../db/queries/jobs';
 import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview';
-import type { FailureClass, JobState, Role } from '../db/schema';
+import type { Role } from '../db/schema';
+import type { FailureClass, JobState, ListState } from '../db/states';
+
+export { FAILURE_CLASSES, LIST_STATES } from '../db/states';
 
 /** A read model as JSON carries it: every Date becomes an ISO string. */
 export type Jsonified<T> = T extends Date
@@ -14,7 +19,8 @@ export type Jsonified<T> = T extends Date
       ? { [K in keyof T]: Jsonified<T[K]> }
       : T;
 
-export type SubState = JobState | 'scheduled' | 'retrying' | 'lease_expired';
+/** A stored state, or the finer one the dashboard shows (scheduled, retrying, lease expired). */
+export type SubState = ListState;
 
 export interface JobDTO {
   id: string;
