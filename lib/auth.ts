@@ -6,10 +6,11 @@ import 'server-only';
  */
 import type { NextAuthOptions } from 'next-auth';
 import CredentialsProvider from 'next-auth/providers/credentials';
-import { authenticate } from '../db/users';
 import type { Role } from '../db/schema';
+import { authenticate, DEMO_PASSWORD, DEMO_USERS } from '../db/users';
 import { database } from './db';
-import { DEMO_PASSWORD, webEnv } from './env';
+import type { DemoLoginsDTO } from './dto';
+import { webEnv } from './env';
 
 export function authOptions(): NextAuthOptions {
   const env = webEnv();
@@ -43,4 +44,10 @@ export function authOptions(): NextAuthOptions {
       },
     },
   };
+}
+
+/** The demo users and their password for the login page: in demo mode only, else null. */
+export function demoLogins(): DemoLoginsDTO | null {
+  if (!webEnv().demo) return null;
+  return { emails: DEMO_USERS.map((u) => u.email), password: DEMO_PASSWORD };
 }

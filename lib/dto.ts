@@ -94,6 +94,12 @@ export interface BulkPreviewDTO {
   jobs: { id: string; leaseToken: string | null; state: string }[];
 }
 
+/** The demo's sign-in hint, shown on the login page in demo mode only. */
+export interface DemoLoginsDTO {
+  emails: string[];
+  password: string;
+}
+
 /** What an action tells the person who pressed the button. */
 export interface ActionResultDTO {
   ok: boolean;
