@@ -1,6 +1,11 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // lib/ starts with `import 'server-only'`, which throws outside Next.js's server bundles.
+    alias: { 'server-only': fileURLToPath(new URL('./test/server-only.ts', import.meta.url)) },
+  },
   test: {
     include: [
       'db/**/*.test.ts',

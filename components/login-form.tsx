@@ -2,8 +2,9 @@
 import { signIn } from 'next-auth/react';
 import { useRouter } from 'next/navigation';
 import { useState } from 'react';
+import type { DemoLoginsDTO } from '../lib/dto';
 
-export function LoginForm({ demoLogins }: { demoLogins: string[] | null }) {
+export function LoginForm({ demoLogins }: { demoLogins: DemoLoginsDTO | null }) {
   const router = useRouter();
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -39,7 +40,7 @@ export function LoginForm({ demoLogins }: { demoLogins: string[] | null }) {
       )}
       {demoLogins && (
         <p className="muted">
-          Demo logins (password <code>leasehold-demo</code>): {demoLogins.join(', ')}
+          Demo logins (password <code>{demoLogins.password}</code>): {demoLogins.emails.join(', ')}
         </p>
       )}
     </form>

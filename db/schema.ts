@@ -26,26 +26,18 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES } from './states';
 
-export const JOB_STATES = ['ready', 'running', 'done', 'dead', 'cancelled'] as const;
-export type JobState = (typeof JOB_STATES)[number];
-export const TERMINAL_STATES = ['done', 'dead', 'cancelled'] as const satisfies readonly JobState[];
-
-export const FAILURE_CLASSES = [
-  'transient',
-  'rate_limited',
-  'timeout',
-  'unknown_outcome',
-  'lease_expired',
-  'permanent',
-  'validation',
-  'cancelled',
-  'expired',
-] as const;
-export type FailureClass = (typeof FAILURE_CLASSES)[number];
-
-export const ATTEMPT_OUTCOMES = ['completed', 'failed', 'lease_expired', 'released', 'cancelled'] as const;
-export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+// The lists live in a module without imports (client bundles read them); exported here too,
+// where db/ has always found them.
+export {
+  ATTEMPT_OUTCOMES,
+  FAILURE_CLASSES,
+  JOB_STATES,
+  type AttemptOutcome,
+  type FailureClass,
+  type JobState,
+} from './states';
 
 /** Largest payload stored inline, in bytes of its JSON text. Bigger data goes by reference. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;

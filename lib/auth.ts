@@ -1,32 +1,16 @@
 import 'server-only';
 /**
  * Sessions: next-auth credentials against the users table, a JWT carrying the role. Every data
- * access function calls `requireRole`, which reads the session on the server; hiding a button
- * is never the check.
+ * access function checks its row in lib/dal/policy.ts, which reads the session on the server
+ * (lib/dal/session.ts); hiding a button is never the check.
  */
-import { getServerSession, type NextAuthOptions } from 'next-auth';
+import type { NextAuthOptions } from 'next-auth';
 import CredentialsProvider from 'next-auth/providers/credentials';
-import { authenticate, findUserByEmail } from '../db/users';
 import type { Role } from '../db/schema';
+import { authenticate, DEMO_PASSWORD, DEMO_USERS } from '../db/users';
 import { database } from './db';
-import { DEMO_PASSWORD, webEnv } from './env';
-
-export interface SessionUser {
-  email: string;
-  role: Role;
-}
-
-const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
-
-export class AuthError extends Error {
-  constructor(
-    readonly status: 401 | 403,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'AuthError';
-  }
-}
+import type { DemoLoginsDTO } from './dto';
+import { webEnv } from './env';
 
 export function authOptions(): NextAuthOptions {
   const env = webEnv();
@@ -62,27 +46,8 @@ export function authOptions(): NextAuthOptions {
   };
 }
 
-/**
- * The signed-in user as the database says now: a user disabled or demoted since signing in
- * loses access at once, not when the session expires.
- */
-export async function currentUser(): Promise<SessionUser | null> {
-  const session = await getServerSession(authOptions());
-  const email = session?.user?.email;
-  if (!email) return null;
-  const user = await findUserByEmail(database(), email);
-  if (!user || user.disabled || !(user.role in RANK)) return null;
-  return { email: user.email, role: user.role };
-}
-
-export function allows(user: SessionUser, role: Role): boolean {
-  return RANK[user.role] >= RANK[role];
-}
-
-/** The signed-in user if their role is at least `role`; otherwise AuthError (401 or 403). */
-export async function requireRole(role: Role): Promise<SessionUser> {
-  const user = await currentUser();
-  if (!user) throw new AuthError(401, 'Please sign in.');
-  if (!allows(user, role)) throw new AuthError(403, `This needs the ${role} role; you are signed in as ${user.role}.`);
-  return user;
+/** The demo users and their password for the login page: in demo mode only, else null. */
+export function demoLogins(): DemoLoginsDTO | null {
+  if (!webEnv().demo) return null;
+  return { emails: DEMO_USERS.map((u) => u.email), password: DEMO_PASSWORD };
 }

@@ -13,3 +13,10 @@ export function database(): DbHandle['db'] {
   });
   return holder.leaseholdDb.db;
 }
+
+/** Ends the pool; the web process never does, a test that pointed DATABASE_URL here does. */
+export async function closeDatabase(): Promise<void> {
+  const handle = holder.leaseholdDb;
+  holder.leaseholdDb = undefined;
+  await handle?.close();
+}

@@ -1,9 +1,14 @@
 /**
  * What the browser gets: plain, serialisable shapes. Row types never leave db/ and lib/.
+ * Client components import this module, so its only values are the pure lists of
+ * db/states.ts (no imports there); everything else here is a type.
  */
 import type { AttemptRow, failureGroups } from '../db/queries/jobs';
-import type { Overview, QueueBacklog } from '../db/queries/overview';
-import type { FailureClass, JobState, Role } from '../db/schema';
+import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview';
+import type { Role } from '../db/schema';
+import type { FailureClass, JobState, ListState } from '../db/states';
+
+export { FAILURE_CLASSES, LIST_STATES } from '../db/states';
 
 /** A read model as JSON carries it: every Date becomes an ISO string. */
 export type Jsonified<T> = T extends Date
@@ -14,7 +19,8 @@ export type Jsonified<T> = T extends Date
       ? { [K in keyof T]: Jsonified<T[K]> }
       : T;
 
-export type SubState = JobState | 'scheduled' | 'retrying' | 'lease_expired';
+/** A stored state, or the finer one the dashboard shows (scheduled, retrying, lease expired). */
+export type SubState = ListState;
 
 export interface JobDTO {
   id: string;
@@ -72,6 +78,12 @@ export type QueueDTO = QueueBacklog;
 
 export type OverviewDTO = Jsonified<Overview> & { can: { pause: boolean } };
 
+/** What /api/metrics renders as Prometheus text (lib/metrics-text.ts); never sent to a browser. */
+export interface MetricsDTO {
+  queues: QueueDTO[];
+  dead: Awaited<ReturnType<typeof deadByClass>>;
+}
+
 export type FailureGroupDTO = Jsonified<Awaited<ReturnType<typeof failureGroups>>[number]>;
 
 export interface BulkPreviewDTO {
@@ -80,6 +92,12 @@ export interface BulkPreviewDTO {
   overCap: boolean;
   cap: number;
   jobs: { id: string; leaseToken: string | null; state: string }[];
+}
+
+/** The demo's sign-in hint, shown on the login page in demo mode only. */
+export interface DemoLoginsDTO {
+  emails: string[];
+  password: string;
 }
 
 /** What an action tells the person who pressed the button. */

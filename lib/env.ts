@@ -4,9 +4,7 @@ import 'server-only';
  * a real session secret.
  */
 import { z } from 'zod';
-import { DEMO_PASSWORD } from '../db/users';
 
-export { DEMO_PASSWORD };
 const DEMO_SECRET = 'leasehold-demo-secret-not-for-production';
 
 const schema = z.object({

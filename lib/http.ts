@@ -4,9 +4,7 @@ import 'server-only';
  * bad input as 400 with a sentence, a same-origin check on writes, and never a raw 500 page.
  */
 import { NextResponse } from 'next/server';
-import { LeaseholdInputError } from '../db/queue';
-import { AuthError } from './auth';
-import { InputError } from './dal';
+import { InputError, toUserMessage } from './errors';
 
 export async function jsonBody(request: Request): Promise<unknown> {
   const text = await request.text();
@@ -41,15 +39,8 @@ export async function respond(request: Request, work: () => Promise<unknown>): P
     const body = await work();
     return NextResponse.json(body, { headers: { 'cache-control': 'no-store' } });
   } catch (error) {
-    if (error instanceof AuthError)
-      return NextResponse.json({ ok: false, message: error.message }, { status: error.status });
-    if (error instanceof InputError) return NextResponse.json({ ok: false, message: error.message }, { status: 400 });
-    if (error instanceof LeaseholdInputError) {
-      return NextResponse.json(
-        { ok: false, message: `That request is not valid (${error.problems.join('; ')}).` },
-        { status: 400 },
-      );
-    }
+    const expected = toUserMessage(error);
+    if (expected) return NextResponse.json({ ok: false, message: expected.message }, { status: expected.status });
     console.error('[dashboard] request failed', error);
     return NextResponse.json(
       { ok: false, message: 'The server could not complete this request; nothing was changed. Try again in a moment.' },

@@ -1,9 +1,7 @@
 import 'server-only';
 /** Pages' error handling: a bad URL gets a sentence on the page, a missing session the login. */
 import { redirect } from 'next/navigation';
-import { LeaseholdInputError } from '../db/queue';
-import { AuthError } from './auth';
-import { InputError } from './dal';
+import { toUserMessage } from './errors';
 
 export async function load<T>(
   work: () => Promise<T>,
@@ -11,13 +9,9 @@ export async function load<T>(
   try {
     return { ok: true, value: await work() };
   } catch (error) {
-    if (error instanceof AuthError) {
-      if (error.status === 401) redirect('/login');
-      return { ok: false, message: error.message };
-    }
-    if (error instanceof InputError) return { ok: false, message: error.message };
-    if (error instanceof LeaseholdInputError)
-      return { ok: false, message: `That request is not valid (${error.problems.join('; ')}).` };
-    throw error;
+    const expected = toUserMessage(error);
+    if (!expected) throw error;
+    if (expected.status === 401) redirect('/login');
+    return { ok: false, message: expected.message };
   }
 }

@@ -1,12 +1,13 @@
 import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
 import { SignOut } from '../../components/sign-out';
-import { currentUser } from '../../lib/auth';
+import { getViewer } from '../../lib/dal';
 
 export const dynamic = 'force-dynamic';
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
-  const user = await currentUser();
+  // The same cached lookup the page's data-access calls make: one users query per request.
+  const user = await getViewer();
   if (!user) redirect('/login');
   return (
     <>

@@ -1,9 +1,9 @@
 import { LoginForm } from '../../components/login-form';
-import { webEnv } from '../../lib/env';
+import { demoLogins } from '../../lib/auth';
 
 export const dynamic = 'force-dynamic';
 
 export default function LoginPage() {
-  const demo = webEnv().demo;
-  return <LoginForm demoLogins={demo ? ['viewer@example.com', 'operator@example.com', 'admin@example.com'] : null} />;
+  // From db/users.ts through lib/: the client form cannot import db/, and copies drift.
+  return <LoginForm demoLogins={demoLogins()} />;
 }

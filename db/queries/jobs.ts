@@ -5,13 +5,13 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { FAILURE_CLASSES, JOB_STATES } from '../schema';
+import { CANCELLABLE_FROM, FAILURE_CLASSES, LIST_STATES, RETRYABLE_FROM, type JobState } from '../states';
 import { run, toDate, toDateOrNull, type Executor } from '../queue/executor';
 import { attemptHistory, type AttemptRow } from '../queue/history';
 import { JOB_COLUMNS, mapJob, type Job } from '../queue/job';
 import { nameSchema, uuidSchema } from '../queue/validate';
 
-export const LIST_STATES = [...JOB_STATES, 'scheduled', 'retrying', 'lease_expired'] as const;
+export { LIST_STATES };
 export const LIST_SORTS = ['newest', 'oldest'] as const;
 
 export const jobFilterSchema = z.strictObject({
@@ -286,4 +286,20 @@ export async function previewIds(executor: Executor, where: SQL, cap: number) {
       state: r.state as string,
     })),
   };
+}
+
+/** The bulk actions a list filter can preview, and the states each one accepts. */
+export const BULK_ACTIONS = ['retry', 'cancel'] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
+const ACCEPTS: Record<BulkAction, readonly JobState[]> = { retry: RETRYABLE_FROM, cancel: CANCELLABLE_FROM };
+
+/**
+ * A bulk action's frozen id set for a list filter: the matching jobs in the states the action
+ * accepts. The states are constants, never input, so they are spliced as literals: the planner
+ * then sees `state IN ('dead', 'cancelled')` as the partial indexes spell it, as it did when the
+ * data-access layer wrote this condition itself.
+ */
+export function previewForAction(executor: Executor, action: BulkAction, filter: JobFilter, cap: number) {
+  const states = sql.raw(`state IN (${ACCEPTS[action].map((s) => `'${s}'`).join(', ')})`);
+  return previewIds(executor, sql`${filterSql(filter)} AND ${states}`, cap);
 }

@@ -5,7 +5,7 @@ import { run } from '../queue/executor';
 import { testDatabase, type TestDatabase } from '../../test/db';
 import { mixedFixture, uniqueQueue } from '../../test/factories';
 import { backlog, overview } from './overview';
-import { failureGroups, filterSql, jobListSchema, listJobs, previewIds } from './jobs';
+import { failureGroups, filterSql, jobListSchema, listJobs, previewForAction, previewIds } from './jobs';
 
 let t: TestDatabase;
 let queue: string;
@@ -116,5 +116,15 @@ describe('failure groups and bulk previews', () => {
     const preview = await previewIds(t.db, filterSql({ queue: capped }), 10);
     expect(preview).toMatchObject({ total: 11, overCap: true });
     expect(preview.jobs).toHaveLength(10);
+  });
+
+  it('previews a bulk action over only the states that action accepts, and leaves the others', async () => {
+    const ids = async (action: 'retry' | 'cancel') =>
+      (await previewForAction(t.db, action, { queue }, 100)).jobs.map((j) => j.id).sort();
+    const of = (...names: string[]) => names.map((n) => fixture[n]!.id).sort();
+    expect(await ids('retry')).toEqual(of('dead', 'cancelled'));
+    expect(await ids('cancel')).toEqual(of('ready', 'scheduled', 'retrying', 'running', 'expired'));
+    const running = (await previewForAction(t.db, 'cancel', { queue, state: 'running' }, 100)).jobs;
+    expect(running.every((j) => j.leaseToken !== null)).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import { PageError } from '../../../components/page-error';
-import { dropEmpty, getAudit } from '../../../lib/dal';
+import { getAudit } from '../../../lib/dal';
 import { load } from '../../../lib/page';
+import { dropEmpty } from '../../../lib/search-params';
 
 export default async function AuditPage({
   searchParams,

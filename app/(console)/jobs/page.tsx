@@ -1,10 +1,10 @@
 import { BulkActions } from '../../../components/bulk-actions';
 import { PageError } from '../../../components/page-error';
 import { StateBadge } from '../../../components/state-badge';
-import { FAILURE_CLASSES } from '../../../db/schema';
-import { LIST_STATES } from '../../../db/queries/jobs';
-import { dropEmpty, getJobs } from '../../../lib/dal';
+import { getJobs } from '../../../lib/dal';
+import { FAILURE_CLASSES, LIST_STATES } from '../../../lib/dto';
 import { load } from '../../../lib/page';
+import { dropEmpty } from '../../../lib/search-params';
 
 type Params = Record<string, string | string[] | undefined>;
 

@@ -1,0 +1,87 @@
+import 'server-only';
+/** Reading jobs: the list, one job's detail, its unredacted payload, the failure groups. */
+import { uuidSchema } from '../../db/queue/validate';
+import { failureGroups, jobDetail, jobListSchema, listJobs, recordAudit } from '../../db/queries/jobs';
+import { CANCELLABLE_FROM, RETRYABLE_FROM } from '../../db/states';
+import { database } from '../db';
+import type { FailureGroupDTO, JobDetailDTO, JobDTO } from '../dto';
+import { InputError } from '../errors';
+import { JOB_GONE, retryPlan } from '../present';
+import { redact } from '../redaction';
+import { dropEmpty } from '../search-params';
+import { parse } from './input';
+import { auditDto, iso, jobDto } from './mappers';
+import { authorize, permits } from './policy';
+
+export async function getJobs(
+  searchParams: Record<string, string | undefined>,
+): Promise<{ jobs: JobDTO[]; next: string | null; can: { bulk: boolean } }> {
+  const user = await authorize('getJobs');
+  const query = parse(jobListSchema, dropEmpty(searchParams), 'filter');
+  const { jobs, next } = await listJobs(database(), query);
+  return {
+    jobs: jobs.map((j) => jobDto(j, permits(user, 'cancelJob'))),
+    next,
+    can: { bulk: permits(user, 'previewBulk') && permits(user, 'applyBulk') },
+  };
+}
+
+export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
+  const user = await authorize('getJobDetail');
+  const jobId = parse(uuidSchema, id, 'job id');
+  const detail = await jobDetail(database(), jobId);
+  if (!detail) return null;
+  const { job } = detail;
+  const masked = redact(job.kind, job.payload);
+  return {
+    job: jobDto(job, permits(user, 'cancelJob')),
+    payload: masked.payload,
+    redactedPaths: masked.redacted,
+    attempts: detail.attempts.map((a) => ({
+      attempt: a.attempt,
+      workerId: a.workerId,
+      startedAt: a.startedAt.toISOString(),
+      endedAt: a.endedAt.toISOString(),
+      outcome: a.outcome,
+      failureClass: a.failureClass,
+      error: a.error,
+      durationMs: a.durationMs,
+    })),
+    audit: detail.audit.map(auditDto),
+    retryPlan: retryPlan(job),
+    can: {
+      retry: permits(user, 'retryJob') && RETRYABLE_FROM.includes(job.state),
+      cancel: permits(user, 'cancelJob') && CANCELLABLE_FROM.includes(job.state),
+      reveal: permits(user, 'revealPayload') && masked.redacted.length > 0,
+    },
+  };
+}
+
+/** Admin: the unredacted payload (a POST, so a link cannot do it), recorded in the audit log. */
+export async function revealPayload(id: string): Promise<{ payload: unknown }> {
+  const user = await authorize('revealPayload');
+  const jobId = parse(uuidSchema, id, 'job id');
+  const detail = await jobDetail(database(), jobId);
+  if (!detail) throw new InputError(JOB_GONE);
+  await recordAudit(database(), {
+    actor: user.email,
+    action: 'reveal_payload',
+    jobIds: [jobId],
+    queue: detail.job.queue,
+    detail: { role: user.role },
+  });
+  return { payload: detail.job.payload };
+}
+
+export async function getFailureGroups(): Promise<{ groups: FailureGroupDTO[]; can: { retry: boolean } }> {
+  const user = await authorize('getFailureGroups');
+  const groups = await failureGroups(database());
+  return {
+    groups: groups.map((g) => ({
+      ...g,
+      lastSeen: iso(g.lastSeen),
+      trend: g.trend.map((t) => ({ day: t.day.toISOString(), count: t.count })),
+    })),
+    can: { retry: permits(user, 'previewFailureGroup') && permits(user, 'applyBulk') },
+  };
+}

@@ -1,0 +1,58 @@
+import 'server-only';
+/** Row-model → DTO mappers: every Date becomes an ISO string, lease tokens only when asked. */
+import type { Job } from '../../db/queue';
+import type { AuditEntry } from '../../db/queries/jobs';
+import type { AuditDTO, JobDTO, SubState } from '../dto';
+
+export const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+function subState(job: Job, now = Date.now()): SubState {
+  // Disjoint: a ready job that has run before is retrying (waiting for its backoff or due);
+  // one that never ran is scheduled while its run time is ahead.
+  if (job.state === 'ready' && job.attempts > 0) return 'retrying';
+  if (job.state === 'ready' && job.runAt.getTime() > now) return 'scheduled';
+  if (job.state === 'running' && job.leaseUntil && job.leaseUntil.getTime() <= now) return 'lease_expired';
+  return job.state;
+}
+
+/** `showToken`: the viewer may cancel, and a cancel of a running job must present the token. */
+export function jobDto(job: Job, showToken: boolean): JobDTO {
+  return {
+    id: job.id,
+    queue: job.queue,
+    kind: job.kind,
+    kindVersion: job.kindVersion,
+    state: job.state,
+    subState: subState(job),
+    priority: job.priority,
+    attempts: job.attempts,
+    maxAttempts: job.maxAttempts,
+    runAt: job.runAt.toISOString(),
+    createdAt: job.createdAt.toISOString(),
+    startedAt: iso(job.startedAt),
+    finishedAt: iso(job.finishedAt),
+    updatedAt: job.updatedAt.toISOString(),
+    leaseUntil: iso(job.leaseUntil),
+    leaseToken: showToken ? job.leaseToken : null,
+    workerId: job.workerId,
+    failureClass: job.failureClass,
+    lastError: job.lastError,
+    traceId: job.traceId,
+    idempotencyKey: job.idempotencyKey,
+  };
+}
+
+export function auditDto(a: AuditEntry): AuditDTO {
+  return {
+    id: a.id,
+    at: a.at.toISOString(),
+    actor: a.actor,
+    action: a.action,
+    jobIds: a.jobIds,
+    queue: a.queue,
+    requested: a.requested,
+    affected: a.affected,
+    outcome: a.outcome,
+    reason: typeof a.detail.reason === 'string' ? a.detail.reason : null,
+  };
+}

@@ -1,0 +1,34 @@
+import 'server-only';
+/**
+ * The overview (backlog per queue, throughput, attempts, failure classes, live workers) and
+ * the metrics /api/metrics renders from the same read models.
+ */
+import { backlog, deadByClass, overview } from '../../db/queries/overview';
+import { database } from '../db';
+import type { MetricsDTO, OverviewDTO } from '../dto';
+import { authorize, authorizeMetricsToken, permits } from './policy';
+
+export async function getOverview(): Promise<OverviewDTO> {
+  const user = await authorize('getOverview');
+  const o = await overview(database());
+  return {
+    generatedAt: o.generatedAt.toISOString(),
+    queues: o.queues,
+    attempts: o.attempts,
+    failureClasses: o.failureClasses,
+    throughput: o.throughput.map((t) => ({ ...t, minute: t.minute.toISOString() })),
+    workers: o.workers.map((w) => ({
+      ...w,
+      startedAt: w.startedAt.toISOString(),
+      lastSeenAt: w.lastSeenAt.toISOString(),
+    })),
+    can: { pause: permits(user, 'setQueuePaused') },
+  };
+}
+
+/** For a scraper: `authorization` is the request's Authorization header (`Bearer <token>`). */
+export async function getMetrics(authorization: string | null): Promise<MetricsDTO> {
+  authorizeMetricsToken('getMetrics', authorization);
+  const [queues, dead] = await Promise.all([backlog(database()), deadByClass(database())]);
+  return { queues, dead };
+}

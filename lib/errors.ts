@@ -1,0 +1,48 @@
+import 'server-only';
+/**
+ * The errors a person is expected to see, and the one place that turns them into a sentence.
+ * Route handlers (lib/http.ts) and pages (lib/page.ts) both ask `toUserMessage`, so an error
+ * reads the same on a page as in a JSON answer. Anything else is unexpected: it is logged and
+ * the caller shows its own "nothing was changed" message.
+ */
+import { LeaseholdInputError } from '../db/queue';
+
+/** Input the dashboard refuses before it touches anything (a bad filter, id or body). */
+export class InputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InputError';
+  }
+}
+
+/**
+ * No session or token (401), a role too low for the function (403), or an endpoint switched
+ * off that answers as if it did not exist (404: /api/metrics without a token configured).
+ * Thrown before any query.
+ */
+export class AuthError extends Error {
+  constructor(
+    readonly status: 401 | 403 | 404,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'AuthError';
+  }
+}
+
+export interface UserMessage {
+  status: 400 | 401 | 403 | 404;
+  message: string;
+}
+
+/** The status and sentence for an expected error; null for one nobody expected. */
+export function toUserMessage(error: unknown): UserMessage | null {
+  if (error instanceof AuthError) return { status: error.status, message: error.message };
+  if (error instanceof InputError) return { status: 400, message: error.message };
+  // The queue's own validation (db/queue parseInput) after the DAL's: a field the DAL let
+  // through but the queue refuses, such as a repeated id in a bulk action.
+  if (error instanceof LeaseholdInputError) {
+    return { status: 400, message: `That request is not valid (${error.problems.join('; ')}).` };
+  }
+  return null;
+}

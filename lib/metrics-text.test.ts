@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { metricsText } from './metrics-text';
+
+const queue = {
+  queue: 'mail',
+  paused: true,
+  ready: 1,
+  scheduled: 2,
+  retrying: 3,
+  running: 4,
+  leaseExpired: 5,
+  dead: 6,
+  cancelled: 7,
+  doneLastHour: 8,
+  oldestReadyAgeSeconds: 9.5,
+};
+
+describe('Prometheus text for /api/metrics', () => {
+  it('renders every family in the order and spelling scrapers query', () => {
+    expect(metricsText({ queues: [queue], dead: [{ queue: 'mail', failureClass: 'permanent', count: 6 }] })).toBe(
+      [
+        '# HELP leasehold_queue_jobs Jobs by queue and (sub-)state.',
+        '# TYPE leasehold_queue_jobs gauge',
+        'leasehold_queue_jobs{queue="mail",state="ready"} 1',
+        'leasehold_queue_jobs{queue="mail",state="scheduled"} 2',
+        'leasehold_queue_jobs{queue="mail",state="retrying"} 3',
+        'leasehold_queue_jobs{queue="mail",state="running"} 4',
+        'leasehold_queue_jobs{queue="mail",state="lease_expired"} 5',
+        'leasehold_queue_jobs{queue="mail",state="dead"} 6',
+        'leasehold_queue_jobs{queue="mail",state="cancelled"} 7',
+        '# HELP leasehold_queue_done_last_hour Jobs completed in the last hour.',
+        '# TYPE leasehold_queue_done_last_hour gauge',
+        'leasehold_queue_done_last_hour{queue="mail"} 8',
+        '# HELP leasehold_queue_oldest_ready_age_seconds Age of the oldest due ready job (queue lag).',
+        '# TYPE leasehold_queue_oldest_ready_age_seconds gauge',
+        'leasehold_queue_oldest_ready_age_seconds{queue="mail"} 9.5',
+        '# HELP leasehold_queue_paused Whether the queue is paused.',
+        '# TYPE leasehold_queue_paused gauge',
+        'leasehold_queue_paused{queue="mail"} 1',
+        '# HELP leasehold_dead_jobs Dead jobs by queue and failure class.',
+        '# TYPE leasehold_dead_jobs gauge',
+        'leasehold_dead_jobs{queue="mail",failure_class="permanent"} 6',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('escapes label values and reports no lag as 0', () => {
+    const text = metricsText({
+      queues: [{ ...queue, queue: 'a"b\\c\nd', paused: false, oldestReadyAgeSeconds: null }],
+      dead: [],
+    });
+    expect(text).toContain('leasehold_queue_paused{queue="a\\"b\\\\c\\nd"} 0\n');
+    expect(text).toContain('leasehold_queue_oldest_ready_age_seconds{queue="a\\"b\\\\c\\nd"} 0\n');
+    expect(text.endsWith('# TYPE leasehold_dead_jobs gauge\n')).toBe(true);
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * The sentences the dashboard says about data: what an action did or why it was refused, and
+ * what a retry will do. The data-access layer decides the facts (applied or not, which state)
+ * and calls these to word them, in the pg-boss manner: `affected = 0` becomes a sentence a
+ * person understands. Pure functions, no I/O.
+ */
+import type { ActionResult, Job, SingleActionOutcome } from '../db/queue';
+
+export type OperatorAction = 'retry' | 'cancel';
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** A request the DAL refused to parse: `what` names it ("filter", "job id"). */
+export function invalidInputMessage(what: string, problems: string[]): string {
+  return `That ${what} is not valid (${problems.join('; ')}).`;
+}
+
+/** A job asked for by id that is not there (retention, or a mistyped link). */
+export const JOB_GONE = 'No job with this id exists any more.';
+
+/** What a single retry or cancel did, or why it was refused. */
+export function actionOutcomeMessage(action: OperatorAction, outcome: SingleActionOutcome): string {
+  if (outcome.applied) {
+    return action === 'retry'
+      ? 'Retried: the job is ready and a worker will pick it up shortly.'
+      : 'Cancelled: the job will not run again.';
+  }
+  if (outcome.reason === 'not_found') return 'No job with this id exists any more (retention may have removed it).';
+  if (action === 'retry') {
+    return `Not retried: the job is ${outcome.state} now, not dead or cancelled. It changed since you looked; refresh to see it.`;
+  }
+  if (outcome.state === 'running' || outcome.state === 'ready') {
+    return 'Not cancelled: the job changed since you looked (the attempt you saw is no longer the one running). Refresh, check what it is doing now, and cancel again if you still want to.';
+  }
+  return `Not cancelled: the job is already ${outcome.state}.`;
+}
+
+/** How many of a bulk action's frozen set it changed, and what became of the others. */
+export function bulkOutcomeMessage(action: OperatorAction, result: ActionResult): string {
+  const verb = action === 'retry' ? 'Retried' : 'Cancelled';
+  const skipped = result.refused.length;
+  return (
+    `${verb} ${result.affected} of ${plural(result.requested, 'job')}.` +
+    (skipped
+      ? ` ${skipped} changed since the preview (finished, picked up or already handled) and were left alone.`
+      : '')
+  );
+}
+
+/** A pause or resume, applied or refused because the queue already was that way. */
+export function queuePauseMessage(queue: string, paused: boolean, applied: boolean): string {
+  if (applied)
+    return paused ? `Paused ${queue}: workers take nothing from it until it is resumed.` : `Resumed ${queue}.`;
+  return paused ? `${queue} was already paused.` : `${queue} was not paused.`;
+}
+
+/** What pressing Retry on this job will do: the attempt number, the key, the handler. */
+export function retryPlan(job: Pick<Job, 'attempts' | 'maxAttempts' | 'idempotencyKey' | 'kind' | 'kindVersion'>) {
+  const remaining = Math.max(job.maxAttempts, job.attempts + 1) - job.attempts;
+  return (
+    `A retry puts this job back to ready now as attempt ${job.attempts + 1} (up to ${plural(remaining, 'more attempt')}), ` +
+    `with the same id${job.idempotencyKey ? ` and delivery key ${job.idempotencyKey}` : ''}, so a provider that honours the key will not deliver twice; ` +
+    `it runs with whatever handler version the workers have for ${job.kind} v${job.kindVersion}.`
+  );
+}
