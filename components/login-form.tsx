@@ -8,12 +8,16 @@ export function LoginForm({ demoLogins }: { demoLogins: DemoLoginsDTO | null }) 
   const router = useRouter();
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const field = (form: FormData, name: string) => {
+    const value = form.get(name);
+    return typeof value === 'string' ? value : '';
+  };
   const submit = async (form: FormData) => {
     setBusy(true);
     setError(null);
     const result = await signIn('credentials', {
-      email: String(form.get('email')),
-      password: String(form.get('password')),
+      email: field(form, 'email'),
+      password: field(form, 'password'),
       redirect: false,
     });
     setBusy(false);

@@ -48,7 +48,7 @@ export const BOUNDARIES: Boundary[] = [
     packageReason: 'pages and routes reach the database through lib/dal',
     maxDepth: 8,
   },
-  { folder: 'lib', may: ['db'], packages: [], maxDepth: 3 },
+  { folder: 'lib', may: ['db'], testsMay: ['test'], packages: [], maxDepth: 3 },
   {
     folder: 'workers',
     may: ['db'],

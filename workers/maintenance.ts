@@ -19,7 +19,7 @@ import {
   type WorkerInfo,
 } from '../db/queue';
 import type { Db } from '../db/client';
-import { TERMINAL_STATES } from '../db/schema';
+import { TERMINAL_STATES } from '../db/states';
 import type { Failpoints } from './failpoints';
 import type { WorkerMetrics } from './metrics';
 import { every } from './timing';

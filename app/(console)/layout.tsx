@@ -1,3 +1,4 @@
+import Link from 'next/link';
 import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
 import { SignOut } from '../../components/sign-out';
@@ -12,13 +13,13 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
   return (
     <>
       <header className="top">
-        <a className="brand" href="/">
+        <Link className="brand" href="/">
           Leasehold
-        </a>
-        <a href="/">Overview</a>
-        <a href="/jobs">Jobs</a>
-        <a href="/failures">Failures</a>
-        <a href="/audit">Audit log</a>
+        </Link>
+        <Link href="/">Overview</Link>
+        <Link href="/jobs">Jobs</Link>
+        <Link href="/failures">Failures</Link>
+        <Link href="/audit">Audit log</Link>
         <span className="who" data-testid="who">
           {user.email} · {user.role}
         </span>

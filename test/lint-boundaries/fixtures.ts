@@ -92,8 +92,8 @@ export const FORBIDDEN: Arrow[] = [
     name: 'lib -> app',
     message: 'lib/ may import only lib/ and db/',
     forbidden: [
-      { file: 'lib/dal.ts', from: '../app/(console)/layout' },
-      { file: 'lib/dal.ts', from: '@/app/(console)/layout' },
+      { file: 'lib/dal/jobs.ts', from: '../../app/(console)/layout' },
+      { file: 'lib/dal/jobs.ts', from: '@/app/(console)/layout' },
     ],
   },
   {
@@ -105,19 +105,21 @@ export const FORBIDDEN: Arrow[] = [
     ],
   },
   {
-    name: 'lib -> workers, scripts',
+    name: 'lib -> workers, scripts, test',
     message: 'lib/ may import only lib/ and db/',
     forbidden: [
       { file: 'lib/env.ts', from: '../workers/config' },
       { file: 'lib/env.ts', from: '@/scripts/env' },
+      // test/ only from lib's tests.
+      { file: 'lib/dal/jobs.ts', from: '../../test/db' },
     ],
   },
   {
     name: 'workers -> lib',
     message: 'workers/ may import only workers/ and db/',
     forbidden: [
-      { file: 'workers/runtime.ts', from: '../lib/db' },
-      { file: 'workers/runtime.ts', from: '@/lib/db' },
+      { file: 'workers/worker.ts', from: '../lib/db' },
+      { file: 'workers/worker.ts', from: '@/lib/db' },
       { file: 'workers/handlers/receipt.send.ts', from: '../../lib/redaction' },
     ],
   },
@@ -141,16 +143,16 @@ export const FORBIDDEN: Arrow[] = [
     name: 'workers -> test (outside *.test.ts)',
     message: 'workers/ may import only workers/ and db/',
     forbidden: [
-      { file: 'workers/runtime.ts', from: '../test/db' },
-      { file: 'workers/runtime.ts', from: '@/test/db' },
+      { file: 'workers/worker.ts', from: '../test/db' },
+      { file: 'workers/worker.ts', from: '@/test/db' },
     ],
   },
   {
     name: 'workers -> next, react, server-only',
     message: 'workers/ must not import next, next-auth, react, react-dom, server-only',
     forbidden: [
-      { file: 'workers/runtime.ts', from: 'next/server' },
-      { file: 'workers/runtime.ts', from: 'next' },
+      { file: 'workers/worker.ts', from: 'next/server' },
+      { file: 'workers/worker.ts', from: 'next' },
       { file: 'workers/handlers/receipt.send.ts', from: 'next-auth' },
       { file: 'workers/handlers/receipt.send.ts', from: 'react' },
       { file: 'workers/handlers/receipt.send.ts', from: 'react-dom/server' },
@@ -241,10 +243,12 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
   {
     folder: 'lib',
     fixtures: [
-      { file: 'lib/dal.ts', from: '../db/queue' },
-      { file: 'lib/dal.ts', from: '@/db/queue' },
+      { file: 'lib/dal/jobs.ts', from: '../../db/queue' },
+      { file: 'lib/dal/jobs.ts', from: '@/db/queue' },
       { file: 'lib/dto.ts', from: '../db/queries/jobs' },
       { file: 'lib/auth.ts', from: './env' },
+      { file: 'lib/dal/policy.test.ts', from: '../../test/db' },
+      { file: 'lib/dal/policy.test.ts', from: '@/test/factories' },
       { file: 'lib/auth.ts', from: '@/lib/env' },
       { file: 'lib/http.ts', from: 'next/server' },
       { file: 'lib/db.ts', from: 'server-only', source: sideEffect('server-only') },
@@ -253,15 +257,15 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
   {
     folder: 'workers',
     fixtures: [
-      { file: 'workers/runtime.ts', from: '../db/client' },
-      { file: 'workers/runtime.ts', from: '@/db/client' },
+      { file: 'workers/worker.ts', from: '../db/client' },
+      { file: 'workers/worker.ts', from: '@/db/client' },
       { file: 'workers/handlers/receipt.send.ts', from: '../handler' },
       { file: 'workers/handlers/receipt.send.ts', from: '@/workers/errors' },
       { file: 'workers/handlers/receipt.send.ts', from: '../../db/queue' },
       // workers/lib/, not the root lib/.
       { file: 'workers/handlers/receipt.send.ts', from: '../lib/retry' },
-      { file: 'workers/runtime.test.ts', from: '../test/db' },
-      { file: 'workers/runtime.test.ts', from: '@/test/wait' },
+      { file: 'workers/worker.test.ts', from: '../test/db' },
+      { file: 'workers/worker.test.ts', from: '@/test/wait' },
       { file: 'workers/handlers/receipt.send.test.ts', from: '../../test/factories' },
       { file: 'workers/main.ts', from: 'pino' },
     ],

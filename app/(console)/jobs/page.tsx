@@ -1,3 +1,4 @@
+import Link from 'next/link';
 import { BulkActions } from '../../../components/bulk-actions';
 import { PageError } from '../../../components/page-error';
 import { StateBadge } from '../../../components/state-badge';
@@ -56,7 +57,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
           </select>
         </label>
         <button type="submit">Filter</button>
-        <a href="/jobs">clear</a>
+        <Link href="/jobs">clear</Link>
       </form>
       {!loaded.ok ? (
         <PageError message={loaded.message} />
