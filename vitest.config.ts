@@ -11,7 +11,6 @@ export default defineConfig({
       'db/**/*.test.ts',
       'workers/**/*.test.ts',
       'lib/**/*.test.ts',
-      'scripts/**/*.test.ts',
       'test/**/*.test.ts',
     ],
     globalSetup: ['./test/global-setup.ts'],

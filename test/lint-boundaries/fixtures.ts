@@ -120,7 +120,7 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'workers/worker.ts', from: '../lib/db' },
       { file: 'workers/worker.ts', from: '@/lib/db' },
-      { file: 'workers/handlers/receipt.send.ts', from: '../../lib/redaction' },
+      { file: 'workers/handlers/receipt-send.ts', from: '../../lib/redaction' },
     ],
   },
   {
@@ -153,9 +153,9 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'workers/worker.ts', from: 'next/server' },
       { file: 'workers/worker.ts', from: 'next' },
-      { file: 'workers/handlers/receipt.send.ts', from: 'next-auth' },
-      { file: 'workers/handlers/receipt.send.ts', from: 'react' },
-      { file: 'workers/handlers/receipt.send.ts', from: 'react-dom/server' },
+      { file: 'workers/handlers/receipt-send.ts', from: 'next-auth' },
+      { file: 'workers/handlers/receipt-send.ts', from: 'react' },
+      { file: 'workers/handlers/receipt-send.ts', from: 'react-dom/server' },
       { file: 'workers/main.ts', from: 'server-only', source: sideEffect('server-only') },
     ],
   },
@@ -259,14 +259,14 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
     fixtures: [
       { file: 'workers/worker.ts', from: '../db/client' },
       { file: 'workers/worker.ts', from: '@/db/client' },
-      { file: 'workers/handlers/receipt.send.ts', from: '../handler' },
-      { file: 'workers/handlers/receipt.send.ts', from: '@/workers/errors' },
-      { file: 'workers/handlers/receipt.send.ts', from: '../../db/queue' },
+      { file: 'workers/handlers/receipt-send.ts', from: '../handler' },
+      { file: 'workers/handlers/receipt-send.ts', from: '@/workers/errors' },
+      { file: 'workers/handlers/receipt-send.ts', from: '../../db/queue' },
       // workers/lib/, not the root lib/.
-      { file: 'workers/handlers/receipt.send.ts', from: '../lib/retry' },
+      { file: 'workers/handlers/receipt-send.ts', from: '../lib/retry' },
       { file: 'workers/worker.test.ts', from: '../test/db' },
       { file: 'workers/worker.test.ts', from: '@/test/wait' },
-      { file: 'workers/handlers/receipt.send.test.ts', from: '../../test/factories' },
+      { file: 'workers/handlers/receipt-send.test.ts', from: '../../test/factories' },
       { file: 'workers/main.ts', from: 'pino' },
     ],
   },
