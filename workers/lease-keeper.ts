@@ -12,7 +12,7 @@ import { heartbeatManyIfLeaseHeld, type Executor } from '../db/queue';
 import { type Attempt, AttemptAborted, leaseDeadlineFrom, leaseLost } from './attempt';
 import type { Failpoints } from './failpoints';
 import type { HandlerRegistry } from './handler';
-import { every } from './timing';
+import { Loops } from './timing';
 
 export interface LeaseKeeperDeps {
   db: Executor;
@@ -22,29 +22,25 @@ export interface LeaseKeeperDeps {
 }
 
 export class LeaseKeeper {
-  private readonly controller = new AbortController();
-  private loops: Promise<void>[] = [];
+  private readonly loops: Loops;
 
   constructor(
     private readonly leaseSeconds: number,
     /** The attempts in flight (owned by the producer; read, never changed here). */
     private readonly attempts: ReadonlySet<Attempt>,
     private readonly deps: LeaseKeeperDeps,
-  ) {}
+  ) {
+    this.loops = new Loops(deps.logger);
+  }
 
   start(): void {
-    const { signal } = this.controller;
-    const { logger } = this.deps;
-    this.loops = [
-      every(Math.max(250, (this.leaseSeconds * 1000) / 3), () => this.heartbeatAll(), signal, logger, 'heartbeat'),
-      every(this.timeoutSweepMs(), () => this.sweepTimeouts(), signal, logger, 'timeout sweep'),
-    ];
+    this.loops.every(Math.max(250, (this.leaseSeconds * 1000) / 3), () => this.heartbeatAll(), 'heartbeat');
+    this.loops.every(this.timeoutSweepMs(), () => this.sweepTimeouts(), 'timeout sweep');
   }
 
   /** Stops both loops; resolves once a heartbeat in flight has returned. */
-  async stop(): Promise<void> {
-    this.controller.abort();
-    await Promise.allSettled(this.loops);
+  stop(): Promise<void> {
+    return this.loops.stop();
   }
 
   /** How often overruns are looked for: a tenth of the shortest handler timeout, 5–100 ms. */

@@ -22,7 +22,7 @@ import type { Db } from '../db/client';
 import { TERMINAL_STATES } from '../db/states';
 import type { Failpoints } from './failpoints';
 import type { WorkerMetrics } from './metrics';
-import { every } from './timing';
+import { Loops } from './timing';
 
 /** Most expired leases one reap statement ends. */
 const REAP_BATCH = 500;
@@ -31,6 +31,16 @@ const RETENTION_BATCH = 1000;
 /** Statements per round at most: a backlog is worked off over several rounds, not in one go. */
 const MAX_STATEMENTS_PER_ROUND = 20;
 
+/** Whether this process runs the reaper and retention, and how often and how far back. */
+export interface MaintenanceRounds {
+  enabled: boolean;
+  reapIntervalMs: number;
+  retentionIntervalMs: number;
+  staleWorkerSeconds: number;
+  receiptsRetentionSeconds: number;
+  retention: RetentionOptions;
+}
+
 export interface MaintenanceSettings {
   workerId: string;
   queues: string[];
@@ -38,14 +48,7 @@ export interface MaintenanceSettings {
   registryIntervalMs: number;
   /** Delay before a reaped job may run again (the retry policy's). */
   leaseExpiredDelayMs?: number | undefined;
-  maintenance: {
-    enabled: boolean;
-    reapIntervalMs: number;
-    retentionIntervalMs: number;
-    staleWorkerSeconds: number;
-    receiptsRetentionSeconds: number;
-    retention: RetentionOptions;
-  };
+  maintenance: MaintenanceRounds;
 }
 
 export interface MaintenanceDeps {
@@ -59,13 +62,14 @@ export interface MaintenanceDeps {
 }
 
 export class Maintenance {
-  private readonly controller = new AbortController();
-  private loops: Promise<void>[] = [];
+  private readonly loops: Loops;
 
   constructor(
     private readonly settings: MaintenanceSettings,
     private readonly deps: MaintenanceDeps,
-  ) {}
+  ) {
+    this.loops = new Loops(deps.logger);
+  }
 
   /** The registry entry, the same at start and at re-registration. */
   private get info(): WorkerInfo {
@@ -87,20 +91,17 @@ export class Maintenance {
 
   /** Starts the registry refresh and, when enabled, the reaper and retention rounds. */
   start(): void {
-    const { signal } = this.controller;
-    const { logger } = this.deps;
     const m = this.settings.maintenance;
-    this.loops = [every(this.settings.registryIntervalMs, () => this.refreshRegistry(), signal, logger, 'registry')];
+    this.loops.every(this.settings.registryIntervalMs, () => this.refreshRegistry(), 'registry');
     if (m.enabled) {
-      this.loops.push(every(m.reapIntervalMs, () => this.reapRound(), signal, logger, 'reaper'));
-      this.loops.push(every(m.retentionIntervalMs, () => this.retentionRound(), signal, logger, 'retention'));
+      this.loops.every(m.reapIntervalMs, () => this.reapRound(), 'reaper');
+      this.loops.every(m.retentionIntervalMs, () => this.retentionRound(), 'retention');
     }
   }
 
   /** Stops the rounds; resolves once a round in flight is over. */
-  async stop(): Promise<void> {
-    this.controller.abort();
-    await Promise.allSettled(this.loops);
+  stop(): Promise<void> {
+    return this.loops.stop();
   }
 
   /** Removes the registry entry; a failure is logged (the entry expires on its own). */

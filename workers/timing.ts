@@ -57,3 +57,23 @@ export function isRetryableDbError(error: unknown): boolean {
     message,
   );
 }
+
+/**
+ * A service's background loops, stopped together: `every()` starts one, `stop()` aborts them
+ * all and resolves once each has returned (a task in flight finishes first).
+ */
+export class Loops {
+  private readonly controller = new AbortController();
+  private readonly running: Promise<void>[] = [];
+
+  constructor(private readonly logger: Logger) {}
+
+  every(ms: number, task: () => Promise<void> | void, name: string): void {
+    this.running.push(every(ms, task, this.controller.signal, this.logger, name));
+  }
+
+  async stop(): Promise<void> {
+    this.controller.abort();
+    await Promise.allSettled(this.running);
+  }
+}

@@ -19,42 +19,25 @@
  */
 import type { Logger } from 'pino';
 import { createDb, type Db, type DbHandle } from '../db/client';
-import { WAKE_CHANNEL, type RetentionOptions, type RetryPolicy } from '../db/queue';
+import { WAKE_CHANNEL, type RetryPolicy } from '../db/queue';
 import { type Attempt, AttemptAborted, execute } from './attempt';
-import { Completer } from './completer';
+import { Completer, type CompleterSettings } from './completer';
 import type { Failpoints } from './failpoints';
 import type { HandlerRegistry } from './handler';
 import { LeaseKeeper } from './lease-keeper';
 import { WakeListener } from './listener';
-import { Maintenance } from './maintenance';
+import { Maintenance, type MaintenanceRounds } from './maintenance';
 import type { WorkerMetrics } from './metrics';
-import { Producer } from './producer';
+import { Producer, type ProducerSettings } from './producer';
 import { sleep } from './timing';
 
-export interface WorkerSettings {
-  workerId: string;
-  queues: string[];
-  concurrency: number;
-  leaseSeconds: number;
-  /** Most jobs one claim asks for (never more than the free slots). */
-  batchSize: number;
-  pollMs: number;
+/** A worker's settings: the producer's and the completer's, and these. */
+export interface WorkerSettings extends ProducerSettings, CompleterSettings {
   listen: boolean;
   graceMs: number;
-  /** Completions wait this long to be acknowledged together in one statement. */
-  ackFlushMs: number;
-  /** Claims commit without waiting for their WAL flush (off by default: db/queue/claim.ts, docs/contract.md §4). */
-  asyncClaims: boolean;
   retry?: Partial<RetryPolicy>;
   registryIntervalMs: number;
-  maintenance: {
-    enabled: boolean;
-    reapIntervalMs: number;
-    retentionIntervalMs: number;
-    staleWorkerSeconds: number;
-    receiptsRetentionSeconds: number;
-    retention: RetentionOptions;
-  };
+  maintenance: MaintenanceRounds;
 }
 
 export interface WorkerDeps {

@@ -217,6 +217,14 @@ export async function failIfLeaseHeld(
 
 export type HeartbeatOutcome = { applied: true; leaseUntil: Date } | { applied: false; reason: 'lease_lost' };
 
+/** A heartbeat's options, built once (not per call: heartbeats run for every job in flight). */
+const heartbeatOptionsSchema = z.object({
+  leaseSeconds: z
+    .number()
+    .min(1)
+    .max(24 * 3600),
+});
+
 /** Extends the lease to now() + `leaseSeconds` if this attempt still holds it. */
 export async function heartbeatIfLeaseHeld(
   executor: Executor,
@@ -224,16 +232,7 @@ export async function heartbeatIfLeaseHeld(
   options: { leaseSeconds: number },
 ): Promise<HeartbeatOutcome> {
   parseInput('heartbeat', leaseSchema, lease);
-  parseInput(
-    'heartbeat',
-    z.object({
-      leaseSeconds: z
-        .number()
-        .min(1)
-        .max(24 * 3600),
-    }),
-    options,
-  );
+  parseInput('heartbeat', heartbeatOptionsSchema, options);
   const rows = await run(
     executor,
     // greatest(): a heartbeat extends a lease, it never shortens one.
@@ -289,16 +288,7 @@ export async function heartbeatManyIfLeaseHeld(
   options: { leaseSeconds: number },
 ): Promise<HeartbeatOutcome[]> {
   parseInput('heartbeatMany', z.array(leaseSchema).max(10_000), leases);
-  parseInput(
-    'heartbeatMany',
-    z.object({
-      leaseSeconds: z
-        .number()
-        .min(1)
-        .max(24 * 3600),
-    }),
-    options,
-  );
+  parseInput('heartbeatMany', heartbeatOptionsSchema, options);
   if (leases.length === 0) return [];
   const rows = await run(
     executor,
