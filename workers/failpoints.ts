@@ -10,6 +10,11 @@
 export const FAILPOINTS = ['after_claim', 'after_effect', 'before_ack', 'in_heartbeat', 'in_reap'] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 
+/** A LEASEHOLD_FAILPOINTS value that names an unknown point or a bad probability. */
+export class FailpointSpecError extends Error {
+  override readonly name = 'FailpointSpecError';
+}
+
 export function parseFailpoints(spec: string | undefined): Map<Failpoint, number> {
   const points = new Map<Failpoint, number>();
   for (const part of (spec ?? '')
@@ -18,10 +23,10 @@ export function parseFailpoints(spec: string | undefined): Map<Failpoint, number
     .filter(Boolean)) {
     const [name, p] = part.split(':');
     if (!FAILPOINTS.includes(name as Failpoint))
-      throw new Error(`unknown failpoint "${name}" (known: ${FAILPOINTS.join(', ')})`);
+      throw new FailpointSpecError(`unknown failpoint "${name}" (known: ${FAILPOINTS.join(', ')})`);
     const probability = p === undefined ? 1 : Number(p);
     if (!(probability >= 0 && probability <= 1))
-      throw new Error(`failpoint ${name}: probability must be 0..1, got ${p}`);
+      throw new FailpointSpecError(`failpoint ${name}: probability must be 0..1, got ${p}`);
     points.set(name as Failpoint, probability);
   }
   return points;

@@ -12,7 +12,7 @@ import { ConfigError, parseWorkerConfig } from './config';
 import type { Handler } from './handler';
 import { HandlerRegistry } from './handler';
 import { builtinHandlers } from './handlers';
-import { Failpoints, parseFailpoints } from './failpoints';
+import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints';
 import { createMetrics, serveMetrics } from './metrics';
 import { Worker } from './worker';
 
@@ -22,8 +22,8 @@ try {
   config = parseWorkerConfig(process.argv.slice(2), process.env);
   if (process.env.LEASEHOLD_FAILPOINTS) failpoints = new Failpoints(parseFailpoints(process.env.LEASEHOLD_FAILPOINTS));
 } catch (error) {
-  if (error instanceof ConfigError || (error instanceof Error && /failpoint/.test(error.message))) {
-    console.error(`leasehold workers: ${(error as Error).message}`);
+  if (error instanceof ConfigError || error instanceof FailpointSpecError) {
+    console.error(`leasehold workers: ${error.message}`);
     process.exit(2);
   }
   throw error;
