@@ -133,17 +133,22 @@ class Fleet {
           LEASEHOLD_RETRY_MAX_MS: '2000',
           ...this.env,
         },
-        stdio: ['ignore', 'ignore', 'pipe'],
+        // stdout too: at --log-level warn it carries only warnings and the fatal line that says
+        // why a worker exited on its own.
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
     let tail = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
+    const keep = (chunk: Buffer) => {
       const text = chunk.toString();
       tail = (tail + text).slice(-2000);
       if (/exclusion constraint/i.test(text)) this.exclusionErrors += 1;
-    });
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
     this.procs.set(child.pid!, child);
-    child.on('exit', () => {
+    // 'close', not 'exit': by then the output pipes are drained, so the tail is complete.
+    child.on('close', () => {
       this.procs.delete(child.pid!);
       if (!this.stopped && child.signalCode === null && child.exitCode !== 0) {
         this.crashes += 1;

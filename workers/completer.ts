@@ -26,7 +26,7 @@ import type { FailureClass } from '../db/schema';
 import type { Attempt, AttemptOutcome } from './attempt';
 import type { Failpoints } from './failpoints';
 import type { WorkerMetrics } from './metrics';
-import { backoff, isRetryableDbError, sleep } from './timing';
+import { retryWhileUnavailable } from './timing';
 
 /** Most completions in one acknowledgement statement (a claim batch's worth). */
 export const ACK_BATCH = 1000;
@@ -197,15 +197,10 @@ export class Completer {
    * Runs a settlement, retrying connection-level failures until `deadlineMs` (the lease end:
    * after it, the statement could not apply anyway).
    */
-  private async retrying<T>(what: string, deadlineMs: number, work: (db: Executor) => Promise<T>): Promise<T> {
-    for (let failures = 1; ; failures++) {
-      try {
-        return await work(this.deps.db);
-      } catch (error) {
-        if (!isRetryableDbError(error) || Date.now() + backoff(failures) > deadlineMs) throw error;
-        this.deps.logger.warn({ err: error, what }, 'database unavailable; retrying the settlement');
-        await sleep(backoff(failures));
-      }
-    }
+  private retrying<T>(what: string, deadlineMs: number, work: (db: Executor) => Promise<T>): Promise<T> {
+    return retryWhileUnavailable(() => work(this.deps.db), {
+      deadlineMs,
+      onRetry: (error) => this.deps.logger.warn({ err: error, what }, 'database unavailable; retrying the settlement'),
+    });
   }
 }

@@ -59,6 +59,27 @@ export function isRetryableDbError(error: unknown): boolean {
 }
 
 /**
+ * Runs `work`, trying again after connection-level failures (isRetryableDbError) with backoff
+ * until `deadlineMs` (Date.now() time) or `signal` says stop; then, or on any other error, it
+ * throws the last error. `onRetry` hears each failure that is tried again.
+ */
+export async function retryWhileUnavailable<T>(
+  work: () => Promise<T>,
+  options: { deadlineMs: number; onRetry: (error: unknown) => void; signal?: AbortSignal | undefined },
+): Promise<T> {
+  for (let failures = 1; ; failures++) {
+    try {
+      return await work();
+    } catch (error) {
+      const wait = backoff(failures);
+      if (!isRetryableDbError(error) || Date.now() + wait > options.deadlineMs || options.signal?.aborted) throw error;
+      options.onRetry(error);
+      await sleep(wait, options.signal);
+    }
+  }
+}
+
+/**
  * A service's background loops, stopped together: `every()` starts one, `stop()` aborts them
  * all and resolves once each has returned (a task in flight finishes first).
  */

@@ -602,3 +602,59 @@ describe('shutdown with a grace period longer than the lease', () => {
     expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['completed']);
   });
 });
+
+describe('a worker started while its database is away', () => {
+  /** t.db, but its plain statements fail as `failure(n)` says for the n-th one (undefined: run it). */
+  function unreliable(failure: (n: number) => Error | undefined) {
+    let calls = 0;
+    const db = Object.create(t.db, {
+      execute: {
+        value: (...args: unknown[]) => {
+          calls += 1;
+          const error = failure(calls);
+          if (error) return Promise.reject(error);
+          return (t.db.execute as (...a: unknown[]) => Promise<unknown>)(...args);
+        },
+      },
+    }) as Db;
+    return { db, calls: () => calls };
+  }
+  const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+  const registered = async (id: string) => (await run(t.db, sql`SELECT 1 FROM workers WHERE id = ${id}`)).length === 1;
+
+  it('waits for it, then starts and runs jobs', async () => {
+    const queue = uniqueQueue();
+    const { db, calls } = unreliable((n) => (n <= 2 ? refused() : undefined));
+    const worker = await startWorker(queue, [noop], {}, db);
+    expect(calls()).toBeGreaterThanOrEqual(3); // two refused, then the registration
+    expect(await registered(worker.health().workerId as string)).toBe(true);
+    const { id } = await enqueue(t.db, { queue, kind: 'noop' });
+    await until('done', stateIs(id, 'done'));
+  });
+
+  it('fails at once on an error that waiting cannot fix', async () => {
+    const queue = uniqueQueue();
+    const missing = Object.assign(new Error('relation "workers" does not exist'), { code: '42P01' });
+    const { db, calls } = unreliable(() => missing);
+    await expect(startWorker(queue, [noop], {}, db)).rejects.toThrow('relation "workers" does not exist');
+    expect(calls()).toBe(1);
+  });
+
+  it('stops waiting when stopped, and start() returns without opening anything', async () => {
+    const queue = uniqueQueue();
+    const { db, calls } = unreliable(() => refused());
+    const worker = new Worker(settings(queue), {
+      db,
+      claimDb: db,
+      databaseUrl: t.url,
+      registry: new HandlerRegistry([noop]),
+      logger: pino({ level: 'silent' }),
+    });
+    const starting = worker.start();
+    await until('a refused registration', async () => calls() >= 1);
+    await worker.stop(0);
+    await starting;
+    expect(worker.health()).toMatchObject({ status: 'stopped', listening: false, lastClaimAt: null });
+    expect(await registered(worker.health().workerId as string)).toBe(false);
+  });
+});

@@ -29,7 +29,7 @@ import { WakeListener } from './listener';
 import { Maintenance, type MaintenanceRounds } from './maintenance';
 import type { WorkerMetrics } from './metrics';
 import { Producer, type ProducerSettings } from './producer';
-import { sleep } from './timing';
+import { retryWhileUnavailable, sleep } from './timing';
 
 /** A worker's settings: the producer's and the completer's, and these. */
 export interface WorkerSettings extends ProducerSettings, CompleterSettings {
@@ -56,6 +56,11 @@ export interface WorkerDeps {
 
 /** How long released attempts get to settle after the grace period, before stop goes on. */
 const RELEASE_WAIT_MS = 10_000;
+/**
+ * How long start() waits for a database that refuses connections (restarting, failing over)
+ * before it gives up. Other errors (bad credentials, no schema) fail start at once.
+ */
+export const START_TIMEOUT_MS = 60_000;
 
 export class Worker {
   private readonly completer: Completer;
@@ -72,7 +77,8 @@ export class Worker {
    */
   private claimHandle: DbHandle | null = null;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
-  private stopRequested = false;
+  /** Aborted by stop(): what start() has not opened yet stays closed, and its wait ends. */
+  private readonly stopRequested = new AbortController();
   private stopping: Promise<void> | null = null;
 
   constructor(
@@ -120,9 +126,20 @@ export class Worker {
     this.state = 'running';
     const { logger } = this.deps;
     const s = this.settings;
-    await this.maintenance.register();
+    // The first statement: a worker started while its database restarts waits for it.
+    const stopped = this.stopRequested.signal;
+    try {
+      await retryWhileUnavailable(() => this.maintenance.register(), {
+        deadlineMs: Date.now() + START_TIMEOUT_MS,
+        signal: stopped,
+        onRetry: (error) => logger.warn({ err: error }, 'database unavailable at start; retrying'),
+      });
+    } catch (error) {
+      if (stopped.aborted) return; // stopped while waiting: nothing was opened
+      throw error;
+    }
     // stop() during start: what shutdown has already passed must not be opened now.
-    if (this.stopRequested) return;
+    if (stopped.aborted) return;
     if (s.listen) {
       this.listener = new WakeListener({
         url: this.deps.databaseUrl,
@@ -133,7 +150,7 @@ export class Worker {
         },
       });
       await this.listener.start();
-      if (this.stopRequested) {
+      if (stopped.aborted) {
         await this.listener.stop();
         return;
       }
@@ -193,7 +210,7 @@ export class Worker {
     const { logger } = this.deps;
     const { inFlight } = this.producer;
     this.state = 'stopping';
-    this.stopRequested = true;
+    this.stopRequested.abort();
     const claimsStopped = this.producer.stop();
     const maintenanceStopped = this.maintenance.stop();
     await this.listener?.stop();
