@@ -694,6 +694,10 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     const started = Date.now();
     try {
       fleet.start(2);
+      // The window below measures aging, not process start-up (over a second each under load,
+      // and most of the window's margin): the flood begins once both workers are registered.
+      const upBy = Date.now() + 30_000;
+      while ((await count(db.client, 'SELECT count(*) FROM workers')) < 2 && Date.now() < upBy) await sleep(50);
       // Faster than the workers drain it, so without aging the low job would wait forever.
       const flood = () =>
         enqueueMany(
