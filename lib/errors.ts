@@ -2,10 +2,11 @@ import 'server-only';
 /**
  * The errors a person is expected to see, and the one place that turns them into a sentence.
  * Route handlers (lib/http.ts) and pages (lib/page.ts) both ask `toUserMessage`, so an error
- * reads the same on a page as in a JSON answer. Anything else is unexpected: it is logged and
- * the caller shows its own "nothing was changed" message.
+ * reads the same on a page as in a JSON answer. Anything else is unexpected: a route logs it and
+ * answers 503 with its own "nothing was changed" message, a page throws it to its error boundary.
  */
 import { LeaseholdInputError } from '../db/queue';
+import { invalidInputMessage } from './present';
 
 /** Input the dashboard refuses before it touches anything (a bad filter, id or body). */
 export class InputError extends Error {
@@ -42,7 +43,7 @@ export function toUserMessage(error: unknown): UserMessage | null {
   // The queue's own validation (db/queue parseInput) after the DAL's: a field the DAL let
   // through but the queue refuses, such as a repeated id in a bulk action.
   if (error instanceof LeaseholdInputError) {
-    return { status: 400, message: `That request is not valid (${error.problems.join('; ')}).` };
+    return { status: 400, message: invalidInputMessage('request', error.problems) };
   }
   return null;
 }

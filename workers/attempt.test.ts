@@ -2,7 +2,7 @@ import pino from 'pino';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import type { ClaimedJob, Executor } from '../db/queue';
-import { Attempt, AttemptAborted, type AttemptOutcome, execute, leaseDeadlineFrom } from './attempt';
+import { Attempt, AttemptAborted, type AttemptResult, execute, leaseDeadlineFrom } from './attempt';
 import { PermanentError, RateLimitedError, TransientError } from './errors';
 import { defineHandler, type Handler, HandlerRegistry, type HandlerContext } from './handler';
 
@@ -55,7 +55,7 @@ function attemptOf(job: ClaimedJob, h: Handler | undefined): Attempt {
   return new Attempt(job, h, leaseDeadlineFrom(performance.now(), 30), silent);
 }
 
-function run(entry: Attempt, h?: Handler): Promise<AttemptOutcome> {
+function run(entry: Attempt, h?: Handler): Promise<AttemptResult> {
   return execute(entry, { db: noDatabase, registry: new HandlerRegistry(h ? [h] : []), leaseSeconds: 30 });
 }
 

@@ -1,7 +1,7 @@
 /**
  * One execution of one claimed job: its handler, its signal, its timeout, and what came of it
- * as a value (`AttemptOutcome`). Nothing here settles the job: the completer does that with the
- * outcome. The only database calls are the handler's own (`heartbeat`, `receipt`).
+ * as a value (`AttemptResult`). Nothing here settles the job: the completer does that with the
+ * result. The only database calls are the handler's own (`heartbeat`, `receipt`).
  *
  * Invariants:
  * - an attempt is stopped at most once, and the first reason wins (lease lost, timeout,
@@ -41,8 +41,8 @@ export function leaseDeadlineFrom(sentAt: number, leaseSeconds: number): number 
   return sentAt + leaseSeconds * 1000 - 1000;
 }
 
-/** What came of an attempt; the completer turns it into a settlement. */
-export type AttemptOutcome =
+/** What came of an attempt; the completer turns it into a settlement (not db/states' stored outcomes). */
+export type AttemptResult =
   | { kind: 'completed' }
   | { kind: 'failed'; failureClass: FailureClass; message: string; retryAfterMs?: number | undefined }
   /** Stopped for shutdown: handed back to `ready` for another worker. */
@@ -188,10 +188,14 @@ export interface AttemptDeps {
   failpoints?: Failpoints | undefined;
 }
 
-const permanent = (message: string): AttemptOutcome => ({ kind: 'failed', failureClass: 'permanent', message });
+const permanent = (message: string): AttemptResult => ({ kind: 'failed', failureClass: 'permanent', message });
+// The results without fields are shared: one object each, not one per job.
+const COMPLETED: AttemptResult = Object.freeze({ kind: 'completed' });
+const RELEASED: AttemptResult = Object.freeze({ kind: 'released' });
+const LOST: AttemptResult = Object.freeze({ kind: 'lost' });
 
 /** Runs the attempt's handler (after checking kind, version and payload) and says what came of it. */
-export async function execute(entry: Attempt, deps: AttemptDeps): Promise<AttemptOutcome> {
+export async function execute(entry: Attempt, deps: AttemptDeps): Promise<AttemptResult> {
   const { job, handler } = entry;
   const { registry, metrics } = deps;
   if (!handler) {
@@ -226,13 +230,13 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
     const stop = result.error;
     metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: stop.reason }, seconds);
     if (stop.reason === 'timeout') return { kind: 'failed', failureClass: 'timeout', message: stop.message };
-    if (stop.reason === 'shutdown') return { kind: 'released' };
-    return { kind: 'lost' };
+    if (stop.reason === 'shutdown') return RELEASED;
+    return LOST;
   }
   if (result.ok) {
     deps.failpoints?.hit('after_effect');
     metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: 'completed' }, seconds);
-    return { kind: 'completed' };
+    return COMPLETED;
   }
   const { failureClass, message, retryAfterMs } = classify(result.error);
   metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: 'failed' }, seconds);

@@ -1,6 +1,6 @@
 /**
  * The completer: the worker's only caller of the queue's settle functions. It turns an
- * attempt's outcome into a settlement — completions batched into one acknowledgement statement,
+ * attempt's result into a settlement — completions batched into one acknowledgement statement,
  * failures and releases one by one — and retries connection-level failures until the lease
  * ends (after that no settlement could apply anyway).
  *
@@ -23,13 +23,13 @@ import {
   type SettleOutcome,
 } from '../db/queue';
 import type { FailureClass } from '../db/schema';
-import type { Attempt, AttemptOutcome } from './attempt';
+import type { Attempt, AttemptResult } from './attempt';
 import type { Failpoints } from './failpoints';
 import type { WorkerMetrics } from './metrics';
 import { retryWhileUnavailable } from './timing';
 
 /** Most completions in one acknowledgement statement (a claim batch's worth). */
-export const ACK_BATCH = 1000;
+const ACK_BATCH = 1000;
 
 export interface CompleterSettings {
   workerId: string;
@@ -60,13 +60,13 @@ export class Completer {
     private readonly deps: CompleterDeps,
   ) {}
 
-  /** Settles an attempt by its outcome; resolves once the settlement is through (or given up). */
-  settle(entry: Attempt, outcome: AttemptOutcome): Promise<void> {
-    switch (outcome.kind) {
+  /** Settles an attempt by its result; resolves once the settlement is through (or given up). */
+  settle(entry: Attempt, result: AttemptResult): Promise<void> {
+    switch (result.kind) {
       case 'completed':
         return this.acknowledge(entry);
       case 'failed':
-        return this.fail(entry, outcome.failureClass, outcome.message, outcome.retryAfterMs);
+        return this.fail(entry, result.failureClass, result.message, result.retryAfterMs);
       case 'released':
         return this.release(entry);
       case 'lost': {

@@ -45,7 +45,7 @@ function producer(queue: string, overrides: Partial<ProducerSettings> = {}, clai
     },
     {
       registry: new HandlerRegistry([]),
-      completer,
+      handBack: (jobs) => completer.releaseUnstarted(jobs),
       logger: silent,
       run: (attempt) =>
         new Promise<void>((resolve) => {

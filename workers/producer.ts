@@ -15,7 +15,6 @@ import type { Logger } from 'pino';
 import { claim, type ClaimedJob } from '../db/queue';
 import type { Db } from '../db/client';
 import { Attempt, leaseDeadlineFrom } from './attempt';
-import type { Completer } from './completer';
 import type { Failpoints } from './failpoints';
 import type { HandlerRegistry } from './handler';
 import type { WorkerMetrics } from './metrics';
@@ -35,8 +34,8 @@ export interface ProducerSettings {
 
 export interface ProducerDeps {
   registry: HandlerRegistry;
-  /** Hands back jobs claimed while stopping. */
-  completer: Completer;
+  /** Hands back jobs whose claim was in flight at stop (they never start here). */
+  handBack: (jobs: readonly ClaimedJob[]) => Promise<void>;
   logger: Logger;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
@@ -145,7 +144,7 @@ export class Producer {
         this.lastClaimAt = new Date();
         if (signal.aborted) {
           // Stopped while the claim was in flight: hand these straight back.
-          await this.deps.completer.releaseUnstarted(jobs);
+          await this.deps.handBack(jobs);
           return;
         }
         if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');

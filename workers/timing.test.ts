@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { backoff, every, isRetryableDbError, sleep } from './timing';
+import { backoff, every, isRetryableDbError, retryWhileUnavailable, sleep } from './timing';
 
 describe('timing', () => {
   it('cuts a sleep short when its signal aborts, and does not sleep on an aborted one', async () => {
@@ -53,6 +53,67 @@ describe('timing', () => {
     for (const code of ['23505', '42601', '22P02', 'ENOENT'])
       expect(isRetryableDbError(withCode(code)), code).toBe(false);
     expect(isRetryableDbError(new Error('Connection terminated unexpectedly'))).toBe(true);
+    // As Drizzle hands on a driver error without a code: wrapped, the reason in its cause.
+    const wrapped = new Error('Failed query: select 1', { cause: new Error('Connection terminated unexpectedly') });
+    expect(isRetryableDbError(wrapped)).toBe(true);
+    expect(isRetryableDbError(new Error('Failed query: x', { cause: withCode('23505') }))).toBe(false);
+    expect(isRetryableDbError('a string')).toBe(false);
     expect(isRetryableDbError(new Error('syntax error'))).toBe(false);
+  });
+
+  it('tries again while the database is unavailable, and stops at the deadline, a stop or another error', async () => {
+    const refused = () => Object.assign(new Error('refused'), { code: 'ECONNREFUSED' });
+    let calls = 0;
+    const retried: unknown[] = [];
+    const value = await retryWhileUnavailable(
+      async () => {
+        calls += 1;
+        if (calls < 3) throw refused();
+        return 'up';
+      },
+      { deadlineMs: Date.now() + 10_000, onRetry: (e) => retried.push(e) },
+    );
+    expect([value, calls, retried.length]).toEqual(['up', 3, 2]);
+
+    // A deadline nearer than the first backoff (100 ms or more): one try only.
+    let once = 0;
+    const late = retryWhileUnavailable(
+      async () => {
+        once += 1;
+        throw refused();
+      },
+      { deadlineMs: Date.now() + 50, onRetry: () => {} },
+    );
+    await expect(late).rejects.toThrow('refused');
+    expect(once).toBe(1);
+
+    // Stopped during the wait: no further try.
+    const controller = new AbortController();
+    let tries = 0;
+    const stopped = retryWhileUnavailable(
+      async () => {
+        tries += 1;
+        throw refused();
+      },
+      {
+        deadlineMs: Date.now() + 60_000,
+        onRetry: () => setTimeout(() => controller.abort(), 10),
+        signal: controller.signal,
+      },
+    );
+    await expect(stopped).rejects.toThrow('refused');
+    expect(tries).toBe(1);
+
+    // An error that waiting cannot fix is thrown at once.
+    let other = 0;
+    const fatal = retryWhileUnavailable(
+      async () => {
+        other += 1;
+        throw Object.assign(new Error('no such table'), { code: '42P01' });
+      },
+      { deadlineMs: Date.now() + 60_000, onRetry: () => {} },
+    );
+    await expect(fatal).rejects.toThrow('no such table');
+    expect(other).toBe(1);
   });
 });

@@ -33,7 +33,7 @@ export async function every(
   task: () => Promise<void> | void,
   signal: AbortSignal,
   logger: Logger,
-  name = task.name,
+  name: string,
 ): Promise<void> {
   while (!signal.aborted) {
     await sleep(ms * (0.9 + Math.random() * 0.2), signal);
@@ -46,8 +46,19 @@ export async function every(
   }
 }
 
-/** Connection loss, server shutdown, overload, serialization: worth another try. */
+/**
+ * Connection loss, server shutdown, overload, serialization: worth another try. Drizzle wraps
+ * the driver's error ("Failed query: …") and passes on only causes with a code, so a cause
+ * without one ("Connection terminated unexpectedly") is looked at too.
+ */
 export function isRetryableDbError(error: unknown): boolean {
+  if (isRetryableItself(error)) return true;
+  const cause = error instanceof Error ? error.cause : undefined;
+  return cause !== undefined && isRetryableItself(cause);
+}
+
+function isRetryableItself(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
   // Node's socket codes first: EPIPE is five capitals, like an SQLSTATE.
   if (typeof code === 'string' && /^E(CONN|PIPE|TIMEDOUT|HOSTUNREACH|NETUNREACH|AI_AGAIN)/.test(code)) return true;
@@ -75,6 +86,7 @@ export async function retryWhileUnavailable<T>(
       if (!isRetryableDbError(error) || Date.now() + wait > options.deadlineMs || options.signal?.aborted) throw error;
       options.onRetry(error);
       await sleep(wait, options.signal);
+      if (options.signal?.aborted) throw error; // stopped during the wait: no further try
     }
   }
 }

@@ -19,8 +19,8 @@
  */
 import type { Logger } from 'pino';
 import { createDb, type Db, type DbHandle } from '../db/client';
-import { WAKE_CHANNEL, type RetryPolicy } from '../db/queue';
-import { type Attempt, AttemptAborted, execute } from './attempt';
+import { WAKE_CHANNEL } from '../db/queue';
+import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt';
 import { Completer, type CompleterSettings } from './completer';
 import type { Failpoints } from './failpoints';
 import type { HandlerRegistry } from './handler';
@@ -29,13 +29,12 @@ import { WakeListener } from './listener';
 import { Maintenance, type MaintenanceRounds } from './maintenance';
 import type { WorkerMetrics } from './metrics';
 import { Producer, type ProducerSettings } from './producer';
-import { retryWhileUnavailable, sleep } from './timing';
+import { isRetryableDbError, retryWhileUnavailable, sleep } from './timing';
 
 /** A worker's settings: the producer's and the completer's, and these. */
 export interface WorkerSettings extends ProducerSettings, CompleterSettings {
   listen: boolean;
   graceMs: number;
-  retry?: Partial<RetryPolicy>;
   registryIntervalMs: number;
   maintenance: MaintenanceRounds;
 }
@@ -60,13 +59,17 @@ const RELEASE_WAIT_MS = 10_000;
  * How long start() waits for a database that refuses connections (restarting, failing over)
  * before it gives up. Other errors (bad credentials, no schema) fail start at once.
  */
-export const START_TIMEOUT_MS = 60_000;
+const START_TIMEOUT_MS = 60_000;
 
 export class Worker {
   private readonly completer: Completer;
   private readonly producer: Producer;
   private readonly leaseKeeper: LeaseKeeper;
   private readonly maintenance: Maintenance;
+  /** What every execution needs, made once (not per job). */
+  private readonly attemptDeps: AttemptDeps;
+  /** The first registration while it is in flight: shutdown deregisters only after it. */
+  private registering: Promise<void> | null = null;
   private listener: WakeListener | null = null;
   /**
    * The claim connection (a pool of one, kept open). Claims run one at a time, so one
@@ -88,13 +91,14 @@ export class Worker {
     const { db, logger, metrics, failpoints, registry } = deps;
     const s = settings;
     this.completer = new Completer(s, { db, logger, metrics, failpoints });
+    this.attemptDeps = { db, registry, leaseSeconds: s.leaseSeconds, metrics, failpoints };
     this.producer = new Producer(s, {
       registry,
-      completer: this.completer,
+      handBack: (jobs) => this.completer.releaseUnstarted(jobs),
       logger,
       metrics,
       failpoints,
-      run: (attempt) => this.run(attempt),
+      run: (entry) => this.run(entry),
     });
     this.leaseKeeper = new LeaseKeeper(s.leaseSeconds, this.producer.inFlight, { db, registry, logger, failpoints });
     this.maintenance = new Maintenance(
@@ -128,14 +132,16 @@ export class Worker {
     const s = this.settings;
     // The first statement: a worker started while its database restarts waits for it.
     const stopped = this.stopRequested.signal;
+    this.registering = retryWhileUnavailable(() => this.maintenance.register(), {
+      deadlineMs: Date.now() + START_TIMEOUT_MS,
+      signal: stopped,
+      onRetry: (error) => logger.warn({ err: error }, 'database unavailable at start; retrying'),
+    });
     try {
-      await retryWhileUnavailable(() => this.maintenance.register(), {
-        deadlineMs: Date.now() + START_TIMEOUT_MS,
-        signal: stopped,
-        onRetry: (error) => logger.warn({ err: error }, 'database unavailable at start; retrying'),
-      });
+      await this.registering;
     } catch (error) {
-      if (stopped.aborted) return; // stopped while waiting: nothing was opened
+      // Stopped while waiting for the database: nothing was opened. Any other error is start's.
+      if (stopped.aborted && isRetryableDbError(error)) return;
       throw error;
     }
     // stop() during start: what shutdown has already passed must not be opened now.
@@ -195,15 +201,8 @@ export class Worker {
   }
 
   /** One attempt from execution to settlement; the producer frees its slot after this. */
-  private async run(attempt: Attempt): Promise<void> {
-    const outcome = await execute(attempt, {
-      db: this.deps.db,
-      registry: this.deps.registry,
-      leaseSeconds: this.settings.leaseSeconds,
-      metrics: this.deps.metrics,
-      failpoints: this.deps.failpoints,
-    });
-    await this.completer.settle(attempt, outcome);
+  private run(entry: Attempt): Promise<void> {
+    return execute(entry, this.attemptDeps).then((result) => this.completer.settle(entry, result));
   }
 
   private async shutdown(graceMs: number): Promise<void> {
@@ -229,6 +228,8 @@ export class Worker {
     await this.completer.flush();
     await this.leaseKeeper.stop();
     await maintenanceStopped;
+    // A registration still in flight when stop() came must not land after the removal.
+    await this.registering?.catch(() => {});
     await this.maintenance.deregister();
     await this.claimHandle
       ?.close()

@@ -174,7 +174,7 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'db/queue/executor.ts', from: '../../workers/config' },
       { file: 'db/queue/executor.ts', from: '@/workers/config' },
-      { file: 'db/client.ts', from: '../workers/runtime' },
+      { file: 'db/client.ts', from: '../workers/worker' },
     ],
   },
   {

@@ -1,4 +1,4 @@
-/** The handlers every worker process knows. Add a kind: write `handlers/<kind>.ts`, list it here. */
+/** The handlers every worker process knows. Add a kind: write `handlers/<kind-in-kebab-case>.ts`, list it here. */
 import type { Handler } from '../handler';
 import receiptSend from './receipt-send';
 
