@@ -4,7 +4,7 @@
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { createDb, type DbHandle } from '../db/client';
+import { createDb, type Db, type DbHandle } from '../db/client';
 import { createScratchDatabase } from '../db/database';
 
 export interface TestDatabase extends DbHandle {
@@ -76,4 +76,21 @@ export function watchedExecutor(
     return around(statement, () => (typeof config === 'string' ? pool.query(config, values) : pool.query(config)));
   };
   return { query } as unknown as Pick<pg.Pool, 'query'>;
+}
+
+/**
+ * `db` with every statement it sends through `execute` handed to `around(run)` first, to delay
+ * or fail it (`run` sends it). With `unprepared`, named statements (claims, acknowledgements)
+ * lose their session and go through `execute` too, unprepared.
+ */
+export function aroundExecute(
+  db: Db,
+  around: (run: () => Promise<unknown>) => Promise<unknown>,
+  options: { unprepared?: boolean } = {},
+): Db {
+  const execute = db.execute.bind(db) as (...args: unknown[]) => Promise<unknown>;
+  return Object.create(db, {
+    execute: { value: (...args: unknown[]) => around(() => execute(...args)) },
+    ...(options.unprepared ? { session: { value: undefined } } : {}),
+  }) as Db;
 }

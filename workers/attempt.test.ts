@@ -1,7 +1,7 @@
-import pino from 'pino';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import type { ClaimedJob, Executor } from '../db/queue';
+import { silentLogger } from '../test/attempts';
 import { Attempt, AttemptAborted, type AttemptResult, execute, leaseDeadlineFrom } from './attempt';
 import { PermanentError, RateLimitedError, TransientError } from './errors';
 import { defineHandler, type Handler, HandlerRegistry, type HandlerContext } from './handler';
@@ -13,7 +13,6 @@ const noDatabase = new Proxy({} as Executor, {
     throw new Error(`these tests use no database (read ${String(key)})`);
   },
 });
-const silent = pino({ level: 'silent' });
 
 let ids = 0;
 function claimed(overrides: Partial<ClaimedJob> = {}): ClaimedJob {
@@ -52,7 +51,7 @@ function handler(handle: (context: HandlerContext<{ n: number }>) => Promise<unk
 }
 
 function attemptOf(job: ClaimedJob, h: Handler | undefined): Attempt {
-  return new Attempt(job, h, leaseDeadlineFrom(performance.now(), 30), silent);
+  return new Attempt(job, h, leaseDeadlineFrom(performance.now(), 30), silentLogger);
 }
 
 function run(entry: Attempt, h?: Handler): Promise<AttemptResult> {

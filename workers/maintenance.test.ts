@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { completeIfLeaseHeld, deregisterWorker, listWorkers, registerWorker, withMaintenanceLock } from '../db/queue';
 import { run } from '../db/queue/executor';
+import { silentLogger } from '../test/attempts';
 import { useTestDatabase } from '../test/db';
 import { addJob, claimOne, expireLease, getJob, uniqueQueue } from '../test/factories';
 import { until } from '../test/wait';
@@ -11,7 +11,6 @@ import { createMetrics } from './metrics';
 
 const t = useTestDatabase();
 
-const silent = pino({ level: 'silent' });
 let n = 0;
 
 function maintenance(overrides: Partial<MaintenanceSettings['maintenance']> = {}, registryIntervalMs = 60_000) {
@@ -34,7 +33,7 @@ function maintenance(overrides: Partial<MaintenanceSettings['maintenance']> = {}
         ...overrides,
       },
     },
-    { db: t.db, logger: silent, metrics, version: '1.2.3' },
+    { db: t.db, logger: silentLogger, metrics, version: '1.2.3' },
   );
   return { maintenance: m, metrics, workerId: `maintenance-test-${n}` };
 }

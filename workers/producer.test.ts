@@ -1,8 +1,8 @@
-import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { enqueue } from '../db/queue';
 import type { Db } from '../db/client';
-import { testDatabase, type TestDatabase } from '../test/db';
+import { silentLogger } from '../test/attempts';
+import { aroundExecute, testDatabase, type TestDatabase } from '../test/db';
 import { getJob, uniqueQueue } from '../test/factories';
 import { until } from '../test/wait';
 import type { Attempt } from './attempt';
@@ -22,8 +22,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-const silent = pino({ level: 'silent' });
-
 /**
  * A producer whose attempts run until the test ends them (`finish(id)`), so slots stay taken
  * exactly as long as the test says. `claimDb` may watch or delay the claims.
@@ -31,7 +29,7 @@ const silent = pino({ level: 'silent' });
 function producer(queue: string, overrides: Partial<ProducerSettings> = {}, claimDb: Db = t.db) {
   const started: Attempt[] = [];
   const finishers = new Map<string, () => void>();
-  const completer = new Completer({ workerId: 'producer-test', ackFlushMs: 5 }, { db: t.db, logger: silent });
+  const completer = new Completer({ workerId: 'producer-test', ackFlushMs: 5 }, { db: t.db, logger: silentLogger });
   const p = new Producer(
     {
       workerId: 'producer-test',
@@ -46,7 +44,7 @@ function producer(queue: string, overrides: Partial<ProducerSettings> = {}, clai
     {
       registry: new HandlerRegistry([]),
       handBack: (jobs) => completer.releaseUnstarted(jobs),
-      logger: silent,
+      logger: silentLogger,
       run: (attempt) =>
         new Promise<void>((resolve) => {
           started.push(attempt);
@@ -130,16 +128,15 @@ describe('the producer', () => {
       releaseClaim = resolve;
     });
     // A claim connection whose statements wait until the test lets them go.
-    const slowClaims = Object.create(t.db, {
-      execute: {
-        value: async (...args: unknown[]) => {
-          claimStarted();
-          await held;
-          return (t.db.execute as (...a: unknown[]) => unknown)(...args);
-        },
+    const slowClaims = aroundExecute(
+      t.db,
+      async (run) => {
+        claimStarted();
+        await held;
+        return run();
       },
-      session: { value: undefined },
-    }) as Db;
+      { unprepared: true },
+    );
     const { producer: p, started } = producer(queue, {}, slowClaims);
     await claimRunning;
     const stopped = p.stop();

@@ -5,8 +5,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cancelIfUnchanged, enqueue, retryIfTerminal, WAKE_CHANNEL, withMaintenanceLock } from '../db/queue';
 import { run } from '../db/queue/executor';
 import type { Db } from '../db/client';
-import { testDatabase, type TestDatabase } from '../test/db';
+import { aroundExecute, testDatabase, type TestDatabase } from '../test/db';
 import { attemptsOf, getJob, uniqueQueue } from '../test/factories';
+import { silentLogger } from '../test/attempts';
 import { until } from '../test/wait';
 import { PermanentError, RateLimitedError, TransientError } from './errors';
 import { defineHandler, HandlerRegistry, type Handler } from './handler';
@@ -616,16 +617,11 @@ describe('a worker started while its database is away', () => {
   /** t.db, but its plain statements fail as `failure(n)` says for the n-th one (undefined: run it). */
   function unreliable(failure: (n: number) => Error | undefined) {
     let calls = 0;
-    const db = Object.create(t.db, {
-      execute: {
-        value: (...args: unknown[]) => {
-          calls += 1;
-          const error = failure(calls);
-          if (error) return Promise.reject(error);
-          return (t.db.execute as (...a: unknown[]) => Promise<unknown>)(...args);
-        },
-      },
-    }) as Db;
+    const db = aroundExecute(t.db, (run) => {
+      calls += 1;
+      const error = failure(calls);
+      return error ? Promise.reject(error) : run();
+    });
     return { db, calls: () => calls };
   }
   const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
@@ -657,7 +653,7 @@ describe('a worker started while its database is away', () => {
       claimDb: db,
       databaseUrl: t.url,
       registry: new HandlerRegistry([noop]),
-      logger: pino({ level: 'silent' }),
+      logger: silentLogger,
     });
     const starting = worker.start();
     await until('a refused registration', async () => calls() >= 1);
