@@ -15,7 +15,7 @@ import { createDb } from '../db/client';
 import { createScratchDatabase, selectDatabase } from '../db/database';
 import { migrateDatabase } from '../db/migrate';
 import { run } from '../db/queue/executor';
-import { PROJECT_DIR } from '../scripts/env';
+import { PROJECT_DIR } from '../db/database';
 import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries';
 
 const { values } = parseArgs({

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createScratchDatabase, selectDatabase } from '../db/database';
-import { PROJECT_DIR } from '../scripts/env';
+import { PROJECT_DIR } from '../db/database';
 import { COST_VARIANTS, costLoop, type CostVariant } from './costs';
 import { claimThroughput, dashboardTimes, historyDatabase } from './history';
 import { forkChild, median, percentile, round, sleep } from './lib';

@@ -50,8 +50,8 @@ const EMBEDDED_USER = 'postgres';
 // The embedded server listens on 127.0.0.1 only; the password keeps other local users out.
 const EMBEDDED_PASSWORD = 'leasehold-local';
 
-/** The checkout this module is in: the embedded server's data lives under its `.leasehold/`. */
-const CHECKOUT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The checkout this module is in: the embedded server's data, builds and bench output live in it. */
+export const PROJECT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * The database an entrypoint names in its environment: `DATABASE_URL` when set, else the
@@ -64,7 +64,7 @@ export function databaseFromEnv(
 ): Promise<DatabaseHandle> {
   return selectDatabase({
     databaseUrl: env.DATABASE_URL,
-    dataDir: env.LEASEHOLD_DATA_DIR ?? path.join(CHECKOUT_DIR, '.leasehold', 'postgres'),
+    dataDir: env.LEASEHOLD_DATA_DIR ?? path.join(PROJECT_DIR, '.leasehold', 'postgres'),
     log,
   });
 }

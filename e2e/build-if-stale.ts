@@ -1,7 +1,8 @@
 /** Runs `next build` when .next is missing or older than the sources (shared with npm start). */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { buildIsStale, PROJECT_DIR } from '../scripts/build-state';
+import { PROJECT_DIR } from '../db/database';
+import { buildIsStale } from '../scripts/build-state';
 
 if (buildIsStale()) {
   const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');

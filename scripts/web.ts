@@ -5,8 +5,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { migrateDatabase } from '../db/migrate';
-import { databaseFromEnv } from '../db/database';
-import { PROJECT_DIR } from './env';
+import { databaseFromEnv, PROJECT_DIR } from '../db/database';
 
 const secret = process.env.NEXTAUTH_SECRET ?? '';
 if (secret.length < 32) {

@@ -107,14 +107,6 @@ export class Worker {
     );
   }
 
-  get running(): number {
-    return this.producer.inFlight.size;
-  }
-
-  get lastClaimAt(): Date | null {
-    return this.producer.lastClaimAt;
-  }
-
   health(): Record<string, unknown> {
     return {
       status: this.state === 'running' ? 'ok' : this.state,
@@ -184,11 +176,6 @@ export class Worker {
       },
       'worker started',
     );
-  }
-
-  /** Wakes the claim loop (a notification, a free slot, a reconnect). */
-  wake(): void {
-    this.producer.wake();
   }
 
   /**

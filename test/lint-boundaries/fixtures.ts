@@ -76,8 +76,8 @@ export const FORBIDDEN: Arrow[] = [
     name: 'app -> scripts',
     message: 'app/ may import only app/, components/ and lib/',
     forbidden: [
-      { file: 'app/login/page.tsx', from: '../../scripts/env' },
-      { file: 'app/login/page.tsx', from: '@/scripts/env' },
+      { file: 'app/login/page.tsx', from: '../../scripts/build-state' },
+      { file: 'app/login/page.tsx', from: '@/scripts/build-state' },
     ],
   },
   {
@@ -109,7 +109,7 @@ export const FORBIDDEN: Arrow[] = [
     message: 'lib/ may import only lib/ and db/',
     forbidden: [
       { file: 'lib/env.ts', from: '../workers/config' },
-      { file: 'lib/env.ts', from: '@/scripts/env' },
+      { file: 'lib/env.ts', from: '@/scripts/build-state' },
       // test/ only from lib's tests.
       { file: 'lib/dal/jobs.ts', from: '../../test/db' },
     ],
@@ -135,8 +135,8 @@ export const FORBIDDEN: Arrow[] = [
     name: 'workers -> scripts',
     message: 'workers/ may import only workers/ and db/',
     forbidden: [
-      { file: 'workers/main.ts', from: '../scripts/env' },
-      { file: 'workers/main.ts', from: '@/scripts/env' },
+      { file: 'workers/main.ts', from: '../scripts/build-state' },
+      { file: 'workers/main.ts', from: '@/scripts/build-state' },
     ],
   },
   {
@@ -183,7 +183,7 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'db/queries/jobs.ts', from: '../../app/(console)/jobs/page' },
       { file: 'db/queries/jobs.ts', from: '@/components/state-badge' },
-      { file: 'db/migrate.ts', from: '../scripts/env' },
+      { file: 'db/migrate.ts', from: '../scripts/build-state' },
       { file: 'db/queue/claim.ts', from: '../../test/db' },
       { file: 'db/queue/claim.ts', from: '@/test/factories' },
     ],
