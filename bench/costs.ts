@@ -20,7 +20,7 @@ export const COST_VARIANTS = {
 export type CostVariant = keyof typeof COST_VARIANTS;
 
 const DONE = `state = 'done', lease_token = NULL, lease_until = NULL, finished_at = statement_timestamp(), updated_at = statement_timestamp()`;
-const HISTORY = `INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, duration_ms)
+const HISTORY = `INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, duration_ms)
   SELECT s.id, s.attempts, s.queue, s.kind, s.worker_id, s.token, s.started_at, statement_timestamp(), 'completed', 0 FROM settled s`;
 
 export async function costLoop(url: string, variant: CostVariant, jobs: number): Promise<number> {
@@ -34,7 +34,7 @@ export async function costLoop(url: string, variant: CostVariant, jobs: number):
       Array.from({ length: jobs }, (_, seq) => ({ queue: QUEUE, kind: 'bench.noop', payload: { seq } })),
       { notify: false },
     );
-    await pool.query('VACUUM ANALYZE jobs');
+    await pool.query('VACUUM ANALYZE leasehold.jobs, leasehold.ready_jobs, leasehold.leases');
     const options = { queues: [QUEUE], workerId: 'bench', limit: 500, leaseSeconds: 60 };
 
     async function settle(batch: { id: string; leaseToken: string }[]) {
@@ -46,13 +46,13 @@ export async function costLoop(url: string, variant: CostVariant, jobs: number):
           return completeManyIfLeaseHeld(pool, batch);
         case 'with an attempt row per completion':
           return pool.query(
-            `WITH settled AS (UPDATE jobs j SET ${DONE} WHERE j.id = ANY($1::uuid[]) AND j.state = 'running' AND j.lease_token = $2
+            `WITH settled AS (UPDATE leasehold.jobs j SET ${DONE} WHERE j.id = ANY($1::uuid[]) AND j.state = 'running' AND j.lease_token = $2
                AND j.lease_until - statement_timestamp() > interval '0'
                RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, $2::uuid AS token) ${HISTORY}`,
             [ids, token],
           );
         case 'without the lease check':
-          return pool.query(`UPDATE jobs j SET ${DONE} WHERE j.id = ANY($1::uuid[])`, [ids]);
+          return pool.query(`UPDATE leasehold.jobs j SET ${DONE} WHERE j.id = ANY($1::uuid[])`, [ids]);
       }
     }
 

@@ -32,7 +32,7 @@ export async function seedHistory(db: Db, total: number, options: { live: boolea
   await run(
     db,
     sql`
-    INSERT INTO jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
+    INSERT INTO leasehold.jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
     SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k' || (g % 7), jsonb_build_object('n', g),
            'done', 1 + (g % 3 = 0)::int, NULL, NULL, t, t, t, t, t + interval '1 second', t
     FROM generate_series(1, ${done}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`,
@@ -40,7 +40,7 @@ export async function seedHistory(db: Db, total: number, options: { live: boolea
   await run(
     db,
     sql`
-    INSERT INTO jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
+    INSERT INTO leasehold.jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
     SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k' || (g % 7), jsonb_build_object('n', g), 'dead', 1 + g % 10,
            (ARRAY['permanent','transient','validation','lease_expired','expired'])[1 + g % 5],
            'provider refused order ' || g || ': ' || (400 + g % 30), t, t, t, t, t + interval '1 second', t
@@ -49,14 +49,14 @@ export async function seedHistory(db: Db, total: number, options: { live: boolea
   await run(
     db,
     sql`
-    INSERT INTO jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
+    INSERT INTO leasehold.jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
     SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k', '{}', 'cancelled', 0, 'cancelled', 'cancelled by op', t, t, t, NULL, t, t
     FROM generate_series(1, ${cancelled}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`,
   );
   await run(
     db,
     sql`
-    INSERT INTO jobs (id, queue, kind, payload, state, attempts, run_at, claim_at, lease_token, lease_until, worker_id, started_at)
+    INSERT INTO leasehold.jobs (id, queue, kind, payload, state, attempts, run_at, claim_at, lease_token, lease_until, worker_id, started_at)
     SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k', '{}',
            CASE WHEN g % 5 = 0 THEN 'running' ELSE 'ready' END, (g % 3 = 0)::int,
            now() + ((g % 7) - 3) * interval '1 minute', now() + ((g % 7) - 3) * interval '1 minute',
@@ -70,25 +70,25 @@ export async function seedHistory(db: Db, total: number, options: { live: boolea
   await run(
     db,
     sql`
-    INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms)
+    INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms)
     SELECT id, attempts - 1, queue, kind, 'w1', gen_random_uuid(), started_at - interval '2 seconds', started_at - interval '1 second',
            'failed', 'transient', 'provider timed out', 1000
-    FROM jobs WHERE state = 'done' AND attempts > 1
+    FROM leasehold.jobs WHERE state = 'done' AND attempts > 1
     UNION ALL
     SELECT id, attempts, queue, kind, 'w1', gen_random_uuid(), started_at, finished_at, 'failed', failure_class, last_error, 1000
-    FROM jobs WHERE state = 'dead'`,
+    FROM leasehold.jobs WHERE state = 'dead'`,
   );
   await run(
     db,
     sql`
-    INSERT INTO audit_log (actor, action, job_ids, requested, affected, outcome)
+    INSERT INTO leasehold.audit_log (actor, action, job_ids, requested, affected, outcome)
     SELECT 'op@example.com', 'retry', ARRAY[gen_random_uuid()], 1, 1, 'applied' FROM generate_series(1, 20000)`,
   );
 }
 
 /** Every query the dashboard runs, as [label, run] pairs (the overview's panels first). */
 export async function dashboardQueries(db: Db): Promise<[string, () => Promise<unknown>][]> {
-  const [sample] = await run<{ id: string }>(db, sql`SELECT id FROM jobs WHERE state = 'dead' LIMIT 1`);
+  const [sample] = await run<{ id: string }>(db, sql`SELECT id FROM leasehold.jobs WHERE state = 'dead' LIMIT 1`);
   const list = (q: Record<string, string>) => () => listJobs(db, jobListSchema.parse(q));
   return [
     ['overview (all panels, as /api/overview)', () => overview(db)],

@@ -47,7 +47,7 @@ export async function claimThroughput(url: string, jobs: number): Promise<ClaimF
   try {
     const specs = Array.from({ length: jobs }, (_, seq) => ({ queue: QUEUE, kind: 'bench.noop', payload: { seq } }));
     await enqueueMany(client, specs, { notify: false });
-    await client.query('ANALYZE jobs');
+    await client.query('ANALYZE leasehold.jobs, leasehold.ready_jobs, leasehold.leases');
     const options = { queues: [QUEUE], workerId: 'bench', limit: CLAIM_BATCH };
     const { sql: text, params } = dialect.sqlToQuery(claimStatement(options));
     await client.query('BEGIN');

@@ -203,7 +203,7 @@ async function count(client: pg.Client, text: string, params: unknown[] = []): P
 async function drain(client: pg.Client, timeoutMs: number): Promise<void> {
   const started = Date.now();
   while (Date.now() - started < timeoutMs) {
-    if ((await count(client, `SELECT count(*) FROM jobs WHERE state IN ('ready', 'running')`)) === 0) return;
+    if ((await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state IN ('ready', 'running')`)) === 0) return;
     await sleep(200);
   }
 }
@@ -217,12 +217,15 @@ async function ledgerFigures(
   bound = RECOVERY_BOUND_MS,
   recoverySince = 0,
 ): Promise<Figure[]> {
-  const lastEnd = await count(client, `SELECT coalesce(extract(epoch FROM max(finished_at)) * 1000, 0) FROM jobs`);
+  const lastEnd = await count(
+    client,
+    `SELECT coalesce(extract(epoch FROM max(finished_at)) * 1000, 0) FROM leasehold.jobs`,
+  );
   const recovery = Math.max(0, Math.round(lastEnd - lastFault));
   return [
     {
       name: 'lost jobs',
-      value: enqueued - (await count(client, 'SELECT count(*) FROM jobs')),
+      value: enqueued - (await count(client, 'SELECT count(*) FROM leasehold.jobs')),
       pass: true,
       rule: '= 0',
     },
@@ -243,9 +246,9 @@ async function ledgerFigures(
       // number names the lease it ended).
       value: await count(
         client,
-        `SELECT (SELECT count(*) FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
+        `SELECT (SELECT count(*) FROM leasehold.job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
                                           WHERE a.outcome IN ('completed', 'failed', 'released') AND a.ended_at > l.deadline)
-                                       + (SELECT count(*) FROM jobs j JOIN chaos.lease_log l ON l.job_id = j.id AND l.attempt = j.attempts
+                                       + (SELECT count(*) FROM leasehold.jobs j JOIN chaos.lease_log l ON l.job_id = j.id AND l.attempt = j.attempts
                                           WHERE j.state = 'done' AND j.finished_at > l.deadline)`,
       ),
       pass: true,
@@ -257,7 +260,7 @@ async function ledgerFigures(
       name: 'sink writes naming an attempt the queue never issued',
       value: await count(
         client,
-        `SELECT count(*) FROM chaos.sink s JOIN jobs j ON j.id = s.job_id WHERE s.highest_attempt > j.attempts`,
+        `SELECT count(*) FROM chaos.sink s JOIN leasehold.jobs j ON j.id = s.job_id WHERE s.highest_attempt > j.attempts`,
       ),
       pass: true,
       rule: '= 0',
@@ -273,14 +276,17 @@ async function ledgerFigures(
       name: 'done jobs without their effect',
       value: await count(
         client,
-        `SELECT count(*) FROM jobs j WHERE j.state = 'done' AND j.kind = 'chaos.work' AND NOT EXISTS (SELECT 1 FROM chaos.sink s WHERE s.job_id = j.id)`,
+        `SELECT count(*) FROM leasehold.jobs j WHERE j.state = 'done' AND j.kind = 'chaos.work' AND NOT EXISTS (SELECT 1 FROM chaos.sink s WHERE s.job_id = j.id)`,
       ),
       pass: true,
       rule: '= 0',
     },
     {
       name: 'jobs not terminal',
-      value: await count(client, `SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'dead', 'cancelled')`),
+      value: await count(
+        client,
+        `SELECT count(*) FROM leasehold.jobs WHERE state NOT IN ('done', 'dead', 'cancelled')`,
+      ),
       pass: true,
       rule: '= 0',
     },
@@ -295,7 +301,7 @@ async function ledgerFigures(
       const worst = await count(
         client,
         `SELECT coalesce(max(extract(epoch FROM lower(n.valid) - l.deadline) * 1000), 0)
-        FROM job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
+        FROM leasehold.job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
         JOIN chaos.lease_log n ON n.job_id = l.job_id AND n.attempt = l.attempt + 1
         WHERE a.outcome = 'lease_expired' AND l.deadline > to_timestamp($1::float8 / 1000)`,
         [recoverySince],
@@ -405,17 +411,21 @@ async function workload(
         await options.fault(fleet, db);
         faults += 1;
         lastFault = Date.now();
-        backlogAtLastFault = await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'ready'`).catch(() => -1);
+        backlogAtLastFault = await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`).catch(
+          () => -1,
+        );
         nextFault = Date.now() + options.faultEveryMs;
       }
       await sleep(200);
-      waiting = await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'ready'`).catch(() => 1);
+      waiting = await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`).catch(() => 1);
     }
     // One last fault now that nothing waits: it hits only jobs in flight.
     const lasted = (await options.fault(fleet, db)) ?? 0;
     faults += 1;
     lastFault = Date.now();
-    backlogAtLastFault = await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'ready'`).catch(() => -1);
+    backlogAtLastFault = await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`).catch(
+      () => -1,
+    );
     await drain(db.client, RECOVERY_BOUND_MS + 60_000);
     const figures = await ledgerFigures(db.client, fleet, enqueued, lastFault - lasted, RECOVERY_BOUND_MS + lasted);
     figures.push({ name: 'jobs waiting at the last fault', value: backlogAtLastFault, pass: true, rule: 'reported' });
@@ -506,7 +516,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       );
       const t0 = Date.now();
       while (
-        (await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'running'`)) < 4 &&
+        (await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'running'`)) < 4 &&
         Date.now() - t0 < 10_000
       )
         await sleep(50);
@@ -573,7 +583,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       while (Date.now() - t0 < timeoutMs) {
         const ms = await count(
           db.client,
-          `SELECT coalesce(extract(epoch FROM started_at - created_at) * 1000, -1) FROM jobs WHERE id = $1`,
+          `SELECT coalesce(extract(epoch FROM started_at - created_at) * 1000, -1) FROM leasehold.jobs WHERE id = $1`,
           [id],
         );
         if (ms >= 0) return Math.round(ms);
@@ -671,7 +681,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       const figures = await ledgerFigures(db.client, fleet, 103, lastFault, Number.POSITIVE_INFINITY);
       const deadAtMax = await count(
         db.client,
-        `SELECT count(*) FROM jobs WHERE id = ANY($1::uuid[]) AND state = 'dead' AND attempts = 3`,
+        `SELECT count(*) FROM leasehold.jobs WHERE id = ANY($1::uuid[]) AND state = 'dead' AND attempts = 3`,
         [poison.map((p) => p.id)],
       );
       figures.push({
@@ -689,7 +699,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
 
   'priority-flood': async () => {
     const db = await freshDatabase();
-    await db.client.query(`INSERT INTO queues (name, aging_seconds) VALUES ('chaos', 1)`);
+    await db.client.query(`INSERT INTO leasehold.queues (name, aging_seconds) VALUES ('chaos', 1)`);
     const fleet = new Fleet(db.url, ['--concurrency', '4']);
     const started = Date.now();
     try {
@@ -697,7 +707,8 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       // The window below measures aging, not process start-up (over a second each under load,
       // and most of the window's margin): the flood begins once both workers are registered.
       const upBy = Date.now() + 30_000;
-      while ((await count(db.client, 'SELECT count(*) FROM workers')) < 2 && Date.now() < upBy) await sleep(50);
+      while ((await count(db.client, 'SELECT count(*) FROM leasehold.workers')) < 2 && Date.now() < upBy)
+        await sleep(50);
       // Faster than the workers drain it, so without aging the low job would wait forever.
       const flood = () =>
         enqueueMany(
@@ -711,25 +722,27 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       while (Date.now() < until && !lowStarted) {
         await flood();
         lowStarted =
-          (await count(db.client, `SELECT count(*) FROM jobs WHERE id = $1 AND state <> 'ready'`, [low.id])) === 1;
+          (await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE id = $1 AND state <> 'ready'`, [
+            low.id,
+          ])) === 1;
         await sleep(100);
       }
       // The bound: claimed before every flood job that became due more than 3 × 1 s after it.
       const overtaken = await count(
         db.client,
-        `SELECT count(*) FROM jobs f, jobs l WHERE l.id = $1 AND f.priority = 3 AND f.run_at > l.run_at + interval '3 seconds'
+        `SELECT count(*) FROM leasehold.jobs f, jobs l WHERE l.id = $1 AND f.priority = 3 AND f.run_at > l.run_at + interval '3 seconds'
            AND f.started_at IS NOT NULL AND f.started_at < l.started_at`,
         [low.id],
       );
       const waited = await count(
         db.client,
-        `SELECT coalesce(extract(epoch FROM started_at - run_at), -1) FROM jobs WHERE id = $1`,
+        `SELECT coalesce(extract(epoch FROM started_at - run_at), -1) FROM leasehold.jobs WHERE id = $1`,
         [low.id],
       );
-      const backlog = await count(db.client, `SELECT count(*) FROM jobs WHERE state = 'ready'`);
+      const backlog = await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`);
       return {
         scenario: 'priority-flood',
-        jobs: await count(db.client, 'SELECT count(*) FROM jobs'),
+        jobs: await count(db.client, 'SELECT count(*) FROM leasehold.jobs'),
         seconds: Math.round((Date.now() - started) / 1000),
         faults: 0,
         figures: [
@@ -772,14 +785,14 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       );
       if (codes.some((c) => c !== 0)) throw new Error(`an enqueuing process failed: exit codes ${codes.join(', ')}`);
       const committed = await count(db.client, 'SELECT count(*) FROM chaos.committed_keys');
-      const jobs = await count(db.client, 'SELECT count(*) FROM jobs');
+      const jobs = await count(db.client, 'SELECT count(*) FROM leasehold.jobs');
       const missing = await count(
         db.client,
-        `SELECT count(*) FROM chaos.committed_keys k WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.idempotency_key = k.key)`,
+        `SELECT count(*) FROM chaos.committed_keys k WHERE NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.idempotency_key = k.key)`,
       );
       const extra = await count(
         db.client,
-        `SELECT count(*) FROM (SELECT idempotency_key FROM jobs GROUP BY 1 HAVING count(*) > 1) d`,
+        `SELECT count(*) FROM (SELECT idempotency_key FROM leasehold.jobs GROUP BY 1 HAVING count(*) > 1) d`,
       );
       return {
         scenario: 'duplicate-enqueue',

@@ -15,16 +15,20 @@ describe('migrations', () => {
       await client.connect();
       const applied = await client.query('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations');
       const tables = await client.query(
-        `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
+        `SELECT table_name FROM information_schema.tables WHERE table_schema = 'leasehold' ORDER BY table_name`,
       );
       await client.end();
       expect(applied.rows[0].n).toBeGreaterThanOrEqual(1);
       expect(tables.rows.map((r) => r.table_name)).toEqual([
         'audit_log',
         'dedupe_keys',
+        'finished_rollup',
         'job_attempts',
         'jobs',
+        'kinds',
+        'leases',
         'queues',
+        'ready_jobs',
         'receipts',
         'users',
         'workers',

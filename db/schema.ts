@@ -7,9 +7,10 @@
  * - `0 <= attempts <= max_attempts`, and a `ready` job still has an attempt left;
  * - the payload is bounded (large data goes by reference).
  *
- * The claim reads `jobs_claim_idx` (ready rows by queue, then the aging sort key `claim_at`);
- * the reaper reads `jobs_lease_idx` (running rows by lease deadline). Both are partial so that
- * millions of terminal rows kept for history cost the hot paths nothing.
+ * Invariants that span tables (every ready job has a `ready_jobs` row; every running job is
+ * in a `leases` row whose deadline is not later than its own) are kept by the statements in
+ * db/queue/transitions.ts and, for writes from outside the library, by the triggers in
+ * drizzle/0001 and the repair sweep. Layout and reasons: docs/design/schema-v1.md.
  */
 import { sql } from 'drizzle-orm';
 import {
@@ -19,14 +20,14 @@ import {
   index,
   integer,
   jsonb,
-  pgTable,
+  pgSchema,
   primaryKey,
   text,
   timestamp,
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
-import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES } from './states';
+import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES, TERMINAL_STATES } from './states';
 
 // The lists live in a module without imports (client bundles read them); exported here too,
 // where db/ has always found them.
@@ -61,61 +62,74 @@ export const DEFAULT_MAX_ATTEMPTS = 10;
 const quoted = (values: readonly string[]) => sql.raw(values.map((v) => `'${v}'`).join(', '));
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
-export const jobs = pgTable(
+/** Every Leasehold table, index, function and channel lives in this schema, beside the app's. */
+export const leasehold = pgSchema('leasehold');
+
+/**
+ * The jobs. Laid out for HOT updates (docs/design/schema-v1.md): no B-tree here names a column
+ * that the claim, a heartbeat or the acknowledgement changes (state, attempts, the lease
+ * columns, worker_id, started_at, finished_at, updated_at), neither as a key nor in a
+ * predicate, and the table keeps room on each page (fillfactor 25, set in drizzle/0001), so
+ * a job's whole life from claim to done writes no index entry and no new page. Columns that
+ * never change come first and the mutable ones last, so a same-page update logs only the
+ * changed tail. Claimable jobs are found through `ready_jobs`, running ones through `leases`,
+ * finished ones by time through `finished_rollup`.
+ */
+export const jobs = leasehold.table(
   'jobs',
   {
     id: uuid('id').primaryKey(),
     queue: text('queue').notNull().default('default'),
     kind: text('kind').notNull(),
     kindVersion: integer('kind_version').notNull().default(1),
-    payload: jsonb('payload').notNull().default({}),
     idempotencyKey: text('idempotency_key'),
-    state: text('state', { enum: JOB_STATES }).notNull().default('ready'),
     priority: integer('priority').notNull().default(0),
-    runAt: tstz('run_at').notNull().defaultNow(),
-    /** Claim order: `run_at - priority × queue aging step` (earliest virtual deadline). */
-    claimAt: tstz('claim_at').notNull().defaultNow(),
-    attempts: integer('attempts').notNull().default(0),
-    maxAttempts: integer('max_attempts').notNull().default(DEFAULT_MAX_ATTEMPTS),
-    leaseToken: uuid('lease_token'),
-    leaseUntil: tstz('lease_until'),
-    workerId: text('worker_id'),
-    failureClass: text('failure_class', { enum: FAILURE_CLASSES }),
-    lastError: text('last_error'),
     traceId: text('trace_id'),
     /** After this moment a failed job is not retried again (the kind's max age). */
     expiresAt: tstz('expires_at'),
     createdAt: tstz('created_at').notNull().defaultNow(),
+    payload: jsonb('payload').notNull().default({}),
+    maxAttempts: integer('max_attempts').notNull().default(DEFAULT_MAX_ATTEMPTS),
+    runAt: tstz('run_at').notNull().defaultNow(),
+    /** Claim order: `run_at - priority × queue aging step` (earliest virtual deadline). */
+    claimAt: tstz('claim_at').notNull().defaultNow(),
+    failureClass: text('failure_class', { enum: FAILURE_CLASSES }),
+    lastError: text('last_error'),
+    state: text('state', { enum: JOB_STATES }).notNull().default('ready'),
+    attempts: integer('attempts').notNull().default(0),
+    workerId: text('worker_id'),
     startedAt: tstz('started_at'),
+    leaseToken: uuid('lease_token'),
+    leaseUntil: tstz('lease_until'),
     finishedAt: tstz('finished_at'),
     updatedAt: tstz('updated_at').notNull().defaultNow(),
   },
   (t) => [
-    index('jobs_claim_idx').on(t.queue, t.claimAt, t.id).where(sql`state = 'ready'`),
-    index('jobs_lease_idx').on(t.leaseUntil).where(sql`state = 'running'`),
-    // The dashboard's list filters over history: written once per job, when it finishes
-    // (partial), so the claim/settle hot path pays nothing for them.
-    index('jobs_terminal_queue_idx').on(t.queue, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
-    index('jobs_terminal_kind_idx').on(t.kind, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
-    // Only jobs that ever failed have a class: a plain completion adds no entry here.
-    index('jobs_terminal_class_idx')
-      .on(t.failureClass, t.id)
-      .where(sql`failure_class IS NOT NULL AND state IN ('done', 'dead', 'cancelled')`),
-    // jobs_terminal_idx (state, finished_at) INCLUDE (queue, kind, failure_class, attempts)
-    // WHERE terminal: created in drizzle/0002 by hand (drizzle cannot declare INCLUDE). It
-    // serves retention and the dashboard's terminal counts as index-only scans.
+    // Keys written once, at enqueue, and never changed: the dashboard's lists by queue and by
+    // kind in id (creation) order, over every state.
+    index('jobs_queue_idx').on(t.queue, t.id),
+    index('jobs_kind_idx').on(t.kind, t.id),
+    // Retention's walk in creation order, bounded by its cutoff (a job finished before the
+    // cutoff was created before it), whatever ids the application chose.
+    index('jobs_created_idx').on(t.createdAt),
+    // Jobs that ever failed. Dead and cancelled jobs always carry a class; neither the claim
+    // nor the acknowledgement writes the column, so this index costs the happy path nothing.
+    index('jobs_failure_class_idx').on(t.failureClass, t.id).where(sql`failure_class IS NOT NULL`),
+    index('jobs_failed_queue_idx').on(t.queue, t.id).where(sql`failure_class IS NOT NULL`),
     check('jobs_state_check', sql`state IN (${quoted(JOB_STATES)})`),
     check('jobs_failure_class_check', sql`failure_class IS NULL OR failure_class IN (${quoted(FAILURE_CLASSES)})`),
     check(
       'jobs_lease_check',
       sql`(state = 'running') = (lease_token IS NOT NULL) AND (lease_token IS NULL) = (lease_until IS NULL)`,
     ),
-    check('jobs_finished_check', sql`(state IN ('done', 'dead', 'cancelled')) = (finished_at IS NOT NULL)`),
+    check('jobs_finished_check', sql`(state IN (${quoted(TERMINAL_STATES)})) = (finished_at IS NOT NULL)`),
     check(
       'jobs_attempts_check',
       sql`attempts >= 0 AND attempts <= max_attempts AND (state <> 'ready' OR attempts < max_attempts)`,
     ),
     check('jobs_max_attempts_check', sql`max_attempts BETWEEN 1 AND 1000`),
+    // Dead and cancelled jobs say why: the dashboard finds them through the class indexes.
+    check('jobs_ended_class_check', sql`state NOT IN ('dead', 'cancelled') OR failure_class IS NOT NULL`),
     // The claim stops its index walk at claim_at <= now(); that is only right while every
     // job's sort key is at or before its run time (priority >= 0).
     check('jobs_claim_at_check', sql`claim_at <= run_at`),
@@ -129,8 +143,103 @@ export const jobs = pgTable(
   ],
 );
 
+/**
+ * The claimable set: one narrow row per ready job, the only thing a claim walks. Written by
+ * enqueue and, for every other way into `ready` (a retry, a release, the reaper, an
+ * operator's retry, a plain SQL UPDATE from outside), by the trigger `jobs_ready_row`
+ * (drizzle/0001). A claim deletes the rows it takes. A row whose job is no longer ready is
+ * harmless (the claim's guard skips the job and deletes the row); a ready job without a row
+ * would never be claimed, which the trigger and the repair sweep (db/queue/transitions.ts)
+ * rule out.
+ */
+export const readyJobs = leasehold.table(
+  'ready_jobs',
+  {
+    queue: text('queue').notNull(),
+    claimAt: tstz('claim_at').notNull(),
+    runAt: tstz('run_at').notNull(),
+    id: uuid('id').notNull(),
+    kind: text('kind').notNull(),
+    /** The job's attempts so far: a ready job with attempts is retrying. */
+    attempts: integer('attempts').notNull().default(0),
+  },
+  (t) => [index('ready_jobs_claim_idx').on(t.queue, t.claimAt, t.id)],
+);
+
+/**
+ * One row per claim statement and queue: the jobs it leased (`job_ids`, all under `token`),
+ * how many of them are still running, and a deadline that is never later than any of its
+ * running jobs' own `lease_until` (a heartbeat moves the job's deadline, never this one; the
+ * reaper, reaching this one, moves it to the earliest still running). The reaper walks
+ * `leases_until_idx`; settling a job counts `running` down and the last one deletes the row.
+ */
+export const leases = leasehold.table(
+  'leases',
+  {
+    token: uuid('token').notNull(),
+    queue: text('queue').notNull(),
+    workerId: text('worker_id').notNull(),
+    leaseUntil: tstz('lease_until').notNull(),
+    running: integer('running').notNull(),
+    jobIds: uuid('job_ids').array().notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'leases_pkey', columns: [t.token, t.queue] }),
+    index('leases_until_idx').on(t.leaseUntil),
+    check('leases_running_check', sql`running >= 0`),
+  ],
+);
+
+/**
+ * Finished jobs per minute, queue, kind, final state and attempts used: the dashboard's time
+ * windows (throughput, done in the last hour, the attempts histogram) without an index on
+ * `jobs.finished_at`. Each statement that finishes jobs adds its counts, in a row of its own
+ * shard (backend pid mod 8) so that concurrent acknowledgements do not wait on one row.
+ */
+export const finishedRollup = leasehold.table(
+  'finished_rollup',
+  {
+    minute: tstz('minute').notNull(),
+    queue: text('queue').notNull(),
+    kind: text('kind').notNull(),
+    state: text('state', { enum: TERMINAL_STATES }).notNull(),
+    attempts: integer('attempts').notNull(),
+    shard: integer('shard').notNull(),
+    jobs: integer('jobs').notNull(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'finished_rollup_pkey',
+      columns: [t.minute, t.queue, t.kind, t.state, t.attempts, t.shard],
+    }),
+  ],
+);
+
+/**
+ * The kinds workers run, recorded by each worker at start (db/queue/kinds.ts): what the
+ * dashboard shows of a kind without loading its handler. Per kind and version the redacted
+ * payload paths only grow: a worker adds paths, never removes one (an admin action may).
+ */
+export const kinds = leasehold.table(
+  'kinds',
+  {
+    kind: text('kind').notNull(),
+    version: integer('version').notNull(),
+    defaultQueue: text('default_queue').notNull(),
+    displayName: text('display_name').notNull(),
+    redactedPaths: text('redacted_paths').array().notNull().default(sql`'{}'::text[]`),
+    rerunSafe: boolean('rerun_safe').notNull().default(false),
+    firstSeenAt: tstz('first_seen_at').notNull().defaultNow(),
+    lastSeenAt: tstz('last_seen_at').notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ name: 'kinds_pkey', columns: [t.kind, t.version] }),
+    check('kinds_version_check', sql`version >= 1`),
+  ],
+);
+
 /** One row per ended attempt: failed attempts are data, not only log lines. */
-export const jobAttempts = pgTable(
+export const jobAttempts = leasehold.table(
   'job_attempts',
   {
     jobId: uuid('job_id').notNull(),
@@ -158,7 +267,7 @@ export const jobAttempts = pgTable(
 );
 
 /** Per-queue settings. A queue needs no row: a missing row means the defaults. */
-export const queues = pgTable(
+export const queues = leasehold.table(
   'queues',
   {
     name: text('name').primaryKey(),
@@ -174,7 +283,7 @@ export const queues = pgTable(
 );
 
 /** Operator actions, written in the same statement as the change they record. */
-export const auditLog = pgTable(
+export const auditLog = leasehold.table(
   'audit_log',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
@@ -193,9 +302,11 @@ export const auditLog = pgTable(
 
 /**
  * Idempotency keys, kept apart from `jobs` so that a key still dedupes after retention has
- * removed its job. A key is dropped only after `expires_at` and once its job is gone.
+ * removed its job. A key is dropped only after `expires_at` and once its job is gone. A key
+ * names its job by id and by the job's own `idempotency_key`: an application may reuse an id
+ * once retention removed the job, and the key must not resolve to that newcomer.
  */
-export const dedupeKeys = pgTable(
+export const dedupeKeys = leasehold.table(
   'dedupe_keys',
   {
     key: text('key').primaryKey(),
@@ -216,7 +327,7 @@ export type AuditRow = typeof auditLog.$inferSelect;
  * Live worker processes. Each records itself at start, refreshes `last_seen_at`, and removes
  * itself on a graceful stop; maintenance deletes entries that stopped refreshing.
  */
-export const workers = pgTable(
+export const workers = leasehold.table(
   'workers',
   {
     id: text('id').primaryKey(),
@@ -235,7 +346,7 @@ export const workers = pgTable(
  * Idempotency receipts: the recorded result of a side effect, keyed by its delivery key. A
  * later attempt that finds the receipt returns the result instead of repeating the call.
  */
-export const receipts = pgTable(
+export const receipts = leasehold.table(
   'receipts',
   {
     key: text('key').primaryKey(),
@@ -253,7 +364,7 @@ export const ROLES = ['viewer', 'operator', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
 
 /** Dashboard users. Passwords are scrypt hashes (`scrypt$N$r$p$salt$hash`). */
-export const users = pgTable(
+export const users = leasehold.table(
   'users',
   {
     id: uuid('id').primaryKey().defaultRandom(),

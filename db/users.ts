@@ -72,7 +72,7 @@ export async function upsertUser(
   const passwordHash = await hashPassword(password);
   const rows = await run(
     executor,
-    sql`INSERT INTO users (email, password_hash, role) VALUES (${email}, ${passwordHash}, ${role})
+    sql`INSERT INTO leasehold.users (email, password_hash, role) VALUES (${email}, ${passwordHash}, ${role})
         ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash, role = excluded.role,
           disabled = false, updated_at = now()
         RETURNING id, (xmax = 0) AS created`,
@@ -83,7 +83,7 @@ export async function upsertUser(
 export async function findUserByEmail(executor: Executor, email: string): Promise<UserRecord | null> {
   const rows = await run(
     executor,
-    sql`SELECT id, email, role, disabled, password_hash FROM users WHERE email = ${email.trim().toLowerCase()}`,
+    sql`SELECT id, email, role, disabled, password_hash FROM leasehold.users WHERE email = ${email.trim().toLowerCase()}`,
   );
   const r = rows[0];
   return r

@@ -62,7 +62,7 @@ export async function moveOn(queue: string, id: string): Promise<ClaimedJob> {
   // Expired and reaped in one transaction: the e2e worker's own reaper (every 500 ms) must not
   // see the expired lease first and reap it with its 5 s retry delay, which left nothing to claim.
   await db().transaction(async (tx) => {
-    await run(tx, sql`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid`);
+    await run(tx, sql`UPDATE leasehold.jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid`);
     await reapExpiredLeases(tx, { leaseExpiredDelayMs: 0 });
   });
   const [job] = await claim(db(), { queues: [queue], workerId: 'e2e-seed-b', limit: 1, leaseSeconds: 600 });
@@ -70,7 +70,7 @@ export async function moveOn(queue: string, id: string): Promise<ClaimedJob> {
 }
 
 export async function jobState(id: string): Promise<string> {
-  const [row] = await run<{ state: string }>(db(), sql`SELECT state FROM jobs WHERE id = ${id}::uuid`);
+  const [row] = await run<{ state: string }>(db(), sql`SELECT state FROM leasehold.jobs WHERE id = ${id}::uuid`);
   return row?.state ?? 'missing';
 }
 

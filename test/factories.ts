@@ -41,13 +41,13 @@ export async function claimOne(
 }
 
 export async function getJob(db: Executor, id: string): Promise<Job> {
-  const rows = await run(db, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE id = ${id}::uuid`);
+  const rows = await run(db, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`);
   if (!rows[0]) throw new Error(`no job ${id}`);
   return mapJob(rows[0]);
 }
 
 export async function allJobs(db: Executor): Promise<Job[]> {
-  const rows = await run(db, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs ORDER BY id`);
+  const rows = await run(db, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs ORDER BY id`);
   return rows.map(mapJob);
 }
 
@@ -55,7 +55,7 @@ export async function allJobs(db: Executor): Promise<Job[]> {
 export async function expireLease(db: Executor, id: string): Promise<void> {
   await run(
     db,
-    sql`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid AND state = 'running'`,
+    sql`UPDATE leasehold.jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid AND state = 'running'`,
   );
 }
 
@@ -63,7 +63,7 @@ export async function expireLease(db: Executor, id: string): Promise<void> {
 export async function makeDue(db: Executor, id: string): Promise<void> {
   await run(
     db,
-    sql`UPDATE jobs SET claim_at = now() - (run_at - claim_at), run_at = now() WHERE id = ${id}::uuid AND state = 'ready'`,
+    sql`UPDATE leasehold.jobs SET claim_at = now() - (run_at - claim_at), run_at = now() WHERE id = ${id}::uuid AND state = 'ready'`,
   );
 }
 

@@ -85,10 +85,13 @@ describe('maintenance', () => {
     const job = await claimOne(t.db, queue);
     await completeIfLeaseHeld(t.db, job);
     await registerWorker(t.db, { id: 'gone-worker', host: 'h', pid: 1, queues: ['default'], concurrency: 1 });
-    await run(t.db, sql`UPDATE workers SET last_seen_at = now() - interval '2 hours' WHERE id = 'gone-worker'`);
+    await run(
+      t.db,
+      sql`UPDATE leasehold.workers SET last_seen_at = now() - interval '2 hours' WHERE id = 'gone-worker'`,
+    );
     const { maintenance: m } = maintenance({ retention: { doneAfterSeconds: 0 } });
     await m.retentionRound();
-    const rows = await run(t.db, sql`SELECT id FROM jobs WHERE id = ${job.id}::uuid`);
+    const rows = await run(t.db, sql`SELECT id FROM leasehold.jobs WHERE id = ${job.id}::uuid`);
     expect(rows).toEqual([]);
     expect(await entry('gone-worker')).toBeUndefined();
   });

@@ -34,7 +34,7 @@ const states = async (queue: string) =>
     (
       await run<{ state: string; n: number }>(
         t.db,
-        sql`SELECT state, count(*)::int AS n FROM jobs WHERE queue = ${queue} GROUP BY state`,
+        sql`SELECT state, count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue} GROUP BY state`,
       )
     ).map((r) => [r.state, r.n]),
   ) as Record<string, number>;
@@ -76,7 +76,7 @@ describe('worker processes', () => {
     expect(stats.outcomes.replayed).toBeGreaterThan(0);
     const [{ failed }] = (await run(
       t.db,
-      sql`SELECT count(*)::int AS failed FROM job_attempts WHERE queue = 'receipts' AND outcome = 'failed'`,
+      sql`SELECT count(*)::int AS failed FROM leasehold.job_attempts WHERE queue = 'receipts' AND outcome = 'failed'`,
     )) as [{ failed: number }];
     expect(failed).toBeGreaterThan(70);
 
@@ -101,7 +101,7 @@ describe('worker processes', () => {
     expect(await a.exited).toBe(0);
     const released = await run<{ ended_at: Date }>(
       t.db,
-      sql`SELECT a.ended_at FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE j.queue = ${queue} AND a.outcome = 'released'`,
+      sql`SELECT a.ended_at FROM leasehold.job_attempts a JOIN leasehold.jobs j ON j.id = a.job_id WHERE j.queue = ${queue} AND a.outcome = 'released'`,
     );
     expect(released).toHaveLength(5);
 
@@ -109,7 +109,7 @@ describe('worker processes', () => {
     const restarts = await run<{ gap_ms: number; worker_id: string }>(
       t.db,
       sql`SELECT extract(epoch FROM (j.started_at - a.ended_at)) * 1000 AS gap_ms, j.worker_id
-          FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+          FROM leasehold.job_attempts a JOIN leasehold.jobs j ON j.id = a.job_id
           WHERE j.queue = ${queue} AND a.outcome = 'released' AND j.state = 'done' AND j.attempts = 2`,
     );
     expect(restarts).toHaveLength(5);
@@ -144,7 +144,7 @@ describe('worker processes', () => {
 
     const b = worker(queue, ['--concurrency', '3', '--reap-interval-ms', '300', '--worker-id', 'survivor']);
     await until('all done', async () => (await states(queue)).done === 3, 30_000);
-    const ids = await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue}`);
+    const ids = await run<{ id: string }>(t.db, sql`SELECT id FROM leasehold.jobs WHERE queue = ${queue}`);
     const history = (await Promise.all(ids.map((j) => attemptsOf(t.db, j.id)))).flat();
     expect(
       history.filter((h) => h.attempt === 1).every((h) => h.outcome === 'lease_expired' && h.workerId === 'doomed'),
@@ -168,7 +168,7 @@ describe('worker processes', () => {
     await until('done', async () => (await states(queue)).done === 1, 10_000);
     const [row] = await run<{ ms: number }>(
       t.db,
-      sql`SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobs WHERE id = ${job!.id}::uuid`,
+      sql`SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms FROM leasehold.jobs WHERE id = ${job!.id}::uuid`,
     );
     expect(Number(row!.ms)).toBeLessThan(1_000);
     w.kill('SIGTERM');

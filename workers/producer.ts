@@ -12,7 +12,7 @@
  *   straight back.
  */
 import type { Logger } from 'pino';
-import { claim, type ClaimedJob } from '../db/queue';
+import { claim, ClaimOptionsCache, type ClaimedJob } from '../db/queue';
 import type { Db } from '../db/client';
 import { Attempt, leaseDeadlineFrom } from './attempt';
 import type { Failpoints } from './failpoints';
@@ -46,6 +46,8 @@ export interface ProducerDeps {
 export class Producer {
   /** Attempts, not jobs: one job can have two attempts here (a stale one and a new one). */
   readonly inFlight = new Set<Attempt>();
+  /** This producer's own: its claims repeat the same options, parsed once. */
+  private readonly claimOptions = new ClaimOptionsCache();
   private readonly controller = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wokenMeanwhile = false;
@@ -126,13 +128,17 @@ export class Producer {
         // (a NOTIFY for a job committed after its snapshot) must start another claim.
         this.wokenMeanwhile = false;
         try {
-          jobs = await claim(claimDb, {
-            queues: s.queues,
-            workerId: s.workerId,
-            limit,
-            leaseSeconds: s.leaseSeconds,
-            asyncCommit: s.asyncClaims,
-          });
+          jobs = await claim(
+            claimDb,
+            {
+              queues: s.queues,
+              workerId: s.workerId,
+              limit,
+              leaseSeconds: s.leaseSeconds,
+              asyncCommit: s.asyncClaims,
+            },
+            this.claimOptions,
+          );
           failures = 0;
         } catch (error) {
           failures += 1;

@@ -444,7 +444,10 @@ describe('a worker', () => {
     await until('done', stateIs(id, 'done'));
     expect(effects).toBe(1);
     expect(values).toEqual([{ sentBy: 1 }, { sentBy: 1 }]);
-    const [row] = await run(t.db, sql`SELECT job_id, attempt FROM receipts WHERE key = ${`receipt:${queue}`}`);
+    const [row] = await run(
+      t.db,
+      sql`SELECT job_id, attempt FROM leasehold.receipts WHERE key = ${`receipt:${queue}`}`,
+    );
     expect(row).toEqual({ job_id: id, attempt: 1 });
   });
 
@@ -531,7 +534,7 @@ describe('a worker', () => {
     expect(job).toMatchObject({ state: 'ready', attempts: 1, leaseToken: null });
     expect(job.runAt.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
     expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['released']);
-    const rows = await run(t.db, sql`SELECT 1 FROM workers WHERE id = ${settings(queue).workerId}`);
+    const rows = await run(t.db, sql`SELECT 1 FROM leasehold.workers WHERE id = ${settings(queue).workerId}`);
     expect(rows).toEqual([]);
   });
 });
@@ -625,7 +628,8 @@ describe('a worker started while its database is away', () => {
     return { db, calls: () => calls };
   }
   const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-  const registered = async (id: string) => (await run(t.db, sql`SELECT 1 FROM workers WHERE id = ${id}`)).length === 1;
+  const registered = async (id: string) =>
+    (await run(t.db, sql`SELECT 1 FROM leasehold.workers WHERE id = ${id}`)).length === 1;
 
   it('waits for it, then starts and runs jobs', async () => {
     const queue = uniqueQueue();

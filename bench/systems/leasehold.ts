@@ -57,7 +57,7 @@ export const leasehold: BenchSystem = {
     }
   },
 
-  unsettledSql: `SELECT count(*)::int AS n FROM jobs WHERE state IN ('ready', 'running')`,
+  unsettledSql: `SELECT count(*)::int AS n FROM leasehold.jobs WHERE state IN ('ready', 'running')`,
 
   async startWorker(url, mode, hooks) {
     const config = parseWorkerConfig(['--queues', QUEUE, '--log-level', 'warn', ...WORKER_FLAGS[mode]], {});

@@ -38,6 +38,10 @@ export const jobListSchema = jobFilterSchema.extend({
 });
 export type JobListQuery = z.input<typeof jobListSchema>;
 
+/** The job that owns idempotency key `key`: its id and its own key (not a later job reusing the id). */
+const KEY_OWNER = (key: string) =>
+  sql`SELECT d.job_id FROM leasehold.dedupe_keys d JOIN leasehold.jobs j ON j.id = d.job_id AND j.idempotency_key = d.key WHERE d.key = ${key}`;
+
 export function filterSql(filter: JobFilter): SQL {
   const parts: SQL[] = [sql`true`];
   switch (filter.state) {
@@ -52,6 +56,12 @@ export function filterSql(filter: JobFilter): SQL {
     case 'lease_expired':
       parts.push(sql`state = 'running' AND lease_until <= now()`);
       break;
+    case 'dead':
+    case 'cancelled':
+      // Dead and cancelled jobs always have a class (CHECK jobs_ended_class_check): the
+      // predicate lets the planner walk the class indexes instead of every job.
+      parts.push(sql`state = ${filter.state} AND failure_class IS NOT NULL`);
+      break;
     default:
       parts.push(sql`state = ${filter.state}`);
   }
@@ -62,8 +72,8 @@ export function filterSql(filter: JobFilter): SQL {
     // `= ANY(ARRAY(subquery))` runs the lookups once, first, then probes the primary key: an
     // OR of the two would make the planner walk the whole table in id order.
     const ids = uuidSchema.safeParse(filter.search).success
-      ? sql`SELECT ${filter.search}::uuid UNION SELECT job_id FROM dedupe_keys WHERE key = ${filter.search}`
-      : sql`SELECT job_id FROM dedupe_keys WHERE key = ${filter.search}`;
+      ? sql`SELECT ${filter.search}::uuid UNION ${KEY_OWNER(filter.search)}`
+      : KEY_OWNER(filter.search);
     parts.push(sql`id = ANY(ARRAY(${ids}))`);
   }
   return sql.join(parts, sql` AND `);
@@ -77,44 +87,38 @@ export async function listJobs(
   const keyset = query.after ? (desc ? sql`AND id < ${query.after}::uuid` : sql`AND id > ${query.after}::uuid`) : sql``;
   const order = sql.raw(desc ? 'DESC' : 'ASC');
   const limit = query.limit + 1;
-  if (!query.state && !query.search && (query.queue || query.kind || query.failureClass)) {
-    // No state: live jobs (few, partial indexes) and finished ones (the terminal
-    // queue/kind/class indexes, in id order) separately, merged; one walk of the primary key
-    // with a selective filter would read the whole history.
-    const rows = await run(
-      executor,
-      sql`SELECT * FROM (
-            -- OR, not IN: each arm then matches a partial index (claim, lease), read as a BitmapOr.
-            (SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE (state = 'ready' OR state = 'running') AND ${filterSql(query)} ${keyset}
-             ORDER BY id ${order} LIMIT ${limit})
-            UNION ALL
-            (SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE state IN ('done', 'dead', 'cancelled') AND ${filterSql(query)} ${keyset}
-             ORDER BY id ${order} LIMIT ${limit})
-          ) both_parts ORDER BY id ${order} LIMIT ${limit}`,
+  // Live jobs (ready, running and their sub-states) are found where they live, not by a walk
+  // of the whole table: ready ones through `ready_jobs`, running ones through the lease rows
+  // (no index on jobs names the state: docs/design/schema-v1.md). The candidates are
+  // materialised first, then checked against the job rows (a ready row may be stale) and the
+  // page cut: the cost grows with the live jobs that match, not with the history.
+  const narrow = (column: string) =>
+    sql.join(
+      [
+        sql`true`,
+        ...(query.queue ? [sql`${sql.raw(column)}.queue = ${query.queue}`] : []),
+        ...(query.kind && column === 'r' ? [sql`r.kind = ${query.kind}`] : []),
+      ],
+      sql` AND `,
     );
-    const jobs = rows.slice(0, query.limit).map(mapJob);
-    return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };
-  }
-  // Live jobs (ready, running and their sub-states). Left to itself the planner walks the
-  // primary key in id order and filters whenever its statistics say matches are common, and
-  // when they are not (ready jobs of another queue, since finished) that walk reads the whole
-  // history: 2.8 s at 1,000,000 jobs, found by `npm run bench`. So the partial indexes find
-  // the matching ids first (MATERIALIZED), then the page is cut and read: the cost grows with
-  // the live jobs that match, not with the history (measured: 2 ms for none, 0.4 s for a
-  // backlog of 300,000 ready jobs in the queue asked for).
-  const live =
-    query.state === 'ready' ||
-    query.state === 'running' ||
-    query.state === 'scheduled' ||
-    query.state === 'retrying' ||
-    query.state === 'lease_expired';
+  const candidates =
+    query.state === 'ready' || query.state === 'scheduled' || query.state === 'retrying'
+      ? sql`SELECT DISTINCT r.id FROM leasehold.ready_jobs r WHERE ${narrow('r')}`
+      : query.state === 'running' || query.state === 'lease_expired'
+        ? sql`SELECT u.id FROM leasehold.leases l CROSS JOIN unnest(l.job_ids) AS u(id) WHERE ${narrow('l')}`
+        : null;
+  // Finished jobs and lists without a state walk an index in id order: the primary key, or
+  // (queue, id), (kind, id), (failure_class, id), each written once at enqueue or failure.
   const rows = await run(
     executor,
-    live
-      ? sql`WITH matching AS MATERIALIZED (SELECT id FROM jobs WHERE ${filterSql(query)} ${keyset}),
+    candidates
+      ? sql`WITH candidate AS MATERIALIZED (${candidates}),
+                 matching AS MATERIALIZED (
+                   SELECT id FROM leasehold.jobs WHERE id IN (SELECT id FROM candidate) AND ${filterSql(query)} ${keyset}
+                 ),
                  page AS (SELECT id FROM matching ORDER BY id ${order} LIMIT ${limit})
-            SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE id IN (SELECT id FROM page) ORDER BY id ${order}`
-      : sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE ${filterSql(query)} ${keyset}
+            SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id IN (SELECT id FROM page) ORDER BY id ${order}`
+      : sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE ${filterSql(query)} ${keyset}
             ORDER BY id ${order} LIMIT ${limit}`,
   );
   const jobs = rows.slice(0, query.limit).map(mapJob);
@@ -141,11 +145,11 @@ export async function jobDetail(
   id: string,
 ): Promise<{ job: Job; attempts: AttemptRow[]; audit: AuditEntry[] } | null> {
   const [jobs, attempts, audit] = await Promise.all([
-    run(executor, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM jobs WHERE id = ${id}::uuid`),
+    run(executor, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`),
     attemptHistory(executor, id),
     run(
       executor,
-      sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM audit_log WHERE job_ids @> ARRAY[${id}::uuid] ORDER BY id DESC LIMIT 50`,
+      sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM leasehold.audit_log WHERE job_ids @> ARRAY[${id}::uuid] ORDER BY id DESC LIMIT 50`,
     ),
   ]);
   if (!jobs[0]) return null;
@@ -194,7 +198,7 @@ export async function listAudit(executor: Executor, query: z.output<typeof audit
   if (query.action) parts.push(sql`action = ${query.action}`);
   const rows = await run(
     executor,
-    sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM audit_log WHERE ${sql.join(parts, sql` AND `)} ORDER BY id DESC LIMIT ${query.limit + 1}`,
+    sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM leasehold.audit_log WHERE ${sql.join(parts, sql` AND `)} ORDER BY id DESC LIMIT ${query.limit + 1}`,
   );
   const entries = rows.slice(0, query.limit).map(mapAudit);
   return { entries, next: rows.length > query.limit ? entries[entries.length - 1]!.id : null };
@@ -207,7 +211,7 @@ export async function recordAudit(
 ): Promise<number> {
   const rows = await run(
     executor,
-    sql`INSERT INTO audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
+    sql`INSERT INTO leasehold.audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
         VALUES (${entry.actor}, ${entry.action}, ${sql.param(entry.jobIds ?? [])}::uuid[], ${entry.queue ?? null},
                 ${(entry.jobIds ?? []).length}, ${(entry.jobIds ?? []).length}, 'applied', ${JSON.stringify(entry.detail ?? {})}::jsonb)
         RETURNING id`,
@@ -233,7 +237,7 @@ export async function failureGroups(executor: Executor, days = 7) {
     sql`WITH d AS (
           SELECT coalesce(failure_class, 'unknown') AS failure_class, ${FINGERPRINT} AS fingerprint,
                  queue, kind, finished_at, last_error
-          FROM jobs WHERE state = 'dead' AND finished_at > now() - make_interval(days => ${days})
+          FROM leasehold.jobs WHERE state = 'dead' AND failure_class IS NOT NULL AND finished_at > now() - make_interval(days => ${days})
           ORDER BY finished_at DESC LIMIT ${FAILURE_SAMPLE}
         ), per_day AS (
           SELECT failure_class, fingerprint, date_trunc('day', finished_at) AS day, count(*)::int AS n FROM d GROUP BY 1, 2, 3
@@ -264,7 +268,7 @@ export async function failureGroups(executor: Executor, days = 7) {
 
 /** Ids (and lease tokens) of dead jobs in one failure group, for a bulk retry preview. */
 export function failureGroupFilter(failureClass: string, fingerprint: string, days = 7): SQL {
-  return sql`state = 'dead' AND finished_at > now() - make_interval(days => ${days})
+  return sql`state = 'dead' AND failure_class IS NOT NULL AND finished_at > now() - make_interval(days => ${days})
              AND coalesce(failure_class, 'unknown') = ${failureClass} AND ${FINGERPRINT} = ${fingerprint}`;
 }
 
@@ -275,7 +279,7 @@ export function failureGroupFilter(failureClass: string, fingerprint: string, da
 export async function previewIds(executor: Executor, where: SQL, cap: number) {
   const rows = await run(
     executor,
-    sql`SELECT id, lease_token, state FROM jobs WHERE ${where} ORDER BY id LIMIT ${cap + 1}`,
+    sql`SELECT id, lease_token, state FROM leasehold.jobs WHERE ${where} ORDER BY id LIMIT ${cap + 1}`,
   );
   return {
     total: rows.length,

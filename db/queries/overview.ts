@@ -52,6 +52,9 @@ const emptyBacklog = (queue: string): QueueBacklog => ({
 });
 
 export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
+  // Live counts come from where live jobs are (ready rows, lease rows), history from the
+  // class indexes and the rollup: no index on the jobs names their state
+  // (docs/design/schema-v1.md).
   const [ready, running, terminal, done, paused] = await Promise.all([
     run(
       executor,
@@ -61,27 +64,36 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
              count(*) FILTER (WHERE run_at > now() AND attempts = 0)::int AS scheduled,
              count(*) FILTER (WHERE attempts > 0)::int AS retrying,
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8 AS oldest
-      FROM jobs WHERE state = 'ready' GROUP BY queue`,
+      FROM leasehold.ready_jobs GROUP BY queue`,
+    ),
+    run(
+      executor,
+      // A lease row's deadline is never later than its jobs': only rows already due can hold
+      // expired jobs, and only their jobs are looked at.
+      sql`
+      SELECT l.queue, (sum(l.running) - coalesce(max(x.expired), 0))::int AS running, coalesce(max(x.expired), 0)::int AS lease_expired
+      FROM leasehold.leases l
+      LEFT JOIN (
+        SELECT d.queue, count(*) AS expired
+        FROM leasehold.leases d JOIN leasehold.jobs j ON j.id = ANY(d.job_ids)
+        WHERE d.lease_until <= now() AND j.lease_token = d.token AND j.state = 'running' AND j.lease_until <= now()
+        GROUP BY d.queue
+      ) x ON x.queue = l.queue
+      GROUP BY l.queue`,
     ),
     run(
       executor,
       sql`
-      SELECT queue, count(*) FILTER (WHERE lease_until > now())::int AS running,
-             count(*) FILTER (WHERE lease_until <= now())::int AS lease_expired
-      FROM jobs WHERE state = 'running' GROUP BY queue`,
+      SELECT queue, state, count(*)::int AS n FROM leasehold.jobs
+      WHERE failure_class IS NOT NULL AND state IN ('dead', 'cancelled') GROUP BY queue, state`,
     ),
     run(
       executor,
       sql`
-      SELECT queue, state, count(*)::int AS n FROM jobs WHERE state IN ('dead', 'cancelled') GROUP BY queue, state`,
+      SELECT queue, sum(jobs)::int AS n FROM leasehold.finished_rollup
+      WHERE state = 'done' AND minute > now() - interval '1 hour' GROUP BY queue`,
     ),
-    run(
-      executor,
-      sql`
-      SELECT queue, count(*)::int AS n FROM jobs
-      WHERE state = 'done' AND finished_at > now() - interval '1 hour' GROUP BY queue`,
-    ),
-    run(executor, sql`SELECT name, paused FROM queues`),
+    run(executor, sql`SELECT name, paused FROM leasehold.queues`),
   ]);
   const byQueue = new Map<string, QueueBacklog>();
   const get = (queue: string) => {
@@ -104,40 +116,29 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
   return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
 }
 
-/** How many jobs the attempt histogram looks at: the latest finished, within a day. */
-export const ATTEMPTS_SAMPLE = 20_000;
-
-/**
- * Attempts used by the latest finished jobs (at most ATTEMPTS_SAMPLE, within 24 hours): one
- * backward index-only walk per terminal state, so the cost is bounded whatever the volume.
- */
+/** Attempts used by the jobs finished in the last 24 hours (done, dead or cancelled), from the rollup. */
 export async function attemptsHistogram(executor: Executor) {
-  const arm = (state: string) => sql`(SELECT attempts, finished_at FROM jobs
-    WHERE state = ${state} AND finished_at > now() - interval '1 day'
-    ORDER BY finished_at DESC LIMIT ${ATTEMPTS_SAMPLE})`;
   const rows = await run(
     executor,
     sql`
-    SELECT attempts, count(*)::int AS jobs FROM (
-      SELECT attempts FROM (${arm('done')} UNION ALL ${arm('dead')} UNION ALL ${arm('cancelled')}) a
-      ORDER BY finished_at DESC LIMIT ${ATTEMPTS_SAMPLE}
-    ) latest GROUP BY attempts ORDER BY attempts`,
+    SELECT attempts, sum(jobs)::int AS jobs FROM leasehold.finished_rollup
+    WHERE minute > now() - interval '1 day' GROUP BY attempts ORDER BY attempts`,
   );
   return rows.map((r) => ({ attempts: Number(r.attempts), jobs: Number(r.jobs) }));
 }
 
 /** Every minute of the last hour, zeros included, so the chart's time axis is honest. */
 export async function throughputLastHour(executor: Executor) {
-  // Completions are the done jobs themselves (db/queue/history.ts); failures are attempt rows.
+  // Completions are counted in the rollup as they happen; failures are attempt rows.
   const rows = await run(
     executor,
     sql`
     SELECT minute, sum(completed)::int AS completed, sum(failed)::int AS failed FROM (
-      SELECT date_trunc('minute', finished_at) AS minute, count(*) AS completed, 0 AS failed
-      FROM jobs WHERE state = 'done' AND finished_at > now() - interval '1 hour' GROUP BY 1
+      SELECT minute, sum(jobs) AS completed, 0 AS failed
+      FROM leasehold.finished_rollup WHERE state = 'done' AND minute > now() - interval '1 hour' GROUP BY 1
       UNION ALL
       SELECT date_trunc('minute', ended_at), 0, count(*)
-      FROM job_attempts WHERE ended_at > now() - interval '1 hour' AND outcome IN ('failed', 'lease_expired') GROUP BY 1
+      FROM leasehold.job_attempts WHERE ended_at > now() - interval '1 hour' AND outcome IN ('failed', 'lease_expired') GROUP BY 1
     ) t GROUP BY 1 ORDER BY 1`,
   );
   const perMinute = new Map(rows.map((r) => [toDate(r.minute).getTime(), r]));
@@ -165,7 +166,7 @@ export async function failureClassesSince(executor: Executor, window: '1 hour' |
   const rows = await run(
     executor,
     sql`
-    SELECT coalesce(failure_class, 'unknown') AS failure_class, count(*)::int AS n FROM job_attempts
+    SELECT coalesce(failure_class, 'unknown') AS failure_class, count(*)::int AS n FROM leasehold.job_attempts
     WHERE ended_at > now() - ${window}::interval AND outcome <> 'completed' AND outcome IN ('failed', 'lease_expired')
     GROUP BY 1 ORDER BY 2 DESC`,
   );
@@ -178,7 +179,7 @@ export async function deadByClass(executor: Executor) {
     executor,
     sql`
     SELECT queue, coalesce(failure_class, 'unknown') AS failure_class, count(*)::int AS n
-    FROM jobs WHERE state = 'dead' GROUP BY 1, 2`,
+    FROM leasehold.jobs WHERE failure_class IS NOT NULL AND state = 'dead' GROUP BY 1, 2`,
   );
   return rows.map((r) => ({ queue: r.queue as string, failureClass: r.failure_class as string, count: Number(r.n) }));
 }

@@ -86,7 +86,7 @@ describe('jobs list', () => {
   });
 
   it('refuses filters and sorts outside the allowlists', () => {
-    expect(jobListSchema.safeParse({ sort: 'created_at; DROP TABLE jobs' }).success).toBe(false);
+    expect(jobListSchema.safeParse({ sort: 'created_at; DROP TABLE leasehold.jobs' }).success).toBe(false);
     expect(jobListSchema.safeParse({ state: 'zombie' }).success).toBe(false);
     expect(jobListSchema.safeParse({ limit: '100000' }).success).toBe(false);
     expect(jobListSchema.safeParse({ colour: 'red' }).success).toBe(false);
@@ -98,7 +98,7 @@ describe('failure groups and bulk previews', () => {
     const groupQueue = uniqueQueue('groups');
     await run(
       t.db,
-      sql`INSERT INTO jobs (id, queue, kind, state, attempts, failure_class, last_error, finished_at)
+      sql`INSERT INTO leasehold.jobs (id, queue, kind, state, attempts, failure_class, last_error, finished_at)
           SELECT gen_random_uuid(), ${groupQueue}, 'k', 'dead', 1, 'permanent', 'order ' || g || ' refused: 422', now()
           FROM generate_series(1, 3) g`,
     );

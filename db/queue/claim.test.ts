@@ -3,7 +3,16 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany, pauseQueue, reapStatement, resumeQueue } from '.';
+import {
+  claim,
+  claimStatement,
+  completeManyIfLeaseHeld,
+  enqueueMany,
+  heartbeatManyIfLeaseHeld,
+  pauseQueue,
+  reapStatement,
+  resumeQueue,
+} from '.';
 import { preparedStatementNames, useTestDatabase } from '../../test/db';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
@@ -48,7 +57,7 @@ describe('claim', () => {
     expect(await completeManyIfLeaseHeld(t.db, [a!])).toEqual([{ applied: false, reason: 'lease_lost' }]);
     const rows = await run<{ id: string; state: string }>(
       t.db,
-      sql`SELECT id, state FROM jobs WHERE queue = ${queue} ORDER BY id`,
+      sql`SELECT id, state FROM leasehold.jobs WHERE queue = ${queue} ORDER BY id`,
     );
     expect(Object.fromEntries(rows.map((r) => [r.id, r.state]))).toEqual({
       [a!.id]: 'done',
@@ -74,7 +83,7 @@ describe('claim', () => {
       { applied: true },
       { applied: true },
     ]);
-    const rows = await run<{ state: string }>(t.db, sql`SELECT state FROM jobs WHERE queue = ${queue}`);
+    const rows = await run<{ state: string }>(t.db, sql`SELECT state FROM leasehold.jobs WHERE queue = ${queue}`);
     expect(rows.map((r) => r.state)).toEqual(['done', 'done', 'done', 'done']);
   });
 
@@ -88,7 +97,7 @@ describe('claim', () => {
     await expect(completeManyIfLeaseHeld(t.db, [a!, { id: b!.id, leaseToken: 'not-a-token' }])).rejects.toThrow(
       /completeMany.*UUID/s,
     );
-    const rows = await run<{ state: string }>(t.db, sql`SELECT state FROM jobs WHERE queue = ${queue}`);
+    const rows = await run<{ state: string }>(t.db, sql`SELECT state FROM leasehold.jobs WHERE queue = ${queue}`);
     expect(rows.map((r) => r.state)).toEqual(['running', 'running']);
   });
 
@@ -298,8 +307,8 @@ describe('concurrent claimers', () => {
       t.db,
       sql`SELECT count(*) FILTER (WHERE state = 'done')::int AS done, count(*)::int AS all,
                  count(*) FILTER (WHERE attempts = 1 AND started_at <= finished_at)::int AS completed_once,
-                 (SELECT count(*)::int FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE j.queue = ${queue}) AS other_endings
-          FROM jobs WHERE queue = ${queue}`,
+                 (SELECT count(*)::int FROM leasehold.job_attempts a JOIN leasehold.jobs j ON j.id = a.job_id WHERE j.queue = ${queue}) AS other_endings
+          FROM leasehold.jobs WHERE queue = ${queue}`,
     );
     // Each job ended by one completion, recorded on its done row; no attempt ended otherwise.
     expect(counts).toEqual({ done: total, all: total, completed_once: total, other_endings: 0 });
@@ -311,7 +320,7 @@ describe('priority aging', () => {
     // Bound (docs/contract.md §5): a job of priority p is claimed before every job of priority
     // q > p that became due more than (q − p) × aging_seconds after it.
     const queue = uniqueQueue('flood');
-    await run(t.db, sql`INSERT INTO queues (name, aging_seconds) VALUES (${queue}, 1)`);
+    await run(t.db, sql`INSERT INTO leasehold.queues (name, aging_seconds) VALUES (${queue}, 1)`);
     const flood = () =>
       enqueueMany(
         t.db,
@@ -338,14 +347,14 @@ describe('priority aging', () => {
     expect(claimedBefore.filter((runAt) => runAt.getTime() > bound)).toEqual([]);
     const [backlog] = await run(
       t.db,
-      sql`SELECT count(*)::int AS n FROM jobs WHERE queue = ${queue} AND state = 'ready'`,
+      sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue} AND state = 'ready'`,
     );
     expect(backlog!.n).toBeGreaterThan(0); // the flood was still going when the low job ran
   });
 
   it('without aging the same flood would starve it (control)', async () => {
     const queue = uniqueQueue('flood-control');
-    await run(t.db, sql`INSERT INTO queues (name, aging_seconds) VALUES (${queue}, 86400)`);
+    await run(t.db, sql`INSERT INTO leasehold.queues (name, aging_seconds) VALUES (${queue}, 86400)`);
     const low = await addJob(t.db, { queue, kind: 'low', priority: 0 });
     for (let i = 0; i < 20; i++) {
       await enqueueMany(
@@ -368,12 +377,13 @@ describe('plans under history volume', () => {
     return nodes(rows[0]!['QUERY PLAN'][0].Plan);
   }
 
-  it('claim and reap use their partial indexes and never scan jobs sequentially (200,000 terminal, 1,000 ready)', async () => {
+  it('claim and reap walk the ready rows and the lease rows, never the jobs (200,000 terminal, 1,000 ready)', async () => {
     const queue = uniqueQueue('history');
     await run(
       t.db,
-      sql`INSERT INTO jobs (id, queue, kind, state, attempts, finished_at, created_at)
-          SELECT gen_random_uuid(), ${queue}, 'k', (ARRAY['done','dead','cancelled'])[1 + g % 3], 1, now(), now()
+      sql`INSERT INTO leasehold.jobs (id, queue, kind, state, failure_class, attempts, finished_at, created_at)
+          SELECT gen_random_uuid(), ${queue}, 'k', (ARRAY['done','dead','cancelled'])[1 + g % 3],
+                 (ARRAY[NULL,'permanent','cancelled'])[1 + g % 3], 1, now(), now()
           FROM generate_series(1, 200000) g`,
     );
     await enqueueMany(
@@ -381,26 +391,26 @@ describe('plans under history volume', () => {
       Array.from({ length: 1000 }, () => ({ queue, kind: 'k' })),
     );
     await claim(t.db, { queues: [queue], workerId: 'w', limit: 20, leaseSeconds: 600 });
-    await run(t.db, sql`ANALYZE jobs`);
+    await run(t.db, sql`ANALYZE leasehold.jobs, leasehold.ready_jobs, leasehold.leases`);
 
     const claimPlan = await explain(claimStatement({ queues: [queue], workerId: 'w', limit: 10 }));
-    expect(claimPlan.map((n) => n['Index Name']).filter(Boolean)).toContain('jobs_claim_idx');
-    expect(claimPlan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'jobs')).toEqual([]);
+    expect(claimPlan.map((n) => n['Index Name']).filter(Boolean)).toContain('ready_jobs_claim_idx');
+    expect(claimPlan.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
 
     const reapPlan = await explain(reapStatement({ limit: 100 }));
-    expect(reapPlan.map((n) => n['Index Name']).filter(Boolean)).toContain('jobs_lease_idx');
+    expect(reapPlan.map((n) => n['Index Name']).filter(Boolean)).toContain('leases_until_idx');
     expect(reapPlan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'jobs')).toEqual([]);
   });
 });
 
 describe('acknowledgement plan', () => {
-  it('finds a batch by primary key in its generic plan, not by walking every running job', async () => {
+  it('finds a batch by primary key in its generic plan, not by walking the jobs', async () => {
     const queue = uniqueQueue('ackplan');
     await enqueueMany(
       t.db,
       Array.from({ length: 3000 }, () => ({ queue, kind: 'k' })),
     );
-    await run(t.db, sql`ANALYZE jobs`); // statistics from before anything ran: the lease index looks empty
+    await run(t.db, sql`ANALYZE leasehold.jobs, leasehold.ready_jobs, leasehold.leases`); // statistics from before anything ran: the lease index looks empty
     const running = await claim(t.db, { queues: [queue], workerId: 'w', limit: 1000 });
     await claim(t.db, { queues: [queue], workerId: 'w', limit: 1000 });
     const client = await t.pool.connect();
@@ -414,7 +424,48 @@ describe('acknowledgement plan', () => {
       await client.query('DEALLOCATE ack_plan_test; RESET plan_cache_mode');
       const indexes = JSON.stringify(rows[0]['QUERY PLAN']).match(/"Index Name":"[a-z_]+"/g) ?? [];
       expect(indexes).toContain('"Index Name":"jobs_pkey"');
-      expect(indexes).not.toContain('"Index Name":"jobs_lease_idx"');
+      type Node = { 'Node Type': string; 'Relation Name'?: string; Plans?: Node[] };
+      const flatten = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
+      const scans = flatten(rows[0]['QUERY PLAN'][0].Plan).filter(
+        (n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'jobs',
+      );
+      expect(scans).toEqual([]);
+    } finally {
+      client.release();
+    }
+  });
+});
+
+describe('writes per job', () => {
+  it('claim, heartbeat and acknowledgement are HOT updates of the job rows: no new index entry', async () => {
+    const queue = uniqueQueue('hot');
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 200 }, () => ({ queue, kind: 'k' })),
+    );
+    const client = await t.pool.connect();
+    // Committed counters of this database (each statement below is its own transaction, as a
+    // worker's are); a backend publishes its counters when idle, at once when asked to.
+    const counters = async () => {
+      await client.query('SELECT pg_stat_force_next_flush()');
+      await client.query('SELECT 1');
+      const { rows } = await t.pool.query<{ upd: string; hot: string }>(
+        `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relid = 'leasehold.jobs'::regclass`,
+      );
+      return { updates: Number(rows[0]!.upd), hot: Number(rows[0]!.hot) };
+    };
+    try {
+      const before = await counters();
+      const jobs = await claim(client, { queues: [queue], workerId: 'w', limit: 200, leaseSeconds: 60 });
+      expect(jobs).toHaveLength(200);
+      const beats = await heartbeatManyIfLeaseHeld(client, jobs, { leaseSeconds: 120 });
+      expect(beats.every((b) => b.applied)).toBe(true);
+      const acks = await completeManyIfLeaseHeld(client, jobs);
+      expect(acks.every((a) => a.applied)).toBe(true);
+      const after = await counters();
+      // Three updates per job (claim, heartbeat, acknowledgement), every one HOT.
+      expect(after.updates - before.updates).toBe(600);
+      expect(after.hot - before.hot).toBe(600);
     } finally {
       client.release();
     }
@@ -426,11 +477,11 @@ describe('claim cost with many scheduled jobs', () => {
     const queue = uniqueQueue('future');
     await run(
       t.db,
-      sql`INSERT INTO jobs (id, queue, kind, run_at, claim_at)
-          SELECT gen_random_uuid(), ${queue}, 'k', now() + g * interval '1 second', now() + g * interval '1 second'
+      sql`INSERT INTO leasehold.jobs (id, queue, kind, run_at, claim_at)
+          SELECT gen_random_uuid(), ${queue}, 'k', now() + interval '1 hour' + g * interval '1 second', now() + interval '1 hour' + g * interval '1 second'
           FROM generate_series(1, 200000) g`,
     );
-    await run(t.db, sql`ANALYZE jobs`);
+    await run(t.db, sql`ANALYZE leasehold.jobs, leasehold.ready_jobs, leasehold.leases`);
     type Node = {
       'Node Type': string;
       'Index Name'?: string;
@@ -447,7 +498,9 @@ describe('claim cost with many scheduled jobs', () => {
       );
       const result = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
       await client.query('ROLLBACK');
-      const scan = flatten(result.rows[0]['QUERY PLAN'][0].Plan).find((n) => n['Index Name'] === 'jobs_claim_idx');
+      const scan = flatten(result.rows[0]['QUERY PLAN'][0].Plan).find(
+        (n) => n['Index Name'] === 'ready_jobs_claim_idx',
+      );
       expect(scan).toBeDefined();
       expect((scan!['Rows Removed by Filter'] ?? 0) + (scan!['Actual Rows'] ?? 0)).toBeLessThan(10);
     } finally {

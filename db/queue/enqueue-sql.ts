@@ -80,7 +80,7 @@ export function insertStatement(jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 
     ${
       keyed
         ? sql`keyed AS (
-      INSERT INTO dedupe_keys (key, job_id, queue, expires_at)
+      INSERT INTO leasehold.dedupe_keys (key, job_id, queue, expires_at)
       SELECT idempotency_key, id, queue, statement_timestamp() + make_interval(secs => window_s)
       FROM input WHERE idempotency_key IS NOT NULL
       -- Keys are taken in key order, so two transactions enqueueing overlapping keys in
@@ -93,7 +93,7 @@ export function insertStatement(jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 
         : sql``
     }
     inserted AS (
-      INSERT INTO jobs (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
+      INSERT INTO leasehold.jobs (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
                         claim_at, max_attempts, trace_id, expires_at)
       SELECT i.id, i.queue, i.kind, i.kind_version, i.payload, i.idempotency_key, i.priority,
              s.run_at,
@@ -102,7 +102,7 @@ export function insertStatement(jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 
              CASE WHEN i.max_age_s IS NULL THEN NULL ELSE statement_timestamp() + make_interval(secs => i.max_age_s) END
       FROM input i
       CROSS JOIN LATERAL (SELECT coalesce(i.run_at, statement_timestamp() + make_interval(secs => i.delay_s)) AS run_at) s
-      LEFT JOIN queues q ON q.name = i.queue
+      LEFT JOIN leasehold.queues q ON q.name = i.queue
       ${keyed ? sql`WHERE i.idempotency_key IS NULL OR i.id IN (SELECT job_id FROM keyed) ORDER BY i.ord` : sql``}
       RETURNING ${returning}
     )
@@ -123,11 +123,11 @@ export function insertStatement(jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 
  */
 function insertOneText(aging: boolean): string {
   const claimAt = aging
-    ? `s.run_at - make_interval(secs => $6::int * coalesce((SELECT aging_seconds FROM queues WHERE name = $2::text), ${DEFAULT_AGING_SECONDS}))`
+    ? `s.run_at - make_interval(secs => $6::int * coalesce((SELECT aging_seconds FROM leasehold.queues WHERE name = $2::text), ${DEFAULT_AGING_SECONDS}))`
     : 's.run_at';
   return `
     WITH inserted AS (
-      INSERT INTO jobs (id, queue, kind, kind_version, payload, priority, run_at, claim_at, max_attempts, trace_id, expires_at)
+      INSERT INTO leasehold.jobs (id, queue, kind, kind_version, payload, priority, run_at, claim_at, max_attempts, trace_id, expires_at)
       SELECT $1::uuid, $2::text, $3::text, $4::int, $5::jsonb, $6::int, s.run_at, ${claimAt},
              $7::int, $8::text, statement_timestamp() + make_interval(secs => $9::float8)
       FROM (SELECT coalesce($10::timestamptz, statement_timestamp() + make_interval(secs => $11::float8)) AS run_at) s
@@ -181,7 +181,7 @@ export async function lookupKeys(executor: Executor, keys: string[], withJobs: b
   const rows = await run(
     executor,
     sql`SELECT d.key, d.job_id ${withJobs ? sql.raw(', ' + jobColumns('j')) : sql.raw('')}
-        FROM dedupe_keys d ${withJobs ? sql.raw('LEFT JOIN jobs j ON j.id = d.job_id') : sql.raw('')}
+        FROM leasehold.dedupe_keys d ${withJobs ? sql.raw('LEFT JOIN leasehold.jobs j ON j.id = d.job_id AND j.idempotency_key = d.key') : sql.raw('')}
         WHERE d.key = ANY(${sql.param(keys)}::text[])`,
   );
   return new Map(rows.map((r) => [r.key as string, r]));

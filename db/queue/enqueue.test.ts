@@ -22,7 +22,7 @@ import { createDb } from '../client';
 const t = useTestDatabase({ max: 40 });
 
 const count = async (where = sql`true`) =>
-  (await run<{ n: number }>(t.db, sql`SELECT count(*)::int AS n FROM jobs WHERE ${where}`))[0]!.n;
+  (await run<{ n: number }>(t.db, sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE ${where}`))[0]!.n;
 
 describe('enqueue inside the caller transaction', () => {
   it('commits the job with the business write (Drizzle transaction)', async () => {
@@ -47,7 +47,7 @@ describe('enqueue inside the caller transaction', () => {
       client.release();
     }
     expect(await count(sql`queue = ${queue}`)).toBe(0);
-    const keys = await run(t.db, sql`SELECT 1 FROM dedupe_keys WHERE key = ${`rolled-back-${queue}`}`);
+    const keys = await run(t.db, sql`SELECT 1 FROM leasehold.dedupe_keys WHERE key = ${`rolled-back-${queue}`}`);
     expect(keys).toEqual([]);
     // The key is free again: a later enqueue creates the job.
     expect((await enqueue(t.db, { queue, kind: 'k', idempotencyKey: `rolled-back-${queue}` })).created).toBe(true);
@@ -148,7 +148,10 @@ describe('idempotency keys', () => {
     const first = await enqueue(t.db, { queue, kind: 'k', idempotencyKey: key });
     const [job] = await claim(t.db, { queues: [queue], workerId: 'w' });
     await completeIfLeaseHeld(t.db, job!);
-    await run(t.db, sql`UPDATE jobs SET finished_at = now() - interval '2 days' WHERE id = ${first.id}::uuid`);
+    await run(
+      t.db,
+      sql`UPDATE leasehold.jobs SET finished_at = now() - interval '2 days', created_at = now() - interval '2 days' - interval '1 minute' WHERE id = ${first.id}::uuid`,
+    );
     const removed = await removeExpiredHistory(t.db, { doneAfterSeconds: 3600 });
     expect(removed.jobs).toBeGreaterThanOrEqual(1);
     expect(await count(sql`id = ${first.id}::uuid`)).toBe(0);
@@ -260,16 +263,19 @@ describe('bad input', () => {
 
   it('lets the database CHECK refuse what bypasses the API (invariants are not only in code)', async () => {
     await expect(
-      run(t.db, sql`INSERT INTO jobs (id, kind, state) VALUES (gen_random_uuid(), 'k', 'running')`),
+      run(t.db, sql`INSERT INTO leasehold.jobs (id, kind, state) VALUES (gen_random_uuid(), 'k', 'running')`),
     ).rejects.toThrow(/jobs_lease_check/);
     await expect(
-      run(t.db, sql`INSERT INTO jobs (id, kind, state) VALUES (gen_random_uuid(), 'k', 'done')`),
+      run(t.db, sql`INSERT INTO leasehold.jobs (id, kind, state) VALUES (gen_random_uuid(), 'k', 'done')`),
     ).rejects.toThrow(/jobs_finished_check/);
     await expect(
-      run(t.db, sql`INSERT INTO jobs (id, kind, state) VALUES (gen_random_uuid(), 'k', 'lost')`),
+      run(t.db, sql`INSERT INTO leasehold.jobs (id, kind, state) VALUES (gen_random_uuid(), 'k', 'lost')`),
     ).rejects.toThrow(/jobs_state_check/);
     await expect(
-      run(t.db, sql`INSERT INTO jobs (id, kind, attempts, max_attempts) VALUES (gen_random_uuid(), 'k', 3, 3)`),
+      run(
+        t.db,
+        sql`INSERT INTO leasehold.jobs (id, kind, attempts, max_attempts) VALUES (gen_random_uuid(), 'k', 3, 3)`,
+      ),
     ).rejects.toThrow(/jobs_attempts_check/);
   });
 });
@@ -298,7 +304,7 @@ describe('bulk enqueue', () => {
       );
       const stored = await run<{ id: string; payload: unknown }>(
         t.db,
-        sql`SELECT id, payload FROM jobs WHERE id = ANY(${sql.param(results.map((r) => r.id))}::uuid[])`,
+        sql`SELECT id, payload FROM leasehold.jobs WHERE id = ANY(${sql.param(results.map((r) => r.id))}::uuid[])`,
       );
       const byId = new Map(stored.map((r) => [r.id, r.payload]));
       expect(results.map((r) => byId.get(r.id))).toEqual(payloads);
@@ -368,7 +374,7 @@ describe('bulk enqueue', () => {
     expect(await count(sql`queue = ${queue}`)).toBe(10_000);
     const [first] = await run<{ payload: { i: number } }>(
       t.db,
-      sql`SELECT payload FROM jobs WHERE id = ${results[0]!.id}::uuid`,
+      sql`SELECT payload FROM leasehold.jobs WHERE id = ${results[0]!.id}::uuid`,
     );
     expect(first!.payload).toEqual({ i: 0 });
     expect((await allJobs(t.db)).length).toBeGreaterThanOrEqual(10_000);
@@ -380,7 +386,10 @@ describe('bulk enqueue in parts (more than BULK_CHUNK jobs without keys, through
   const specsFor = (queue: string) => Array.from({ length: total }, (_, i) => ({ queue, kind: 'k', payload: { i } }));
   const storedInOrder = async (queue: string) =>
     (
-      await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue} ORDER BY (payload->>'i')::int`)
+      await run<{ id: string }>(
+        t.db,
+        sql`SELECT id FROM leasehold.jobs WHERE queue = ${queue} ORDER BY (payload->>'i')::int`,
+      )
     ).map((r) => r.id);
   /** Counts the bulk INSERT statements sent through a pool's connections. */
   const countInserts = (pool: pg.Pool) => {

@@ -69,7 +69,7 @@ describe('runText when the server forgot a prepared statement', () => {
     const one = createDb(t.url, { max: 1 });
     try {
       await one.db.execute(
-        sql`INSERT INTO jobs (id, queue, kind, payload) VALUES (gen_random_uuid(), 'forgot', 'k', '{}'), (gen_random_uuid(), 'forgot', 'k', '{}')`,
+        sql`INSERT INTO leasehold.jobs (id, queue, kind, payload) VALUES (gen_random_uuid(), 'forgot', 'k', '{}'), (gen_random_uuid(), 'forgot', 'k', '{}')`,
       );
       expect(await claim(one.db, { queues: ['forgot'], workerId: 'w', limit: 1 })).toHaveLength(1);
       await one.db.execute(sql`DEALLOCATE ALL`);

@@ -27,7 +27,7 @@ describe('attempt history', () => {
     expect(done.endedAt.getTime()).toBeGreaterThanOrEqual(done.startedAt.getTime());
     expect(Math.abs(done.durationMs - (done.endedAt.getTime() - done.startedAt.getTime()))).toBeLessThanOrEqual(1);
     // The completion wrote no attempt row of its own.
-    expect(await run(t.db, sql`SELECT attempt FROM job_attempts WHERE job_id = ${job.id}::uuid`)).toEqual([
+    expect(await run(t.db, sql`SELECT attempt FROM leasehold.job_attempts WHERE job_id = ${job.id}::uuid`)).toEqual([
       { attempt: 1 },
     ]);
   });
@@ -39,8 +39,8 @@ describe('attempt history', () => {
     await completeIfLeaseHeld(t.db, lease);
     await run(
       t.db,
-      sql`INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, duration_ms)
-          SELECT id, attempts, queue, kind, worker_id, ${lease.leaseToken}::uuid, started_at, finished_at, 'completed', 0 FROM jobs WHERE id = ${job.id}::uuid`,
+      sql`INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, duration_ms)
+          SELECT id, attempts, queue, kind, worker_id, ${lease.leaseToken}::uuid, started_at, finished_at, 'completed', 0 FROM leasehold.jobs WHERE id = ${job.id}::uuid`,
     );
     const history = await attemptHistory(t.db, job.id);
     expect(history.map((a) => [a.attempt, a.outcome, a.leaseToken])).toEqual([[1, 'completed', lease.leaseToken]]);

@@ -25,7 +25,7 @@ export function recordAttempts(
   error: SQL,
 ): SQL {
   return sql`
-    INSERT INTO job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at,
+    INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at,
                               outcome, failure_class, error, duration_ms)
     SELECT s.id, s.attempts, s.queue, s.kind, s.worker_id, ${token}, s.started_at, statement_timestamp(), ${outcome},
            ${failureClass}, ${error}, least(greatest(0, extract(epoch FROM statement_timestamp() - s.started_at) * 1000), 2147483647)::int
@@ -51,13 +51,13 @@ export async function attemptHistory(executor: Executor, jobId: string): Promise
     executor,
     sql`
     SELECT attempt, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms
-    FROM job_attempts WHERE job_id = ${jobId}::uuid
+    FROM leasehold.job_attempts WHERE job_id = ${jobId}::uuid
     UNION ALL
     SELECT attempts, worker_id, NULL, started_at, finished_at, 'completed', NULL, NULL,
            least(greatest(0, extract(epoch FROM finished_at - started_at) * 1000), 2147483647)::int
-    FROM jobs j WHERE id = ${jobId}::uuid AND state = 'done' AND started_at IS NOT NULL
+    FROM leasehold.jobs j WHERE id = ${jobId}::uuid AND state = 'done' AND started_at IS NOT NULL
       -- Jobs completed before this design have a 'completed' row of their own.
-      AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = j.id AND a.attempt = j.attempts AND a.outcome = 'completed')
+      AND NOT EXISTS (SELECT 1 FROM leasehold.job_attempts a WHERE a.job_id = j.id AND a.attempt = j.attempts AND a.outcome = 'completed')
     ORDER BY 1, 5`,
   );
   return rows.map((a) => ({

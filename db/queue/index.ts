@@ -12,7 +12,7 @@ export { DEFAULT_DEDUPE_WINDOW_SECONDS } from './enqueue-spec';
 export type { EnqueueSpec } from './enqueue-spec';
 export { WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake';
 export type { EnqueueOptions } from './wake';
-export { claim, claimStatement, MAX_CLAIM_BATCH } from './claim';
+export { claim, ClaimOptionsCache, claimStatement, MAX_CLAIM_BATCH } from './claim';
 export type { ClaimOptions } from './claim';
 export {
   completeIfLeaseHeld,

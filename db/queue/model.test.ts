@@ -58,7 +58,7 @@ async function compare(m: Model) {
   if (m.jobs.length === 0) return;
   const rows = await run<{ id: string; state: State; attempts: number; max_attempts: number }>(
     t.db,
-    sql`SELECT id, state, attempts, max_attempts FROM jobs WHERE id = ANY(${sql.param(m.jobs.map((j) => j.id))}::uuid[])`,
+    sql`SELECT id, state, attempts, max_attempts FROM leasehold.jobs WHERE id = ANY(${sql.param(m.jobs.map((j) => j.id))}::uuid[])`,
   );
   const byId = new Map(rows.map((r) => [r.id, r]));
   for (const job of m.jobs) {

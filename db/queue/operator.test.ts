@@ -22,7 +22,7 @@ const auditRow = async (id: number) =>
   (
     await run(
       t.db,
-      sql`SELECT actor, action, job_ids, queue, requested, affected, outcome, detail FROM audit_log WHERE id = ${id}`,
+      sql`SELECT actor, action, job_ids, queue, requested, affected, outcome, detail FROM leasehold.audit_log WHERE id = ${id}`,
     )
   )[0];
 
@@ -88,13 +88,17 @@ describe('retry', () => {
 
   it('caps bulk actions at 1,000 ids and refuses repeats, writing nothing', async () => {
     const ids = Array.from({ length: 1001 }, (_, i) => `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`);
-    const [{ n: before }] = (await run(t.db, sql`SELECT count(*)::int AS n FROM audit_log`)) as [{ n: number }];
+    const [{ n: before }] = (await run(t.db, sql`SELECT count(*)::int AS n FROM leasehold.audit_log`)) as [
+      { n: number },
+    ];
     await expect(retryManyIfTerminal(t.db, { ids, actor: 'admin' })).rejects.toThrow(/at most 1000/);
     await expect(retryManyIfTerminal(t.db, { ids: [ids[0]!, ids[0]!], actor: 'admin' })).rejects.toThrow(/repeat/);
     await expect(retryManyIfTerminal(t.db, { ids: ['nope'], actor: 'admin' })).rejects.toBeInstanceOf(
       LeaseholdInputError,
     );
-    const [{ n: after }] = (await run(t.db, sql`SELECT count(*)::int AS n FROM audit_log`)) as [{ n: number }];
+    const [{ n: after }] = (await run(t.db, sql`SELECT count(*)::int AS n FROM leasehold.audit_log`)) as [
+      { n: number },
+    ];
     expect(after).toBe(before);
   });
 });
@@ -129,7 +133,7 @@ describe('cancel', () => {
     );
     const [r1, r2] = await claim(t.db, { queues: [queue], workerId: 'w', limit: 2 });
     const ready = (
-      await run<{ id: string }>(t.db, sql`SELECT id FROM jobs WHERE queue = ${queue} AND state = 'ready'`)
+      await run<{ id: string }>(t.db, sql`SELECT id FROM leasehold.jobs WHERE queue = ${queue} AND state = 'ready'`)
     ).map((r) => r.id);
     const result = await cancelManyIfUnchanged(t.db, {
       jobs: [

@@ -14,7 +14,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import type { JobState } from '../schema';
 import { run, type Executor } from './executor';
-import { recordAttempts } from './history';
+import { OPERATOR_RETRY, operatorCancel } from './transitions';
 import { actorSchema, nameSchema, parseInput, textSchema, uuidSchema } from './validate';
 
 export const MAX_BULK_ACTION = 1000;
@@ -82,7 +82,7 @@ async function actAndAudit(
     ${changes},
     changed AS (${sql.raw(changedUnion)}),
     audit AS (
-      INSERT INTO audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
+      INSERT INTO leasehold.audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
       SELECT ${actor}, ${action}, ${sql.param(ids)}::uuid[],
              (SELECT CASE WHEN count(DISTINCT queue) = 1 THEN min(queue) END FROM changed),
              ${ids.length}::int, (SELECT count(*) FROM changed)::int,
@@ -93,7 +93,7 @@ async function actAndAudit(
     )
     SELECT 'audit' AS row_type, (SELECT id FROM audit)::text AS id, NULL AS state
     UNION ALL SELECT 'changed', id::text, NULL FROM changed
-    UNION ALL SELECT 'seen', j.id::text, j.state FROM jobs j JOIN input i ON i.id = j.id`,
+    UNION ALL SELECT 'seen', j.id::text, j.state FROM leasehold.jobs j JOIN input i ON i.id = j.id`,
   );
   const changed = new Set(rows.filter((r) => r.row_type === 'changed').map((r) => r.id as string));
   const seen = new Map(rows.filter((r) => r.row_type === 'seen').map((r) => [r.id as string, r.state as JobState]));
@@ -133,15 +133,7 @@ function retrySql(executor: Executor, action: string, actor: string, reason: str
     reason,
     ids,
     sql`SELECT unnest(${sql.param(ids)}::uuid[]) AS id`,
-    sql`changed_retry AS (
-      UPDATE jobs j SET state = 'ready', run_at = statement_timestamp(), claim_at = statement_timestamp() - (j.run_at - j.claim_at),
-             max_attempts = greatest(j.max_attempts, j.attempts + 1),
-             expires_at = CASE WHEN j.expires_at IS NULL THEN NULL ELSE statement_timestamp() + (j.expires_at - j.created_at) END,
-             finished_at = NULL, updated_at = statement_timestamp()
-      FROM input i
-      WHERE j.id = i.id AND j.state IN ('dead', 'cancelled') AND j.attempts < 1000
-      RETURNING j.id, j.queue
-    )`,
+    OPERATOR_RETRY,
     'SELECT id, queue FROM changed_retry',
   );
 }
@@ -173,8 +165,6 @@ function cancelSql(
 ) {
   const message = `cancelled by ${actor}${reason ? `: ${reason}` : ''}`;
   const ids = jobs.map((j) => j.id);
-  const end = sql`state = 'cancelled', failure_class = 'cancelled', last_error = ${message},
-                  lease_token = NULL, lease_until = NULL, finished_at = statement_timestamp(), updated_at = statement_timestamp()`;
   return actAndAudit(
     executor,
     action,
@@ -182,19 +172,7 @@ function cancelSql(
     reason,
     ids,
     sql`SELECT * FROM unnest(${sql.param(ids)}::uuid[], ${sql.param(jobs.map((j) => j.leaseToken ?? null))}::uuid[]) AS t(id, token)`,
-    sql`changed_ready AS (
-      UPDATE jobs j SET ${end}
-      -- A token means the operator saw the job running: if it is ready now (reaped, released),
-      -- it changed since they looked.
-      FROM input i WHERE j.id = i.id AND j.state = 'ready' AND i.token IS NULL
-      RETURNING j.id, j.queue
-    ),
-    settled AS (
-      UPDATE jobs j SET ${end}
-      FROM input i WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token
-      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, i.token
-    ),
-    history AS (${recordAttempts('cancelled', sql`s.token`, sql`'cancelled'`, sql`${message}`)})`,
+    operatorCancel(message),
     'SELECT id, queue FROM changed_ready UNION ALL SELECT id, queue FROM settled',
   );
 }
@@ -236,16 +214,16 @@ async function setPaused(
     sql`
     WITH changed AS (${
       paused
-        ? sql`INSERT INTO queues (name, paused, paused_at, paused_by) VALUES (${queue}, true, statement_timestamp(), ${actor})
+        ? sql`INSERT INTO leasehold.queues (name, paused, paused_at, paused_by) VALUES (${queue}, true, statement_timestamp(), ${actor})
               ON CONFLICT (name) DO UPDATE SET paused = true, paused_at = statement_timestamp(), paused_by = excluded.paused_by, updated_at = statement_timestamp()
               WHERE NOT queues.paused
               RETURNING name`
-        : sql`UPDATE queues SET paused = false, paused_at = NULL, paused_by = NULL, updated_at = statement_timestamp()
+        : sql`UPDATE leasehold.queues SET paused = false, paused_at = NULL, paused_by = NULL, updated_at = statement_timestamp()
               WHERE name = ${queue} AND paused
               RETURNING name`
     }
     ), audit AS (
-      INSERT INTO audit_log (actor, action, queue, requested, affected, outcome, detail)
+      INSERT INTO leasehold.audit_log (actor, action, queue, requested, affected, outcome, detail)
       SELECT ${actor}, ${operation}, ${queue}, 1, (SELECT count(*) FROM changed)::int,
              CASE WHEN EXISTS (SELECT 1 FROM changed) THEN 'applied' ELSE 'refused' END,
              jsonb_build_object('reason', ${reason ?? null}::text)

@@ -17,7 +17,7 @@ export interface Receipt {
 }
 
 export async function findReceipt(executor: Executor, key: string): Promise<Receipt | null> {
-  const rows = await run(executor, sql`SELECT key, job_id, attempt, result FROM receipts WHERE key = ${key}`);
+  const rows = await run(executor, sql`SELECT key, job_id, attempt, result FROM leasehold.receipts WHERE key = ${key}`);
   const row = rows[0];
   return row ? { key, jobId: row.job_id as string, attempt: Number(row.attempt), result: row.result } : null;
 }
@@ -29,7 +29,7 @@ export async function recordReceipt(
 ): Promise<{ recorded: boolean; receipt: Receipt }> {
   const rows = await run(
     executor,
-    sql`INSERT INTO receipts (key, job_id, attempt, result)
+    sql`INSERT INTO leasehold.receipts (key, job_id, attempt, result)
         VALUES (${receipt.key}, ${receipt.jobId}::uuid, ${receipt.attempt}, ${JSON.stringify(receipt.result ?? null)}::jsonb)
         ON CONFLICT (key) DO NOTHING
         RETURNING key`,
@@ -40,7 +40,11 @@ export async function recordReceipt(
   return { recorded: false, receipt: existing };
 }
 
-/** Removes receipts older than `olderThanSeconds`, at most `limit` per call. */
+/**
+ * Removes receipts older than `olderThanSeconds`, at most `limit` per call, but never one whose
+ * job is still ready or running: a job retrying for longer than the window must still find the
+ * receipt of its earlier attempt's side effect.
+ */
 export async function removeOldReceipts(
   executor: Executor,
   options: { olderThanSeconds: number; limit?: number },
@@ -48,10 +52,12 @@ export async function removeOldReceipts(
   const rows = await run(
     executor,
     sql`WITH old AS (
-          SELECT key FROM receipts WHERE created_at < statement_timestamp() - make_interval(secs => ${options.olderThanSeconds}::float8)
+          SELECT key FROM leasehold.receipts r
+          WHERE created_at < statement_timestamp() - make_interval(secs => ${options.olderThanSeconds}::float8)
+            AND NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.id = r.job_id AND j.state IN ('ready', 'running'))
           ORDER BY created_at LIMIT ${options.limit ?? 1000}
         )
-        DELETE FROM receipts r USING old WHERE r.key = old.key RETURNING 1`,
+        DELETE FROM leasehold.receipts r USING old WHERE r.key = old.key RETURNING 1`,
   );
   return rows.length;
 }

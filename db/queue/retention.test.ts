@@ -10,7 +10,7 @@ const t = useTestDatabase();
 const countIn = async (queue: string) =>
   await run<{ state: string; n: number }>(
     t.db,
-    sql`SELECT state, count(*)::int AS n FROM jobs WHERE queue = ${queue} GROUP BY state ORDER BY state`,
+    sql`SELECT state, count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue} GROUP BY state ORDER BY state`,
   );
 
 describe('retention', () => {
@@ -19,7 +19,7 @@ describe('retention', () => {
     await mixedFixture(t.db, queue);
     await run(
       t.db,
-      sql`UPDATE jobs SET finished_at = now() - interval '30 days' WHERE queue = ${queue} AND finished_at IS NOT NULL`,
+      sql`UPDATE leasehold.jobs SET finished_at = now() - interval '30 days', created_at = now() - interval '30 days' - interval '1 minute' WHERE queue = ${queue} AND finished_at IS NOT NULL`,
     );
     const result = await removeExpiredHistory(t.db, {
       doneAfterSeconds: 86400,
@@ -43,7 +43,10 @@ describe('retention', () => {
       Array.from({ length: 25 }, () => ({ queue, kind: 'k' })),
     );
     await completeManyIfLeaseHeld(t.db, await claim(t.db, { queues: [queue], workerId: 'w', limit: 25 }));
-    await run(t.db, sql`UPDATE jobs SET finished_at = now() - interval '2 days' WHERE queue = ${queue}`);
+    await run(
+      t.db,
+      sql`UPDATE leasehold.jobs SET finished_at = now() - interval '2 days', created_at = now() - interval '2 days' - interval '1 minute' WHERE queue = ${queue}`,
+    );
     const batches: number[] = [];
     for (;;) {
       const { jobs } = await removeExpiredHistory(t.db, { limit: 10, doneAfterSeconds: 86400, ...keepOthers });
@@ -63,17 +66,26 @@ describe('retention', () => {
     await failIfLeaseHeld(t.db, first!, { error: 'flaky', failureClass: 'transient' });
     await makeDue(t.db, created!.id);
     await completeManyIfLeaseHeld(t.db, await claim(t.db, { queues: [queue], workerId: 'w' }));
-    await run(t.db, sql`UPDATE job_attempts SET ended_at = now() - interval '30 days' WHERE queue = ${queue}`);
-    await run(t.db, sql`UPDATE dedupe_keys SET expires_at = now() - interval '1 second' WHERE key = ${`ret-${queue}`}`);
+    await run(
+      t.db,
+      sql`UPDATE leasehold.job_attempts SET ended_at = now() - interval '30 days' WHERE queue = ${queue}`,
+    );
+    await run(
+      t.db,
+      sql`UPDATE leasehold.dedupe_keys SET expires_at = now() - interval '1 second' WHERE key = ${`ret-${queue}`}`,
+    );
 
     // The job still exists: its key must keep deduplicating.
     const removed = await removeExpiredHistory(t.db, { doneAfterSeconds: 86400 });
     expect(removed.attempts).toBeGreaterThanOrEqual(1);
-    expect(await run(t.db, sql`SELECT 1 FROM dedupe_keys WHERE key = ${`ret-${queue}`}`)).toHaveLength(1);
+    expect(await run(t.db, sql`SELECT 1 FROM leasehold.dedupe_keys WHERE key = ${`ret-${queue}`}`)).toHaveLength(1);
 
-    await run(t.db, sql`UPDATE jobs SET finished_at = now() - interval '2 days' WHERE queue = ${queue}`);
+    await run(
+      t.db,
+      sql`UPDATE leasehold.jobs SET finished_at = now() - interval '2 days', created_at = now() - interval '2 days' - interval '1 minute' WHERE queue = ${queue}`,
+    );
     await removeExpiredHistory(t.db, { doneAfterSeconds: 86400 });
     await removeExpiredHistory(t.db, { doneAfterSeconds: 86400 });
-    expect(await run(t.db, sql`SELECT 1 FROM dedupe_keys WHERE key = ${`ret-${queue}`}`)).toHaveLength(0);
+    expect(await run(t.db, sql`SELECT 1 FROM leasehold.dedupe_keys WHERE key = ${`ret-${queue}`}`)).toHaveLength(0);
   });
 });

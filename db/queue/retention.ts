@@ -5,11 +5,15 @@
  * stops deduplicating while its job still exists.
  */
 import { sql } from 'drizzle-orm';
+import { TERMINAL_STATES } from '../states';
 import { z } from 'zod';
 import { run, type Executor } from './executor';
 import { parseInput } from './validate';
 
 const DAY = 24 * 3600;
+/** The dashboard's time windows reach a day back; the rollup keeps two. */
+export const ROLLUP_KEPT_SECONDS = 2 * DAY;
+
 const seconds = z
   .number()
   .min(0)
@@ -38,47 +42,58 @@ export async function removeExpiredHistory(
   options: RetentionOptions = {},
 ): Promise<RetentionResult> {
   const o = parseInput('retention', retentionSchema, options);
-  const terminal = (state: string, age: number, name: string) => sql`
-    ${sql.raw(name)} AS (
-      SELECT id FROM jobs
-      WHERE state = ${state} AND finished_at < statement_timestamp() - make_interval(secs => ${age}::float8)
-      ORDER BY finished_at
-      LIMIT ${o.limit}
-      FOR UPDATE SKIP LOCKED
-    )`;
+  const age = (seconds: number) => sql`statement_timestamp() - make_interval(secs => ${seconds}::float8)`;
+  const oldest = Math.min(o.doneAfterSeconds, o.deadAfterSeconds, o.cancelledAfterSeconds);
   const rows = await run(
     executor,
     sql`
-    WITH ${terminal('done', o.doneAfterSeconds, 'old_done')},
-    ${terminal('dead', o.deadAfterSeconds, 'old_dead')},
-    ${terminal('cancelled', o.cancelledAfterSeconds, 'old_cancelled')},
+    WITH old_jobs AS (
+      -- No index names state or finished_at (they would stop the claim and the acknowledgement
+      -- from being HOT updates), so this walks jobs_created_idx in creation order up to the
+      -- shortest window's cutoff: a job finished before a cutoff was created before it.
+      SELECT id FROM leasehold.jobs
+      WHERE created_at < ${age(oldest)}
+        AND ((state = 'done' AND finished_at < ${age(o.doneAfterSeconds)})
+          OR (state = 'dead' AND finished_at < ${age(o.deadAfterSeconds)})
+          OR (state = 'cancelled' AND finished_at < ${age(o.cancelledAfterSeconds)}))
+      ORDER BY created_at
+      LIMIT ${o.limit}
+      FOR UPDATE SKIP LOCKED
+    ),
     removed_jobs AS (
-      DELETE FROM jobs j
-      USING (SELECT id FROM old_done UNION ALL SELECT id FROM old_dead UNION ALL SELECT id FROM old_cancelled) o
-      WHERE j.id = o.id AND j.state IN ('done', 'dead', 'cancelled')
-      RETURNING j.id
+      DELETE FROM leasehold.jobs j USING old_jobs o
+      WHERE j.id = o.id AND j.state IN (${sql.raw(TERMINAL_STATES.map((t) => `'${t}'`).join(', '))})
+      RETURNING j.id, j.idempotency_key
     ),
     old_attempts AS (
-      SELECT job_id, attempt FROM job_attempts
-      WHERE ended_at < statement_timestamp() - make_interval(secs => ${o.attemptsAfterSeconds}::float8)
+      SELECT job_id, attempt, lease_token FROM leasehold.job_attempts
+      WHERE ended_at < ${age(o.attemptsAfterSeconds)}
       ORDER BY ended_at
       LIMIT ${o.limit}
     ),
     removed_attempts AS (
-      DELETE FROM job_attempts a USING old_attempts o
-      WHERE a.job_id = o.job_id AND a.attempt = o.attempt
+      -- By the whole primary key: an id reused after retention has a history of its own, with
+      -- the same attempt numbers, that must stay.
+      DELETE FROM leasehold.job_attempts a USING old_attempts o
+      WHERE a.job_id = o.job_id AND a.attempt = o.attempt AND a.lease_token = o.lease_token
       RETURNING 1
     ),
     old_keys AS (
-      SELECT d.key FROM dedupe_keys d
+      -- A key goes once its window ended and its own job (its id carrying this key: not a
+      -- newer job that reuses the id) is gone.
+      SELECT d.key FROM leasehold.dedupe_keys d
       WHERE d.expires_at < statement_timestamp()
-        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id)
-        AND d.job_id NOT IN (SELECT id FROM removed_jobs)
+        AND NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.id = d.job_id AND j.idempotency_key = d.key)
+        AND NOT EXISTS (SELECT 1 FROM removed_jobs r WHERE r.id = d.job_id AND r.idempotency_key = d.key)
       ORDER BY d.expires_at
       LIMIT ${o.limit}
     ),
     removed_keys AS (
-      DELETE FROM dedupe_keys d USING old_keys o WHERE d.key = o.key AND d.expires_at < statement_timestamp() RETURNING 1
+      DELETE FROM leasehold.dedupe_keys d USING old_keys o WHERE d.key = o.key AND d.expires_at < statement_timestamp() RETURNING 1
+    ),
+    removed_rollup AS (
+      DELETE FROM leasehold.finished_rollup WHERE minute < statement_timestamp() - make_interval(secs => ${ROLLUP_KEPT_SECONDS}::float8)
+      RETURNING 1
     )
     SELECT (SELECT count(*) FROM removed_jobs)::int AS jobs,
            (SELECT count(*) FROM removed_attempts)::int AS attempts,

@@ -5,22 +5,20 @@
  * Invariant: every statement here is one compare-and-set guarded by
  *   state = 'running' AND lease_token = <the attempt's token> AND lease_until > now()
  * so a worker whose lease expired, was reaped, re-claimed by someone else or cancelled by an
- * operator changes nothing, even if the reaper has not run yet. (The batch completion leaves out
- * `state = 'running'`: a token means running, by the CHECK jobs_lease_check, and without it the
- * prepared plan cannot pick the lease index; see COMPLETE_MANY.) A refused settlement is the
- * value `{ applied: false, reason: 'lease_lost' }`, never an exception and never a write.
+ * operator changes nothing, even if the reaper has not run yet (the guard `leaseHeld` and the
+ * statements are in transitions.ts). A refused settlement is the value
+ * `{ applied: false, reason: 'lease_lost' }`, never an exception and never a write.
  *
  * Ending an attempt other than by completing it also writes its `job_attempts` row in the same
  * statement, so history and state cannot disagree. A completion's record is the done job row
  * itself (db/queue/history.ts).
  */
-import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import type { FailureClass } from '../schema';
 import { FAILURE_CLASSES } from '../schema';
 import { run, runText, toDate, type Executor } from './executor';
 import { APPLIED, LEASE_LOST, type LeaseRef, type SettleOutcome } from './job';
-import { recordAttempts } from './history';
+import { COMPLETE_MANY, failStatement, heartbeatStatement, releaseStatement } from './transitions';
 import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy';
 import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate';
 
@@ -28,10 +26,6 @@ import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate';
 export const MAX_ERROR_LENGTH = 4000;
 
 const leaseSchema = z.object({ id: uuidSchema, leaseToken: uuidSchema });
-
-function guard(lease: LeaseRef): SQL {
-  return sql`j.id = ${lease.id}::uuid AND j.state = 'running' AND j.lease_token = ${lease.leaseToken}::uuid AND j.lease_until > statement_timestamp()`;
-}
 
 /** Error text as stored: U+0000 replaced (text columns refuse it), cut to 4,000 characters. */
 export function truncateError(message: string): string {
@@ -84,19 +78,7 @@ export async function completeManyIfLeaseHeld(
 }
 
 /** The batch acknowledgement's text ($1 ids, $2 token), exported for plan tests. */
-export const COMPLETE_MANY = `
-  WITH done AS (
-    UPDATE jobs j SET state = 'done', lease_token = NULL, lease_until = NULL,
-                      finished_at = statement_timestamp(), updated_at = statement_timestamp()
-    -- A token means running (jobs_lease_check), so the guard is the token and the time left.
-    -- Neither names the lease index's predicate (state = 'running') nor its column: the
-    -- prepared, generic plan must find this batch by primary key, not walk every running job
-    -- and test each against the whole id list (it did, with state in the guard).
-    WHERE j.id = ANY($1::uuid[]) AND j.lease_token = $2::uuid
-      AND j.lease_until - statement_timestamp() > interval '0'
-    RETURNING j.id
-  )
-  SELECT w.id FROM unnest($1::uuid[]) AS w(id) WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.id = w.id)`;
+export { COMPLETE_MANY };
 
 const leasesSchema = z.array(leaseSchema).max(10_000);
 
@@ -180,30 +162,17 @@ export async function failIfLeaseHeld(
     policy: input.policy,
   });
   const retry = decision.action === 'retry';
-  const delaySeconds = retry ? decision.delayMs / 1000 : 0;
-  const error = truncateError(input.error);
-  // `next` is the run time a retry would get; a job whose max age ends before it goes dead
-  // as `expired`. The budget is re-checked here, in the guarded row, not only in the policy.
-  const next = sql`(statement_timestamp() + make_interval(secs => ${delaySeconds}::float8))`;
-  const expired = sql`(${retry}::boolean AND coalesce(j.expires_at <= ${next}, false))`;
-  const retrying = sql`(${retry}::boolean AND j.attempts < j.max_attempts AND NOT coalesce(j.expires_at <= ${next}, false))`;
   const rows = await run(
     executor,
-    sql`
-    WITH settled AS (
-      UPDATE jobs j SET
-        state = CASE WHEN ${retrying} THEN 'ready' ELSE ${input.failureClass === 'cancelled' ? 'cancelled' : 'dead'}::text END,
-        failure_class = CASE WHEN ${expired} THEN 'expired' ELSE ${input.failureClass} END,
-        last_error = CASE WHEN ${expired} THEN ${error} || ' (max age reached: not retried)' ELSE ${error} END,
-        run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,
-        claim_at = CASE WHEN ${retrying} THEN ${next} - (j.run_at - j.claim_at) ELSE j.claim_at END,
-        lease_token = NULL, lease_until = NULL,
-        finished_at = CASE WHEN ${retrying} THEN NULL ELSE statement_timestamp() END,
-        updated_at = statement_timestamp()
-      WHERE ${guard(lease)}
-      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.failure_class, j.run_at
-    ), history AS (${recordAttempts('failed', sql`${lease.leaseToken}::uuid`, sql`s.failure_class`, sql`${error}`)})
-    SELECT state, failure_class, run_at FROM settled`,
+    failStatement({
+      id: lease.id,
+      token: lease.leaseToken,
+      retry,
+      delaySeconds: retry ? decision.delayMs / 1000 : 0,
+      endState: input.failureClass === 'cancelled' ? 'cancelled' : 'dead',
+      failureClass: input.failureClass,
+      error: truncateError(input.error),
+    }),
   );
   const row = rows[0];
   if (!row) return LEASE_LOST as FailOutcome;
@@ -233,14 +202,7 @@ export async function heartbeatIfLeaseHeld(
 ): Promise<HeartbeatOutcome> {
   parseInput('heartbeat', leaseSchema, lease);
   parseInput('heartbeat', heartbeatOptionsSchema, options);
-  const rows = await run(
-    executor,
-    // greatest(): a heartbeat extends a lease, it never shortens one.
-    sql`UPDATE jobs j SET lease_until = greatest(j.lease_until, statement_timestamp() + make_interval(secs => ${options.leaseSeconds}::float8)),
-                          updated_at = statement_timestamp()
-        WHERE ${guard(lease)}
-        RETURNING lease_until`,
-  );
+  const rows = await run(executor, heartbeatStatement([lease.id], [lease.leaseToken], options.leaseSeconds));
   const row = rows[0];
   return row ? { applied: true, leaseUntil: toDate(row.lease_until) } : (LEASE_LOST as HeartbeatOutcome);
 }
@@ -257,22 +219,14 @@ export async function releaseIfLeaseHeld(
 ): Promise<SettleOutcome> {
   parseInput('release', leaseSchema, lease);
   parseInput('release', z.object({ delayMs: z.number().min(0).optional(), reason: z.string().optional() }), options);
-  const delaySeconds = (options.delayMs ?? 0) / 1000;
-  const reason = truncateError(options.reason ?? 'released by its worker');
   const rows = await run(
     executor,
-    sql`
-    WITH settled AS (
-      UPDATE jobs j SET
-        state = 'ready',
-        max_attempts = least(j.max_attempts + 1, 1000),
-        run_at = statement_timestamp() + make_interval(secs => ${delaySeconds}::float8),
-        claim_at = statement_timestamp() + make_interval(secs => ${delaySeconds}::float8) - (j.run_at - j.claim_at),
-        lease_token = NULL, lease_until = NULL, updated_at = statement_timestamp()
-      WHERE ${guard(lease)} AND j.attempts < least(j.max_attempts + 1, 1000)
-      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at
-    ), history AS (${recordAttempts('released', sql`${lease.leaseToken}::uuid`, sql`NULL`, sql`${reason}`)})
-    SELECT id FROM settled`,
+    releaseStatement({
+      id: lease.id,
+      token: lease.leaseToken,
+      delaySeconds: (options.delayMs ?? 0) / 1000,
+      reason: truncateError(options.reason ?? 'released by its worker'),
+    }),
   );
   return rows.length === 1 ? APPLIED : LEASE_LOST;
 }
@@ -292,12 +246,11 @@ export async function heartbeatManyIfLeaseHeld(
   if (leases.length === 0) return [];
   const rows = await run(
     executor,
-    sql`
-    UPDATE jobs j SET lease_until = greatest(j.lease_until, statement_timestamp() + make_interval(secs => ${options.leaseSeconds}::float8)),
-                      updated_at = statement_timestamp()
-    FROM unnest(${sql.param(leases.map((l) => l.id))}::uuid[], ${sql.param(leases.map((l) => l.leaseToken))}::uuid[]) AS i(id, token)
-    WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token AND j.lease_until > statement_timestamp()
-    RETURNING j.id, i.token, j.lease_until`,
+    heartbeatStatement(
+      leases.map((l) => l.id),
+      leases.map((l) => l.leaseToken),
+      options.leaseSeconds,
+    ),
   );
   const held = new Map(rows.map((r) => [`${r.id as string}/${r.token as string}`, toDate(r.lease_until)]));
   return leases.map((l) => {

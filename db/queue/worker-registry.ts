@@ -18,7 +18,7 @@ export interface WorkerInfo {
 export async function registerWorker(executor: Executor, info: WorkerInfo): Promise<void> {
   await run(
     executor,
-    sql`INSERT INTO workers (id, host, pid, queues, concurrency, version)
+    sql`INSERT INTO leasehold.workers (id, host, pid, queues, concurrency, version)
         VALUES (${info.id}, ${info.host}, ${info.pid}, ${sql.param(info.queues)}::text[], ${info.concurrency}, ${info.version ?? null})
         ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
           concurrency = excluded.concurrency, version = excluded.version, last_seen_at = statement_timestamp()`,
@@ -29,19 +29,19 @@ export async function registerWorker(executor: Executor, info: WorkerInfo): Prom
 export async function touchWorker(executor: Executor, id: string): Promise<boolean> {
   const rows = await run(
     executor,
-    sql`UPDATE workers SET last_seen_at = statement_timestamp() WHERE id = ${id} RETURNING id`,
+    sql`UPDATE leasehold.workers SET last_seen_at = statement_timestamp() WHERE id = ${id} RETURNING id`,
   );
   return rows.length === 1;
 }
 
 export async function deregisterWorker(executor: Executor, id: string): Promise<void> {
-  await run(executor, sql`DELETE FROM workers WHERE id = ${id}`);
+  await run(executor, sql`DELETE FROM leasehold.workers WHERE id = ${id}`);
 }
 
 export async function removeStaleWorkers(executor: Executor, staleAfterSeconds: number): Promise<number> {
   const rows = await run(
     executor,
-    sql`DELETE FROM workers WHERE last_seen_at < statement_timestamp() - make_interval(secs => ${staleAfterSeconds}::float8) RETURNING id`,
+    sql`DELETE FROM leasehold.workers WHERE last_seen_at < statement_timestamp() - make_interval(secs => ${staleAfterSeconds}::float8) RETURNING id`,
   );
   return rows.length;
 }
@@ -49,7 +49,7 @@ export async function removeStaleWorkers(executor: Executor, staleAfterSeconds: 
 export async function listWorkers(executor: Executor, seenWithinSeconds: number) {
   const rows = await run(
     executor,
-    sql`SELECT id, host, pid, queues, concurrency, version, started_at, last_seen_at FROM workers
+    sql`SELECT id, host, pid, queues, concurrency, version, started_at, last_seen_at FROM leasehold.workers
         WHERE last_seen_at >= statement_timestamp() - make_interval(secs => ${seenWithinSeconds}::float8) ORDER BY started_at`,
   );
   return rows.map((r) => ({

@@ -55,16 +55,16 @@ async function deadJob() {
 }
 
 async function stateOf(id: string) {
-  const { rows } = await t.pool.query<{ state: string }>('SELECT state FROM jobs WHERE id = $1', [id]);
+  const { rows } = await t.pool.query<{ state: string }>('SELECT state FROM leasehold.jobs WHERE id = $1', [id]);
   return rows[0]?.state;
 }
 
 /** Everything a DAL function could write: jobs, queues and the audit log, as one fingerprint. */
 async function snapshot() {
   const { rows } = await t.pool.query(`
-    SELECT (SELECT count(*) FROM audit_log) AS audit,
-           (SELECT md5(coalesce(string_agg(id || state || updated_at, ',' ORDER BY id), '')) FROM jobs) AS jobs,
-           (SELECT md5(coalesce(string_agg(name || paused, ',' ORDER BY name), '')) FROM queues) AS queues`);
+    SELECT (SELECT count(*) FROM leasehold.audit_log) AS audit,
+           (SELECT md5(coalesce(string_agg(id || state || updated_at, ',' ORDER BY id), '')) FROM leasehold.jobs) AS jobs,
+           (SELECT md5(coalesce(string_agg(name || paused, ',' ORDER BY name), '')) FROM leasehold.queues) AS queues`);
   return rows[0];
 }
 
@@ -176,7 +176,7 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
       call: () => dal.setQueuePaused({ queue: paused }, true),
       allowed: async (result) => {
         expect(result).toMatchObject({ ok: true });
-        const { rows } = await t.pool.query('SELECT paused FROM queues WHERE name = $1', [paused]);
+        const { rows } = await t.pool.query('SELECT paused FROM leasehold.queues WHERE name = $1', [paused]);
         expect(rows[0]?.paused).toBe(true);
       },
     };
@@ -258,11 +258,11 @@ for (const fn of Object.keys(POLICY) as DalFunction[]) {
 
 describe('the session lookup', () => {
   it('refuses a user disabled since signing in at once, not when the session expires', async () => {
-    await t.pool.query('UPDATE users SET disabled = true WHERE email = $1', [email('admin')]);
+    await t.pool.query('UPDATE leasehold.users SET disabled = true WHERE email = $1', [email('admin')]);
     try {
       await expectRefused('getOverview', 'admin', 401);
     } finally {
-      await t.pool.query('UPDATE users SET disabled = false WHERE email = $1', [email('admin')]);
+      await t.pool.query('UPDATE leasehold.users SET disabled = false WHERE email = $1', [email('admin')]);
     }
   });
 

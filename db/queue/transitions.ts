@@ -1,0 +1,422 @@
+/**
+ * Transitions: every statement that writes a job's state, and nothing else does. The callers
+ * (claim.ts, settle.ts, reap.ts, operator.ts) validate input, pick parameters and map rows;
+ * the SQL is here, with its guards written once.
+ *
+ * Invariants (docs/contract.md, docs/design/schema-v1.md):
+ * - every transition is a compare-and-set on the state it read: `state = 'ready'` for a
+ *   claim, LEASE_HELD (running, this token, deadline not passed) for a settlement, an expired
+ *   deadline for the reaper, a terminal state for an operator's retry;
+ * - every ready job has a `ready_jobs` row. Enqueue writes it (the INSERT trigger
+ *   `jobs_inserted_ready_rows`); every UPDATE into `ready` writes it through the row trigger
+ *   `jobs_ready_row`, ours and anyone's. A claim deletes the rows it takes; a row whose job
+ *   is not ready (cancelled, rescheduled) is skipped by the claim's guard and deleted;
+ * - every running job is in the `leases` row of its claim (token, queue), whose deadline is
+ *   never later than the job's own and whose `running` counts the jobs not yet settled. Each
+ *   statement that ends attempts counts them down (LEASE_COUNTDOWN); the reaper, which walks
+ *   the lease rows by deadline, repairs a count that writes from outside put wrong;
+ * - each statement that finishes jobs adds them to `finished_rollup` (ROLLUP);
+ * - ending an attempt other than by completing it writes its `job_attempts` row in the same
+ *   statement (history.ts).
+ *
+ * Lock order, the same in every statement: a ready row before its job (claim, operator
+ * cancel), a job before its lease row (settlements, operator cancel). The reaper locks lease
+ * rows first but takes jobs with SKIP LOCKED, so it never waits on a job.
+ *
+ * Time is statement_timestamp(), not now(): the same inside a caller's transaction as outside.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { TERMINAL_STATES, type JobState } from '../states';
+import { recordAttempts } from './history';
+import { CLAIM_COLUMNS, qualified } from './job';
+
+/** One edge of the state machine: docs/state-machine.md's diagram is generated from this table. */
+export interface Edge {
+  from: JobState | null;
+  to: JobState | null;
+  /** The exported function that makes the move, and when. */
+  by: string;
+}
+
+/** Every move a job can make, and who makes it. `null` is outside the table (enqueue, retention). */
+export const EDGES: readonly Edge[] = [
+  { from: null, to: 'ready', by: 'enqueue / enqueueMany' },
+  { from: 'ready', to: 'running', by: 'claim (due, queue not paused, FOR UPDATE SKIP LOCKED)' },
+  { from: 'running', to: 'done', by: 'completeIfLeaseHeld (token, lease_until > now())' },
+  { from: 'running', to: 'ready', by: 'failIfLeaseHeld, retryable class and attempts left' },
+  { from: 'running', to: 'dead', by: 'failIfLeaseHeld, permanent/validation, attempts spent or max age' },
+  { from: 'running', to: 'cancelled', by: 'failIfLeaseHeld with class cancelled' },
+  { from: 'running', to: 'ready', by: 'releaseIfLeaseHeld (graceful shutdown, attempt not charged)' },
+  { from: 'running', to: 'ready', by: 'reapExpiredLeases (lease_until <= now(), attempts left)' },
+  { from: 'running', to: 'dead', by: 'reapExpiredLeases (no attempts left, or max age)' },
+  { from: 'running', to: 'cancelled', by: 'cancelIfUnchanged (operator, with the token they saw)' },
+  { from: 'ready', to: 'cancelled', by: 'cancelIfUnchanged (operator)' },
+  { from: 'dead', to: 'ready', by: 'retryIfTerminal (operator)' },
+  { from: 'cancelled', to: 'ready', by: 'retryIfTerminal (operator)' },
+  { from: 'done', to: null, by: 'removeExpiredHistory' },
+  { from: 'dead', to: null, by: 'removeExpiredHistory' },
+  { from: 'cancelled', to: null, by: 'removeExpiredHistory' },
+];
+
+/** The mermaid diagram of EDGES (docs/state-machine.md; `npm run docs:states` writes it). */
+export function stateDiagram(): string {
+  const node = (s: JobState | null) => s ?? '[*]';
+  return ['stateDiagram-v2', ...EDGES.map((e) => `    ${node(e.from)} --> ${node(e.to)}: ${e.by}`)].join('\n');
+}
+
+const TERMINAL_LIST = TERMINAL_STATES.map((s) => `'${s}'`).join(', ');
+
+/** The attempt behind `alias` still holds its lease: running, under `token`, deadline not passed. */
+export function leaseHeld(alias: string, token: string): string {
+  return `${alias}.state = 'running' AND ${alias}.lease_token = ${token} AND ${alias}.lease_until > statement_timestamp()`;
+}
+
+/** Columns every statement that ends an attempt sets: the lease is gone. */
+const END_LEASE = 'lease_token = NULL, lease_until = NULL';
+
+/**
+ * CTEs that count down the lease rows for the attempts ended by CTE `ended` (rows with
+ * `token, queue`): a lease row whose last running job ended is deleted, the others keep the
+ * rest. The two conditions are complementary, so each lease row is touched by one of them.
+ */
+function leaseCountdown(ended: string): string {
+  return `
+    lease_ended AS (SELECT token, queue, count(*)::int AS n FROM ${ended} GROUP BY token, queue),
+    lease_gone AS (
+      DELETE FROM leasehold.leases l USING lease_ended e
+      WHERE l.token = e.token AND l.queue = e.queue AND l.running <= e.n
+      RETURNING 1
+    ),
+    lease_left AS (
+      UPDATE leasehold.leases l SET running = l.running - e.n FROM lease_ended e
+      WHERE l.token = e.token AND l.queue = e.queue AND l.running > e.n
+      RETURNING 1
+    )`;
+}
+
+/**
+ * A CTE adding the jobs of CTE `finished` (rows with `queue, kind, state, attempts`) that
+ * reached a terminal state to this minute's rollup row of this backend's shard.
+ */
+function rollup(finished: string): string {
+  return `
+    rolled AS (
+      INSERT INTO leasehold.finished_rollup AS r (minute, queue, kind, state, attempts, shard, jobs)
+      SELECT date_trunc('minute', statement_timestamp()), f.queue, f.kind, f.state, f.attempts, pg_backend_pid() % 8, count(*)::int
+      FROM ${finished} f WHERE f.state IN (${TERMINAL_LIST})
+      GROUP BY f.queue, f.kind, f.state, f.attempts
+      ON CONFLICT (minute, queue, kind, state, attempts, shard) DO UPDATE SET jobs = r.jobs + excluded.jobs
+      RETURNING 1
+    )`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ready → running: the claim
+
+/**
+ * The claim ($1 the queue or queues, $2 the limit, $3 token, $4 lease seconds, $5 worker id).
+ *
+ * Why the CTEs: the locking SELECT with its LIMIT must run before the writes and by itself;
+ * a CTE that locks rows is materialised once, so it is a fence (as `IN (SELECT … LIMIT n)` the
+ * planner may re-evaluate it and take more rows than asked for).
+ *
+ * The walk is over `ready_jobs` alone (queue, claim_at, id), so it reads O(limit) narrow
+ * entries however many jobs wait or have finished; its rows are taken by address
+ * (`ctid = ANY(ARRAY(…))`, a TID scan: they are locked by this statement, so their addresses
+ * hold). The jobs are then found by primary key and updated only while `ready` and due: a
+ * ready row left by a cancel or a move is deleted here and leases nothing. The UPDATE names no
+ * indexed column, so each job's new version stays on its page (HOT) and writes no index entry.
+ * The lease rows (one per queue of the batch) record the token, the jobs and the deadline for
+ * the reaper.
+ *
+ * Why `claim_at <= now()` as well as `run_at <= now()`: priorities are never negative, so a due
+ * job always has claim_at <= run_at <= now(). The bound ends the index walk there.
+ *
+ * `flush = false` (the worker's `--async-claims`): the statement sets synchronous_commit off
+ * for its own transaction as an initplan of the UPDATE (docs/contract.md §4).
+ */
+export function claimText(queues: 'one' | 'many', flush: boolean): string {
+  return `
+    WITH candidate AS (${queues === 'one' ? ONE_QUEUE : QUEUES}),
+    taken AS (
+      DELETE FROM leasehold.ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM candidate)) RETURNING r.id
+    ),
+    claimed AS (
+      UPDATE leasehold.jobs j
+      SET state = 'running',
+          attempts = j.attempts + 1,
+          lease_token = $3::uuid,
+          lease_until = statement_timestamp() + make_interval(secs => $4::float8),
+          worker_id = $5::text,
+          started_at = statement_timestamp(),
+          updated_at = statement_timestamp()
+      WHERE j.id = ANY(ARRAY(SELECT id FROM taken)) AND j.state = 'ready' AND j.run_at <= statement_timestamp()${
+        flush ? '' : `\n        AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
+      }
+      RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
+    ),
+    lease AS (
+      INSERT INTO leasehold.leases (token, queue, worker_id, lease_until, running, job_ids)
+      SELECT $3::uuid, c.queue, $5::text, min(c.lease_until), count(*)::int, array_agg(c.id)
+      FROM claimed c GROUP BY c.queue
+      RETURNING 1
+    )
+    SELECT * FROM claimed`;
+}
+
+const ONE_QUEUE = `
+      SELECT r.ctid
+      FROM leasehold.ready_jobs r
+      WHERE r.queue = $1::text
+        AND r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()
+        AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = $1::text AND q.paused)
+      ORDER BY r.claim_at, r.id
+      LIMIT $2::int
+      FOR UPDATE SKIP LOCKED`;
+
+// One walk per queue asked for (LATERAL), merged by the same aging key.
+const QUEUES = `
+      SELECT c.ctid
+      FROM (
+        SELECT u.name FROM unnest($1::text[]) AS u(name)
+        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = u.name AND q.paused)
+      ) AS wanted
+      CROSS JOIN LATERAL (
+        SELECT r.ctid, r.id, r.claim_at
+        FROM leasehold.ready_jobs r
+        WHERE r.queue = wanted.name
+          AND r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()
+        ORDER BY r.claim_at, r.id
+        LIMIT $2::int
+        FOR UPDATE SKIP LOCKED
+      ) c
+      ORDER BY c.claim_at, c.id
+      LIMIT $2::int`;
+
+// ---------------------------------------------------------------------------------------------
+// running → done: the batch acknowledgement
+
+/**
+ * Completes the jobs `$1` leased under token `$2` whose lease still holds; returns the ids it
+ * did not complete (normally none: reading back a thousand completed ids cost more client CPU
+ * than the UPDATE cost the database). Found by primary key; the update is HOT (no index names
+ * a column it sets), and the lease row is counted down once per statement.
+ */
+export const COMPLETE_MANY = `
+  WITH done AS (
+    UPDATE leasehold.jobs j SET state = 'done', ${END_LEASE},
+                      finished_at = statement_timestamp(), updated_at = statement_timestamp()
+    WHERE j.id = ANY($1::uuid[]) AND ${leaseHeld('j', '$2::uuid')}
+    RETURNING j.id, j.queue, j.kind, j.state, j.attempts, $2::uuid AS token
+  ),${leaseCountdown('done')},${rollup('done')}
+  SELECT w.id FROM unnest($1::uuid[]) AS w(id) WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.id = w.id)`;
+
+// ---------------------------------------------------------------------------------------------
+// running → ready | dead | cancelled: a failed attempt
+
+/**
+ * Ends the attempt (`id`, `token`) as failed: `ready` after `delaySeconds` when `retry` and
+ * attempts and max age allow, else `endState` (class `expired` when only the max age stood
+ * in the way). The budget is re-checked here, in the guarded row, not only in the policy.
+ */
+export function failStatement(p: {
+  id: string;
+  token: string;
+  retry: boolean;
+  delaySeconds: number;
+  endState: 'dead' | 'cancelled';
+  failureClass: string;
+  error: string;
+}): SQL {
+  const next = sql`(statement_timestamp() + make_interval(secs => ${p.delaySeconds}::float8))`;
+  const expired = sql`(${p.retry}::boolean AND coalesce(j.expires_at <= ${next}, false))`;
+  const retrying = sql`(${p.retry}::boolean AND j.attempts < j.max_attempts AND NOT coalesce(j.expires_at <= ${next}, false))`;
+  return sql`
+    WITH settled AS (
+      UPDATE leasehold.jobs j SET
+        state = CASE WHEN ${retrying} THEN 'ready' ELSE ${p.endState}::text END,
+        failure_class = CASE WHEN ${expired} THEN 'expired' ELSE ${p.failureClass} END,
+        last_error = CASE WHEN ${expired} THEN ${p.error} || ' (max age reached: not retried)' ELSE ${p.error} END,
+        run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,
+        claim_at = CASE WHEN ${retrying} THEN ${next} - (j.run_at - j.claim_at) ELSE j.claim_at END,
+        ${sql.raw(END_LEASE)},
+        finished_at = CASE WHEN ${retrying} THEN NULL ELSE statement_timestamp() END,
+        updated_at = statement_timestamp()
+      FROM (SELECT ${p.token}::uuid AS token) t
+      WHERE j.id = ${p.id}::uuid AND ${sql.raw(leaseHeld('j', 't.token'))}
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.failure_class, j.run_at, t.token
+    ),
+    history AS (${recordAttempts('failed', sql`s.token`, sql`s.failure_class`, sql`${p.error}`)}),
+    ${sql.raw(leaseCountdown('settled'))},${sql.raw(rollup('settled'))}
+    SELECT state, failure_class, run_at FROM settled`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// running → ready: a release (graceful shutdown)
+
+/**
+ * Gives the job back: `ready` after `delaySeconds`, the attempt not charged (`max_attempts`
+ * grows by one, so the attempt number, the fence, still only grows).
+ */
+export function releaseStatement(p: { id: string; token: string; delaySeconds: number; reason: string }): SQL {
+  const at = sql`statement_timestamp() + make_interval(secs => ${p.delaySeconds}::float8)`;
+  return sql`
+    WITH settled AS (
+      UPDATE leasehold.jobs j SET
+        state = 'ready',
+        max_attempts = least(j.max_attempts + 1, 1000),
+        run_at = ${at},
+        claim_at = ${at} - (j.run_at - j.claim_at),
+        ${sql.raw(END_LEASE)}, updated_at = statement_timestamp()
+      FROM (SELECT ${p.token}::uuid AS token) t
+      WHERE j.id = ${p.id}::uuid AND ${sql.raw(leaseHeld('j', 't.token'))}
+        AND j.attempts < least(j.max_attempts + 1, 1000)
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, t.token
+    ),
+    history AS (${recordAttempts('released', sql`s.token`, sql`NULL`, sql`${p.reason}`)}),
+    ${sql.raw(leaseCountdown('settled'))}
+    SELECT id FROM settled`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// running → running: heartbeats (the lease deadline only; no state change)
+
+/**
+ * Extends the leases of (`ids`[i], `tokens`[i]) still held to now() + `leaseSeconds`. A HOT
+ * update of the job rows only: the lease row keeps its earlier deadline, which the reaper
+ * moves when it reaches it (`greatest()`: a heartbeat never shortens a lease).
+ */
+export function heartbeatStatement(ids: string[], tokens: string[], leaseSeconds: number): SQL {
+  return sql`
+    UPDATE leasehold.jobs j SET lease_until = greatest(j.lease_until, statement_timestamp() + make_interval(secs => ${leaseSeconds}::float8)),
+                      updated_at = statement_timestamp()
+    FROM unnest(${sql.param(ids)}::uuid[], ${sql.param(tokens)}::uuid[]) AS i(id, token)
+    WHERE j.id = i.id AND ${sql.raw(leaseHeld('j', 'i.token'))}
+    RETURNING j.id, i.token, j.lease_until`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// running → ready | dead: the reaper
+
+/**
+ * Ends up to `limit` attempts whose deadline passed. It walks the lease rows due (their
+ * deadline is never later than any of their running jobs'), takes those jobs whose own
+ * deadline passed (a heartbeat may have moved some), re-checks `running AND lease_until <=
+ * now()` on the locked row (river#1302 overwrote jobs completed meanwhile), and then sets each
+ * due lease row to what is left: deleted when none of its jobs runs, else its count and the
+ * earliest remaining deadline (which also repairs a count that writes from outside put wrong).
+ * A crash consumes an attempt: `ready` (class `lease_expired`) while attempts and max age
+ * allow, else `dead`.
+ */
+export function reapStatement(limit: number, delaySeconds: number): SQL {
+  const next = sql`(statement_timestamp() + make_interval(secs => ${delaySeconds}::float8))`;
+  const retrying = sql`(j.attempts < j.max_attempts AND NOT coalesce(j.expires_at <= ${next}, false))`;
+  return sql`
+    WITH due AS (
+      SELECT l.token, l.queue, l.job_ids FROM leasehold.leases l
+      WHERE l.lease_until <= statement_timestamp()
+      ORDER BY l.lease_until
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    ),
+    expired AS (
+      SELECT j.id, d.token FROM due d JOIN leasehold.jobs j ON j.id = ANY(d.job_ids)
+      WHERE j.lease_token = d.token AND j.state = 'running' AND j.lease_until <= statement_timestamp()
+      LIMIT ${limit}
+      FOR UPDATE OF j SKIP LOCKED
+    ),
+    settled AS (
+      UPDATE leasehold.jobs j SET
+        state = CASE WHEN ${retrying} THEN 'ready' ELSE 'dead' END,
+        failure_class = CASE WHEN j.attempts < j.max_attempts AND NOT ${retrying} THEN 'expired' ELSE 'lease_expired' END,
+        last_error = format('lease expired: attempt %s (worker %s) did not settle before its lease ended at %s%s',
+                            j.attempts, coalesce(j.worker_id, '?'), j.lease_until,
+                            CASE WHEN ${retrying} THEN '' WHEN j.attempts >= j.max_attempts THEN '; no attempts left'
+                                 ELSE '; max age reached' END),
+        run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,
+        claim_at = CASE WHEN ${retrying} THEN ${next} - (j.run_at - j.claim_at) ELSE j.claim_at END,
+        ${sql.raw(END_LEASE)},
+        finished_at = CASE WHEN ${retrying} THEN NULL ELSE statement_timestamp() END,
+        updated_at = statement_timestamp()
+      FROM expired e
+      WHERE j.id = e.id AND j.state = 'running' AND j.lease_token = e.token AND j.lease_until <= statement_timestamp()
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.failure_class, j.last_error,
+                e.token AS lease_token
+    ),
+    history AS (${recordAttempts('lease_expired', sql`s.lease_token`, sql`s.failure_class`, sql`s.last_error`)}),
+    ${sql.raw(rollup('settled'))},
+    -- What each due lease row still covers: its running jobs under its token, less those
+    -- settled just now (this statement's snapshot still sees them running).
+    still AS (
+      SELECT d.token, d.queue, count(j.id)::int AS running, min(j.lease_until) AS lease_until
+      FROM due d LEFT JOIN leasehold.jobs j
+        ON j.id = ANY(d.job_ids) AND j.lease_token = d.token AND j.state = 'running'
+       AND j.id NOT IN (SELECT id FROM settled)
+      GROUP BY d.token, d.queue
+    ),
+    lease_gone AS (
+      DELETE FROM leasehold.leases l USING still s
+      WHERE l.token = s.token AND l.queue = s.queue AND s.running = 0
+      RETURNING 1
+    ),
+    lease_moved AS (
+      UPDATE leasehold.leases l SET running = s.running, lease_until = s.lease_until FROM still s
+      WHERE l.token = s.token AND l.queue = s.queue AND s.running > 0
+      RETURNING 1
+    )
+    SELECT id, state FROM settled`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operator actions: CTE fragments for operator.ts's actAndAudit (CTE `input` holds the ids)
+
+/**
+ * dead | cancelled → ready (CTE `changed_retry`): at least one more attempt; a max age
+ * restarts from now. The ready row comes from the trigger.
+ */
+export const OPERATOR_RETRY = sql`changed_retry AS (
+      UPDATE leasehold.jobs j SET state = 'ready', run_at = statement_timestamp(), claim_at = statement_timestamp() - (j.run_at - j.claim_at),
+             max_attempts = greatest(j.max_attempts, j.attempts + 1),
+             expires_at = CASE WHEN j.expires_at IS NULL THEN NULL ELSE statement_timestamp() + (j.expires_at - j.created_at) END,
+             finished_at = NULL, updated_at = statement_timestamp()
+      FROM input i
+      WHERE j.id = i.id AND j.state IN ('dead', 'cancelled') AND j.attempts < 1000
+      RETURNING j.id, j.queue
+    )`;
+
+/**
+ * ready → cancelled (CTE `changed_ready`, input rows without a token) and running → cancelled
+ * (CTE `settled`, input rows with the token the operator saw). A token means the operator saw
+ * the job running: if it is ready now (reaped, released), it changed since they looked.
+ *
+ * The ready rows go first (`ready_gone`, referenced by the UPDATE so it runs before any job
+ * is locked): a claim locks a ready row before its job, so taking them in the other order
+ * could deadlock with one.
+ */
+export function operatorCancel(message: string): SQL {
+  const end = sql`state = 'cancelled', failure_class = 'cancelled', last_error = ${message},
+                  ${sql.raw(END_LEASE)}, finished_at = statement_timestamp(), updated_at = statement_timestamp()`;
+  return sql`ready_gone AS (
+      DELETE FROM leasehold.ready_jobs r
+      USING leasehold.jobs j, input i
+      WHERE i.token IS NULL AND j.id = i.id AND j.state = 'ready'
+        AND r.queue = j.queue AND r.claim_at = j.claim_at AND r.id = j.id
+      RETURNING r.id
+    ),
+    changed_ready AS (
+      UPDATE leasehold.jobs j SET ${end}
+      FROM input i
+      WHERE j.id = i.id AND j.state = 'ready' AND i.token IS NULL
+        AND (SELECT count(*) FROM ready_gone) >= 0
+      RETURNING j.id, j.queue, j.kind, j.state, j.attempts
+    ),
+    settled AS (
+      UPDATE leasehold.jobs j SET ${end}
+      FROM input i WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, i.token
+    ),
+    history AS (${recordAttempts('cancelled', sql`s.token`, sql`'cancelled'`, sql`${message}`)}),
+    ${sql.raw(leaseCountdown('settled'))},
+    finished AS (SELECT queue, kind, state, attempts FROM changed_ready UNION ALL SELECT queue, kind, state, attempts FROM settled),
+    ${sql.raw(rollup('finished'))}`;
+}

@@ -1,3 +1,0 @@
-CREATE INDEX "jobs_terminal_queue_idx" ON "jobs" USING btree ("queue","id") WHERE state IN ('done', 'dead', 'cancelled');--> statement-breakpoint
-CREATE INDEX "jobs_terminal_kind_idx" ON "jobs" USING btree ("kind","id") WHERE state IN ('done', 'dead', 'cancelled');--> statement-breakpoint
-CREATE INDEX "jobs_terminal_class_idx" ON "jobs" USING btree ("failure_class","id") WHERE state IN ('done', 'dead', 'cancelled');
