@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createScratchDatabase, selectDatabase, type DatabaseHandle } from '../db/database';
+import { createScratchDatabase, selectDatabase, type DatabaseHandle } from '../scripts/database';
 import { migrateDatabase } from '../db/migrate';
 import { enqueue, enqueueMany } from '../db/queue';
 import { SilentCutProxy } from './proxy';
