@@ -7,6 +7,7 @@
 import { sql } from 'drizzle-orm';
 import { run, toDate, type Executor } from '../queue/executor';
 import { listWorkers } from '../queue/worker-registry';
+import { inListState } from './sub-states';
 
 export interface QueueBacklog {
   queue: string;
@@ -57,17 +58,17 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
       executor,
       sql`
       SELECT queue,
-             count(*) FILTER (WHERE run_at <= now() AND attempts = 0)::int AS ready,
-             count(*) FILTER (WHERE run_at > now() AND attempts = 0)::int AS scheduled,
-             count(*) FILTER (WHERE attempts > 0)::int AS retrying,
+             count(*) FILTER (WHERE ${inListState('ready')})::int AS ready,
+             count(*) FILTER (WHERE ${inListState('scheduled')})::int AS scheduled,
+             count(*) FILTER (WHERE ${inListState('retrying')})::int AS retrying,
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8 AS oldest
       FROM jobs WHERE state = 'ready' GROUP BY queue`,
     ),
     run(
       executor,
       sql`
-      SELECT queue, count(*) FILTER (WHERE lease_until > now())::int AS running,
-             count(*) FILTER (WHERE lease_until <= now())::int AS lease_expired
+      SELECT queue, count(*) FILTER (WHERE ${inListState('running')})::int AS running,
+             count(*) FILTER (WHERE ${inListState('lease_expired')})::int AS lease_expired
       FROM jobs WHERE state = 'running' GROUP BY queue`,
     ),
     run(
