@@ -26,7 +26,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
-import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES } from './states';
+import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES, TERMINAL_STATES } from './states';
 
 // The lists live in a module without imports (client bundles read them); exported here too,
 // where db/ has always found them.
@@ -59,6 +59,7 @@ export const DEFAULT_AGING_SECONDS = 60;
 export const DEFAULT_MAX_ATTEMPTS = 10;
 
 const quoted = (values: readonly string[]) => sql.raw(values.map((v) => `'${v}'`).join(', '));
+const terminal = quoted(TERMINAL_STATES);
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
 export const jobs = pgTable(
@@ -95,12 +96,12 @@ export const jobs = pgTable(
     index('jobs_lease_idx').on(t.leaseUntil).where(sql`state = 'running'`),
     // The dashboard's list filters over history: written once per job, when it finishes
     // (partial), so the claim/settle hot path pays nothing for them.
-    index('jobs_terminal_queue_idx').on(t.queue, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
-    index('jobs_terminal_kind_idx').on(t.kind, t.id).where(sql`state IN ('done', 'dead', 'cancelled')`),
+    index('jobs_terminal_queue_idx').on(t.queue, t.id).where(sql`state IN (${terminal})`),
+    index('jobs_terminal_kind_idx').on(t.kind, t.id).where(sql`state IN (${terminal})`),
     // Only jobs that ever failed have a class: a plain completion adds no entry here.
     index('jobs_terminal_class_idx')
       .on(t.failureClass, t.id)
-      .where(sql`failure_class IS NOT NULL AND state IN ('done', 'dead', 'cancelled')`),
+      .where(sql`failure_class IS NOT NULL AND state IN (${terminal})`),
     // jobs_terminal_idx (state, finished_at) INCLUDE (queue, kind, failure_class, attempts)
     // WHERE terminal: created in drizzle/0002 by hand (drizzle cannot declare INCLUDE). It
     // serves retention and the dashboard's terminal counts as index-only scans.
@@ -110,7 +111,7 @@ export const jobs = pgTable(
       'jobs_lease_check',
       sql`(state = 'running') = (lease_token IS NOT NULL) AND (lease_token IS NULL) = (lease_until IS NULL)`,
     ),
-    check('jobs_finished_check', sql`(state IN ('done', 'dead', 'cancelled')) = (finished_at IS NOT NULL)`),
+    check('jobs_finished_check', sql`(state IN (${terminal})) = (finished_at IS NOT NULL)`),
     check(
       'jobs_attempts_check',
       sql`attempts >= 0 AND attempts <= max_attempts AND (state <> 'ready' OR attempts < max_attempts)`,
