@@ -7,7 +7,13 @@ export default defineConfig({
     alias: { 'server-only': fileURLToPath(new URL('./test/server-only.ts', import.meta.url)) },
   },
   test: {
-    include: ['db/**/*.test.ts', 'workers/**/*.test.ts', 'lib/**/*.test.ts', 'test/**/*.test.ts'],
+    include: [
+      'db/**/*.test.ts',
+      'workers/**/*.test.ts',
+      'lib/**/*.test.ts',
+      'test/**/*.test.ts',
+      'scripts/**/*.test.ts',
+    ],
     globalSetup: ['./test/global-setup.ts'],
     // Each test file gets its own database cloned from a migrated template (test/db.ts).
     pool: 'forks',

@@ -12,10 +12,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { createDb } from '../db/client';
-import { createScratchDatabase, selectDatabase } from '../db/database';
+import { createScratchDatabase, selectDatabase } from '../scripts/database';
 import { migrateDatabase } from '../db/migrate';
 import { run } from '../db/queue/executor';
-import { PROJECT_DIR } from '../db/database';
+import { PROJECT_DIR } from '../scripts/database';
 import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries';
 
 const { values } = parseArgs({

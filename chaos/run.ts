@@ -17,9 +17,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createScratchDatabase, selectDatabase, type DatabaseHandle } from '../db/database';
+import { createScratchDatabase, selectDatabase, type DatabaseHandle } from '../scripts/database';
 import { migrateDatabase } from '../db/migrate';
 import { enqueue, enqueueMany } from '../db/queue';
+import { TERMINAL_STATES } from '../db/states';
 import { SilentCutProxy } from './proxy';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -203,7 +204,11 @@ async function count(client: pg.Client, text: string, params: unknown[] = []): P
 async function drain(client: pg.Client, timeoutMs: number): Promise<void> {
   const started = Date.now();
   while (Date.now() - started < timeoutMs) {
-    if ((await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state IN ('ready', 'running')`)) === 0) return;
+    if (
+      (await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state <> ALL($1::text[])`, [TERMINAL_STATES])) ===
+      0
+    )
+      return;
     await sleep(200);
   }
 }
@@ -283,10 +288,9 @@ async function ledgerFigures(
     },
     {
       name: 'jobs not terminal',
-      value: await count(
-        client,
-        `SELECT count(*) FROM leasehold.jobs WHERE state NOT IN ('done', 'dead', 'cancelled')`,
-      ),
+      value: await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state <> ALL($1::text[])`, [
+        TERMINAL_STATES,
+      ]),
       pass: true,
       rule: '= 0',
     },

@@ -1,12 +1,11 @@
 import pg from 'pg';
-import { describe, expect, inject, it } from 'vitest';
-import { createScratchDatabase } from './database';
+import { describe, expect, it } from 'vitest';
+import { emptyDatabase } from '../test/db';
 import { migrateDatabase } from './migrate';
 
 describe('migrations', () => {
   it('apply once when run twice and from two runners at the same time', async () => {
-    const serverUrl = inject('serverUrl');
-    const scratch = await createScratchDatabase(serverUrl, 'leasehold_mig');
+    const scratch = await emptyDatabase('leasehold_mig');
     try {
       const { url } = scratch;
       await Promise.all([migrateDatabase(url), migrateDatabase(url)]);

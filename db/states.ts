@@ -9,11 +9,51 @@ export type JobState = (typeof JOB_STATES)[number];
 export const TERMINAL_STATES = ['done', 'dead', 'cancelled'] as const satisfies readonly JobState[];
 
 /**
- * States a list can filter by: the stored states and the sub-states the dashboard tells apart
- * (a ready job waiting for its run time or its backoff, a running job whose lease ran out).
+ * The sub-states of `ready`, disjoint and together all of it, in one place: the dashboard's
+ * badge (readySubstate), the jobs list's filter and the overview's counts (their SQL twins in
+ * db/queries/sub-states.ts) all split a ready job the same way.
+ *
+ * - `ready`: never attempted and due (`run_at <= now`): the next claims take it;
+ * - `scheduled`: never attempted, not yet due (enqueued with a delay or a run time);
+ * - `retrying`: attempted before, waiting for its backoff or due again.
  */
-export const LIST_STATES = [...JOB_STATES, 'scheduled', 'retrying', 'lease_expired'] as const;
+export const READY_SUBSTATES = ['ready', 'scheduled', 'retrying'] as const;
+export type ReadySubstate = (typeof READY_SUBSTATES)[number];
+
+const millis = (at: Date | number) => (typeof at === 'number' ? at : at.getTime());
+
+export function readySubstate(job: { runAt: Date; attempts: number }, now: Date | number): ReadySubstate {
+  if (job.attempts > 0) return 'retrying';
+  return job.runAt.getTime() > millis(now) ? 'scheduled' : 'ready';
+}
+
+/**
+ * The sub-states of `running`: `lease_expired` once its lease deadline has passed (the reaper
+ * has not taken it back yet), `running` before.
+ */
+export const RUNNING_SUBSTATES = ['running', 'lease_expired'] as const;
+export type RunningSubstate = (typeof RUNNING_SUBSTATES)[number];
+
+export function runningSubstate(job: { leaseUntil: Date | null }, now: Date | number): RunningSubstate {
+  return job.leaseUntil !== null && job.leaseUntil.getTime() <= millis(now) ? 'lease_expired' : 'running';
+}
+
+/**
+ * States a list can filter by, one per badge: the sub-states of `ready` and `running`, and the
+ * terminal states. Each job is in exactly one (subStateOf).
+ */
+export const LIST_STATES = [...READY_SUBSTATES, ...RUNNING_SUBSTATES, ...TERMINAL_STATES] as const;
 export type ListState = (typeof LIST_STATES)[number];
+
+/** The one list state (and badge) of a job. */
+export function subStateOf(
+  job: { state: JobState; runAt: Date; attempts: number; leaseUntil: Date | null },
+  now: Date | number,
+): ListState {
+  if (job.state === 'ready') return readySubstate(job, now);
+  if (job.state === 'running') return runningSubstate(job, now);
+  return job.state;
+}
 
 /** What an operator's retry accepts; the guard in db/queue/operator.ts checks the same two. */
 export const RETRYABLE_FROM: readonly JobState[] = ['dead', 'cancelled'];

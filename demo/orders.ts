@@ -10,7 +10,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { enqueue } from '../db/queue';
-import { databaseFromEnv } from '../db/database';
+import { databaseFromEnv } from '../scripts/database';
 import { DEMO_MIGRATIONS } from './migrations';
 import { orders } from './schema';
 

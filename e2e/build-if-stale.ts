@@ -1,7 +1,7 @@
 /** Runs `next build` when .next is missing or older than the sources (shared with npm start). */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { PROJECT_DIR } from '../db/database';
+import { PROJECT_DIR } from '../scripts/database';
 import { buildIsStale } from '../scripts/build-state';
 
 if (buildIsStale()) {

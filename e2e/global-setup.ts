@@ -7,7 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createDb } from '../db/client';
-import { createScratchDatabase, selectDatabase } from '../db/database';
+import { createScratchDatabase, selectDatabase } from '../scripts/database';
 import { migrateDatabase } from '../db/migrate';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
 import { DEMO_MIGRATIONS } from '../demo/migrations';

@@ -19,7 +19,7 @@ export type Jsonified<T> = T extends Date
       ? { [K in keyof T]: Jsonified<T[K]> }
       : T;
 
-/** A stored state, or the finer one the dashboard shows (scheduled, retrying, lease expired). */
+/** What a badge shows and a list filters by: a sub-state of ready or running, or a terminal state (subStateOf). */
 export type SubState = ListState;
 
 export interface JobDTO {

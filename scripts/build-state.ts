@@ -1,7 +1,7 @@
 /** Whether the dashboard's production build (.next) is missing or older than its sources. */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_DIR } from '../db/database';
+import { PROJECT_DIR } from './database';
 
 export function buildIsStale(): boolean {
   const marker = path.join(PROJECT_DIR, '.next', 'BUILD_ID');

@@ -1,6 +1,6 @@
 /** `npm run db:migrate`: applies the migrations to DATABASE_URL or the embedded server. */
 import { migrateDatabase } from '../db/migrate';
-import { databaseFromEnv } from '../db/database';
+import { databaseFromEnv } from './database';
 
 const database = await databaseFromEnv(process.env);
 try {

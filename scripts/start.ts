@@ -18,7 +18,7 @@ import { migrateDatabase } from '../db/migrate';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
 import { DEMO_MIGRATIONS } from '../demo/migrations';
 import { buildIsStale } from './build-state';
-import { databaseFromEnv, PROJECT_DIR } from '../db/database';
+import { databaseFromEnv, PROJECT_DIR } from './database';
 
 const { values } = parseArgs({
   options: {

@@ -9,7 +9,7 @@ import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { LeaseholdInputError } from '../db/queue';
 import { DEMO_PASSWORD, upsertUser } from '../db/users';
-import { databaseFromEnv } from '../db/database';
+import { databaseFromEnv } from './database';
 
 let values;
 try {

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { migrateDatabase } from '../db/migrate';
-import { databaseFromEnv, PROJECT_DIR } from '../db/database';
+import { databaseFromEnv, PROJECT_DIR } from './database';
 
 const secret = process.env.NEXTAUTH_SECRET ?? '';
 if (secret.length < 32) {

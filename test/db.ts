@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createDb, type Db, type DbHandle } from '../db/client';
-import { createScratchDatabase } from '../db/database';
+import { createScratchDatabase, type ScratchDatabase } from '../scripts/database';
 
 export interface TestDatabase extends DbHandle {
   url: string;
@@ -27,6 +27,11 @@ export async function testDatabase(options: { max?: number } = {}): Promise<Test
       await scratch.drop().catch(() => {});
     },
   };
+}
+
+/** An empty database (not migrated) on the run's server, for tests of migrating; `drop()` it. */
+export function emptyDatabase(prefix: string): Promise<ScratchDatabase> {
+  return createScratchDatabase(inject('serverUrl'), prefix);
 }
 
 /**

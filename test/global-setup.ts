@@ -8,7 +8,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { selectDatabase, withDatabase } from '../db/database';
+import { selectDatabase, withDatabase } from '../scripts/database';
 import { migrateDatabase } from '../db/migrate';
 
 declare module 'vitest' {

@@ -1,13 +1,13 @@
 /**
- * `npm run workers`: one worker process. DATABASE_URL or the embedded server; settings in
- * workers/config.ts. SIGTERM/SIGINT stop it gracefully; a second signal exits at once.
+ * One worker process on `DATABASE_URL` (`npm run workers` goes through scripts/workers.ts,
+ * which sets it to the embedded server when unset); settings in workers/config.ts.
+ * SIGTERM/SIGINT stop it gracefully; a second signal exits at once.
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
-import { databaseFromEnv } from '../db/database';
 import { ConfigError, parseWorkerConfig } from './config';
 import type { Handler } from './handler';
 import { HandlerRegistry } from './handler';
@@ -16,10 +16,20 @@ import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints';
 import { createMetrics, serveMetrics } from './metrics';
 import { Worker } from './worker';
 
+/** The database this process serves: the entrypoint's environment names it, db/ reads none. */
+function databaseUrlFromEnv(env: Readonly<Record<string, string | undefined>>): string {
+  const url = env.DATABASE_URL?.trim();
+  if (!url)
+    throw new ConfigError('DATABASE_URL is not set (`npm run workers` uses the embedded server when it is unset)');
+  return url;
+}
+
 let config;
+let databaseUrl: string;
 let failpoints: Failpoints | undefined;
 try {
   config = parseWorkerConfig(process.argv.slice(2), process.env);
+  databaseUrl = databaseUrlFromEnv(process.env);
   if (process.env.LEASEHOLD_FAILPOINTS) failpoints = new Failpoints(parseFailpoints(process.env.LEASEHOLD_FAILPOINTS));
 } catch (error) {
   if (error instanceof ConfigError || error instanceof FailpointSpecError) {
@@ -45,25 +55,23 @@ async function loadHandlers(modules: string[]): Promise<Handler[]> {
   return handlers;
 }
 
-const database = await databaseFromEnv(process.env, (line) => logger.info(line));
 let registry: HandlerRegistry;
 try {
   registry = new HandlerRegistry(await loadHandlers(config.handlerModules));
 } catch (error) {
   logger.fatal({ err: error }, 'could not load handlers');
-  await database.stop();
   process.exit(2);
 }
-if (database.embedded || config.migrate) await migrateDatabase(database.url);
+if (config.migrate) await migrateDatabase(databaseUrl);
 
-const handle = createDb(database.url, {
+const handle = createDb(databaseUrl, {
   max: Math.min(config.concurrency + 4, 30),
   applicationName: 'leasehold-worker',
 });
 const metrics = createMetrics();
 const worker = new Worker(config, {
   db: handle.db,
-  databaseUrl: database.url,
+  databaseUrl,
   registry,
   logger,
   metrics,
@@ -84,7 +92,6 @@ try {
     'worker could not start (is the database reachable and migrated? run npm run db:migrate)',
   );
   await handle.close();
-  await database.stop();
   process.exit(1);
 }
 let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | null = null;
@@ -96,7 +103,6 @@ if (config.metricsPort > 0) {
     logger.fatal({ err: error, port: config.metricsPort }, 'could not serve metrics on that port; stopping');
     await worker.stop(0);
     await handle.close().catch(() => {});
-    await database.stop();
     process.exit(1);
   }
 }
@@ -115,7 +121,6 @@ const onSignal = (signal: NodeJS.Signals) => {
       await worker.stop();
       metricsServer?.close();
       await handle.close();
-      await database.stop();
     } catch (error) {
       logger.error({ err: error }, 'error while stopping');
       code = 1;

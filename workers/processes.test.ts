@@ -180,4 +180,10 @@ describe('worker processes', () => {
     expect(await w.exited).toBe(2);
     expect(w.output.join('\n')).toMatch(/--concurrency \(LEASEHOLD_CONCURRENCY\) = "many"/);
   });
+
+  it('refuses to start without DATABASE_URL, naming it', async () => {
+    const w = start('workers/main.ts', ['--queues', uniqueQueue()], { ...env(), DATABASE_URL: '' });
+    expect(await w.exited).toBe(2);
+    expect(w.output.join('\n')).toMatch(/DATABASE_URL is not set/);
+  });
 });

@@ -10,6 +10,7 @@ import { run, toDate, toDateOrNull, type Executor } from '../queue/executor';
 import { attemptHistory, type AttemptRow } from '../queue/history';
 import { JOB_COLUMNS, mapJob, type Job } from '../queue/job';
 import { nameSchema, uuidSchema } from '../queue/validate';
+import { inListState } from './sub-states';
 
 export { LIST_STATES };
 export const LIST_SORTS = ['newest', 'oldest'] as const;
@@ -44,27 +45,7 @@ const KEY_OWNER = (key: string) =>
 
 export function filterSql(filter: JobFilter): SQL {
   const parts: SQL[] = [sql`true`];
-  switch (filter.state) {
-    case undefined:
-      break;
-    case 'scheduled':
-      parts.push(sql`state = 'ready' AND run_at > now() AND attempts = 0`);
-      break;
-    case 'retrying':
-      parts.push(sql`state = 'ready' AND attempts > 0`);
-      break;
-    case 'lease_expired':
-      parts.push(sql`state = 'running' AND lease_until <= now()`);
-      break;
-    case 'dead':
-    case 'cancelled':
-      // Dead and cancelled jobs always have a class (CHECK jobs_ended_class_check): the
-      // predicate lets the planner walk the class indexes instead of every job.
-      parts.push(sql`state = ${filter.state} AND failure_class IS NOT NULL`);
-      break;
-    default:
-      parts.push(sql`state = ${filter.state}`);
-  }
+  if (filter.state) parts.push(inListState(filter.state));
   if (filter.queue) parts.push(sql`queue = ${filter.queue}`);
   if (filter.kind) parts.push(sql`kind = ${filter.kind}`);
   if (filter.failureClass) parts.push(sql`failure_class = ${filter.failureClass}`);

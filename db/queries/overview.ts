@@ -7,6 +7,7 @@
 import { sql } from 'drizzle-orm';
 import { run, toDate, type Executor } from '../queue/executor';
 import { listWorkers } from '../queue/worker-registry';
+import { readyRowIn } from './sub-states';
 
 export interface QueueBacklog {
   queue: string;
@@ -60,9 +61,9 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
       executor,
       sql`
       SELECT queue,
-             count(*) FILTER (WHERE run_at <= now() AND attempts = 0)::int AS ready,
-             count(*) FILTER (WHERE run_at > now() AND attempts = 0)::int AS scheduled,
-             count(*) FILTER (WHERE attempts > 0)::int AS retrying,
+             count(*) FILTER (WHERE ${readyRowIn('ready')})::int AS ready,
+             count(*) FILTER (WHERE ${readyRowIn('scheduled')})::int AS scheduled,
+             count(*) FILTER (WHERE ${readyRowIn('retrying')})::int AS retrying,
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8 AS oldest
       FROM leasehold.ready_jobs GROUP BY queue`,
     ),

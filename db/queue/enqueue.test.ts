@@ -17,6 +17,7 @@ import { DEFAULT_MAX_ATTEMPTS, MAX_PAYLOAD_BYTES } from '../schema';
 import { useTestDatabase } from '../../test/db';
 import { allJobs, getJob, uniqueQueue } from '../../test/factories';
 import { run, type Executor } from './executor';
+import { planWake } from './wake';
 import { createDb } from '../client';
 
 const t = useTestDatabase({ max: 40 });
@@ -583,6 +584,19 @@ describe('wake-ups', () => {
     }
     expect(heardFor(early).length).toBeGreaterThanOrEqual(1);
     expect(heardFor(late).length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('keeps a debounce window per pool, which a Drizzle database over that pool shares', async () => {
+    const queue = uniqueQueue();
+    const a = createDb(t.url, { max: 1 });
+    const b = new pg.Pool({ connectionString: t.url, max: 1 });
+    try {
+      expect(planWake(a.pool, [queue], true).inStatement).toBe(true); // first in a's window
+      expect(planWake(a.db, [queue], true).inStatement).toBe(false); // same pool, same window
+      expect(planWake(b, [queue], true).inStatement).toBe(true); // b's window is its own
+    } finally {
+      await Promise.all([a.close(), b.end()]);
+    }
   });
 
   it('sends nothing with notify: false', async () => {

@@ -2,18 +2,10 @@ import 'server-only';
 /** Row-model → DTO mappers: every Date becomes an ISO string, lease tokens only when asked. */
 import type { Job } from '../../db/queue';
 import type { AuditEntry } from '../../db/queries/jobs';
-import type { AuditDTO, JobDTO, SubState } from '../dto';
+import { subStateOf } from '../../db/states';
+import type { AuditDTO, JobDTO } from '../dto';
 
 export const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-function subState(job: Job, now = Date.now()): SubState {
-  // Disjoint: a ready job that has run before is retrying (waiting for its backoff or due);
-  // one that never ran is scheduled while its run time is ahead.
-  if (job.state === 'ready' && job.attempts > 0) return 'retrying';
-  if (job.state === 'ready' && job.runAt.getTime() > now) return 'scheduled';
-  if (job.state === 'running' && job.leaseUntil && job.leaseUntil.getTime() <= now) return 'lease_expired';
-  return job.state;
-}
 
 /** `showToken`: the viewer may cancel, and a cancel of a running job must present the token. */
 export function jobDto(job: Job, showToken: boolean): JobDTO {
@@ -23,7 +15,7 @@ export function jobDto(job: Job, showToken: boolean): JobDTO {
     kind: job.kind,
     kindVersion: job.kindVersion,
     state: job.state,
-    subState: subState(job),
+    subState: subStateOf(job, Date.now()),
     priority: job.priority,
     attempts: job.attempts,
     maxAttempts: job.maxAttempts,

