@@ -4,6 +4,7 @@
  */
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
+import { attachPolicy, StatementNames } from './queue/executor';
 import * as schema from './schema';
 
 export type Db = NodePgDatabase<typeof schema>;
@@ -22,6 +23,12 @@ export interface CreateDbOptions {
   statementTimeoutMs?: number;
   /** Idle connections close after this long (default 10 s; 0 keeps them). */
   idleTimeoutMs?: number;
+  /**
+   * Whether hot statements (claims, acknowledgements, single enqueues) are prepared by name
+   * (default true). `false` runs every statement unnamed: for a pooler that keeps no prepared
+   * statements, such as PgBouncer before 1.21 in transaction mode.
+   */
+  preparedStatements?: boolean;
 }
 
 export function createDb(url: string, options: CreateDbOptions = {}): DbHandle {
@@ -42,6 +49,7 @@ export function createDb(url: string, options: CreateDbOptions = {}): DbHandle {
   // pg_terminate_backend or a server restart at that moment crashes the process (found by
   // `npm run chaos`, connection-loss). The statement in flight fails; the pool drops the client.
   pool.on('connect', (client) => client.on('error', () => {}));
+  attachPolicy(pool, { names: new StatementNames({ prepared: options.preparedStatements ?? true }) });
   const db = drizzle(pool, { schema });
   return { pool, db, close: () => pool.end() };
 }

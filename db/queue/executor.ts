@@ -2,6 +2,10 @@
  * What the queue functions run their SQL on: a Drizzle database or transaction, or a plain
  * `pg` pool, pool client or client. Passing the caller's transaction is how a job commits or
  * rolls back together with the business write that asked for it.
+ *
+ * How statements run on a pool's connections (prepared by name or not) is the pool's own policy, which createDb attaches to the pool and to each
+ * of its connections (see ConnectionPolicy). This module keeps no state of its own beyond that
+ * association, held weakly: a pool that is dropped takes its policy with it.
  */
 import { sql as drizzleSql, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
@@ -79,9 +83,14 @@ async function drizzleRows<Row>(work: () => Promise<{ rows: unknown[] }>): Promi
  * unprepared, when nothing of the caller's is lost by that (a pool or a Drizzle database over
  * one, or a pg client outside a transaction). Inside the caller's transaction the error has
  * aborted it; the caller retries it as any failed transaction. When names keep vanishing
- * (LOST_LIMIT times within LOST_WINDOW_MS, or MAX_GENERATIONS in the process's life: each
+ * (LOST_LIMIT times within LOST_WINDOW_MS, or MAX_GENERATIONS in the pool's life: each
  * generation leaves the old statements on connections that kept them), statements run
- * unprepared from then on, slower but working, with one process warning.
+ * unprepared on that pool from then on, slower but working, with one process warning.
+ *
+ * Names and generations belong to the pool (its ConnectionPolicy). A pool made with
+ * `preparedStatements: false` never names a statement: the setting for a pooler known to keep
+ * none (PgBouncer in transaction mode), where the fallback above would otherwise pay a failed
+ * statement per connection and generation before it gives up.
  */
 export async function runText<Row = Record<string, unknown>>(
   executor: Executor,
@@ -89,13 +98,14 @@ export async function runText<Row = Record<string, unknown>>(
   values: unknown[],
   name?: string,
 ): Promise<Row[]> {
-  const generation = statementNames.generation;
-  const prepared = name ? statementNames.current(name) : undefined;
+  const { names } = policyOf(executor);
+  const generation = names.generation;
+  const prepared = name ? names.current(name) : undefined;
   try {
     return await runOnce<Row>(executor, text, values, prepared);
   } catch (error) {
     if (!prepared || !isLostStatement(error)) throw error;
-    statementNames.lost(generation);
+    names.lost(generation);
     if (!outsideTransaction(executor)) throw error;
     return runOnce<Row>(executor, text, values, undefined);
   }
@@ -137,14 +147,19 @@ function outsideTransaction(executor: Executor): boolean {
 /** Names move on this many times within LOST_WINDOW_MS before statements stop being named. */
 export const LOST_LIMIT = 5;
 const LOST_WINDOW_MS = 60_000;
-/** Generations in a process's life before statements stop being named. */
+/** Generations in a pool's life before its statements stop being named. */
 export const MAX_GENERATIONS = 50;
 
-/** The names hot statements are prepared under in this process (see runText); exported for tests. */
+/** The names hot statements are prepared under on one pool's connections (see runText). */
 export class StatementNames {
   generation = 0;
   private recentLosses: number[] = [];
-  private unprepared = false;
+  private unprepared: boolean;
+
+  /** `prepared: false`: every statement runs unnamed, from the start. */
+  constructor(options: { prepared?: boolean } = {}) {
+    this.unprepared = options.prepared === false;
+  }
 
   /** The name to prepare `base` under now, or undefined once statements run unprepared. */
   current(base: string): string | undefined {
@@ -165,16 +180,51 @@ export class StatementNames {
     if (this.recentLosses.length >= LOST_LIMIT || this.generation >= MAX_GENERATIONS) {
       this.unprepared = true;
       process.emitWarning(
-        `Leasehold: the server lost its prepared statements ${this.recentLosses.length} times within ${LOST_WINDOW_MS / 1000} s ` +
+        `Leasehold: the server lost a pool's prepared statements ${this.recentLosses.length} times within ${LOST_WINDOW_MS / 1000} s ` +
           `(${this.generation} times in all; a pooler without prepared-statement support, or DISCARD ALL after each transaction?); ` +
-          'hot statements run unprepared from now on',
+          "hot statements run unprepared on that pool from now on (createDb's preparedStatements: false says so from the start)",
         { code: 'LEASEHOLD_UNPREPARED' },
       );
     }
   }
 }
 
-const statementNames = new StatementNames();
+/**
+ * What Leasehold does on the connections of one pool: the names its hot statements are
+ * prepared under (or none). Made by createDb from its options.
+ */
+export interface ConnectionPolicy {
+  readonly names: StatementNames;
+}
+
+/**
+ * Policies by what statements run on: a pool, a pool's client (each of its connections, so a
+ * Drizzle transaction or a checked-out client finds its pool's policy), or any other executor
+ * (given a default policy of its own on first use). Weak: nothing here outlives its pool.
+ */
+const policies = new WeakMap<object, ConnectionPolicy>();
+
+/** Makes `policy` the policy of `pool` and of every connection it opens (createDb calls this). */
+export function attachPolicy(pool: pg.Pool, policy: ConnectionPolicy): void {
+  policies.set(pool, policy);
+  pool.on('connect', (client) => policies.set(client, policy));
+}
+
+/**
+ * The policy of what `executor` runs on. An executor createDb did not make (the caller's own
+ * pool or client) gets the defaults: named statements with the lost-statement fallback, and
+ * names of its own.
+ */
+export function policyOf(executor: Executor): ConnectionPolicy {
+  const client = (executor as { session?: { client?: unknown } }).session?.client;
+  const key: object = typeof client === 'object' && client !== null ? client : executor;
+  let policy = policies.get(key);
+  if (!policy) {
+    policy = { names: new StatementNames() };
+    policies.set(key, policy);
+  }
+  return policy;
+}
 
 /** A fixed text with $n placeholders as a Drizzle SQL object (for executors without prepare, and EXPLAIN). */
 export function sqlText(text: string, values: unknown[]): SQL {
