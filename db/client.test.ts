@@ -1,16 +1,21 @@
 /**
- * createDb's pool on a direct connection: the prepared-statement names that belong to each
- * pool (db/ keeps no process-wide statement state).
+ * createDb's pool on a direct connection: what it sends at connection start (nothing but the
+ * application name), the limits its transactions set, and the prepared-statement names that
+ * belong to each pool (db/ keeps no process-wide statement state). The same behaviour through
+ * PgBouncer is in db/pooler.test.ts.
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { createDb, type CreateDbOptions, type DbHandle } from './client';
+import { createDb, transactionSettingsText, type CreateDbOptions, type DbHandle } from './client';
 import { claim, completeManyIfLeaseHeld, enqueue } from './queue';
-import { run } from './queue/executor';
+import { run, type Executor } from './queue/executor';
 import { preparedStatementNames, useTestDatabase } from '../test/db';
 import { uniqueQueue } from '../test/factories';
 
 const t = useTestDatabase();
+
+const statementTimeout = async (db: Executor) =>
+  (await run<{ v: string }>(db, sql`SELECT current_setting('statement_timeout') AS v`))[0]!.v;
 
 /** One job enqueued, claimed and completed on `handle`: the three kinds of hot statement. */
 async function hotStatements(handle: DbHandle): Promise<void> {
@@ -58,5 +63,35 @@ describe('createDb', () => {
       await losing.close();
       await other.close();
     }
+  });
+
+  it('sends no timeout at connection start and sets the configured ones in each transaction only', async () => {
+    const handle = createDb(t.url, { max: 1, statementTimeoutMs: 1500 });
+    try {
+      const serverDefault = await statementTimeout(t.db);
+      expect(await statementTimeout(handle.db)).toBe(serverDefault);
+      expect(await handle.db.transaction((tx) => statementTimeout(tx))).toBe('1500ms');
+      expect(await statementTimeout(handle.db)).toBe(serverDefault); // SET LOCAL ended with the transaction
+    } finally {
+      await handle.close();
+    }
+  });
+
+  it.each([
+    [
+      {},
+      'SET LOCAL statement_timeout = 30000; SET LOCAL lock_timeout = 10000; SET LOCAL idle_in_transaction_session_timeout = 60000',
+    ],
+    [
+      { statementTimeoutMs: 0, lockTimeoutMs: null, idleInTransactionTimeoutMs: null },
+      'SET LOCAL statement_timeout = 0',
+    ],
+    [{ statementTimeoutMs: null, lockTimeoutMs: null, idleInTransactionTimeoutMs: null }, ''],
+  ])('turns the timeout options %j into the transaction settings %j', (options, text) => {
+    expect(transactionSettingsText(options)).toBe(text);
+  });
+
+  it.each([[-1], [1.5], [Number.NaN]])('refuses a timeout of %s ms', (ms) => {
+    expect(() => createDb(t.url, { statementTimeoutMs: ms })).toThrow(/statement_timeout must be a whole number/);
   });
 });

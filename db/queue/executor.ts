@@ -3,7 +3,8 @@
  * `pg` pool, pool client or client. Passing the caller's transaction is how a job commits or
  * rolls back together with the business write that asked for it.
  *
- * How statements run on a pool's connections (prepared by name or not) is the pool's own policy, which createDb attaches to the pool and to each
+ * How statements run on a pool's connections (named or not, and what a transaction Leasehold
+ * opens sets first) is the pool's own policy, which createDb attaches to the pool and to each
  * of its connections (see ConnectionPolicy). This module keeps no state of its own beyond that
  * association, held weakly: a pool that is dropped takes its policy with it.
  */
@@ -191,10 +192,17 @@ export class StatementNames {
 
 /**
  * What Leasehold does on the connections of one pool: the names its hot statements are
- * prepared under (or none). Made by createDb from its options.
+ * prepared under (or none), and the settings every transaction Leasehold opens there starts
+ * with. Made by createDb from its options.
  */
 export interface ConnectionPolicy {
   readonly names: StatementNames;
+  /**
+   * Statements run right after BEGIN, in the same round trip (`SET LOCAL statement_timeout =
+   * …; …`), or '' for none. Per transaction, because a transaction pooler keeps no session
+   * state and refuses such settings as startup parameters.
+   */
+  readonly transactionSettings: string;
 }
 
 /**
@@ -212,15 +220,15 @@ export function attachPolicy(pool: pg.Pool, policy: ConnectionPolicy): void {
 
 /**
  * The policy of what `executor` runs on. An executor createDb did not make (the caller's own
- * pool or client) gets the defaults: named statements with the lost-statement fallback, and
- * names of its own.
+ * pool or client) gets the defaults: named statements with the lost-statement fallback, names
+ * of its own, and no transaction settings (the caller's pool keeps the caller's settings).
  */
 export function policyOf(executor: Executor): ConnectionPolicy {
   const client = (executor as { session?: { client?: unknown } }).session?.client;
   const key: object = typeof client === 'object' && client !== null ? client : executor;
   let policy = policies.get(key);
   if (!policy) {
-    policy = { names: new StatementNames() };
+    policy = { names: new StatementNames(), transactionSettings: '' };
     policies.set(key, policy);
   }
   return policy;
@@ -328,9 +336,12 @@ export function toInt(value: unknown): number {
 
 /**
  * BEGIN … COMMIT on a client of the pool: a transaction and a connection of this call's own. The
- * client goes back unless its connection broke.
+ * client goes back unless its connection broke. The transaction starts with the pool's
+ * transaction settings (its timeouts, SET LOCAL), sent with the BEGIN in one round trip.
  */
 export async function inPoolTransaction<T>(pool: pg.Pool, work: (tx: Executor) => Promise<T>): Promise<T> {
+  const { transactionSettings } = policyOf(pool);
+  const begin = transactionSettings ? `BEGIN; ${transactionSettings}` : 'BEGIN';
   const client = await pool.connect();
   // A pool adds no error listener to a checked-out client: without one, a connection that dies
   // during the call (a server restart) would crash the process.
@@ -339,7 +350,7 @@ export async function inPoolTransaction<T>(pool: pg.Pool, work: (tx: Executor) =
   client.on('error', onError);
   try {
     try {
-      await client.query('BEGIN');
+      await client.query(begin);
     } catch (error) {
       broken ??= error instanceof Error ? error : new Error(String(error));
       throw error;
