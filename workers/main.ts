@@ -54,16 +54,19 @@ try {
   await database.stop();
   process.exit(2);
 }
-if (database.embedded || config.migrate) await migrateDatabase(database.url);
+// Migrations hold a session advisory lock: behind a transaction pooler they need the direct URL.
+if (database.embedded || config.migrate) await migrateDatabase(config.directUrl ?? database.url);
 
 const handle = createDb(database.url, {
   max: Math.min(config.concurrency + 4, 30),
   applicationName: 'leasehold-worker',
+  preparedStatements: config.preparedStatements,
 });
 const metrics = createMetrics();
 const worker = new Worker(config, {
   db: handle.db,
   databaseUrl: database.url,
+  listenUrl: config.directUrl,
   registry,
   logger,
   metrics,
