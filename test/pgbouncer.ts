@@ -30,6 +30,8 @@ export interface PgBouncer {
   pooled(databaseUrl: string): string;
   /** The pooler's port on 127.0.0.1. */
   port: number;
+  /** PgBouncer's process id. */
+  pid: number;
   /** Rows of an admin console command (`SHOW POOLS`, `SHOW CLIENTS`, `SHOW SERVERS`, …). */
   admin(command: string): Promise<Record<string, unknown>[]>;
   /** The server processes PgBouncer has connections to, for `database` (SHOW SERVERS' remote_pid). */
@@ -192,6 +194,7 @@ async function launch(o: {
     url: pooled(o.target.toString()),
     pooled,
     port: o.port,
+    pid: child.pid!,
     admin,
     serverPids: async (database) =>
       new Set((await admin('SHOW SERVERS')).filter((r) => r.database === database).map((r) => Number(r.remote_pid))),
