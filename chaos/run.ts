@@ -5,11 +5,18 @@
  * effect reached the sink under an attempt number the queue issued, and everything ended within
  * the recovery bound.
  *
- *   npm run chaos [-- --minutes 1] [--scenario kill-storm,zombie] [--out DIR]
+ *   npm run chaos [-- --minutes 1] [--scenario kill-storm,zombie] [--out DIR] [--pgbouncer]
  *
  * Scenarios: kill-storm, crash-points, zombie, connection-loss, listen-cut, db-restart, db-crash,
- * poison, priority-flood, duplicate-enqueue. Prints a table and writes chaos-results.json; exits 1 when
- * any figure fails.
+ * poison, priority-flood, duplicate-enqueue (the default set), and drain (jobs enqueued every way
+ * and drained, no faults: the baseline the others are held against). Prints a table and writes
+ * chaos-results.json; exits 1 when any figure fails.
+ *
+ * --pgbouncer runs drain and kill-storm (the default then) with every worker's and the
+ * enqueuer's connections through a PgBouncer 1.18 in transaction mode that the harness starts
+ * (test/pgbouncer.ts): workers with LEASEHOLD_PREPARED_STATEMENTS=false and --no-listen, the
+ * enqueuer a createDb pool with preparedStatements off. The harness's own checks stay on a
+ * direct connection, and two figures more prove the pooler carried the work.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,10 +24,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { createDb, type DbHandle } from '../db/client';
 import { createScratchDatabase, selectDatabase, type DatabaseHandle } from '../scripts/database';
 import { migrateDatabase } from '../db/migrate';
-import { enqueue, enqueueMany } from '../db/queue';
+import { enqueue, enqueueMany, type Executor } from '../db/queue';
 import { TERMINAL_STATES } from '../db/states';
+import { startPgBouncer, type PgBouncer } from '../test/pgbouncer';
 import { SilentCutProxy } from './proxy';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -35,23 +44,37 @@ const SCENARIOS = [
   'poison',
   'priority-flood',
   'duplicate-enqueue',
+  'drain',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
+const DEFAULT_SCENARIOS = SCENARIOS.filter((s) => s !== 'drain');
+/** What runs through the pooler: the others cut, stop or proxy connections the pooler now owns. */
+const POOLED_SCENARIOS: readonly Scenario[] = ['drain', 'kill-storm'];
 
 const { values } = parseArgs({
   options: {
     minutes: { type: 'string', default: '1' },
-    scenario: { type: 'string', default: SCENARIOS.join(',') },
+    scenario: { type: 'string' },
     out: { type: 'string', default: path.join(ROOT, '.leasehold', 'chaos') },
+    pgbouncer: { type: 'boolean', default: false },
   },
 });
 const minutes = Number(values.minutes);
-const chosen = values.scenario!.split(',').map((s) => s.trim()) as Scenario[];
+const pooledRun = values.pgbouncer === true;
+const chosen = (values.scenario ?? (pooledRun ? POOLED_SCENARIOS : DEFAULT_SCENARIOS).join(','))
+  .split(',')
+  .map((s) => s.trim()) as Scenario[];
 const unknown = chosen.filter((s) => !SCENARIOS.includes(s));
-if (!(minutes > 0 && minutes <= 600) || unknown.length > 0) {
-  console.error(
-    `chaos: --minutes must be 0 < m <= 600; known scenarios: ${SCENARIOS.join(', ')}${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}`,
-  );
+const notPooled = pooledRun ? chosen.filter((s) => !POOLED_SCENARIOS.includes(s)) : [];
+const problems = [
+  ...(minutes > 0 && minutes <= 600 ? [] : ['--minutes must be 0 < m <= 600']),
+  ...(unknown.length ? [`unknown scenarios: ${unknown.join(', ')} (known: ${SCENARIOS.join(', ')})`] : []),
+  ...(notPooled.length
+    ? [`with --pgbouncer only ${POOLED_SCENARIOS.join(', ')} run (not: ${notPooled.join(', ')})`]
+    : []),
+];
+if (problems.length > 0) {
+  console.error(`chaos: ${problems.join('; ')}`);
   process.exit(2);
 }
 /** Seconds of fault injection per scenario: the run's minutes shared among the scenarios. */
@@ -84,6 +107,8 @@ const log = (line: string) => console.error(`[chaos] ${line}`);
 
 let server: DatabaseHandle;
 let serverUrl: string;
+/** The pooler every worker and the enqueuer connect through (--pgbouncer), or null. */
+let bouncer: PgBouncer | null = null;
 
 class Fleet {
   readonly procs = new Map<number, ChildProcess>();
@@ -93,11 +118,16 @@ class Fleet {
   crashOutput: string[] = [];
   private stopped = false;
 
-  constructor(
-    private readonly url: string,
-    private readonly args: string[],
-    private readonly env: Record<string, string> = {},
-  ) {}
+  private readonly url: string;
+  private readonly args: string[];
+  private readonly env: Record<string, string>;
+
+  /** Workers on `url`'s database; through the pooler (unnamed statements, polling) with --pgbouncer. */
+  constructor(url: string, args: string[], env: Record<string, string> = {}) {
+    this.url = bouncer ? bouncer.pooled(url) : url;
+    this.args = bouncer ? ['--no-listen', ...args] : args;
+    this.env = bouncer ? { LEASEHOLD_PREPARED_STATEMENTS: 'false', ...env } : env;
+  }
 
   start(n: number) {
     for (let i = 0; i < n; i++) this.spawnOne();
@@ -177,22 +207,90 @@ class Fleet {
   }
 }
 
-async function freshDatabase(): Promise<{ url: string; client: pg.Client; drop(): Promise<void> }> {
+interface ChaosDatabase {
+  url: string;
+  name: string;
+  /** The harness's own direct connection: set-up, checks, figures. */
+  client: pg.Client;
+  /** What enqueues the jobs: the direct client, or a pool through the pooler with --pgbouncer. */
+  enqueuer: Executor;
+  /** The pool under `enqueuer` with --pgbouncer (for transactions of the caller's own). */
+  pooled: DbHandle | null;
+  drop(): Promise<void>;
+}
+
+async function freshDatabase(): Promise<ChaosDatabase> {
   const scratch = await createScratchDatabase(serverUrl, 'leasehold_chaos');
-  const { url } = scratch;
+  const { url, name } = scratch;
   await migrateDatabase(url);
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client({ connectionString: url, application_name: 'leasehold-chaos-harness' });
   client.on('error', () => {});
   await client.connect();
   await client.query(readFileSync(path.join(ROOT, 'chaos', 'schema.sql'), 'utf8'));
+  const pooled = bouncer
+    ? createDb(bouncer.pooled(url), { max: 4, applicationName: 'leasehold-chaos-enqueuer', preparedStatements: false })
+    : null;
   return {
     url,
+    name,
     client,
+    enqueuer: pooled?.db ?? client,
+    pooled,
     drop: async () => {
+      await pooled?.close().catch(() => {});
       await client.end().catch(() => {});
       await scratch.drop().catch(() => {});
     },
   };
+}
+
+/**
+ * With --pgbouncer: the pooler really carried the work. Samples, as the scenario goes, the
+ * backends of its database that are not PgBouncer's server connections (the harness's own
+ * connection aside); none may be a worker's or the enqueuer's.
+ */
+class PoolerWatch {
+  private bypassing = new Set<number>();
+  private lastAt = 0;
+  samples = 0;
+
+  constructor(private readonly db: ChaosDatabase) {}
+
+  /** Samples at most once a second. */
+  async sample(): Promise<void> {
+    if (!bouncer || Date.now() - this.lastAt < 1_000) return;
+    this.lastAt = Date.now();
+    const backends = await this.db.client.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity
+       WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+    );
+    // After the snapshot: a server connection opened meanwhile is in both lists or in neither.
+    const servers = await bouncer.serverPids(this.db.name);
+    for (const { pid } of backends.rows) if (!servers.has(pid)) this.bypassing.add(pid);
+    this.samples += 1;
+  }
+
+  async figures(): Promise<Figure[]> {
+    if (!bouncer) return [];
+    this.lastAt = 0;
+    await this.sample();
+    const stats = (await bouncer.admin('SHOW STATS')).find((r) => r.database === this.db.name);
+    const transactions = Number(stats?.total_xact_count ?? 0);
+    return [
+      {
+        name: `worker and enqueuer backends not through PgBouncer (${this.samples} samples)`,
+        value: this.bypassing.size,
+        pass: this.bypassing.size === 0 && this.samples > 1,
+        rule: '= 0',
+      },
+      {
+        name: 'transactions PgBouncer carried',
+        value: transactions,
+        pass: transactions > 0,
+        rule: '> 0 (the pooler carried the work)',
+      },
+    ];
+  }
 }
 
 async function count(client: pg.Client, text: string, params: unknown[] = []): Promise<number> {
@@ -384,6 +482,7 @@ async function workload(
 ): Promise<Result> {
   const db = await freshDatabase();
   const fleet = new Fleet(db.url, ['--concurrency', '4', ...(options.args ?? [])], options.env);
+  const watch = new PoolerWatch(db);
   const started = Date.now();
   try {
     fleet.start(options.workers);
@@ -406,11 +505,12 @@ async function workload(
       if (enqueued < options.jobs) {
         const n = Math.min(batch, options.jobs - enqueued);
         await enqueueMany(
-          db.client,
+          db.enqueuer,
           Array.from({ length: n }, () => ({ queue: 'chaos', kind: 'chaos.work', maxAttempts: 25 })),
         );
         enqueued += n;
       }
+      await watch.sample();
       if (Date.now() >= nextFault) {
         await options.fault(fleet, db);
         faults += 1;
@@ -433,6 +533,7 @@ async function workload(
     await drain(db.client, RECOVERY_BOUND_MS + 60_000);
     const figures = await ledgerFigures(db.client, fleet, enqueued, lastFault - lasted, RECOVERY_BOUND_MS + lasted);
     figures.push({ name: 'jobs waiting at the last fault', value: backlogAtLastFault, pass: true, rule: 'reported' });
+    figures.push(...(await watch.figures()));
     return { scenario: name, jobs: enqueued, seconds: Math.round((Date.now() - started) / 1000), faults, figures };
   } finally {
     await fleet.stop();
@@ -814,6 +915,91 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       await db.drop();
     }
   },
+
+  drain: async () => {
+    // No faults: jobs enqueued every way an application enqueues them (in bulk, in bulk with
+    // keys and again with the same keys, one at a time with a key, and in a transaction of the
+    // caller's own that commits or rolls back), drained by three workers. The baseline the
+    // fault scenarios are held against, and with --pgbouncer every one of those ways through it.
+    const db = await freshDatabase();
+    const fleet = new Fleet(db.url, ['--concurrency', '4']);
+    const watch = new PoolerWatch(db);
+    const started = Date.now();
+    const inCallerTransaction = async (work: (tx: Executor) => Promise<void>, commit: boolean) => {
+      const rollback = new Error('rolled back on purpose');
+      const body = async (tx: Executor) => {
+        await work(tx);
+        if (!commit) throw rollback;
+      };
+      try {
+        if (db.pooled) await db.pooled.db.transaction(body);
+        else {
+          await db.client.query('BEGIN');
+          await body(db.client).then(
+            () => db.client.query('COMMIT'),
+            async (error: unknown) => {
+              await db.client.query('ROLLBACK');
+              throw error;
+            },
+          );
+        }
+      } catch (error) {
+        if (error !== rollback) throw error;
+      }
+    };
+    try {
+      fleet.start(3);
+      const jobs = secondsEach * 40;
+      const perRound = 20;
+      const pause = (secondsEach * 700) / (jobs / perRound);
+      const work = (n: number) => Array.from({ length: n }, () => ({ queue: 'chaos', kind: 'chaos.work' }));
+      let enqueued = 0;
+      for (let round = 0; enqueued < jobs; round++) {
+        const n = Math.min(perRound, jobs - enqueued);
+        const keyed = (k: number) => ({ queue: 'chaos', kind: 'chaos.work', idempotencyKey: `drain-${round}-${k}` });
+        switch (round % 4) {
+          case 0:
+            await enqueueMany(db.enqueuer, work(n));
+            break;
+          case 1: {
+            const specs = Array.from({ length: n }, (_, k) => keyed(k));
+            await enqueueMany(db.enqueuer, specs);
+            await enqueueMany(db.enqueuer, specs); // repeats: no new jobs
+            break;
+          }
+          case 2:
+            for (let k = 0; k < n; k++) await enqueue(db.enqueuer, keyed(k));
+            break;
+          default:
+            await inCallerTransaction((tx) => enqueueMany(tx, work(n)).then(() => {}), true);
+            await inCallerTransaction((tx) => enqueueMany(tx, work(n)).then(() => {}), false);
+        }
+        enqueued += n;
+        await watch.sample();
+        await sleep(pause);
+      }
+      const lastEnqueue = Date.now();
+      let drained = false;
+      const draining = drain(db.client, 120_000).finally(() => (drained = true));
+      while (!drained) {
+        await watch.sample(); // the pooler keeps carrying the work to the end
+        await sleep(200);
+      }
+      await draining;
+      const figures = await ledgerFigures(db.client, fleet, enqueued, lastEnqueue, Number.POSITIVE_INFINITY);
+      figures.push(...(await watch.figures()));
+      return {
+        scenario: 'drain',
+        jobs: enqueued,
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: 0,
+        figures,
+      };
+    } finally {
+      await fleet.stop();
+      await db.drop();
+    }
+  },
 };
 
 server = await selectDatabase({
@@ -825,6 +1011,10 @@ server = await selectDatabase({
 serverUrl = server.url;
 const results: Result[] = [];
 try {
+  if (pooledRun) {
+    bouncer = await startPgBouncer(serverUrl);
+    log(`PgBouncer (transaction mode) on 127.0.0.1:${bouncer.port} in front of the server`);
+  }
   for (const name of chosen) {
     log(`${name}: running (~${secondsEach} s of faults)…`);
     try {
@@ -840,12 +1030,14 @@ try {
     }
   }
 } finally {
+  await bouncer?.stop();
   await server.stop();
 }
 
 const failed = results.flatMap((r) => r.figures.filter((f) => !f.pass).map((f) => `${r.scenario}: ${f.name}`));
 console.log(
-  `\nLeasehold failure harness: ${minutes} min, lease ${LEASE_S} s, reaper ${REAP_MS} ms, poll ${POLL_MS} ms (recovery bound ${RECOVERY_BOUND_MS} ms)\n`,
+  `\nLeasehold failure harness: ${minutes} min, lease ${LEASE_S} s, reaper ${REAP_MS} ms, poll ${POLL_MS} ms (recovery bound ${RECOVERY_BOUND_MS} ms)` +
+    `${pooledRun ? ', every worker and the enqueuer through PgBouncer 1.18 in transaction mode (polling, unnamed statements)' : ''}\n`,
 );
 console.log('| scenario | jobs | faults | figure | value | rule | pass |\n|---|---:|---:|---|---:|---|---|');
 for (const r of results) {
@@ -866,6 +1058,7 @@ writeFileSync(
       reapIntervalMs: REAP_MS,
       pollMs: POLL_MS,
       recoveryBoundMs: RECOVERY_BOUND_MS,
+      pgbouncer: pooledRun,
       results,
     },
     null,

@@ -171,7 +171,8 @@ export const readyJobs = leasehold.table(
  * how many of them are still running, and a deadline that is never later than any of its
  * running jobs' own `lease_until` (a heartbeat moves the job's deadline, never this one; the
  * reaper, reaching this one, moves it to the earliest still running). The reaper walks
- * `leases_until_idx`; settling a job counts `running` down and the last one deletes the row.
+ * `leases_until_idx`; settling a job counts `running` down, and the reaper deletes a row when
+ * its deadline comes with nothing left running.
  */
 export const leases = leasehold.table(
   'leases',

@@ -24,6 +24,10 @@ describe('worker settings', () => {
     [['--lease-seconds', '0'], /--lease-seconds/],
     [['--poll-ms', '-5'], /--poll-ms/],
     [['--colour', 'red'], /Unknown option '--colour'/],
+    [
+      ['--direct-url', 'db.internal:5432'],
+      /--direct-url \(LEASEHOLD_DIRECT_URL\) = "db.internal:5432": not a postgres:\/\/ URL/,
+    ],
   ])('stops start-up with a message naming the bad setting: %j', (argv, message) => {
     expect(() => parseWorkerConfig(argv as string[], {})).toThrow(ConfigError);
     expect(() => parseWorkerConfig(argv as string[], {})).toThrow(message);
@@ -42,6 +46,18 @@ describe('worker settings', () => {
     expect(parseWorkerConfig([], { LEASEHOLD_ASYNC_CLAIMS: 'true' })).toMatchObject({ asyncClaims: true });
     expect(parseWorkerConfig(['--no-async-claims'], { LEASEHOLD_ASYNC_CLAIMS: 'true' })).toMatchObject({
       asyncClaims: false,
+    });
+  });
+
+  it('prepares statements and listens on DATABASE_URL unless told otherwise (behind PgBouncer: unnamed, direct URL)', () => {
+    expect(parseWorkerConfig([], {})).toMatchObject({ preparedStatements: true, listen: true, directUrl: undefined });
+    const direct = 'postgres://leasehold_worker@db.internal:5432/app';
+    expect(
+      parseWorkerConfig([], { LEASEHOLD_PREPARED_STATEMENTS: 'false', LEASEHOLD_DIRECT_URL: direct }),
+    ).toMatchObject({ preparedStatements: false, listen: true, directUrl: direct });
+    expect(parseWorkerConfig(['--no-prepared-statements', '--direct-url', direct], {})).toMatchObject({
+      preparedStatements: false,
+      directUrl: direct,
     });
   });
 

@@ -7,7 +7,10 @@
  *   --lease-seconds N       LEASEHOLD_LEASE_SECONDS     lease per attempt (default 30)
  *   --batch-size N          LEASEHOLD_BATCH_SIZE        most jobs per claim (default: concurrency, at most 1,000)
  *   --poll-ms N             LEASEHOLD_POLL_MS           poll interval (default 2000)
- *   --no-listen             LEASEHOLD_LISTEN=false      no LISTEN wake-ups (PgBouncer transaction pooling)
+ *   --no-listen             LEASEHOLD_LISTEN=false      no LISTEN wake-ups: poll only
+ *   --direct-url URL        LEASEHOLD_DIRECT_URL        PostgreSQL itself, not a pooler: LISTEN and --migrate use it
+ *                                                       (default DATABASE_URL; behind PgBouncer set this or --no-listen)
+ *   --no-prepared-statements LEASEHOLD_PREPARED_STATEMENTS=false every statement unnamed (PgBouncer in transaction mode)
  *   --async-claims          LEASEHOLD_ASYNC_CLAIMS=true claims commit without waiting for the WAL flush (default off)
  *   --metrics-port N        LEASEHOLD_METRICS_PORT      Prometheus /metrics and /healthz (0 = off, default)
  *   --grace-ms N            LEASEHOLD_GRACE_MS          shutdown grace period (default 10000)
@@ -48,6 +51,11 @@ const schema = z.strictObject({
   batchSize: int(1, MAX_CLAIM_BATCH).optional(),
   pollMs: int(50, 600_000),
   listen: bool,
+  directUrl: z
+    .string()
+    .refine((s) => URL.canParse(s) && /^postgres(ql)?:$/.test(new URL(s).protocol), 'not a postgres:// URL')
+    .optional(),
+  preparedStatements: bool,
   asyncClaims: bool,
   metricsPort: int(0, 65535),
   graceMs: int(0, 3_600_000),
@@ -69,6 +77,8 @@ const schema = z.strictObject({
 });
 
 export type WorkerConfig = WorkerSettings & {
+  /** Where LISTEN and migrations connect, when DATABASE_URL is a pooler's. */
+  directUrl: string | undefined;
   metricsPort: number;
   handlerModules: string[];
   logLevel: string;
@@ -81,6 +91,7 @@ const DEFAULTS: Record<string, string> = {
   leaseSeconds: '30',
   pollMs: '2000',
   listen: 'true',
+  preparedStatements: 'true',
   asyncClaims: 'false',
   metricsPort: '0',
   graceMs: '10000',
@@ -102,6 +113,8 @@ const FLAGS = {
   'batch-size': 'LEASEHOLD_BATCH_SIZE',
   'poll-ms': 'LEASEHOLD_POLL_MS',
   listen: 'LEASEHOLD_LISTEN',
+  'direct-url': 'LEASEHOLD_DIRECT_URL',
+  'prepared-statements': 'LEASEHOLD_PREPARED_STATEMENTS',
   'async-claims': 'LEASEHOLD_ASYNC_CLAIMS',
   'metrics-port': 'LEASEHOLD_METRICS_PORT',
   'grace-ms': 'LEASEHOLD_GRACE_MS',
@@ -116,7 +129,7 @@ const FLAGS = {
   'log-level': 'LEASEHOLD_LOG_LEVEL',
   migrate: 'LEASEHOLD_MIGRATE',
 } as const;
-const BOOLEAN_FLAGS = new Set(['listen', 'async-claims', 'maintenance', 'migrate']);
+const BOOLEAN_FLAGS = new Set(['listen', 'prepared-statements', 'async-claims', 'maintenance', 'migrate']);
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -166,6 +179,8 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
     batchSize: Math.min(c.batchSize ?? MAX_CLAIM_BATCH, c.concurrency),
     pollMs: c.pollMs,
     listen: c.listen,
+    directUrl: c.directUrl,
+    preparedStatements: c.preparedStatements,
     asyncClaims: c.asyncClaims,
     graceMs: c.graceMs,
     ackFlushMs: 5,

@@ -62,16 +62,19 @@ try {
   logger.fatal({ err: error }, 'could not load handlers');
   process.exit(2);
 }
-if (config.migrate) await migrateDatabase(databaseUrl);
+// Migrations hold a session advisory lock: behind a transaction pooler they need the direct URL.
+if (config.migrate) await migrateDatabase(config.directUrl ?? databaseUrl);
 
 const handle = createDb(databaseUrl, {
   max: Math.min(config.concurrency + 4, 30),
   applicationName: 'leasehold-worker',
+  preparedStatements: config.preparedStatements,
 });
 const metrics = createMetrics();
 const worker = new Worker(config, {
   db: handle.db,
   databaseUrl,
+  listenUrl: config.directUrl,
   registry,
   logger,
   metrics,

@@ -33,7 +33,10 @@ import { isRetryableDbError, retryWhileUnavailable, sleep } from './timing';
 
 /** A worker's settings: the producer's and the completer's, and these. */
 export interface WorkerSettings extends ProducerSettings, CompleterSettings {
+  /** LISTEN for wake-ups (on deps.listenUrl); without it the worker polls only. */
   listen: boolean;
+  /** Whether the claim connection prepares its statements (default true; false behind PgBouncer). */
+  preparedStatements?: boolean | undefined;
   graceMs: number;
   registryIntervalMs: number;
   maintenance: MaintenanceRounds;
@@ -42,6 +45,12 @@ export interface WorkerSettings extends ProducerSettings, CompleterSettings {
 export interface WorkerDeps {
   db: Db;
   databaseUrl: string;
+  /**
+   * Where LISTEN connects (default databaseUrl). LISTEN needs a session of its own, which a
+   * pooler in transaction mode does not give: behind one, this is PostgreSQL's own address
+   * (or settings.listen is off and the worker polls).
+   */
+  listenUrl?: string | undefined;
   /** Where claims run; by default a connection of the worker's own, opened from databaseUrl. */
   claimDb?: Db | undefined;
   registry: HandlerRegistry;
@@ -140,7 +149,7 @@ export class Worker {
     if (stopped.aborted) return;
     if (s.listen) {
       this.listener = new WakeListener({
-        url: this.deps.databaseUrl,
+        url: this.deps.listenUrl ?? this.deps.databaseUrl,
         channel: WAKE_CHANNEL,
         logger,
         onWake: (queue) => {
@@ -159,6 +168,7 @@ export class Worker {
         max: 1,
         applicationName: 'leasehold-claim',
         idleTimeoutMs: 0,
+        preparedStatements: s.preparedStatements ?? true,
       });
       claimDb = this.claimHandle.db;
     }
@@ -171,6 +181,7 @@ export class Worker {
         concurrency: s.concurrency,
         leaseSeconds: s.leaseSeconds,
         listen: s.listen,
+        preparedStatements: s.preparedStatements ?? true,
         asyncClaims: s.asyncClaims,
         kinds: this.deps.registry.kinds(),
       },

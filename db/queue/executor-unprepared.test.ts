@@ -1,6 +1,6 @@
 /**
- * In a file of its own: the fallback is for the whole process, and every loss counts towards it
- * (vitest runs each test file in its own module graph).
+ * In a file of its own: the fallback's warning is for the whole process, and a test that
+ * counts it must not see another file's (vitest runs each test file in its own module graph).
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';

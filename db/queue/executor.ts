@@ -2,6 +2,11 @@
  * What the queue functions run their SQL on: a Drizzle database or transaction, or a plain
  * `pg` pool, pool client or client. Passing the caller's transaction is how a job commits or
  * rolls back together with the business write that asked for it.
+ *
+ * How statements run on a pool's connections (named or not, and what a transaction Leasehold
+ * opens sets first) is the pool's own policy, which createDb attaches to the pool and to each
+ * of its connections (see ConnectionPolicy). This module keeps no state of its own beyond that
+ * association, held weakly: a pool that is dropped takes its policy with it.
  */
 import { sql as drizzleSql, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
@@ -79,9 +84,14 @@ async function drizzleRows<Row>(work: () => Promise<{ rows: unknown[] }>): Promi
  * unprepared, when nothing of the caller's is lost by that (a pool or a Drizzle database over
  * one, or a pg client outside a transaction). Inside the caller's transaction the error has
  * aborted it; the caller retries it as any failed transaction. When names keep vanishing
- * (LOST_LIMIT times within LOST_WINDOW_MS, or MAX_GENERATIONS in the process's life: each
+ * (LOST_LIMIT times within LOST_WINDOW_MS, or MAX_GENERATIONS in the pool's life: each
  * generation leaves the old statements on connections that kept them), statements run
- * unprepared from then on, slower but working, with one process warning.
+ * unprepared on that pool from then on, slower but working, with one process warning.
+ *
+ * Names and generations belong to the pool (its ConnectionPolicy). A pool made with
+ * `preparedStatements: false` never names a statement: the setting for a pooler known to keep
+ * none (PgBouncer in transaction mode), where the fallback above would otherwise pay a failed
+ * statement per connection and generation before it gives up.
  */
 export async function runText<Row = Record<string, unknown>>(
   executor: Executor,
@@ -89,13 +99,14 @@ export async function runText<Row = Record<string, unknown>>(
   values: unknown[],
   name?: string,
 ): Promise<Row[]> {
-  const generation = statementNames.generation;
-  const prepared = name ? statementNames.current(name) : undefined;
+  const { names } = policyOf(executor);
+  const generation = names.generation;
+  const prepared = name ? names.current(name) : undefined;
   try {
     return await runOnce<Row>(executor, text, values, prepared);
   } catch (error) {
     if (!prepared || !isLostStatement(error)) throw error;
-    statementNames.lost(generation);
+    names.lost(generation);
     if (!outsideTransaction(executor)) throw error;
     return runOnce<Row>(executor, text, values, undefined);
   }
@@ -137,14 +148,19 @@ function outsideTransaction(executor: Executor): boolean {
 /** Names move on this many times within LOST_WINDOW_MS before statements stop being named. */
 export const LOST_LIMIT = 5;
 const LOST_WINDOW_MS = 60_000;
-/** Generations in a process's life before statements stop being named. */
+/** Generations in a pool's life before its statements stop being named. */
 export const MAX_GENERATIONS = 50;
 
-/** The names hot statements are prepared under in this process (see runText); exported for tests. */
+/** The names hot statements are prepared under on one pool's connections (see runText). */
 export class StatementNames {
   generation = 0;
   private recentLosses: number[] = [];
-  private unprepared = false;
+  private unprepared: boolean;
+
+  /** `prepared: false`: every statement runs unnamed, from the start. */
+  constructor(options: { prepared?: boolean } = {}) {
+    this.unprepared = options.prepared === false;
+  }
 
   /** The name to prepare `base` under now, or undefined once statements run unprepared. */
   current(base: string): string | undefined {
@@ -165,16 +181,58 @@ export class StatementNames {
     if (this.recentLosses.length >= LOST_LIMIT || this.generation >= MAX_GENERATIONS) {
       this.unprepared = true;
       process.emitWarning(
-        `Leasehold: the server lost its prepared statements ${this.recentLosses.length} times within ${LOST_WINDOW_MS / 1000} s ` +
+        `Leasehold: the server lost a pool's prepared statements ${this.recentLosses.length} times within ${LOST_WINDOW_MS / 1000} s ` +
           `(${this.generation} times in all; a pooler without prepared-statement support, or DISCARD ALL after each transaction?); ` +
-          'hot statements run unprepared from now on',
+          "hot statements run unprepared on that pool from now on (createDb's preparedStatements: false says so from the start)",
         { code: 'LEASEHOLD_UNPREPARED' },
       );
     }
   }
 }
 
-const statementNames = new StatementNames();
+/**
+ * What Leasehold does on the connections of one pool: the names its hot statements are
+ * prepared under (or none), and the settings every transaction Leasehold opens there starts
+ * with. Made by createDb from its options.
+ */
+export interface ConnectionPolicy {
+  readonly names: StatementNames;
+  /**
+   * Statements run right after BEGIN, in the same round trip (`SET LOCAL statement_timeout =
+   * …; …`), or '' for none. Per transaction, because a transaction pooler keeps no session
+   * state and refuses such settings as startup parameters.
+   */
+  readonly transactionSettings: string;
+}
+
+/**
+ * Policies by what statements run on: a pool, a pool's client (each of its connections, so a
+ * Drizzle transaction or a checked-out client finds its pool's policy), or any other executor
+ * (given a default policy of its own on first use). Weak: nothing here outlives its pool.
+ */
+const policies = new WeakMap<object, ConnectionPolicy>();
+
+/** Makes `policy` the policy of `pool` and of every connection it opens (createDb calls this). */
+export function attachPolicy(pool: pg.Pool, policy: ConnectionPolicy): void {
+  policies.set(pool, policy);
+  pool.on('connect', (client) => policies.set(client, policy));
+}
+
+/**
+ * The policy of what `executor` runs on. An executor createDb did not make (the caller's own
+ * pool or client) gets the defaults: named statements with the lost-statement fallback, names
+ * of its own, and no transaction settings (the caller's pool keeps the caller's settings).
+ */
+export function policyOf(executor: Executor): ConnectionPolicy {
+  const client = (executor as { session?: { client?: unknown } }).session?.client;
+  const key: object = typeof client === 'object' && client !== null ? client : executor;
+  let policy = policies.get(key);
+  if (!policy) {
+    policy = { names: new StatementNames(), transactionSettings: '' };
+    policies.set(key, policy);
+  }
+  return policy;
+}
 
 /** A fixed text with $n placeholders as a Drizzle SQL object (for executors without prepare, and EXPLAIN). */
 export function sqlText(text: string, values: unknown[]): SQL {
@@ -278,9 +336,12 @@ export function toInt(value: unknown): number {
 
 /**
  * BEGIN … COMMIT on a client of the pool: a transaction and a connection of this call's own. The
- * client goes back unless its connection broke.
+ * client goes back unless its connection broke. The transaction starts with the pool's
+ * transaction settings (its timeouts, SET LOCAL), sent with the BEGIN in one round trip.
  */
 export async function inPoolTransaction<T>(pool: pg.Pool, work: (tx: Executor) => Promise<T>): Promise<T> {
+  const { transactionSettings } = policyOf(pool);
+  const begin = transactionSettings ? `BEGIN; ${transactionSettings}` : 'BEGIN';
   const client = await pool.connect();
   // A pool adds no error listener to a checked-out client: without one, a connection that dies
   // during the call (a server restart) would crash the process.
@@ -289,7 +350,7 @@ export async function inPoolTransaction<T>(pool: pg.Pool, work: (tx: Executor) =
   client.on('error', onError);
   try {
     try {
-      await client.query('BEGIN');
+      await client.query(begin);
     } catch (error) {
       broken ??= error instanceof Error ? error : new Error(String(error));
       throw error;

@@ -76,20 +76,19 @@ const END_LEASE = 'lease_token = NULL, lease_until = NULL';
 
 /**
  * CTEs that count down the lease rows for the attempts ended by CTE `ended` (rows with
- * `token, queue`): a lease row whose last running job ended is deleted, the others keep the
- * rest. The two conditions are complementary, so each lease row is touched by one of them.
+ * `token, queue`). One UPDATE, never a DELETE beside it: two statements ending attempts of one
+ * claim at once (two acknowledgements in flight) each re-read the row they wait for and
+ * subtract from what the other left, where a DELETE decided on the statement's snapshot would
+ * miss its row. A row counted down to 0 stays until its deadline, when the reaper deletes it.
+ * `greatest(…, 0)`: a count that writes from outside put wrong must not fail a settlement; the
+ * reaper sets it right.
  */
 function leaseCountdown(ended: string): string {
   return `
     lease_ended AS (SELECT token, queue, count(*)::int AS n FROM ${ended} GROUP BY token, queue),
-    lease_gone AS (
-      DELETE FROM leasehold.leases l USING lease_ended e
-      WHERE l.token = e.token AND l.queue = e.queue AND l.running <= e.n
-      RETURNING 1
-    ),
     lease_left AS (
-      UPDATE leasehold.leases l SET running = l.running - e.n FROM lease_ended e
-      WHERE l.token = e.token AND l.queue = e.queue AND l.running > e.n
+      UPDATE leasehold.leases l SET running = greatest(l.running - e.n, 0) FROM lease_ended e
+      WHERE l.token = e.token AND l.queue = e.queue
       RETURNING 1
     )`;
 }
