@@ -2,6 +2,7 @@ import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkMigrationsFolder, MIGRATIONS_FOLDER, readMigrations } from './migrate';
+import { SCHEMA_VERSION } from './schema-version';
 import { writeMigrations, type MigrationFile } from '../test/migrations';
 
 const plain = (name: string, sql = 'SELECT 1;'): MigrationFile => ({ name, sql });
@@ -12,7 +13,8 @@ describe('the list of migrations', () => {
     expect(list.length).toBeGreaterThan(0);
     expect(list.map((m) => m.position)).toEqual(list.map((_, i) => i));
     expect(checkMigrationsFolder(MIGRATIONS_FOLDER)).toEqual([]);
-    expect(list.map((m) => [m.schemaVersion, m.compatibleFrom])).toEqual(list.map(() => [1, 1]));
+    // SCHEMA_VERSION is what the migrations reach (npm run db:check says so in CI too).
+    expect(list.at(-1)?.schemaVersion).toBe(SCHEMA_VERSION);
   });
 
   it('splits a file on statement breakpoints and reads its header', () => {
