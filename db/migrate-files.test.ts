@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { checkMigrationsFolder, MIGRATIONS_FOLDER, readMigrations } from './migrate';
 import { SCHEMA_VERSION } from './schema-version';
@@ -88,5 +90,20 @@ describe('the list of migrations', () => {
     const folder = writeMigrations(files);
     change(folder);
     expect(checkMigrationsFolder(folder)).toEqual([says]);
+  });
+
+  it('makes `npm run db:check` fail on a folder with a problem, naming it', async () => {
+    const good = writeMigrations([plain('0000_a')]);
+    const bad = writeMigrations([plain('0001_b'), plain('0000_a')]);
+    const run = promisify(execFile);
+    const outcome = await run('npx', ['tsx', 'scripts/check-migrations.ts', good, bad]).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
+    );
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain(`${path.relative(process.cwd(), good)}: ok`);
+    expect(outcome.stderr).toContain(
+      `${path.relative(process.cwd(), bad)}: the names do not sort in journal order: "0001_b" is number 1`,
+    );
   });
 });
