@@ -44,6 +44,7 @@ export {
   readMigrations,
   type Migration,
 } from './migrate-files';
+export { pendingMigrationsSql } from './migrate-print';
 
 export interface MigrateOptions {
   /** Folder of drizzle-kit migrations (default: the queue's own `drizzle/`). */
