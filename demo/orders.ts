@@ -11,7 +11,7 @@ import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { enqueue } from '../db/queue';
 import { databaseFromEnv } from '../scripts/database';
-import { DEMO_MIGRATIONS } from './migrations';
+import { DEMO_MIGRATE_OPTIONS } from './migrations';
 import { orders } from './schema';
 
 const { values } = parseArgs({
@@ -32,10 +32,7 @@ if (!Number.isInteger(count) || count < 0 || count > 10_000_000 || (rate !== nul
 
 const database = await databaseFromEnv(process.env);
 await migrateDatabase(database.url);
-await migrateDatabase(database.url, {
-  migrationsFolder: DEMO_MIGRATIONS,
-  migrationsTable: '__leasehold_demo_migrations',
-});
+await migrateDatabase(database.url, DEMO_MIGRATE_OPTIONS);
 const { db, close } = createDb(database.url, { max: 4, applicationName: 'leasehold-demo-orders' });
 
 let stopped = false;

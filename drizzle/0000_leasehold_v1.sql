@@ -1,4 +1,4 @@
-CREATE SCHEMA "leasehold";
+CREATE SCHEMA IF NOT EXISTS "leasehold";
 --> statement-breakpoint
 CREATE TABLE "leasehold"."audit_log" (
 	"id" bigserial PRIMARY KEY NOT NULL,

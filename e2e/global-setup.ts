@@ -10,7 +10,7 @@ import { createDb } from '../db/client';
 import { createScratchDatabase, selectDatabase } from '../scripts/database';
 import { migrateDatabase } from '../db/migrate';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
-import { DEMO_MIGRATIONS } from '../demo/migrations';
+import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -40,7 +40,7 @@ export default async function globalSetup() {
   const scratch = await createScratchDatabase(server.url, 'leasehold_e2e');
   const { url } = scratch;
   await migrateDatabase(url);
-  await migrateDatabase(url, { migrationsFolder: DEMO_MIGRATIONS, migrationsTable: '__leasehold_demo_migrations' });
+  await migrateDatabase(url, DEMO_MIGRATE_OPTIONS);
   const { db, close } = createDb(url, { max: 2 });
   for (const user of DEMO_USERS) await upsertUser(db, { ...user, password: DEMO_PASSWORD });
   await close();

@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
-import { DEMO_MIGRATIONS } from '../demo/migrations';
+import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations';
 import { buildIsStale } from './build-state';
 import { databaseFromEnv, PROJECT_DIR } from './database';
 
@@ -55,10 +55,7 @@ process.on('SIGTERM', () => void stop());
 
 try {
   await migrateDatabase(database.url);
-  await migrateDatabase(database.url, {
-    migrationsFolder: DEMO_MIGRATIONS,
-    migrationsTable: '__leasehold_demo_migrations',
-  });
+  await migrateDatabase(database.url, DEMO_MIGRATE_OPTIONS);
   const { db, close } = createDb(database.url, { max: 2 });
   for (const user of DEMO_USERS) await upsertUser(db, { ...user, password: DEMO_PASSWORD });
   await close();

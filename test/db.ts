@@ -7,6 +7,8 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import { createDb, type Db, type DbHandle } from '../db/client';
 import { createScratchDatabase, type ScratchDatabase } from '../scripts/database';
 
+export type { ScratchDatabase };
+
 export interface TestDatabase extends DbHandle {
   url: string;
   name: string;

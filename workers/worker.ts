@@ -20,6 +20,7 @@
 import type { Logger } from 'pino';
 import { createDb, type Db, type DbHandle } from '../db/client';
 import { WAKE_CHANNEL } from '../db/queue';
+import { refuseIncompatibleSchema } from '../db/schema-version';
 import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt';
 import { Completer, type CompleterSettings } from './completer';
 import type { Failpoints } from './failpoints';
@@ -133,11 +134,15 @@ export class Worker {
     const s = this.settings;
     // The first statement: a worker started while its database restarts waits for it.
     const stopped = this.stopRequested.signal;
-    this.registering = retryWhileUnavailable(() => this.maintenance.register(), {
-      deadlineMs: Date.now() + START_TIMEOUT_MS,
-      signal: stopped,
-      onRetry: (error) => logger.warn({ err: error }, 'database unavailable at start; retrying'),
-    });
+    // A schema this code cannot work with refuses the start, with the reason (db/schema-version.ts).
+    this.registering = retryWhileUnavailable(
+      () => refuseIncompatibleSchema(this.deps.db).then(() => this.maintenance.register()),
+      {
+        deadlineMs: Date.now() + START_TIMEOUT_MS,
+        signal: stopped,
+        onRetry: (error) => logger.warn({ err: error }, 'database unavailable at start; retrying'),
+      },
+    );
     try {
       await this.registering;
     } catch (error) {

@@ -5,10 +5,8 @@
  * The lock ends with the transaction, so a worker that dies cannot leave it held.
  */
 import { sql } from 'drizzle-orm';
+import { MAINTENANCE_LOCK_CLASS as LOCK_NAMESPACE } from '../advisory-locks';
 import { run, type Executor } from './executor';
-
-/** Namespace of Leasehold's advisory locks (the first of the two int4 keys). */
-const LOCK_NAMESPACE = 0x4c48; // "LH"
 
 interface Transactional {
   transaction<T>(work: (tx: Executor) => Promise<T>): Promise<T>;

@@ -1,0 +1,93 @@
+/**
+ * Which schema this code is written for, and whether the database's schema suits it.
+ *
+ * Schema changes go expand, then contract: an expanding migration (a new column, a new table)
+ * raises the schema version and stays compatible with the code before it, so that code keeps
+ * running while the new code rolls out; a contracting one (dropping what old code reads) then
+ * declares that code older than N no longer works. Migration headers say it
+ * (`-- leasehold:schema-version N`, `-- leasehold:compatible-from M`, migrate-files.ts) and the
+ * runner records both in each journal row, so a database tells any code, even code older than
+ * its newest migration, whether that code may run on it.
+ *
+ * A schema at version X, compatible from M, suits code at version C that works with schemas
+ * from SUPPORTED_SCHEMA.min on when M <= C (the schema has not dropped what C reads) and
+ * X >= SUPPORTED_SCHEMA.min (the schema has what C needs).
+ */
+import { sql } from 'drizzle-orm';
+import { JOURNAL_TABLE, journalName } from './migrate-journal';
+import { run, type Executor } from './queue/executor';
+
+/** The schema version this code is written for: its migrations reach it (npm run db:check). */
+export const SCHEMA_VERSION = 1;
+
+/**
+ * The schema versions this code runs against: from `min` (the oldest that has everything it
+ * reads) to `max` (the newest it knows). A newer schema suits it too when that schema says it
+ * is compatible from this code's version or earlier.
+ */
+export const SUPPORTED_SCHEMA = { min: 1, max: SCHEMA_VERSION } as const;
+
+export type SchemaCompatibility =
+  | { ok: true; schemaVersion: number; compatibleFrom: number }
+  | { ok: false; reason: string };
+
+const JOURNAL = journalName(JOURNAL_TABLE);
+
+/**
+ * Whether code at `codeVersion`, which needs a schema of at least `minSchema`, may run on the
+ * database `executor` reaches. Read-only; two statements.
+ */
+export async function schemaCompatibility(
+  executor: Executor,
+  codeVersion: number = SCHEMA_VERSION,
+  minSchema: number = SUPPORTED_SCHEMA.min,
+): Promise<SchemaCompatibility> {
+  const [present] = await run<{ journal: boolean }>(
+    executor,
+    sql`SELECT to_regclass(${JOURNAL}) IS NOT NULL AS journal`,
+  );
+  if (!present?.journal) {
+    return {
+      ok: false,
+      reason:
+        `Leasehold: this database has no Leasehold schema (no ${JOURNAL} table): run the migrations ` +
+        '(npm run db:migrate, or the worker with --migrate) before starting workers.',
+    };
+  }
+  const [row] = await run<{ version: number | null; compatible_from: number | null }>(
+    executor,
+    sql.raw(`SELECT max(schema_version) AS version, max(compatible_from) AS compatible_from FROM ${JOURNAL}`),
+  );
+  const version = row?.version ?? null;
+  const from = row?.compatible_from ?? null;
+  if (version === null || from === null) {
+    return {
+      ok: false,
+      reason: `Leasehold: no migration is applied yet (${JOURNAL} is empty): run the migrations (npm run db:migrate).`,
+    };
+  }
+  if (from > codeVersion) {
+    return {
+      ok: false,
+      reason:
+        `Leasehold: this code is too old for the database: the schema is at version ${version} and needs ` +
+        `code of schema version ${from} or later, and this code is at ${codeVersion}. Deploy the newer ` +
+        'version of Leasehold (the one that migrated the database).',
+    };
+  }
+  if (version < minSchema) {
+    return {
+      ok: false,
+      reason:
+        `Leasehold: the database is too old for this code: the schema is at version ${version}, and this ` +
+        `code needs version ${minSchema} or later. Run the migrations (npm run db:migrate) first.`,
+    };
+  }
+  return { ok: true, schemaVersion: version, compatibleFrom: from };
+}
+
+/** Throws the reason when this code may not run on the database (a worker's start). */
+export async function refuseIncompatibleSchema(executor: Executor): Promise<void> {
+  const verdict = await schemaCompatibility(executor);
+  if (!verdict.ok) throw new Error(verdict.reason);
+}
