@@ -36,8 +36,8 @@ BEGIN
   RETURN NEW;
 END $$;
 
-DROP TRIGGER IF EXISTS chaos_track_lease ON public.jobs;
-CREATE TRIGGER chaos_track_lease AFTER UPDATE OF lease_token, lease_until ON public.jobs
+DROP TRIGGER IF EXISTS chaos_track_lease ON leasehold.jobs;
+CREATE TRIGGER chaos_track_lease AFTER UPDATE OF lease_token, lease_until ON leasehold.jobs
   FOR EACH ROW EXECUTE FUNCTION chaos.track_lease();
 
 -- Every handler execution, start and end (end stays NULL when the process died during it).
