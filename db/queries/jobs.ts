@@ -209,8 +209,8 @@ export const FAILURE_SAMPLE = 10_000;
 
 /**
  * The latest dead jobs (at most FAILURE_SAMPLE, within `days`) grouped by failure class and
- * error fingerprint, with counts per day for a trend. Index: jobs_terminal_idx walked backwards
- * from now, so the cost is bounded however many jobs died.
+ * error fingerprint, with counts per day for a trend. Index: the failure-class index (dead jobs
+ * always have a class), so the cost grows with the jobs that ever failed, not with all of them.
  */
 export async function failureGroups(executor: Executor, days = 7) {
   const rows = await run(

@@ -1,8 +1,9 @@
 /**
- * Read models for the overview and /api/metrics. Every query reads a partial index: live
- * counts walk the ready/running indexes (small: the backlog), history counts are index-only
- * scans of jobs_terminal_idx and job_attempts_ended_idx (INCLUDE columns), so the page stays
- * fast with millions of finished jobs (figures: docs/operations.md).
+ * Read models for the overview and /api/metrics. No query walks the jobs by state (no index
+ * names it: docs/design/schema-v1.md): live counts read the ready rows and the lease rows
+ * (small: the backlog and what runs), dead and cancelled counts the class indexes, time
+ * windows the per-minute rollup and job_attempts_ended_idx, so the page stays fast with
+ * millions of finished jobs (figures: docs/operations.md).
  */
 import { sql } from 'drizzle-orm';
 import { run, toDate, type Executor } from '../queue/executor';
