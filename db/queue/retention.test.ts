@@ -1,6 +1,18 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { claim, completeManyIfLeaseHeld, enqueueMany, failIfLeaseHeld, removeExpiredHistory } from '.';
+import {
+  claim,
+  completeManyIfLeaseHeld,
+  enqueue,
+  enqueueMany,
+  failIfLeaseHeld,
+  recordReceipt,
+  removeExpiredHistory,
+  removeOldReceipts,
+} from '.';
+import { jobListSchema, listJobs } from '../queries/jobs';
+import { attemptHistory } from './history';
+import { newJobId } from './ids';
 import { useTestDatabase } from '../../test/db';
 import { makeDue, mixedFixture, uniqueQueue } from '../../test/factories';
 import { run } from './executor';
@@ -87,5 +99,73 @@ describe('retention', () => {
     await removeExpiredHistory(t.db, { doneAfterSeconds: 86400 });
     await removeExpiredHistory(t.db, { doneAfterSeconds: 86400 });
     expect(await run(t.db, sql`SELECT 1 FROM leasehold.dedupe_keys WHERE key = ${`ret-${queue}`}`)).toHaveLength(0);
+  });
+
+  describe('when the application reuses a job id after retention (security review B6)', () => {
+    /** Enqueues, fails once (an attempt row), completes, and ages the job past retention. */
+    async function finishedAndOld(queue: string, id: string, idempotencyKey?: string) {
+      await enqueue(t.db, { id, queue, kind: 'k', ...(idempotencyKey ? { idempotencyKey } : {}) });
+      await failIfLeaseHeld(t.db, (await claim(t.db, { queues: [queue], workerId: 'w' }))[0]!, {
+        error: 'flaky',
+        failureClass: 'transient',
+      });
+      await makeDue(t.db, id);
+      await completeManyIfLeaseHeld(t.db, await claim(t.db, { queues: [queue], workerId: 'w' }));
+      await run(
+        t.db,
+        sql`UPDATE leasehold.jobs SET finished_at = now() - interval '2 days', created_at = now() - interval '2 days'
+            WHERE id = ${id}::uuid`,
+      );
+    }
+
+    it("keeps the new job's attempt history when the old job's expires", async () => {
+      const queue = uniqueQueue('reuse-attempts');
+      const id = newJobId();
+      await finishedAndOld(queue, id);
+      // The old job goes; its attempt rows stay on their own (longer) window.
+      expect(
+        (await removeExpiredHistory(t.db, { doneAfterSeconds: 86400, attemptsAfterSeconds: 30 * 86400 })).jobs,
+      ).toBe(1);
+      // The same id again: its first attempt fails too, with the same attempt number.
+      await enqueue(t.db, { id, queue, kind: 'k' });
+      const [fresh] = await claim(t.db, { queues: [queue], workerId: 'w' });
+      expect(fresh!.attempt).toBe(1);
+      await failIfLeaseHeld(t.db, fresh!, { error: 'again', failureClass: 'transient' });
+      // Only the old job's attempt row is past its window.
+      await run(
+        t.db,
+        sql`UPDATE leasehold.job_attempts SET ended_at = now() - interval '30 days' WHERE job_id = ${id}::uuid AND error = 'flaky'`,
+      );
+      const removed = await removeExpiredHistory(t.db, { attemptsAfterSeconds: 14 * 86400 });
+      expect(removed.attempts).toBe(1);
+      const left = await attemptHistory(t.db, id);
+      expect(left.map((a) => [a.attempt, a.error])).toEqual([[1, 'again']]);
+    });
+
+    it('resolves an idempotency key to its own job only, never to a newer job with the id', async () => {
+      const queue = uniqueQueue('reuse-key');
+      const id = newJobId();
+      const key = `reuse-${queue}`;
+      await finishedAndOld(queue, id, key);
+      await removeExpiredHistory(t.db, { doneAfterSeconds: 86400 });
+      // The key's window is still open; the id comes back for an unrelated job.
+      await enqueue(t.db, { id, queue, kind: 'unrelated' });
+      const repeat = await enqueue(t.db, { queue, kind: 'k', idempotencyKey: key });
+      expect(repeat).toMatchObject({ id, created: false, job: null });
+      expect((await listJobs(t.db, jobListSchema.parse({ search: key }))).jobs).toEqual([]);
+    });
+
+    it('keeps a receipt while its job is still ready or running, however old', async () => {
+      const queue = uniqueQueue('receipt');
+      const job = await enqueue(t.db, { queue, kind: 'k' });
+      await recordReceipt(t.db, { key: `r-${queue}`, jobId: job.id, attempt: 1, result: { sent: true } });
+      await run(
+        t.db,
+        sql`UPDATE leasehold.receipts SET created_at = now() - interval '30 days' WHERE key = ${`r-${queue}`}`,
+      );
+      expect(await removeOldReceipts(t.db, { olderThanSeconds: 86400 })).toBe(0);
+      await completeManyIfLeaseHeld(t.db, await claim(t.db, { queues: [queue], workerId: 'w' }));
+      expect(await removeOldReceipts(t.db, { olderThanSeconds: 86400 })).toBe(1);
+    });
   });
 });
