@@ -91,7 +91,8 @@ describe('worker processes', () => {
     await a.line(/worker started/);
     await enqueueMany(
       t.db,
-      Array.from({ length: 5 }, () => ({ queue, kind: 'test.sleep', payload: { ms: 3000 } })),
+      // Long enough to outlast starting worker b (a process start: seconds on a loaded machine).
+      Array.from({ length: 5 }, () => ({ queue, kind: 'test.sleep', payload: { ms: 8000 } })),
     );
     await until('five running on a', async () => (await states(queue)).running === 5, 15_000);
     const b = worker(queue, ['--concurrency', '5', '--worker-id', 'worker-b']);
