@@ -4,6 +4,7 @@
  * db/states.ts (no imports there); everything else here is a type.
  */
 import type { AttemptRow, failureGroups } from '../db/queries/jobs';
+import type { KindEntry } from '../db/queries/kinds';
 import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview';
 import type { Role } from '../db/schema';
 import type { FailureClass, JobState, ListState } from '../db/states';
@@ -67,10 +68,20 @@ export interface JobDetailDTO {
   job: JobDTO;
   payload: unknown;
   redactedPaths: string[];
+  /** Why the payload is hidden whole (its kind version is not registered), or null. */
+  payloadHidden: string | null;
   attempts: AttemptDTO[];
   audit: AuditDTO[];
   retryPlan: string;
   can: { retry: boolean; cancel: boolean; reveal: boolean };
+}
+
+/** A kind version as the workers registered it. */
+export type KindDTO = Jsonified<KindEntry>;
+
+export interface KindsDTO {
+  kinds: KindDTO[];
+  can: { editRedaction: boolean };
 }
 
 /** Per-queue backlog: already a plain, serialisable shape in the read model. */

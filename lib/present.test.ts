@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionResult } from '../db/queue';
-import { actionOutcomeMessage, bulkOutcomeMessage, invalidInputMessage, queuePauseMessage, retryPlan } from './present';
+import {
+  actionOutcomeMessage,
+  bulkOutcomeMessage,
+  invalidInputMessage,
+  payloadHiddenMessage,
+  queuePauseMessage,
+  redactionOutcomeMessage,
+  retryPlan,
+} from './present';
 
 const bulk = (requested: number, affected: number): ActionResult => ({
   requested,
@@ -68,6 +76,25 @@ describe('the retry plan', () => {
     );
     expect(retryPlan({ ...job, attempts: 1, idempotencyKey: null })).toMatch(
       /as attempt 2 \(up to 2 more attempts\), with the same id, so/,
+    );
+  });
+});
+
+describe('sentences about the kinds registry', () => {
+  it('says what an admin’s redacted paths now are, and warns when a path was unmasked', () => {
+    const saved = (before: string[], after: string[]) => ({ applied: true, before, after, auditId: 1 }) as const;
+    expect(redactionOutcomeMessage('mail.send', 1, saved(['email'], ['email', 'phone']))).toBe(
+      'Saved: mail.send v1 now masks email, phone (besides the usual secret keys).',
+    );
+    expect(redactionOutcomeMessage('mail.send', 1, saved(['email'], []))).toBe(
+      'Saved: mail.send v1 now masks none (besides the usual secret keys). Unmasked email; a worker whose handler ' +
+        'still declares a path adds it back when it starts.',
+    );
+  });
+
+  it('says why a payload is hidden whole', () => {
+    expect(payloadHiddenMessage('mail.send', 2)).toMatch(
+      /^The payload is hidden: no worker has registered mail.send v2, so the dashboard does not know which of its fields are secret\./,
     );
   });
 });

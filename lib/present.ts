@@ -4,7 +4,7 @@
  * and calls these to word them, in the pg-boss manner: `affected = 0` becomes a sentence a
  * person understands. Pure functions, no I/O.
  */
-import type { ActionResult, Job, SingleActionOutcome } from '../db/queue';
+import type { ActionResult, Job, SetRedactedPathsOutcome, SingleActionOutcome } from '../db/queue';
 
 export type OperatorAction = 'retry' | 'cancel';
 
@@ -61,5 +61,27 @@ export function retryPlan(job: Pick<Job, 'attempts' | 'maxAttempts' | 'idempoten
     `A retry puts this job back to ready now as attempt ${job.attempts + 1} (up to ${plural(remaining, 'more attempt')}), ` +
     `with the same id${job.idempotencyKey ? ` and delivery key ${job.idempotencyKey}` : ''}, so a provider that honours the key will not deliver twice; ` +
     `it runs with whatever handler version the workers have for ${job.kind} v${job.kindVersion}.`
+  );
+}
+
+/** Why a job page shows no payload at all: the dashboard cannot know what in it is secret. */
+export function payloadHiddenMessage(kind: string, version: number): string {
+  return (
+    `The payload is hidden: no worker has registered ${kind} v${version}, so the dashboard does not know which of its fields are secret. ` +
+    `It shows once a worker that runs this kind version has started; an admin may reveal it now (recorded in the audit log).`
+  );
+}
+
+const fieldList = (paths: readonly string[]) => (paths.length ? paths.join(', ') : 'none');
+
+/** What setting a kind version's redacted paths did, or why it was refused. */
+export function redactionOutcomeMessage(kind: string, version: number, outcome: SetRedactedPathsOutcome): string {
+  if (!outcome.applied) return `No worker has registered ${kind} v${version}: there are no redacted paths to change.`;
+  const removed = outcome.before.filter((p) => !outcome.after.includes(p));
+  return (
+    `Saved: ${kind} v${version} now masks ${fieldList(outcome.after)} (besides the usual secret keys).` +
+    (removed.length
+      ? ` Unmasked ${removed.join(', ')}; a worker whose handler still declares a path adds it back when it starts.`
+      : '')
   );
 }

@@ -1,16 +1,31 @@
 /**
- * Payload fields that viewers and operators see masked, per kind (dot paths). Admins may
- * reveal a payload; each reveal is audited.
+ * Payload masking for viewers and operators (admins may reveal a payload; each reveal is
+ * audited). Which paths a kind masks comes from the kinds registry (`leasehold.kinds`, which
+ * workers fill at start from their handlers' `redact`), never from handler code: the web
+ * process does not load handlers. A kind version no worker has registered has no known paths,
+ * so its payload is hidden whole rather than guessed at.
  */
-export const REDACTED_PATHS: Record<string, readonly string[]> = {
-  'receipt.send': ['email'],
-};
 export const DEFAULT_REDACTED_KEYS = ['password', 'token', 'secret', 'apiKey', 'authorization', 'card', 'ssn'];
 
 export const MASK = '••••••';
 
-export function redact(kind: string, payload: unknown): { payload: unknown; redacted: string[] } {
-  const paths = new Set(REDACTED_PATHS[kind] ?? []);
+export interface Redaction {
+  payload: unknown;
+  /** The paths masked, as they occur in this payload (`items[0].card`). */
+  redacted: string[];
+  /** The payload is MASK as a whole: its kind version is not in the registry. */
+  hidden: boolean;
+}
+
+/**
+ * Masks `payload`: the registered `paths` (null: not registered, everything is hidden), where
+ * `recipients[].email` matches that key in every element, and the well-known secret keys at
+ * any depth.
+ */
+export function redact(payload: unknown, paths: readonly string[] | null): Redaction {
+  if (paths === null) return { payload: MASK, redacted: [], hidden: true };
+  const masked = new Set(paths);
+  const defaults = new Set(DEFAULT_REDACTED_KEYS.map((k) => k.toLowerCase()));
   const redacted: string[] = [];
   const walk = (value: unknown, path: string): unknown => {
     if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`));
@@ -18,7 +33,7 @@ export function redact(kind: string, payload: unknown): { payload: unknown; reda
       return Object.fromEntries(
         Object.entries(value).map(([key, v]) => {
           const here = path ? `${path}.${key}` : key;
-          if (paths.has(here) || DEFAULT_REDACTED_KEYS.some((k) => k.toLowerCase() === key.toLowerCase())) {
+          if (masked.has(here) || masked.has(here.replace(/\[\d+\]/g, '[]')) || defaults.has(key.toLowerCase())) {
             redacted.push(here);
             return [key, MASK];
           }
@@ -28,5 +43,5 @@ export function redact(kind: string, payload: unknown): { payload: unknown; reda
     }
     return value;
   };
-  return { payload: walk(payload, ''), redacted };
+  return { payload: walk(payload, ''), redacted, hidden: false };
 }

@@ -1,10 +1,12 @@
 /**
  * What a handler is: a kind, the kind versions it accepts, a zod schema for the payload, its
- * limits, and the function that does the work.
+ * limits, the function that does the work, and what the kinds registry records of it (display
+ * name, default queue, redacted payload paths, whether a re-run is safe): a worker writes that
+ * to `leasehold.kinds` at start, and the dashboard, which never loads handlers, reads it there.
  */
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { ClaimedJob, RetryPolicy } from '../db/queue';
+import { type ClaimedJob, type KindRegistration, parseKindRegistrations, type RetryPolicy } from '../db/queue';
 
 /**
  * What a handler receives for one attempt. Read its members or destructure them (functions
@@ -41,7 +43,35 @@ export interface Handler<Payload = unknown> {
   /** The signal fires with a timeout after this long; the attempt fails as `timeout`. */
   timeoutMs: number;
   retry?: Partial<RetryPolicy>;
+  /** What the dashboard calls the kind (default: the kind itself). */
+  displayName?: string;
+  /** The queue the kind's jobs usually go to (default `default`); shown, not enforced. */
+  defaultQueue?: string;
+  /**
+   * Payload paths the dashboard masks for viewers and operators, for every version this
+   * handler accepts: `email`, `card.number`, `recipients[].email` (`[]` is any element).
+   * Well-known secret keys (password, token, …) are masked anyway. Adding a path takes effect
+   * when the worker starts; removing one takes an admin (workers only ever add paths).
+   */
+  redact?: readonly string[];
+  /**
+   * Whether running a job of this kind again after it succeeded does no harm (default false):
+   * what an operator reads before re-running one.
+   */
+  rerunSafe?: boolean;
   handle(context: HandlerContext<Payload>): Promise<unknown>;
+}
+
+/** What the kinds registry records of a handler: one entry per version it accepts. */
+export function kindRegistrations(handler: Handler): KindRegistration[] {
+  return handler.versions.map((version) => ({
+    kind: handler.kind,
+    version,
+    defaultQueue: handler.defaultQueue ?? 'default',
+    displayName: handler.displayName ?? handler.kind,
+    redactedPaths: [...(handler.redact ?? [])],
+    rerunSafe: handler.rerunSafe ?? false,
+  }));
 }
 
 /** Defines a handler with the payload type taken from its schema. */
@@ -59,6 +89,8 @@ export class HandlerRegistry {
   register(handler: Handler): void {
     if (this.byKind.has(handler.kind)) throw new Error(`Leasehold workers: two handlers for kind ${handler.kind}`);
     if (handler.versions.length === 0) throw new Error(`Leasehold workers: handler ${handler.kind} accepts no version`);
+    // A bad redact path or display name fails here, when the handlers load, not at start.
+    parseKindRegistrations(kindRegistrations(handler));
     this.byKind.set(handler.kind, handler);
   }
 
@@ -68,5 +100,10 @@ export class HandlerRegistry {
 
   kinds(): string[] {
     return [...this.byKind.keys()].sort();
+  }
+
+  /** Every kind version of every handler, as the worker records them at start. */
+  registrations(): KindRegistration[] {
+    return this.kinds().flatMap((kind) => kindRegistrations(this.byKind.get(kind)!));
   }
 }

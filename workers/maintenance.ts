@@ -1,6 +1,7 @@
 /**
  * The worker's maintenance: its entry in the worker registry (registered at start, touched
- * every `registryIntervalMs`, re-registered if retention removed it, removed at stop), and —
+ * every `registryIntervalMs`, re-registered if retention removed it, removed at stop), the
+ * kinds it runs in the kinds registry (recorded at start, db/queue/kinds.ts), and —
  * when enabled — the reaper and retention rounds. Each round runs under a database-wide
  * advisory lock, so one process in the fleet does it at a time, however many enable it.
  */
@@ -9,12 +10,14 @@ import type { Logger } from 'pino';
 import {
   deregisterWorker,
   reapExpiredLeases,
+  registerKinds,
   registerWorker,
   removeExpiredHistory,
   removeOldReceipts,
   removeStaleWorkers,
   touchWorker,
   withMaintenanceLock,
+  type KindRegistration,
   type RetentionOptions,
   type WorkerInfo,
 } from '../db/queue';
@@ -57,6 +60,8 @@ export interface MaintenanceDeps {
   logger: Logger;
   /** What the registry entry shows as the worker's version. */
   version?: string | null | undefined;
+  /** The kind versions this worker runs, recorded in the kinds registry at start. */
+  kinds?: readonly KindRegistration[] | undefined;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
 }
@@ -84,9 +89,13 @@ export class Maintenance {
     };
   }
 
-  /** Registers the worker (an error here fails the worker's start). */
-  register(): Promise<void> {
-    return registerWorker(this.deps.db, this.info);
+  /**
+   * Registers the worker and records its kinds (an error here fails the worker's start). The
+   * kinds go first: a worker listed as live has told the dashboard what its payloads hide.
+   */
+  async register(): Promise<void> {
+    await registerKinds(this.deps.db, this.deps.kinds ?? []);
+    await registerWorker(this.deps.db, this.info);
   }
 
   /** Starts the registry refresh and, when enabled, the reaper and retention rounds. */
@@ -111,8 +120,10 @@ export class Maintenance {
     );
   }
 
+  /** Touches the entry; re-registers it (the kinds stay as recorded at start) if it was removed. */
   async refreshRegistry(): Promise<void> {
-    if (!(await touchWorker(this.deps.db, this.settings.workerId))) await this.register();
+    const { db } = this.deps;
+    if (!(await touchWorker(db, this.settings.workerId))) await registerWorker(db, this.info);
   }
 
   /** Reaps expired leases until fewer than a batch are left (or the round's statements are used up). */

@@ -5,7 +5,8 @@
  * - attempt.ts runs one attempt and says what came of it;
  * - completer.ts settles it (the only caller of the settle functions);
  * - lease-keeper.ts heartbeats running attempts and stops those that must not go on;
- * - maintenance.ts keeps the registry entry and runs the reaper and retention;
+ * - maintenance.ts keeps the registry entry, records the kinds it runs (the kinds registry the
+ *   dashboard reads) and runs the reaper and retention;
  * - listener.ts turns enqueue NOTIFYs into wake-ups for the producer.
  *
  * Invariants:
@@ -113,7 +114,7 @@ export class Worker {
     this.leaseKeeper = new LeaseKeeper(s.leaseSeconds, this.producer.inFlight, { db, registry, logger, failpoints });
     this.maintenance = new Maintenance(
       { ...s, leaseExpiredDelayMs: s.retry?.leaseExpiredDelayMs },
-      { db, logger, metrics, failpoints, version: deps.version },
+      { db, logger, metrics, failpoints, version: deps.version, kinds: registry.registrations() },
     );
   }
 

@@ -19,6 +19,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
         <Link href="/">Overview</Link>
         <Link href="/jobs">Jobs</Link>
         <Link href="/failures">Failures</Link>
+        <Link href="/kinds">Kinds</Link>
         <Link href="/audit">Audit log</Link>
         <span className="who" data-testid="who">
           {user.email} · {user.role}

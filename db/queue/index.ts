@@ -46,3 +46,12 @@ export type { Receipt } from './receipts';
 export { registerWorker, touchWorker, deregisterWorker, removeStaleWorkers, listWorkers } from './worker-registry';
 export type { WorkerInfo } from './worker-registry';
 export { withMaintenanceLock } from './maintenance';
+export {
+  registerKinds,
+  setRedactedPaths,
+  parseKindRegistrations,
+  redactedPathSchema,
+  redactedPathsSchema,
+  MAX_REDACTED_PATHS,
+} from './kinds';
+export type { KindRegistration, SetRedactedPathsOutcome } from './kinds';

@@ -9,4 +9,5 @@ export { getViewer } from './session';
 export { getMetrics, getOverview } from './overview';
 export { getFailureGroups, getJobDetail, getJobs, revealPayload } from './jobs';
 export { getAudit } from './audit';
+export { getKinds, setKindRedaction } from './kinds';
 export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions';

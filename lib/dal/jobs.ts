@@ -2,11 +2,12 @@ import 'server-only';
 /** Reading jobs: the list, one job's detail, its unredacted payload, the failure groups. */
 import { uuidSchema } from '../../db/queue/validate';
 import { failureGroups, jobDetail, jobListSchema, listJobs, recordAudit } from '../../db/queries/jobs';
+import { redactedPathsOf } from '../../db/queries/kinds';
 import { CANCELLABLE_FROM, RETRYABLE_FROM } from '../../db/states';
 import { database } from '../db';
 import type { FailureGroupDTO, JobDetailDTO, JobDTO } from '../dto';
 import { InputError } from '../errors';
-import { JOB_GONE, retryPlan } from '../present';
+import { JOB_GONE, payloadHiddenMessage, retryPlan } from '../present';
 import { redact } from '../redaction';
 import { dropEmpty } from '../search-params';
 import { parse } from './input';
@@ -32,11 +33,13 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   const detail = await jobDetail(database(), jobId);
   if (!detail) return null;
   const { job } = detail;
-  const masked = redact(job.kind, job.payload);
+  // The paths the workers registered for this kind version; none registered hides it whole.
+  const masked = redact(job.payload, await redactedPathsOf(database(), job.kind, job.kindVersion));
   return {
     job: jobDto(job, permits(user, 'cancelJob')),
     payload: masked.payload,
     redactedPaths: masked.redacted,
+    payloadHidden: masked.hidden ? payloadHiddenMessage(job.kind, job.kindVersion) : null,
     attempts: detail.attempts.map((a) => ({
       attempt: a.attempt,
       workerId: a.workerId,
@@ -52,7 +55,7 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
     can: {
       retry: permits(user, 'retryJob') && RETRYABLE_FROM.includes(job.state),
       cancel: permits(user, 'cancelJob') && CANCELLABLE_FROM.includes(job.state),
-      reveal: permits(user, 'revealPayload') && masked.redacted.length > 0,
+      reveal: permits(user, 'revealPayload') && (masked.hidden || masked.redacted.length > 0),
     },
   };
 }

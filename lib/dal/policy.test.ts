@@ -9,7 +9,7 @@ import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addJob, claimOne, uniqueQueue } from '../../test/factories';
 import { useTestDatabase } from '../../test/db';
-import { failIfLeaseHeld } from '../../db/queue';
+import { failIfLeaseHeld, registerKinds } from '../../db/queue';
 import { ROLES, type Role } from '../../db/schema';
 import { upsertUser } from '../../db/users';
 import { closeDatabase } from '../db';
@@ -40,10 +40,16 @@ beforeAll(async () => {
   process.env.LEASEHOLD_DEMO = 'false';
   process.env.LEASEHOLD_METRICS_TOKEN = METRICS_TOKEN;
   for (const role of ROLES) await upsertUser(t.db, { email: email(role), password: 'policy-test-password', role });
+  // The factories' kind, registered with no paths of its own: only the well-known keys are masked.
+  await registerKinds(t.db, [registration('test.noop')]);
 });
 afterAll(async () => {
   await closeDatabase();
 });
+
+function registration(kind: string, redactedPaths: string[] = []) {
+  return { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths, rerunSafe: false };
+}
 
 /** A dead job on a queue of its own (so the claim takes this one), with a redacted field. */
 async function deadJob() {
@@ -59,12 +65,13 @@ async function stateOf(id: string) {
   return rows[0]?.state;
 }
 
-/** Everything a DAL function could write: jobs, queues and the audit log, as one fingerprint. */
+/** Everything a DAL function could write: jobs, queues, kinds and the audit log, as one fingerprint. */
 async function snapshot() {
   const { rows } = await t.pool.query(`
     SELECT (SELECT count(*) FROM leasehold.audit_log) AS audit,
            (SELECT md5(coalesce(string_agg(id || state || updated_at, ',' ORDER BY id), '')) FROM leasehold.jobs) AS jobs,
-           (SELECT md5(coalesce(string_agg(name || paused, ',' ORDER BY name), '')) FROM leasehold.queues) AS queues`);
+           (SELECT md5(coalesce(string_agg(name || paused, ',' ORDER BY name), '')) FROM leasehold.queues) AS queues,
+           (SELECT md5(coalesce(string_agg(kind || version || redacted_paths::text, ',' ORDER BY kind, version), '')) FROM leasehold.kinds) AS kinds`);
   return rows[0];
 }
 
@@ -117,6 +124,11 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
   getAudit: async () => ({
     call: () => dal.getAudit({}),
     allowed: (result) => expect(result).toMatchObject({ entries: expect.any(Array) }),
+  }),
+  getKinds: async () => ({
+    call: () => dal.getKinds(),
+    allowed: (result) =>
+      expect((result as { kinds: { kind: string }[] }).kinds.map((k) => k.kind)).toContain('test.noop'),
   }),
   revealPayload: async () => {
     const job = await deadJob();
@@ -178,6 +190,18 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
         expect(result).toMatchObject({ ok: true });
         const { rows } = await t.pool.query('SELECT paused FROM leasehold.queues WHERE name = $1', [paused]);
         expect(rows[0]?.paused).toBe(true);
+      },
+    };
+  },
+  setKindRedaction: async () => {
+    const kind = uniqueQueue('policy-kind');
+    await registerKinds(t.db, [registration(kind, ['email', 'phone'])]);
+    return {
+      call: () => dal.setKindRedaction({ kind, version: 1, paths: ['email'] }),
+      allowed: async (result) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query('SELECT redacted_paths FROM leasehold.kinds WHERE kind = $1', [kind]);
+        expect(rows[0]?.redacted_paths).toEqual(['email']);
       },
     };
   },

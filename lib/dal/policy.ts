@@ -27,6 +27,7 @@ export const POLICY = {
   getJobDetail: 'viewer',
   getFailureGroups: 'viewer',
   getAudit: 'viewer',
+  getKinds: 'viewer',
   revealPayload: 'admin',
   retryJob: 'operator',
   cancelJob: 'operator',
@@ -34,6 +35,7 @@ export const POLICY = {
   previewFailureGroup: 'admin',
   applyBulk: 'admin',
   setQueuePaused: 'admin',
+  setKindRedaction: 'admin',
 } as const satisfies Record<string, Rule>;
 
 export type DalFunction = keyof typeof POLICY;

@@ -70,6 +70,9 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'app/api/metrics/route.ts', from: '../../../workers/metrics' },
       { file: 'app/api/metrics/route.ts', from: '@/workers/metrics' },
+      // The dashboard learns kinds from leasehold.kinds (lib/dal/kinds.ts), never from handler code.
+      { file: 'app/(console)/kinds/page.tsx', from: '../../../workers/handlers' },
+      { file: 'app/(console)/jobs/[id]/page.tsx', from: '@/workers/handlers/receipt-send' },
     ],
   },
   {
@@ -110,6 +113,10 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'lib/env.ts', from: '../workers/config' },
       { file: 'lib/env.ts', from: '@/scripts/build-state' },
+      // Redaction reads the kinds registry; loading handlers in the web process is refused.
+      { file: 'lib/dal/jobs.ts', from: '../../workers/handlers' },
+      { file: 'lib/redaction.ts', from: '../workers/handlers/receipt-send' },
+      { file: 'lib/dal/kinds.ts', from: '@/workers/handler' },
       // test/ only from lib's tests.
       { file: 'lib/dal/jobs.ts', from: '../../test/db' },
     ],

@@ -20,6 +20,13 @@ export default defineHandler({
   kind: 'receipt.send',
   versions: [1],
   schema: receiptPayload,
+  displayName: 'Order receipt',
+  defaultQueue: 'receipts',
+  // The customer's address: viewers and operators see it masked; admins may reveal it (audited).
+  redact: ['email'],
+  // The provider honours the delivery key and receipt() returns a recorded result, so running
+  // a delivered receipt again does not send a second one.
+  rerunSafe: true,
   maxAttempts: 25,
   timeoutMs: 30_000,
   async handle({ payload, attempt, signal, receipt }) {

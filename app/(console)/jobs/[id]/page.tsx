@@ -18,7 +18,7 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
       </>
     );
   if (!loaded.value) notFound();
-  const { job, payload, attempts, audit, retryPlan, can, redactedPaths } = loaded.value;
+  const { job, payload, attempts, audit, retryPlan, can, redactedPaths, payloadHidden } = loaded.value;
   const fields: [string, string | number | null][] = [
     ['queue', job.queue],
     ['kind', `${job.kind} v${job.kindVersion}`],
@@ -68,6 +68,11 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
         </>
       )}
       <h2>Payload</h2>
+      {payloadHidden && (
+        <p className="muted" data-testid="payload-hidden">
+          {payloadHidden}
+        </p>
+      )}
       {redactedPaths.length > 0 && <p className="muted">Masked fields: {redactedPaths.join(', ')}.</p>}
       <pre data-testid="payload">{JSON.stringify(payload, null, 2)}</pre>
       {can.reveal && <RevealPayload id={job.id} />}

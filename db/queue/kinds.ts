@@ -1,0 +1,165 @@
+/**
+ * The kinds registry (`leasehold.kinds`): what each worker runs, recorded at its start, so the
+ * dashboard can show a kind (its name, default queue, which payload fields are secret) without
+ * loading the handler's code.
+ *
+ * Invariants:
+ * - per kind and version the redacted paths only grow through `registerKinds`: its upsert
+ *   keeps the union of what is stored and what the worker declares, so during a rolling deploy
+ *   an older worker with fewer paths cannot unmask a field a newer one declared secret;
+ * - only `setRedactedPaths`, an admin's action, may remove paths, and it writes its audit row
+ *   in the same statement as the change (applied or refused, never one without the other);
+ * - the other columns (display name, default queue, re-run safety) are the last starting
+ *   worker's: they describe, they do not protect.
+ */
+import { sql } from 'drizzle-orm';
+import { z } from 'zod';
+import { run, type Executor } from './executor';
+import { actorSchema, nameSchema, parseInput, textSchema } from './validate';
+
+/** Most redacted paths one kind version may have. */
+export const MAX_REDACTED_PATHS = 100;
+
+/**
+ * A payload path as the dashboard masks it: keys joined by dots, each key optionally followed
+ * by `[]` (any element of an array) or `[n]` (element n): `email`, `card.number`,
+ * `recipients[].email`. Keys are letters, digits and `_ $ -`.
+ */
+export const REDACTED_PATH_PATTERN = /^[A-Za-z0-9_$-]+(\[\d*\])*(\.[A-Za-z0-9_$-]+(\[\d*\])*)*$/;
+
+export const redactedPathSchema = z
+  .string()
+  .max(200)
+  .regex(REDACTED_PATH_PATTERN, 'expected keys joined by dots, each optionally followed by [] or [n]');
+
+export const redactedPathsSchema = z
+  .array(redactedPathSchema)
+  .max(MAX_REDACTED_PATHS, `at most ${MAX_REDACTED_PATHS} paths per kind version`);
+
+/** What a worker records of one kind version it runs. */
+export interface KindRegistration {
+  kind: string;
+  version: number;
+  /** The queue the kind's jobs usually go to (shown, not enforced). */
+  defaultQueue: string;
+  /** What the dashboard calls the kind. */
+  displayName: string;
+  /** Payload paths viewers and operators see masked (besides the well-known secret keys). */
+  redactedPaths: readonly string[];
+  /** Whether running a job of this kind again after it succeeded does no harm. */
+  rerunSafe: boolean;
+}
+
+export const kindRegistrationSchema = z.strictObject({
+  kind: nameSchema,
+  version: z.int().min(1).max(1_000_000),
+  defaultQueue: nameSchema,
+  displayName: textSchema(200).pipe(z.string().min(1)),
+  redactedPaths: redactedPathsSchema.readonly(),
+  rerunSafe: z.boolean(),
+});
+
+const registrationsSchema = z
+  .array(kindRegistrationSchema)
+  .max(10_000)
+  .refine(
+    (kinds) => new Set(kinds.map((k) => `${k.kind}\u0000${k.version}`)).size === kinds.length,
+    'a kind version repeats',
+  );
+
+/** Checks registrations before anything is written (a handler's start-up uses it too). */
+export function parseKindRegistrations(kinds: readonly KindRegistration[]): KindRegistration[] {
+  return parseInput('registerKinds', registrationsSchema, kinds);
+}
+
+/**
+ * Records the kinds a worker runs, in one statement: new kind versions are inserted, known ones
+ * get the worker's description, `last_seen_at = now` and the union of the stored and the
+ * declared redacted paths (sorted, without repeats).
+ */
+export async function registerKinds(executor: Executor, kinds: readonly KindRegistration[]): Promise<void> {
+  const parsed = parseKindRegistrations(kinds);
+  if (parsed.length === 0) return;
+  const rows = parsed.map((k) => ({
+    kind: k.kind,
+    version: k.version,
+    default_queue: k.defaultQueue,
+    display_name: k.displayName,
+    redacted_paths: k.redactedPaths,
+    rerun_safe: k.rerunSafe,
+  }));
+  // ORDER BY: two workers starting together upsert the same rows; taking the row locks in the
+  // same order keeps them from deadlocking. COLLATE "C": the stored order does not depend on
+  // the database's collation.
+  await run(
+    executor,
+    sql`INSERT INTO leasehold.kinds AS k (kind, version, default_queue, display_name, redacted_paths, rerun_safe)
+        SELECT r.kind, r.version, r.default_queue, r.display_name,
+               ARRAY(SELECT DISTINCT p COLLATE "C" FROM jsonb_array_elements_text(r.redacted_paths) AS e(p) ORDER BY 1),
+               r.rerun_safe
+        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+             AS r(kind text, version int, default_queue text, display_name text, redacted_paths jsonb, rerun_safe boolean)
+        ORDER BY r.kind COLLATE "C", r.version
+        ON CONFLICT (kind, version) DO UPDATE SET
+          default_queue = excluded.default_queue,
+          display_name = excluded.display_name,
+          rerun_safe = excluded.rerun_safe,
+          redacted_paths = ARRAY(SELECT DISTINCT p COLLATE "C" FROM unnest(k.redacted_paths || excluded.redacted_paths) AS u(p) ORDER BY 1),
+          last_seen_at = statement_timestamp()`,
+  );
+}
+
+const setRedactedPathsSchema = z.strictObject({
+  kind: nameSchema,
+  version: z.int().min(1).max(1_000_000),
+  paths: redactedPathsSchema,
+  actor: actorSchema,
+  reason: textSchema(1000).optional(),
+});
+
+export type SetRedactedPathsOutcome =
+  | { applied: true; before: string[]; after: string[]; auditId: number }
+  | { applied: false; reason: 'not_found'; auditId: number };
+
+/**
+ * Admin: sets a kind version's redacted paths to exactly `paths` (the one way to remove one),
+ * with its `set_redacted_paths` audit row in the same statement. Refused (`not_found`, audited)
+ * when no worker has registered that kind version. A worker whose handler still declares a
+ * removed path adds it back when it starts: the code's declaration is the floor.
+ */
+export async function setRedactedPaths(
+  executor: Executor,
+  input: { kind: string; version: number; paths: readonly string[]; actor: string; reason?: string },
+): Promise<SetRedactedPathsOutcome> {
+  const { kind, version, paths, actor, reason } = parseInput('setRedactedPaths', setRedactedPathsSchema, input);
+  const after = [...new Set(paths)].sort();
+  // `before` reads the statement's snapshot; a worker's registration committing in between is
+  // waited for by the UPDATE's row lock and then overwritten, so the audit row's `before` may
+  // miss paths that registration added (the `after` is what is stored).
+  const rows = await run(
+    executor,
+    sql`
+    WITH before AS (
+      SELECT redacted_paths FROM leasehold.kinds WHERE kind = ${kind} AND version = ${version}::int
+    ), changed AS (
+      UPDATE leasehold.kinds SET redacted_paths = ${sql.param(after)}::text[]
+      WHERE kind = ${kind} AND version = ${version}::int
+      RETURNING redacted_paths
+    ), audit AS (
+      INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
+      SELECT ${actor}, 'set_redacted_paths', 1, (SELECT count(*) FROM changed)::int,
+             CASE WHEN EXISTS (SELECT 1 FROM changed) THEN 'applied' ELSE 'refused' END,
+             jsonb_build_object('reason', ${reason ?? null}::text, 'kind', ${kind}::text, 'version', ${version}::int,
+                                'before', (SELECT to_jsonb(redacted_paths) FROM before),
+                                'after', (SELECT to_jsonb(redacted_paths) FROM changed))
+      RETURNING id
+    )
+    SELECT (SELECT id FROM audit) AS audit_id,
+           (SELECT redacted_paths FROM before) AS before,
+           (SELECT redacted_paths FROM changed) AS after`,
+  );
+  const row = rows[0]!;
+  const auditId = Number(row.audit_id);
+  if (row.after === null) return { applied: false, reason: 'not_found', auditId };
+  return { applied: true, before: (row.before as string[] | null) ?? [], after: row.after as string[], auditId };
+}

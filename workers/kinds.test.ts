@@ -1,0 +1,126 @@
+/**
+ * A worker records the kinds it runs in the kinds registry when it starts, and a rolling deploy
+ * cannot unmask a payload field: a worker declaring fewer redacted paths keeps the stored ones.
+ */
+import { z } from 'zod';
+import { afterEach, describe, expect, it } from 'vitest';
+import { listWorkers } from '../db/queue';
+import { listKinds } from '../db/queries/kinds';
+import { silentLogger } from '../test/attempts';
+import { useTestDatabase } from '../test/db';
+import { uniqueQueue } from '../test/factories';
+import { defineHandler, HandlerRegistry, type Handler } from './handler';
+import { Worker, type WorkerSettings } from './worker';
+
+const t = useTestDatabase();
+const workers: Worker[] = [];
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop(0)));
+});
+
+function settings(queue: string): WorkerSettings {
+  return {
+    workerId: `kinds-${queue}-${workers.length}`,
+    queues: [queue],
+    concurrency: 1,
+    leaseSeconds: 30,
+    batchSize: 1,
+    pollMs: 100,
+    listen: false,
+    graceMs: 0,
+    ackFlushMs: 5,
+    asyncClaims: false,
+    registryIntervalMs: 10_000,
+    maintenance: {
+      enabled: false,
+      reapIntervalMs: 1000,
+      retentionIntervalMs: 60_000,
+      staleWorkerSeconds: 60,
+      receiptsRetentionSeconds: 86400,
+      retention: {},
+    },
+  };
+}
+
+async function startWorker(queue: string, handlers: Handler[]): Promise<Worker> {
+  const worker = new Worker(settings(queue), {
+    db: t.db,
+    databaseUrl: t.url,
+    registry: new HandlerRegistry(handlers),
+    logger: silentLogger,
+  });
+  workers.push(worker);
+  await worker.start();
+  return worker;
+}
+
+function mailer(kind: string, redact: string[], extra: Partial<Handler> = {}): Handler {
+  return defineHandler({
+    kind,
+    versions: [1, 2],
+    schema: z.object({}).passthrough(),
+    timeoutMs: 1000,
+    displayName: 'Invoice mail',
+    defaultQueue: 'mail',
+    redact,
+    rerunSafe: true,
+    handle: async () => 'sent',
+    ...extra,
+  });
+}
+
+const kindsOf = async (kind: string) => (await listKinds(t.db)).filter((k) => k.kind === kind);
+
+describe("a worker's start", () => {
+  it('records each kind version it runs: display name, default queue, redacted paths, re-run safety', async () => {
+    const queue = uniqueQueue('kinds');
+    const kind = uniqueQueue('invoice.mail');
+    const plain = uniqueQueue('plain');
+    const worker = await startWorker(queue, [
+      mailer(kind, ['email', 'address.street']),
+      defineHandler({ kind: plain, versions: [1], schema: z.unknown(), timeoutMs: 1000, handle: async () => null }),
+    ]);
+    expect(await kindsOf(kind)).toMatchObject([
+      {
+        version: 1,
+        displayName: 'Invoice mail',
+        defaultQueue: 'mail',
+        redactedPaths: ['address.street', 'email'],
+        rerunSafe: true,
+      },
+      { version: 2, redactedPaths: ['address.street', 'email'] },
+    ]);
+    // A handler that declares nothing: its kind as its name, the default queue, nothing masked.
+    expect(await kindsOf(plain)).toMatchObject([
+      { version: 1, displayName: plain, defaultQueue: 'default', redactedPaths: [], rerunSafe: false },
+    ]);
+    // Recorded by the time the worker is listed as live.
+    expect((await listWorkers(t.db, 60)).map((w) => w.id)).toContain(worker.health().workerId);
+  });
+
+  it('keeps the paths a newer worker recorded when an older one with fewer paths starts', async () => {
+    const kind = uniqueQueue('invoice.mail');
+    await startWorker(uniqueQueue('kinds'), [mailer(kind, ['email', 'phone'])]);
+    await startWorker(uniqueQueue('kinds'), [mailer(kind, ['email'], { displayName: 'Invoice mail (old)' })]);
+    expect(await kindsOf(kind)).toMatchObject([
+      { version: 1, redactedPaths: ['email', 'phone'], displayName: 'Invoice mail (old)' },
+      { version: 2, redactedPaths: ['email', 'phone'] },
+    ]);
+  });
+
+  it('adds the paths a worker declares beyond the recorded ones', async () => {
+    const kind = uniqueQueue('invoice.mail');
+    await startWorker(uniqueQueue('kinds'), [mailer(kind, ['email'])]);
+    await startWorker(uniqueQueue('kinds'), [mailer(kind, ['email', 'card.number'])]);
+    expect((await kindsOf(kind)).map((k) => k.redactedPaths)).toEqual([
+      ['card.number', 'email'],
+      ['card.number', 'email'],
+    ]);
+  });
+});
+
+describe('the handler registry', () => {
+  it('refuses a handler with a redacted path the dashboard could not match, when the handlers load', () => {
+    expect(() => new HandlerRegistry([mailer('bad.paths', ['email', 'a..b'])])).toThrow(/redactedPaths/);
+  });
+});
