@@ -7,8 +7,8 @@
  * would stay behind on a server connection that other clients get next. So the limits are set
  * per transaction (SET LOCAL, at the start of every transaction on this database and every one
  * Leasehold opens on its pool), and single statements outside a transaction get theirs from the
- * database role they run as (`ALTER ROLE leasehold_worker SET statement_timeout = '30s'`,
- * docs/operations.md), never from a session.
+ * database role they log in as (set by `npm run db:roles` on each login of leasehold_worker and
+ * leasehold_dashboard, docs/operations.md), never from a session.
  */
 import { sql } from 'drizzle-orm';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';

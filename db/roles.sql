@@ -1,0 +1,210 @@
+-- Leasehold's database roles, and what each may do in schema leasehold (docs/operations.md,
+-- Database roles). Four NOLOGIN group roles: grant one to each login that runs a part of
+-- Leasehold.
+--
+--   leasehold_migrator   owns schema leasehold and everything in it: runs the migrations (DDL)
+--   leasehold_worker     claims, settles, reaps, cleans up, keeps the worker and kinds registries
+--   leasehold_producer   enqueues (TypeScript enqueue and leasehold.enqueue(…)), nothing more
+--   leasehold_dashboard  reads everything the dashboard shows; writes what its operator and
+--                        admin actions write, always with their audit row
+--
+-- Not a migration: roles belong to the cluster, not to one database, and creating them needs
+-- CREATEROLE, which the migrator should not have; two databases of one cluster (staging and
+-- production, or an application's tests) would also collide on them. So a DBA runs this, as a
+-- superuser (or a role with CREATEROLE that is a member of leasehold_migrator and of the current
+-- owner of schema leasehold), in the database Leasehold lives in:
+--
+--   npm run db:roles                                  (DATABASE_URL; scripts/roles.ts)
+--   psql -v ON_ERROR_STOP=1 -d "$DATABASE_URL" -f db/roles.sql
+--
+-- It is idempotent and convergent: every run revokes what these roles hold in schema leasehold
+-- and grants exactly what is written here, in one transaction. Run it before the first
+-- migration (it creates the roles and lets the migrator create the schema), after it (the
+-- grants), and after every migration that adds a table or a column one of the roles writes.
+-- New tables are readable by the worker and the dashboard at once (default privileges below);
+-- only writes wait for the next run. Run it again, too, after giving a login one of these
+-- roles: it sets the login's timeouts (role settings apply only to the role a session logs in
+-- as, never through membership).
+BEGIN;
+SET LOCAL lock_timeout = '5s';
+
+-- The roles. Created when missing, never altered: a DBA's LOGIN or password on one is kept.
+DO $roles$
+DECLARE
+  name text;
+BEGIN
+  FOREACH name IN ARRAY ARRAY['leasehold_migrator', 'leasehold_worker', 'leasehold_producer', 'leasehold_dashboard'] LOOP
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = name) THEN
+      BEGIN
+        EXECUTE format('CREATE ROLE %I NOLOGIN', name);
+      EXCEPTION WHEN duplicate_object OR unique_violation THEN
+        NULL; -- another run created it meanwhile
+      END;
+    END IF;
+  END LOOP;
+END
+$roles$;
+
+-- This database: every role may connect; the migrator may create schemas (0000 creates
+-- leasehold; CREATE SCHEMA IF NOT EXISTS checks the right even when the schema exists).
+DO $database$
+BEGIN
+  EXECUTE format('GRANT CONNECT ON DATABASE %I TO leasehold_migrator, leasehold_worker, leasehold_producer, leasehold_dashboard',
+                 current_database());
+  EXECUTE format('GRANT CREATE ON DATABASE %I TO leasehold_migrator', current_database());
+END
+$database$;
+
+-- Timeouts, on Leasehold's own roles in this database only. Workers and the dashboard send no
+-- startup parameters (a transaction pooler refuses them) and set limits only inside the
+-- transactions they open, so their single statements (claims, acknowledgements, the
+-- dashboard's reads) are limited by these alone. PostgreSQL applies a role's settings only to
+-- sessions that log in as that role, so they are set on each login that is a member of the
+-- group too (superusers and the members that administer the group are left alone). A login
+-- of the migrator group acts as leasehold_migrator from its first statement (`role`), so what
+-- it creates belongs to the group, which every migrator login can then alter, and the default
+-- privileges below apply to it. The producer group gets none: its logins are applications',
+-- whose limits are theirs to choose.
+DO $settings$
+DECLARE
+  wanted CONSTANT jsonb := '{
+    "leasehold_worker": {"statement_timeout": "30s", "lock_timeout": "10s", "idle_in_transaction_session_timeout": "60s"},
+    "leasehold_dashboard": {"statement_timeout": "5s", "lock_timeout": "5s", "idle_in_transaction_session_timeout": "60s"},
+    "leasehold_migrator": {}
+  }';
+  target record;
+  setting record;
+BEGIN
+  FOR target IN
+    SELECT g.rolname AS grp, g.rolname AS login FROM pg_catalog.pg_roles g WHERE g.rolname IN ('leasehold_worker', 'leasehold_dashboard')
+    UNION ALL
+    SELECT g.rolname, m.rolname
+    FROM pg_catalog.pg_auth_members a
+    JOIN pg_catalog.pg_roles g ON g.oid = a.roleid
+    JOIN pg_catalog.pg_roles m ON m.oid = a.member
+    WHERE g.rolname IN ('leasehold_worker', 'leasehold_dashboard', 'leasehold_migrator')
+      AND m.rolcanlogin AND NOT m.rolsuper AND NOT m.rolcreaterole AND NOT a.admin_option
+    ORDER BY 2, 1
+  LOOP
+    FOR setting IN SELECT key, value FROM jsonb_each_text(wanted -> target.grp) LOOP
+      EXECUTE format('ALTER ROLE %I IN DATABASE %I SET %I = %L', target.login, current_database(), setting.key, setting.value);
+    END LOOP;
+    IF target.grp = 'leasehold_migrator' THEN
+      EXECUTE format('ALTER ROLE %I IN DATABASE %I SET role = %L', target.login, current_database(), 'leasehold_migrator');
+    END IF;
+  END LOOP;
+END
+$settings$;
+
+-- What exists: ownership, grants, and defaults for what the migrator makes later. Before the
+-- first migration there is nothing to grant on.
+DO $grants$
+DECLARE
+  object record;
+BEGIN
+  IF pg_catalog.to_regnamespace('leasehold') IS NULL THEN
+    RAISE NOTICE 'schema leasehold does not exist yet: roles made; run the migrations as a leasehold_migrator login, then this script again for the grants';
+    RETURN;
+  END IF;
+
+  -- The migrator owns everything, whoever ran the migrations so far: DDL needs ownership, and
+  -- the SECURITY DEFINER triggers (drizzle/0002) then run as the owner of the tables they write.
+  ALTER SCHEMA leasehold OWNER TO leasehold_migrator;
+  FOR object IN
+    SELECT c.relname, c.relkind FROM pg_catalog.pg_class c
+    WHERE c.relnamespace = 'leasehold'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+      AND c.relowner <> 'leasehold_migrator'::regrole
+      -- A sequence owned by a column (bigserial) follows its table.
+      AND NOT (c.relkind = 'S' AND EXISTS (
+        SELECT 1 FROM pg_catalog.pg_depend d
+        WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i')))
+    ORDER BY c.relname
+  LOOP
+    EXECUTE format('ALTER %s leasehold.%I OWNER TO leasehold_migrator',
+                   CASE object.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                   object.relname);
+  END LOOP;
+  FOR object IN
+    SELECT p.oid::regprocedure AS signature FROM pg_catalog.pg_proc p
+    WHERE p.pronamespace = 'leasehold'::regnamespace AND p.proowner <> 'leasehold_migrator'::regrole
+  LOOP
+    EXECUTE format('ALTER ROUTINE %s OWNER TO leasehold_migrator', object.signature);
+  END LOOP;
+
+  -- Objects the migrator makes from now on: the worker and the dashboard may read new tables
+  -- at once (their writes come with the next run of this script); new functions are not
+  -- everyone's to call (PostgreSQL's default grants EXECUTE to PUBLIC).
+  ALTER DEFAULT PRIVILEGES FOR ROLE leasehold_migrator IN SCHEMA leasehold
+    REVOKE ALL ON TABLES FROM leasehold_worker, leasehold_producer, leasehold_dashboard;
+  ALTER DEFAULT PRIVILEGES FOR ROLE leasehold_migrator IN SCHEMA leasehold
+    GRANT SELECT ON TABLES TO leasehold_worker, leasehold_dashboard;
+  ALTER DEFAULT PRIVILEGES FOR ROLE leasehold_migrator REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+
+  -- From nothing: what these roles held here before is revoked, column grants included, so a
+  -- grant removed from this file is removed from the database too. In one transaction with the
+  -- grants below, so a running worker never sees the gap.
+  REVOKE ALL ON SCHEMA leasehold FROM leasehold_worker, leasehold_producer, leasehold_dashboard;
+  REVOKE ALL ON ALL TABLES IN SCHEMA leasehold FROM leasehold_worker, leasehold_producer, leasehold_dashboard;
+  REVOKE ALL ON ALL SEQUENCES IN SCHEMA leasehold FROM leasehold_worker, leasehold_producer, leasehold_dashboard;
+  REVOKE ALL ON ALL ROUTINES IN SCHEMA leasehold FROM PUBLIC, leasehold_worker, leasehold_producer, leasehold_dashboard;
+  GRANT USAGE ON SCHEMA leasehold TO leasehold_worker, leasehold_producer, leasehold_dashboard;
+
+  -- Producer: what db/queue/enqueue-sql.ts and leasehold.enqueue(…) touch. The jobs' own
+  -- columns only (state, attempts, the lease and the finish are the defaults of a new job);
+  -- the ready row comes from the SECURITY DEFINER trigger, so no right on ready_jobs. SELECT
+  -- on jobs because the TypeScript enqueue returns the job it made or found (RETURNING needs
+  -- it): a producer can read jobs, not change them.
+  GRANT INSERT (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at, claim_at, max_attempts,
+                trace_id, expires_at) ON leasehold.jobs TO leasehold_producer;
+  GRANT SELECT ON leasehold.jobs TO leasehold_producer;
+  GRANT INSERT (key, job_id, queue, expires_at), SELECT (key, job_id) ON leasehold.dedupe_keys TO leasehold_producer;
+  GRANT SELECT (name, aging_seconds) ON leasehold.queues TO leasehold_producer;
+  GRANT EXECUTE ON FUNCTION leasehold.enqueue(text, jsonb, text, timestamptz, interval, integer, integer, text,
+    interval, text, interval, integer, uuid, boolean) TO leasehold_producer;
+
+  -- Worker: the claim, the settlements and the reaper (db/queue/transitions.ts), retention
+  -- (retention.ts), receipts (receipts.ts), the worker registry (worker-registry.ts), the kinds
+  -- registry (kinds.ts) and the schema check at start (db/schema-version.ts). Column lists are
+  -- what those statements set; what a job was enqueued with stays the producer's.
+  GRANT SELECT, DELETE ON leasehold.jobs TO leasehold_worker;
+  GRANT UPDATE (state, attempts, max_attempts, run_at, claim_at, failure_class, last_error, worker_id, started_at,
+                lease_token, lease_until, finished_at, updated_at) ON leasehold.jobs TO leasehold_worker;
+  -- The claim locks ready rows FOR UPDATE, which needs UPDATE on one column: `attempts`, a
+  -- copy kept for the dashboard's split (the claim order and the link to the job stay fixed).
+  GRANT SELECT, DELETE, UPDATE (attempts) ON leasehold.ready_jobs TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE, UPDATE (running, lease_until) ON leasehold.leases TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE, UPDATE (jobs) ON leasehold.finished_rollup TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE ON leasehold.job_attempts TO leasehold_worker;
+  GRANT SELECT, DELETE ON leasehold.dedupe_keys TO leasehold_worker;
+  GRANT SELECT ON leasehold.queues TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE, UPDATE (host, pid, queues, concurrency, version, last_seen_at)
+    ON leasehold.workers TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE ON leasehold.receipts TO leasehold_worker;
+  GRANT SELECT, INSERT, UPDATE (default_queue, display_name, rerun_safe, redacted_paths, last_seen_at)
+    ON leasehold.kinds TO leasehold_worker;
+  GRANT SELECT ON leasehold.migrations TO leasehold_worker;
+
+  -- Dashboard: everything db/queries and lib/dal read, the surface's views, and the writes of
+  -- the operator actions (db/queue/operator.ts: retry, cancel, pause, resume, each with its
+  -- audit row), the admin's kinds and users changes, and audit rows of its own (recordAudit).
+  -- It cannot claim: no INSERT on leases, no UPDATE of attempts, worker_id or started_at.
+  GRANT SELECT ON leasehold.jobs, leasehold.ready_jobs, leasehold.leases, leasehold.finished_rollup,
+    leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.kinds,
+    leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats
+    TO leasehold_dashboard;
+  GRANT UPDATE (state, max_attempts, run_at, claim_at, expires_at, failure_class, last_error, lease_token, lease_until,
+                finished_at, updated_at) ON leasehold.jobs TO leasehold_dashboard;
+  GRANT DELETE ON leasehold.ready_jobs TO leasehold_dashboard;
+  GRANT UPDATE (running) ON leasehold.leases TO leasehold_dashboard;
+  GRANT INSERT, UPDATE (jobs) ON leasehold.finished_rollup TO leasehold_dashboard;
+  GRANT INSERT ON leasehold.job_attempts TO leasehold_dashboard;
+  GRANT INSERT (name, paused, paused_at, paused_by), UPDATE (paused, paused_at, paused_by, updated_at)
+    ON leasehold.queues TO leasehold_dashboard;
+  GRANT INSERT ON leasehold.audit_log TO leasehold_dashboard;
+  GRANT USAGE ON SEQUENCE leasehold.audit_log_id_seq TO leasehold_dashboard;
+  GRANT UPDATE (redacted_paths) ON leasehold.kinds TO leasehold_dashboard;
+  GRANT INSERT, UPDATE (password_hash, role, disabled, updated_at) ON leasehold.users TO leasehold_dashboard;
+END
+$grants$;
+
+COMMIT;

@@ -1,0 +1,443 @@
+/**
+ * Each part of Leasehold under its own database role (db/roles.sql), on real logins: the
+ * migrator migrates an empty database, the producer enqueues, the worker claims, settles,
+ * reaps and cleans up, the dashboard reads and acts; and each is refused (42501) what its part
+ * does not do. The worker's runtime loop and the data-access layer have files of their own
+ * (workers/roles.test.ts, lib/dal/roles.test.ts).
+ */
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb, type DbHandle } from './client';
+import { MIGRATIONS_FOLDER, readMigrations } from './migrate';
+import {
+  cancelIfUnchanged,
+  claim,
+  completeIfLeaseHeld,
+  deregisterWorker,
+  enqueue,
+  enqueueMany,
+  failIfLeaseHeld,
+  findReceipt,
+  heartbeatIfLeaseHeld,
+  listWorkers,
+  pauseQueue,
+  reapExpiredLeases,
+  recordReceipt,
+  registerWorker,
+  releaseIfLeaseHeld,
+  removeExpiredHistory,
+  removeOldReceipts,
+  removeStaleWorkers,
+  resumeQueue,
+  retryIfTerminal,
+  touchWorker,
+  withMaintenanceLock,
+} from './queue';
+import { run } from './queue/executor';
+import { backlog, deadByClass, overview } from './queries/overview';
+import { failureGroups, jobDetail, jobListSchema, listAudit, listJobs, previewForAction } from './queries/jobs';
+import { applyRoles, LEASEHOLD_ROLES, rolesSql, type LeaseholdRole } from './roles';
+import { schemaCompatibility } from './schema-version';
+import { LIST_STATES, subStateOf } from './states';
+import { findUserByEmail, upsertUser } from './users';
+import { expireLease, getJob, mixedFixture, uniqueQueue } from '../test/factories';
+import { roleDatabase, sqlStateOf, useRoleDatabase, type RoleDatabase } from '../test/roles';
+
+const r = useRoleDatabase({ fresh: true });
+const as = {} as Record<LeaseholdRole | 'admin', DbHandle>;
+beforeAll(() => {
+  for (const role of Object.keys(LEASEHOLD_ROLES) as LeaseholdRole[]) as[role] = createDb(r.urls[role], { max: 4 });
+  as.admin = createDb(r.adminUrl, { max: 4 });
+});
+afterAll(async () => {
+  await Promise.all(Object.values(as).map((h) => h.close()));
+});
+
+const refused = '42501';
+const one = async (handle: DbHandle, text: string, values: unknown[] = []) =>
+  (await handle.pool.query(text, values)).rows[0] as Record<string, unknown> | undefined;
+
+/** ACLs and owners of schema leasehold and all it holds, to compare two runs of the script. */
+async function grantsOf(url: string) {
+  const handle = createDb(url, { max: 1 });
+  try {
+    const { rows } = await handle.pool.query(`
+      SELECT 'schema' AS kind, nspname AS name, pg_get_userbyid(nspowner) AS owner, nspacl::text AS acl
+      FROM pg_namespace WHERE nspname = 'leasehold'
+      UNION ALL
+      SELECT relkind::text, relname, pg_get_userbyid(relowner), relacl::text FROM pg_class
+      WHERE relnamespace = 'leasehold'::regnamespace AND relkind IN ('r', 'v', 'S')
+      UNION ALL
+      SELECT 'column', c.relname || '.' || a.attname, NULL, a.attacl::text
+      FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+      WHERE c.relnamespace = 'leasehold'::regnamespace AND a.attacl IS NOT NULL
+      UNION ALL
+      SELECT 'function', p.oid::regprocedure::text, pg_get_userbyid(p.proowner), p.proacl::text FROM pg_proc p
+      WHERE p.pronamespace = 'leasehold'::regnamespace
+      ORDER BY 1, 2`);
+    return rows as { kind: string; name: string; owner: string | null; acl: string | null }[];
+  } finally {
+    await handle.close();
+  }
+}
+
+describe('the migrator', () => {
+  it('migrates an empty database as its own login, and the group owns everything made', async () => {
+    expect(await one(as.migrator, 'SELECT current_user AS role')).toEqual({ role: 'leasehold_migrator' });
+    const journal = await as.admin.pool.query('SELECT name FROM leasehold.migrations ORDER BY position');
+    expect(journal.rows.map((row) => row.name)).toEqual(readMigrations(MIGRATIONS_FOLDER).map((m) => m.name));
+    const owners = (await grantsOf(r.adminUrl)).filter((g) => g.owner !== null);
+    expect(owners.filter((g) => g.owner !== 'leasehold_migrator')).toEqual([]);
+    expect(owners.map((g) => g.name)).toEqual(expect.arrayContaining(['jobs', 'jobs_view', 'queue_stats']));
+  });
+
+  it('cannot make roles: the DBA runs db/roles.sql', async () => {
+    expect(await sqlStateOf(as.migrator.pool.query('CREATE ROLE lh_should_not_exist'))).toBe(refused);
+  });
+});
+
+describe('the producer', () => {
+  it('enqueues through TypeScript: one job, with aging priority, with a key (twice), and many', async () => {
+    const queue = uniqueQueue('prod-ts');
+    const plain = await enqueue(as.producer.db, { queue, kind: 'k', payload: { n: 1 } });
+    const urgent = await enqueue(as.producer.db, { queue, kind: 'k', priority: 7 });
+    const first = await enqueue(as.producer.db, { queue, kind: 'k', idempotencyKey: `key-${queue}` });
+    const again = await enqueue(as.producer.db, { queue, kind: 'k', idempotencyKey: `key-${queue}` });
+    const many = await enqueueMany(as.producer.db, [
+      { queue, kind: 'k' },
+      { queue, kind: 'k', idempotencyKey: `key-${queue}` },
+      { queue, kind: 'k', idempotencyKey: `other-${queue}` },
+    ]);
+    expect([plain.created, urgent.created, first.created, again.created]).toEqual([true, true, true, false]);
+    expect(again).toMatchObject({ id: first.id, job: { id: first.id, state: 'ready' } });
+    expect(many.map((m) => m.created)).toEqual([true, false, true]);
+    expect(many[1]!.id).toBe(first.id);
+    const ready = await as.admin.pool.query('SELECT id FROM leasehold.ready_jobs WHERE queue = $1 ORDER BY id', [
+      queue,
+    ]);
+    expect(ready.rows.map((row) => row.id)).toEqual([plain.id, urgent.id, first.id, many[0]!.id, many[2]!.id].sort());
+  });
+
+  it('enqueues through leasehold.enqueue, and a worker claims the job', async () => {
+    const queue = uniqueQueue('prod-sql');
+    const made = await one(as.producer, `SELECT * FROM leasehold.enqueue('k', '{"n": 2}', $1, priority => 3)`, [queue]);
+    expect(made).toMatchObject({ created: true });
+    const [job] = await claim(as.worker.db, { queues: [queue], workerId: 'w-prod' });
+    expect(job).toMatchObject({ id: made!.id, payload: { n: 2 }, priority: 3 });
+  });
+
+  it('is refused claims, settlements, writes beyond a new job and every other table (42501)', async () => {
+    const queue = uniqueQueue('prod-refused');
+    const { id } = await enqueue(as.producer.db, { queue, kind: 'k' });
+    expect(await sqlStateOf(claim(as.producer.db, { queues: [queue], workerId: 'p' }))).toBe(refused);
+    const [lease] = await claim(as.worker.db, { queues: [queue], workerId: 'w' });
+    expect(await sqlStateOf(completeIfLeaseHeld(as.producer.db, lease!))).toBe(refused);
+    expect(await sqlStateOf(retryIfTerminal(as.producer.db, { id, actor: 'p' }))).toBe(refused);
+    const statements = [
+      ...[
+        'ready_jobs',
+        'leases',
+        'job_attempts',
+        'finished_rollup',
+        'audit_log',
+        'users',
+        'workers',
+        'receipts',
+        'kinds',
+      ].map((table) => `SELECT 1 FROM leasehold.${table} LIMIT 1`),
+      'SELECT 1 FROM leasehold.jobs_view LIMIT 1',
+      'SELECT 1 FROM leasehold.queue_stats LIMIT 1',
+      `INSERT INTO leasehold.ready_jobs (queue, claim_at, run_at, id, kind) VALUES ('x', now(), now(), gen_random_uuid(), 'k')`,
+      `INSERT INTO leasehold.jobs (id, kind, state, attempts) VALUES (gen_random_uuid(), 'k', 'ready', 5)`,
+      `UPDATE leasehold.jobs SET priority = 100 WHERE id = '${id}'`,
+      `DELETE FROM leasehold.dedupe_keys`,
+      `INSERT INTO leasehold.queues (name, paused) VALUES ('${queue}', true)`,
+    ];
+    const states = await Promise.all(statements.map((s) => sqlStateOf(as.producer.pool.query(s))));
+    expect(Object.fromEntries(statements.map((s, i) => [s, states[i]]))).toEqual(
+      Object.fromEntries(statements.map((s) => [s, refused])),
+    );
+  });
+});
+
+describe('the worker', () => {
+  it('claims, heartbeats, completes, fails, releases and reaps', async () => {
+    const queue = uniqueQueue('work');
+    await enqueueMany(
+      as.producer.db,
+      Array.from({ length: 5 }, (_, n) => ({ queue, kind: 'k', payload: { n } })),
+    );
+    const leased = await claim(as.worker.db, { queues: [queue], workerId: 'w-work', limit: 5, leaseSeconds: 30 });
+    const [done, retried, dead, released, crashed] = leased.sort(
+      (a, b) => (a.payload as { n: number }).n - (b.payload as { n: number }).n,
+    );
+    expect(await heartbeatIfLeaseHeld(as.worker.db, done!, { leaseSeconds: 60 })).toMatchObject({ applied: true });
+    expect(await completeIfLeaseHeld(as.worker.db, done!)).toEqual({ applied: true });
+    expect(
+      await failIfLeaseHeld(as.worker.db, retried!, { error: 'provider 503', failureClass: 'transient' }),
+    ).toMatchObject({
+      applied: true,
+      state: 'ready',
+    });
+    expect(
+      await failIfLeaseHeld(as.worker.db, dead!, { error: 'bad payload', failureClass: 'permanent' }),
+    ).toMatchObject({
+      applied: true,
+      state: 'dead',
+    });
+    expect(await releaseIfLeaseHeld(as.worker.db, released!, { reason: 'shutdown' })).toEqual({ applied: true });
+    await expireLease(as.admin.db, crashed!.id); // as if the lease had run out
+    expect(await reapExpiredLeases(as.worker.db, { limit: 100 })).toMatchObject({ retried: [crashed!.id] });
+    const states = await Promise.all(leased.map((j) => getJob(as.admin.db, j.id)));
+    expect(Object.fromEntries(states.map((j) => [j.id, j.state]))).toEqual({
+      [done!.id]: 'done',
+      [retried!.id]: 'ready',
+      [dead!.id]: 'dead',
+      [released!.id]: 'ready',
+      [crashed!.id]: 'ready',
+    });
+  });
+
+  it('keeps the registry and the receipts, and removes expired history under the maintenance lock', async () => {
+    const queue = uniqueQueue('work-keep');
+    const workerId = `w-${queue}`;
+    await registerWorker(as.worker.db, { id: workerId, host: 'h', pid: 1, queues: [queue], concurrency: 1 });
+    expect(await touchWorker(as.worker.db, workerId)).toBe(true);
+    expect((await listWorkers(as.worker.db, 60)).map((w) => w.id)).toContain(workerId);
+    const { id } = await enqueue(as.producer.db, { queue, kind: 'k', idempotencyKey: `old-${queue}` });
+    const [lease] = await claim(as.worker.db, { queues: [queue], workerId });
+    await recordReceipt(as.worker.db, { key: `receipt-${queue}`, jobId: id, attempt: 1, result: { sent: true } });
+    expect(await findReceipt(as.worker.db, `receipt-${queue}`)).toMatchObject({ result: { sent: true } });
+    await failIfLeaseHeld(as.worker.db, lease!, { error: 'gone', failureClass: 'permanent' });
+    // As if weeks had passed.
+    await run(
+      as.admin.db,
+      sql`UPDATE leasehold.jobs SET created_at = now() - interval '40 days', finished_at = now() - interval '30 days' WHERE id = ${id}::uuid`,
+    );
+    await run(
+      as.admin.db,
+      sql`UPDATE leasehold.job_attempts SET ended_at = now() - interval '30 days' WHERE job_id = ${id}::uuid`,
+    );
+    await run(
+      as.admin.db,
+      sql`UPDATE leasehold.dedupe_keys SET expires_at = now() - interval '1 day' WHERE job_id = ${id}::uuid`,
+    );
+    await run(
+      as.admin.db,
+      sql`UPDATE leasehold.receipts SET created_at = now() - interval '40 days' WHERE job_id = ${id}::uuid`,
+    );
+    await run(
+      as.admin.db,
+      sql`UPDATE leasehold.workers SET last_seen_at = now() - interval '1 hour' WHERE id = ${workerId}`,
+    );
+    const round = await withMaintenanceLock(as.worker.db, `retention-${queue}`, async (tx) => ({
+      history: await removeExpiredHistory(tx, { limit: 1000 }),
+      // A key goes once its job is gone: in the round after the job's.
+      keys: await removeExpiredHistory(tx, { limit: 1000 }),
+      receipts: await removeOldReceipts(tx, { olderThanSeconds: 30 * 86400 }),
+      stale: await removeStaleWorkers(tx, 60),
+    }));
+    expect(round).toMatchObject({ ran: true, result: { keys: { dedupeKeys: 1 }, receipts: 1, stale: 1 } });
+    const left = await one(
+      as.admin,
+      `SELECT (SELECT count(*) FROM leasehold.jobs WHERE id = $1)::int AS jobs,
+              (SELECT count(*) FROM leasehold.job_attempts WHERE job_id = $1)::int AS attempts,
+              (SELECT count(*) FROM leasehold.dedupe_keys WHERE job_id = $1)::int AS keys`,
+      [id],
+    );
+    expect(left).toEqual({ jobs: 0, attempts: 0, keys: 0 });
+    await registerWorker(as.worker.db, { id: workerId, host: 'h', pid: 1, queues: [queue], concurrency: 1 });
+    await deregisterWorker(as.worker.db, workerId);
+    expect((await listWorkers(as.worker.db, 3600)).map((w) => w.id)).not.toContain(workerId);
+    expect(await schemaCompatibility(as.worker.db)).toMatchObject({ ok: true });
+  });
+
+  it("is refused enqueues, operator actions and the dashboard's tables (42501)", async () => {
+    const queue = uniqueQueue('work-refused');
+    const { id } = await enqueue(as.producer.db, { queue, kind: 'k' });
+    const [lease] = await claim(as.worker.db, { queues: [queue], workerId: 'w' });
+    await failIfLeaseHeld(as.worker.db, lease!, { error: 'bad', failureClass: 'permanent' });
+    expect(await sqlStateOf(enqueue(as.worker.db, { queue, kind: 'k' }))).toBe(refused);
+    expect(await sqlStateOf(retryIfTerminal(as.worker.db, { id, actor: 'w' }))).toBe(refused);
+    expect(await sqlStateOf(pauseQueue(as.worker.db, { queue, actor: 'w' }))).toBe(refused);
+    for (const statement of [
+      'SELECT 1 FROM leasehold.users',
+      'SELECT 1 FROM leasehold.audit_log',
+      `UPDATE leasehold.jobs SET payload = '{}'`,
+    ]) {
+      expect({ statement, state: await sqlStateOf(as.worker.pool.query(statement)) }).toEqual({
+        statement,
+        state: refused,
+      });
+    }
+    expect((await getJob(as.admin.db, id)).state).toBe('dead');
+  });
+});
+
+describe('the dashboard', () => {
+  let queue: string;
+  let fixture: Awaited<ReturnType<typeof mixedFixture>>;
+  beforeAll(async () => {
+    queue = uniqueQueue('dash');
+    fixture = await mixedFixture(as.admin.db, queue);
+  });
+
+  it('reads the overview, every list state, a job, the failure groups, the audit log, the users and the views', async () => {
+    expect((await backlog(as.dashboard.db)).find((q) => q.queue === queue)).toMatchObject({
+      ready: 1,
+      scheduled: 1,
+      retrying: 1,
+      running: 1,
+      leaseExpired: 1,
+      dead: 1,
+      cancelled: 1,
+      doneLastHour: 1,
+    });
+    expect((await overview(as.dashboard.db)).throughput).toHaveLength(60);
+    const listed = await Promise.all(
+      LIST_STATES.map(async (state) => [
+        state,
+        (await listJobs(as.dashboard.db, jobListSchema.parse({ queue, state }))).jobs.map((j) => j.id),
+      ]),
+    );
+    const now = Date.now();
+    expect(Object.fromEntries(listed)).toEqual(
+      Object.fromEntries(
+        LIST_STATES.map((state) => [
+          state,
+          Object.values(fixture)
+            .filter((j) => subStateOf(j, now) === state)
+            .map((j) => j.id),
+        ]),
+      ),
+    );
+    expect(await jobDetail(as.dashboard.db, fixture.dead!.id)).toMatchObject({
+      job: { id: fixture.dead!.id, state: 'dead' },
+    });
+    expect((await failureGroups(as.dashboard.db)).length).toBeGreaterThan(0);
+    expect((await listAudit(as.dashboard.db, { limit: 10 })).entries.length).toBeGreaterThan(0);
+    expect((await deadByClass(as.dashboard.db)).find((d) => d.queue === queue)).toMatchObject({ count: 1 });
+    expect((await previewForAction(as.dashboard.db, 'retry', { queue }, 10)).jobs.map((j) => j.id).sort()).toEqual(
+      [fixture.dead!.id, fixture.cancelled!.id].sort(),
+    );
+    await upsertUser(as.dashboard.db, {
+      email: `admin-${queue}@example.com`,
+      password: 'a long enough password',
+      role: 'admin',
+    });
+    expect(await findUserByEmail(as.dashboard.db, `admin-${queue}@example.com`)).toMatchObject({ role: 'admin' });
+    expect(await one(as.dashboard, 'SELECT ready, dead FROM leasehold.queue_stats WHERE queue = $1', [queue])).toEqual({
+      ready: '1',
+      dead: '1',
+    });
+    expect(
+      await one(as.dashboard, 'SELECT sub_state FROM leasehold.jobs_view WHERE id = $1', [fixture.expired!.id]),
+    ).toEqual({
+      sub_state: 'lease_expired',
+    });
+  });
+
+  it('retries, cancels a ready and a running job, pauses and resumes, each with its audit row', async () => {
+    const actor = 'ops@example.com';
+    const outcomes = [
+      await retryIfTerminal(as.dashboard.db, { id: fixture.dead!.id, actor }),
+      await cancelIfUnchanged(as.dashboard.db, { id: fixture.ready!.id, actor }),
+      await cancelIfUnchanged(as.dashboard.db, {
+        id: fixture.running!.id,
+        leaseToken: fixture.running!.leaseToken,
+        actor,
+      }),
+      await pauseQueue(as.dashboard.db, { queue, actor }),
+      await resumeQueue(as.dashboard.db, { queue, actor }),
+    ];
+    expect(outcomes.map((o) => o.applied)).toEqual([true, true, true, true, true]);
+    const states = await Promise.all(
+      [fixture.dead!, fixture.ready!, fixture.running!].map((j) => getJob(as.admin.db, j.id)),
+    );
+    expect(states.map((j) => j.state)).toEqual(['ready', 'cancelled', 'cancelled']);
+    const audit = await as.admin.pool.query(
+      'SELECT action, outcome FROM leasehold.audit_log WHERE id = ANY($1::bigint[]) ORDER BY id',
+      [outcomes.map((o) => o.auditId)],
+    );
+    expect(audit.rows).toEqual(
+      ['retry', 'cancel', 'cancel', 'pause', 'resume'].map((action) => ({ action, outcome: 'applied' })),
+    );
+    // The retried job is claimable again: its ready row came from the trigger, not the dashboard.
+    expect((await claim(as.worker.db, { queues: [queue], workerId: 'w-dash', limit: 10 })).map((j) => j.id)).toContain(
+      fixture.dead!.id,
+    );
+  });
+
+  it('is refused claims, enqueues and the writes it does not make (42501)', async () => {
+    const own = uniqueQueue('dash-refused');
+    await enqueue(as.producer.db, { queue: own, kind: 'k' });
+    expect(await sqlStateOf(claim(as.dashboard.db, { queues: [own], workerId: 'd' }))).toBe(refused);
+    expect(await sqlStateOf(enqueue(as.dashboard.db, { queue: own, kind: 'k' }))).toBe(refused);
+    const statements = [
+      `UPDATE leasehold.jobs SET attempts = attempts WHERE queue = '${own}'`,
+      `DELETE FROM leasehold.jobs WHERE queue = '${own}'`,
+      `INSERT INTO leasehold.leases (token, queue, worker_id, lease_until, running, job_ids) VALUES (gen_random_uuid(), 'x', 'd', now(), 0, '{}')`,
+      'SELECT 1 FROM leasehold.receipts',
+      'DELETE FROM leasehold.audit_log',
+      'UPDATE leasehold.queues SET aging_seconds = 1',
+    ];
+    const states = await Promise.all(statements.map((s) => sqlStateOf(as.dashboard.pool.query(s))));
+    expect(Object.fromEntries(statements.map((s, i) => [s, states[i]]))).toEqual(
+      Object.fromEntries(statements.map((s) => [s, refused])),
+    );
+    expect(await one(as.admin, 'SELECT count(*)::int AS n FROM leasehold.ready_jobs WHERE queue = $1', [own])).toEqual({
+      n: 1,
+    });
+  });
+});
+
+describe('role settings', () => {
+  it("gives each login its group's timeouts; the producer's are the application's", async () => {
+    const show = (handle: DbHandle) =>
+      one(
+        handle,
+        `SELECT current_setting('statement_timeout') AS statement, current_setting('lock_timeout') AS lock,
+                current_setting('idle_in_transaction_session_timeout') AS idle`,
+      );
+    expect(await show(as.worker)).toEqual({ statement: '30s', lock: '10s', idle: '1min' });
+    expect(await show(as.dashboard)).toEqual({ statement: '5s', lock: '5s', idle: '1min' });
+    expect(await show(as.producer)).toEqual(await show(as.admin));
+  });
+});
+
+describe('the roles script', () => {
+  let other: RoleDatabase;
+  beforeAll(async () => {
+    other = await roleDatabase(); // a clone of the template, which the superuser migrated
+  });
+  afterAll(async () => {
+    await other?.close();
+  });
+
+  it('takes over a database another role migrated, and a second run changes nothing', async () => {
+    const before = await grantsOf(other.adminUrl);
+    expect(before.filter((g) => g.owner !== null && g.owner !== 'leasehold_migrator')).toEqual([]);
+    const admin = createDb(other.adminUrl, { max: 1 });
+    const worker = createDb(other.urls.worker, { max: 1 });
+    try {
+      // A grant this file does not make is taken back by the next run.
+      await admin.pool.query('GRANT DELETE ON leasehold.users TO leasehold_worker');
+      await applyRoles(other.adminUrl);
+      expect(await grantsOf(other.adminUrl)).toEqual(before);
+      const queue = uniqueQueue('takeover');
+      await enqueue(admin.db, { queue, kind: 'k' });
+      expect(await claim(worker.db, { queues: [queue], workerId: 'w' })).toHaveLength(1);
+    } finally {
+      await Promise.all([admin.close(), worker.close()]);
+    }
+  });
+
+  it('decides for every table and view of schema leasehold', async () => {
+    const { rows } = await as.admin.pool.query<{ name: string }>(
+      `SELECT relname AS name FROM pg_class WHERE relnamespace = 'leasehold'::regnamespace AND relkind IN ('r', 'p', 'v') ORDER BY 1`,
+    );
+    const text = rolesSql();
+    const named = (name: string) => new RegExp(`leasehold\\.${name}\\b`).test(text);
+    expect(rows.map((row) => row.name).filter((name) => !named(name))).toEqual([]);
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * The data-access layer on a leasehold_dashboard login (db/roles.sql): every function lib/dal
+ * exports, called by an admin, does its real work with only the dashboard role's rights. The
+ * cases are keyed by the policy's names, so a new DAL function without one does not compile:
+ * whatever it reads or writes must be granted to the dashboard first.
+ */
+import { randomBytes } from 'node:crypto';
+import { getServerSession } from 'next-auth';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createDb, type DbHandle } from '../../db/client';
+import { failIfLeaseHeld } from '../../db/queue';
+import { upsertUser } from '../../db/users';
+import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories';
+import { useRoleDatabase } from '../../test/roles';
+import { closeDatabase } from '../db';
+import * as dal from './index';
+import type { DalFunction } from './policy';
+
+vi.mock('next-auth', () => ({ getServerSession: vi.fn<() => Promise<unknown>>() }));
+
+const r = useRoleDatabase();
+const METRICS_TOKEN = `metrics-${randomBytes(12).toString('hex')}`;
+const ADMIN = 'admin@roles.example.com';
+let admin: DbHandle;
+
+beforeAll(async () => {
+  // lib/env.ts reads these once, at the first DAL call: the web process's database is the
+  // dashboard's login; fixtures are written as the superuser.
+  process.env.DATABASE_URL = r.urls.dashboard;
+  process.env.NEXTAUTH_SECRET = randomBytes(24).toString('hex');
+  process.env.LEASEHOLD_DEMO = 'false';
+  process.env.LEASEHOLD_METRICS_TOKEN = METRICS_TOKEN;
+  admin = createDb(r.adminUrl, { max: 2 });
+  await upsertUser(admin.db, { email: ADMIN, password: 'roles-test-password', role: 'admin' });
+  vi.mocked(getServerSession).mockResolvedValue({
+    user: { email: ADMIN },
+    expires: new Date(Date.now() + 3_600_000).toISOString(),
+  });
+});
+afterAll(async () => {
+  await closeDatabase();
+  await admin?.close();
+});
+
+/** A dead job on a queue of its own. */
+async function deadJob() {
+  const queue = uniqueQueue('roles-dead');
+  const job = await addJob(admin.db, { queue, payload: { orderId: 'o1' } });
+  const lease = await claimOne(admin.db, queue);
+  await failIfLeaseHeld(admin.db, lease, { error: 'provider refused order 7: 422', failureClass: 'permanent' });
+  return job;
+}
+
+const CASES: Record<DalFunction, () => Promise<void>> = {
+  getViewer: async () => {
+    expect(await dal.getViewer()).toEqual({ email: ADMIN, role: 'admin' });
+  },
+  getOverview: async () => {
+    expect(await dal.getOverview()).toMatchObject({ queues: expect.any(Array), throughput: expect.any(Array) });
+  },
+  getMetrics: async () => {
+    expect(await dal.getMetrics(`Bearer ${METRICS_TOKEN}`)).toMatchObject({ queues: expect.any(Array) });
+  },
+  getJobs: async () => {
+    const job = await addJob(admin.db, { queue: uniqueQueue('roles-list') });
+    expect((await dal.getJobs({ queue: job.queue, state: 'ready' })).jobs.map((j) => j.id)).toEqual([job.id]);
+  },
+  getJobDetail: async () => {
+    const job = await deadJob();
+    expect(await dal.getJobDetail(job.id)).toMatchObject({ job: { id: job.id, state: 'dead' } });
+  },
+  getFailureGroups: async () => {
+    await deadJob();
+    expect((await dal.getFailureGroups()).groups.length).toBeGreaterThan(0);
+  },
+  getAudit: async () => {
+    expect(await dal.getAudit({})).toMatchObject({ entries: expect.any(Array) });
+  },
+  revealPayload: async () => {
+    const job = await deadJob();
+    expect(await dal.revealPayload(job.id)).toEqual({ payload: { orderId: 'o1' } });
+  },
+  retryJob: async () => {
+    const job = await deadJob();
+    expect(await dal.retryJob({ id: job.id })).toMatchObject({ ok: true });
+    expect((await getJob(admin.db, job.id)).state).toBe('ready');
+  },
+  cancelJob: async () => {
+    const job = await addJob(admin.db, { queue: uniqueQueue('roles-cancel') });
+    expect(await dal.cancelJob({ id: job.id })).toMatchObject({ ok: true });
+    expect((await getJob(admin.db, job.id)).state).toBe('cancelled');
+  },
+  previewBulk: async () => {
+    const job = await deadJob();
+    expect((await dal.previewBulk({ action: 'retry', filter: { queue: job.queue } })).jobs.map((j) => j.id)).toEqual([
+      job.id,
+    ]);
+  },
+  previewFailureGroup: async () => {
+    const job = await deadJob();
+    expect(
+      (
+        await dal.previewFailureGroup({ failureClass: 'permanent', fingerprint: 'provider refused order <n>: <n>' })
+      ).jobs.map((j) => j.id),
+    ).toContain(job.id);
+  },
+  applyBulk: async () => {
+    const job = await deadJob();
+    expect(await dal.applyBulk({ action: 'retry', jobs: [{ id: job.id }], confirm: true })).toEqual({
+      ok: true,
+      message: 'Retried 1 of 1 job.',
+    });
+    expect((await getJob(admin.db, job.id)).state).toBe('ready');
+  },
+  setQueuePaused: async () => {
+    const queue = uniqueQueue('roles-pause');
+    expect(await dal.setQueuePaused({ queue }, true)).toMatchObject({ ok: true });
+    expect(await dal.setQueuePaused({ queue }, false)).toMatchObject({ ok: true });
+  },
+};
+
+describe('the data-access layer as leasehold_dashboard', () => {
+  it("runs its statements on the dashboard's login", async () => {
+    await dal.getOverview();
+    const { rows } = await admin.pool.query(
+      `SELECT DISTINCT usename AS login FROM pg_stat_activity
+       WHERE datname = current_database() AND application_name = 'leasehold-dashboard'`,
+    );
+    expect(rows).toEqual([{ login: r.logins.dashboard }]);
+  });
+
+  it.each(Object.keys(CASES) as DalFunction[])('%s works with the dashboard role alone', async (fn) => {
+    await expect(CASES[fn]()).resolves.toBeUndefined();
+  });
+});

@@ -1,0 +1,30 @@
+/**
+ * `npm run db:roles`: creates Leasehold's four roles and grants each what it needs in schema
+ * leasehold, on DATABASE_URL (or the embedded server), as that URL's user: a DBA's (db/roles.sql
+ * says which rights it needs). Idempotent; run it before the first migration, after it, and
+ * after a migration that adds a table or a column a role writes.
+ *
+ *   --print   print the SQL instead (db/roles.sql, for psql -v ON_ERROR_STOP=1 -f)
+ */
+import { parseArgs } from 'node:util';
+import { applyRoles, rolesSql } from '../db/roles';
+import { databaseFromEnv } from './database';
+
+const { values } = parseArgs({ options: { print: { type: 'boolean', default: false } } });
+
+if (values.print) {
+  process.stdout.write(rolesSql());
+} else {
+  const database = await databaseFromEnv(process.env);
+  try {
+    await applyRoles(database.url, { log: (line) => console.error(`[leasehold] ${line}`) });
+    console.error(
+      '[leasehold] roles: leasehold_migrator, leasehold_worker, leasehold_producer, leasehold_dashboard granted',
+    );
+  } catch (error) {
+    console.error('[leasehold] roles failed:', error instanceof Error ? error.message : error);
+    process.exitCode = 1;
+  } finally {
+    await database.stop();
+  }
+}
