@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDb, type DbHandle } from '../../db/client';
-import { failIfLeaseHeld } from '../../db/queue';
+import { failIfLeaseHeld, registerKinds } from '../../db/queue';
 import { upsertUser } from '../../db/users';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories';
 import { useRoleDatabase } from '../../test/roles';
@@ -111,6 +111,20 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
       message: 'Retried 1 of 1 job.',
     });
     expect((await getJob(admin.db, job.id)).state).toBe('ready');
+  },
+  getKinds: async () => {
+    const kind = uniqueQueue('roles-kind');
+    await registerKinds(admin.db, [
+      { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: ['email'], rerunSafe: false },
+    ]);
+    expect((await dal.getKinds()).kinds.map((k) => k.kind)).toContain(kind);
+  },
+  setKindRedaction: async () => {
+    const kind = uniqueQueue('roles-redact');
+    await registerKinds(admin.db, [
+      { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: ['email'], rerunSafe: false },
+    ]);
+    expect(await dal.setKindRedaction({ kind, version: 1, paths: ['email', 'phone'] })).toMatchObject({ ok: true });
   },
   setQueuePaused: async () => {
     const queue = uniqueQueue('roles-pause');
