@@ -14,6 +14,7 @@
  */
 import type pg from 'pg';
 import { MigrationRefused } from './migrate-journal';
+import { field, runText } from './queue/executor';
 
 interface Endpoint {
   address: string | null;
@@ -22,9 +23,11 @@ interface Endpoint {
 
 /** This client's end of its socket (null port: a Unix-domain socket). */
 function localEndpoint(client: pg.Client): Endpoint {
-  const stream = (client as unknown as { connection?: { stream?: { localAddress?: string; localPort?: number } } })
-    .connection?.stream;
-  return { address: stream?.localAddress ?? null, port: stream?.localPort ?? null };
+  // pg's types do not declare the connection or its socket: read with checks.
+  const stream = field(field(client, 'connection'), 'stream');
+  const address = field(stream, 'localAddress');
+  const port = field(stream, 'localPort');
+  return { address: typeof address === 'string' ? address : null, port: typeof port === 'number' ? port : null };
 }
 
 function normalise(address: string | null): string | null {
@@ -34,10 +37,12 @@ function normalise(address: string | null): string | null {
 /** Throws MigrationRefused when `client` does not reach PostgreSQL directly. */
 export async function refuseIndirectConnection(client: pg.Client): Promise<void> {
   const local = localEndpoint(client);
-  const { rows } = await client.query<{ address: string | null; port: number | null }>(
+  const [row] = await runText<{ address: string | null; port: number | null }>(
+    client,
     'SELECT host(inet_client_addr()) AS address, inet_client_port() AS port',
+    [],
   );
-  const seen: Endpoint = { address: rows[0]?.address ?? null, port: rows[0]?.port ?? null };
+  const seen: Endpoint = { address: row?.address ?? null, port: row?.port ?? null };
   // Unix-domain socket on both ends: nothing in between.
   if (local.port === null && seen.port === null) return;
   if (local.port === seen.port && normalise(local.address) === normalise(seen.address)) return;

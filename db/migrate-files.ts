@@ -22,6 +22,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { field } from './queue/executor';
 
 /** Leasehold's own migrations: drizzle-kit's output folder. */
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'drizzle');
@@ -92,17 +93,21 @@ function inspect(folder: string): Inspection {
   }
   let tags: string[];
   try {
-    const journal = JSON.parse(readFileSync(journalFile, 'utf8')) as { entries?: { tag?: unknown; idx?: unknown }[] };
-    if (!Array.isArray(journal.entries)) throw new Error('it has no "entries" list');
-    tags = journal.entries.map((entry, index) => {
-      if (typeof entry.tag !== 'string' || entry.tag === '') throw new Error(`entry ${index} has no tag`);
-      if (entry.idx !== undefined && entry.idx !== index) {
-        blocking.push(`meta/_journal.json entry ${index} ("${entry.tag}") says idx ${JSON.stringify(entry.idx)}`);
+    const journal: unknown = JSON.parse(readFileSync(journalFile, 'utf8'));
+    const entries = field(journal, 'entries');
+    if (!Array.isArray(entries)) throw new Error('it has no "entries" list');
+    tags = entries.map((entry: unknown, index) => {
+      const tag = field(entry, 'tag');
+      const idx = field(entry, 'idx');
+      if (typeof tag !== 'string' || tag === '') throw new Error(`entry ${index} has no tag`);
+      if (idx !== undefined && idx !== index) {
+        blocking.push(`meta/_journal.json entry ${index} ("${tag}") says idx ${JSON.stringify(idx)}`);
       }
-      return entry.tag;
+      return tag;
     });
   } catch (cause) {
-    return { migrations: [], blocking: [`${journalFile} cannot be read: ${(cause as Error).message}`], style };
+    const why = cause instanceof Error ? cause.message : String(cause);
+    return { migrations: [], blocking: [`${journalFile} cannot be read: ${why}`], style };
   }
 
   const files = readdirSync(folder).filter((f) => f.endsWith('.sql'));

@@ -10,6 +10,7 @@
  * entry): applying anything then could only make it worse.
  */
 import type { Migration } from './migrate-files';
+import type { PgTimestamp } from './queue/executor';
 
 /** The schema Leasehold owns: its tables, its journal. */
 export const LEASEHOLD_SCHEMA = 'leasehold';
@@ -39,7 +40,7 @@ export interface JournalRow {
   checksum: string;
   schema_version: number;
   compatible_from: number;
-  applied_at: Date;
+  applied_at: PgTimestamp;
 }
 
 /** A migration the runner will not apply, or will not go on from. */
@@ -138,6 +139,6 @@ export function pendingAfter(migrations: readonly Migration[], applied: readonly
   return migrations.filter((m) => !appliedNames.has(m.name));
 }
 
-function iso(at: Date): string {
+function iso(at: PgTimestamp): string {
   return at instanceof Date ? at.toISOString() : String(at);
 }

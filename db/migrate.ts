@@ -16,9 +16,13 @@
  *   failure leaves it unrecorded, so the next run repeats it (its statements must be safe to
  *   run twice), after dropping or rebuilding what a failed concurrent build left invalid
  *   (migrate-indexes.ts).
+ *
+ * Statements with parameters or rows go through runText, typed as everywhere in db/; the
+ * migrations' own statements and the transaction control go to the session as they are.
  */
 import pg from 'pg';
 import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from './advisory-locks';
+import { field, runText } from './queue/executor';
 import { refuseIndirectConnection } from './migrate-connection';
 import { MIGRATIONS_FOLDER, readMigrations, type Migration } from './migrate-files';
 import { INVALID_INDEXES_SQL, planRepairs, quoteIdent, type InvalidIndex } from './migrate-indexes';
@@ -95,11 +99,11 @@ export async function migrateDatabase(url: string, options: MigrateOptions = {})
   await client.connect();
   try {
     if (!options.allowProxy) await refuseIndirectConnection(client);
-    await client.query('SELECT pg_advisory_lock($1, $2)', [LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY]);
+    await runText(client, 'SELECT pg_advisory_lock($1, $2)', [LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY]);
     try {
       await createJournal(client, table);
-      const journal = await client.query<JournalRow>(selectJournal(table));
-      const pending = pendingAfter(migrations, journal.rows);
+      const journal = await runText<JournalRow>(client, selectJournal(table), []);
+      const pending = pendingAfter(migrations, journal);
       const result: MigrateResult = { applied: [], repairs: [] };
       result.repairs.push(...(await repairInvalidIndexes(client, pending, lockTimeoutMs, log)));
       for (const [index, migration] of pending.entries()) {
@@ -114,9 +118,9 @@ export async function migrateDatabase(url: string, options: MigrateOptions = {})
       }
       return result;
     } finally {
-      await client
-        .query('SELECT pg_advisory_unlock($1, $2)', [LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY])
-        .catch(() => {});
+      await runText(client, 'SELECT pg_advisory_unlock($1, $2)', [LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY]).catch(
+        () => {},
+      );
     }
   } finally {
     await client.end().catch(() => {});
@@ -137,12 +141,13 @@ async function createJournal(client: pg.Client, table: string): Promise<void> {
   const [createSchema, createTable] = bootstrapStatements(table);
   for (let attempt = 1; ; attempt++) {
     try {
-      const { rows } = await client.query<{ schema: boolean; journal: boolean }>(
+      const [present] = await runText<{ schema: boolean; journal: boolean }>(
+        client,
         `SELECT to_regnamespace($1) IS NOT NULL AS schema, to_regclass($2) IS NOT NULL AS journal`,
         [LEASEHOLD_SCHEMA, journalName(table)],
       );
-      if (!rows[0]?.schema) await client.query(createSchema!);
-      if (!rows[0]?.journal) await client.query(createTable!);
+      if (!present?.schema) await client.query(createSchema!);
+      if (!present?.journal) await client.query(createTable!);
       return;
     } catch (error) {
       if (attempt < 3 && CREATE_RACE.has(codeOf(error) ?? '')) continue;
@@ -160,7 +165,7 @@ async function applyInTransaction(client: pg.Client, m: Migration, table: string
       at += 1;
       await client.query(statement);
     }
-    await client.query(insertStatement(table), journalValues(m));
+    await runText(client, insertStatement(table), journalValues(m));
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
@@ -180,7 +185,7 @@ async function applyOutsideTransaction(client: pg.Client, m: Migration, table: s
       at += 1;
       await client.query(statement);
     }
-    await client.query(insertStatement(table), journalValues(m));
+    await runText(client, insertStatement(table), journalValues(m));
   } catch (error) {
     throw new MigrationFailed(
       `Leasehold migration "${m.name}" (outside a transaction) failed at statement ${at} of ` +
@@ -202,7 +207,7 @@ async function repairInvalidIndexes(
   lockTimeoutMs: number,
   log: (line: string) => void,
 ): Promise<string[]> {
-  const invalid = (await client.query<InvalidIndex>(INVALID_INDEXES_SQL)).rows;
+  const invalid = await runText<InvalidIndex>(client, INVALID_INDEXES_SQL, []);
   if (invalid.length === 0) return [];
   const done: string[] = [];
   await client.query(setLockTimeout(lockTimeoutMs, false));
@@ -213,7 +218,7 @@ async function repairInvalidIndexes(
         await client.query(repair.statement);
       } catch (error) {
         // A failed REINDEX CONCURRENTLY leaves an invalid `<name>_ccnew` beside the index.
-        const left = (await client.query<InvalidIndex>(INVALID_INDEXES_SQL)).rows.filter((i) =>
+        const left = (await runText<InvalidIndex>(client, INVALID_INDEXES_SQL, [])).filter((i) =>
           i.name.startsWith(`${repair.index}_ccnew`),
         );
         for (const leftover of left) {
@@ -235,14 +240,20 @@ async function repairInvalidIndexes(
   return done;
 }
 
+/** A text field of a thrown value (pg's DatabaseError: message, code, detail), if it has one. */
+function textOf(error: unknown, key: 'message' | 'code' | 'detail'): string | undefined {
+  const value = field(error, key);
+  return typeof value === 'string' ? value : undefined;
+}
+
 function codeOf(error: unknown): string | undefined {
-  return (error as { code?: string } | null)?.code;
+  return textOf(error, 'code');
 }
 
 function describe(error: unknown): string {
-  const e = error as { message?: string; code?: string; detail?: string };
-  const detail = e.detail ? ` (${e.detail})` : '';
-  return `${e.message ?? String(error)}${detail}${e.code ? ` [SQLSTATE ${e.code}]` : ''}`;
+  const detail = textOf(error, 'detail');
+  const code = codeOf(error);
+  return `${textOf(error, 'message') ?? String(error)}${detail ? ` (${detail})` : ''}${code ? ` [SQLSTATE ${code}]` : ''}`;
 }
 
 function hint(error: unknown, lockTimeoutMs: number): string {
@@ -253,7 +264,7 @@ function hint(error: unknown, lockTimeoutMs: number): string {
         'it changes (a long transaction?): run it again when that is over, or raise lockTimeoutMs.'
       );
     case '42P06':
-      if (!String((error as Error).message).includes(`"${LEASEHOLD_SCHEMA}"`)) return '';
+      if (!String(textOf(error, 'message')).includes(`"${LEASEHOLD_SCHEMA}"`)) return '';
       return (
         ` The runner creates schema ${LEASEHOLD_SCHEMA} for its journal before the first migration: a ` +
         'migration must create it with CREATE SCHEMA IF NOT EXISTS.'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LIST_STATES, readySubstate, runningSubstate, subStateOf } from './states';
+import { FAILURE_CLASSES, JOB_STATES, LIST_STATES, oneOf, readySubstate, runningSubstate, subStateOf } from './states';
 
 const now = new Date('2026-12-01T12:00:00Z');
 const at = (ms: number) => new Date(now.getTime() + ms);
@@ -28,5 +28,16 @@ describe('subStateOf', () => {
     expect(subStateOf({ ...job, state: 'running', leaseUntil: at(-1) }, now)).toBe('lease_expired');
     expect(subStateOf({ ...job, state: 'dead' }, now)).toBe('dead');
     expect(new Set(LIST_STATES).size).toBe(LIST_STATES.length);
+  });
+});
+
+describe('oneOf', () => {
+  it('gives back a member of the list and names an unknown value, the list and what it is', () => {
+    for (const state of JOB_STATES) expect(oneOf(state, JOB_STATES, 'job state')).toBe(state);
+    expect(() => oneOf('frozen', JOB_STATES, 'job state')).toThrow(
+      'Leasehold: job state "frozen" from the database is not one of ready, running, done, dead, cancelled',
+    );
+    expect(() => oneOf(null, FAILURE_CLASSES, 'failure class')).toThrow(/failure class null /);
+    expect(() => oneOf('Ready', JOB_STATES, 'job state')).toThrow(/"Ready"/);
   });
 });

@@ -75,3 +75,17 @@ export type FailureClass = (typeof FAILURE_CLASSES)[number];
 
 export const ATTEMPT_OUTCOMES = ['completed', 'failed', 'lease_expired', 'released', 'cancelled'] as const;
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
+/**
+ * `value` as a member of the closed list `list`, or an error naming it: how text the database
+ * returns (a state, a class, an outcome, a role) becomes a union member, checked instead of
+ * asserted. A CHECK keeps unknown values out of the tables, so the error means code and
+ * database disagree (an older Leasehold reading a newer one's rows). A walk over a few
+ * literals, no allocation: cheap enough for every row of a claim.
+ */
+export function oneOf<const T extends string>(value: unknown, list: readonly T[], what: string): T {
+  for (const item of list) if (item === value) return item;
+  throw new Error(
+    `Leasehold: ${what} ${JSON.stringify(value)} from the database is not one of ${list.join(', ')} (a newer Leasehold writing to it?)`,
+  );
+}

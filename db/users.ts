@@ -1,11 +1,11 @@
 /**
  * Dashboard users: scrypt password hashes (node:crypto), roles viewer < operator < admin.
  */
-import { randomBytes, scrypt as scryptCallback, timingSafeEqual } from 'node:crypto';
-import { promisify } from 'node:util';
+import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { ROLES, type Role } from './schema';
+import { oneOf } from './states';
 import { run, type Executor } from './queue/executor';
 import { parseInput } from './queue/validate';
 
@@ -17,12 +17,12 @@ export const DEMO_USERS = [
   { email: 'admin@example.com', role: 'admin' },
 ] as const;
 
-const scrypt = promisify(scryptCallback) as (
-  password: string,
-  salt: Buffer,
-  keylen: number,
-  options: object,
-) => Promise<Buffer>;
+/** scrypt with options, as a promise (promisify picks the overload without options). */
+function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key)));
+  });
+}
 const N = 16384;
 const R = 8;
 const P = 1;
@@ -70,29 +70,31 @@ export async function upsertUser(
 ): Promise<{ id: string; created: boolean }> {
   const { email, password, role } = parseInput('user', userInputSchema, input);
   const passwordHash = await hashPassword(password);
-  const rows = await run(
+  const rows = await run<{ id: string; created: boolean }>(
     executor,
     sql`INSERT INTO leasehold.users (email, password_hash, role) VALUES (${email}, ${passwordHash}, ${role})
         ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash, role = excluded.role,
           disabled = false, updated_at = now()
         RETURNING id, (xmax = 0) AS created`,
   );
-  return { id: rows[0]!.id as string, created: rows[0]!.created === true };
+  const row = rows[0];
+  if (!row) throw new Error(`Leasehold: the upsert of user ${email} returned no row`);
+  return { id: row.id, created: row.created };
 }
 
 export async function findUserByEmail(executor: Executor, email: string): Promise<UserRecord | null> {
-  const rows = await run(
+  const rows = await run<{ id: string; email: string; role: string; disabled: boolean; password_hash: string }>(
     executor,
     sql`SELECT id, email, role, disabled, password_hash FROM leasehold.users WHERE email = ${email.trim().toLowerCase()}`,
   );
   const r = rows[0];
   return r
     ? {
-        id: r.id as string,
-        email: r.email as string,
-        role: r.role as Role,
-        disabled: r.disabled === true,
-        passwordHash: r.password_hash as string,
+        id: r.id,
+        email: r.email,
+        role: oneOf(r.role, ROLES, 'role'),
+        disabled: r.disabled,
+        passwordHash: r.password_hash,
       }
     : null;
 }

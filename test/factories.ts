@@ -16,7 +16,7 @@ import {
 } from '../db/queue';
 import { run } from '../db/queue/executor';
 import { attemptHistory } from '../db/queue/history';
-import { mapJob, JOB_COLUMNS } from '../db/queue/job';
+import { mapJob, JOB_COLUMNS, type JobColumnsRow } from '../db/queue/job';
 
 let counter = 0;
 export function uniqueQueue(prefix = 'q'): string {
@@ -41,13 +41,16 @@ export async function claimOne(
 }
 
 export async function getJob(db: Executor, id: string): Promise<Job> {
-  const rows = await run(db, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`);
+  const rows = await run<JobColumnsRow>(
+    db,
+    sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`,
+  );
   if (!rows[0]) throw new Error(`no job ${id}`);
   return mapJob(rows[0]);
 }
 
 export async function allJobs(db: Executor): Promise<Job[]> {
-  const rows = await run(db, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs ORDER BY id`);
+  const rows = await run<JobColumnsRow>(db, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs ORDER BY id`);
   return rows.map(mapJob);
 }
 

@@ -6,9 +6,9 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CANCELLABLE_FROM, FAILURE_CLASSES, LIST_STATES, RETRYABLE_FROM, type JobState } from '../states';
-import { run, toDate, toDateOrNull, type Executor } from '../queue/executor';
+import { run, toDate, toDateOrNull, type Executor, type PgTimestamp } from '../queue/executor';
 import { attemptHistory, type AttemptRow } from '../queue/history';
-import { JOB_COLUMNS, mapJob, type Job } from '../queue/job';
+import { JOB_COLUMNS, mapJob, type Job, type JobColumnsRow } from '../queue/job';
 import { nameSchema, uuidSchema } from '../queue/validate';
 import { inListState } from './sub-states';
 
@@ -90,7 +90,7 @@ export async function listJobs(
         : null;
   // Finished jobs and lists without a state walk an index in id order: the primary key, or
   // (queue, id), (kind, id), (failure_class, id), each written once at enqueue or failure.
-  const rows = await run(
+  const rows = await run<JobColumnsRow>(
     executor,
     candidates
       ? sql`WITH candidate AS MATERIALIZED (${candidates}),
@@ -126,9 +126,9 @@ export async function jobDetail(
   id: string,
 ): Promise<{ job: Job; attempts: AttemptRow[]; audit: AuditEntry[] } | null> {
   const [jobs, attempts, audit] = await Promise.all([
-    run(executor, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`),
+    run<JobColumnsRow>(executor, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`),
     attemptHistory(executor, id),
-    run(
+    run<AuditLogRow>(
       executor,
       sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM leasehold.audit_log WHERE job_ids @> ARRAY[${id}::uuid] ORDER BY id DESC LIMIT 50`,
     ),
@@ -143,18 +143,34 @@ export async function jobDetail(
 
 const AUDIT_COLUMNS = 'id, at, actor, action, job_ids, queue, requested, affected, outcome, detail';
 
-function mapAudit(r: Record<string, unknown>): AuditEntry {
+/** A row of AUDIT_COLUMNS. */
+interface AuditLogRow {
+  /** bigint: text from pg and Drizzle alike. */
+  id: string;
+  at: PgTimestamp;
+  actor: string;
+  action: string;
+  job_ids: string[];
+  queue: string | null;
+  requested: number;
+  affected: number;
+  outcome: string;
+  /** Every writer stores an object (jsonb_build_object, JSON.stringify of one). */
+  detail: Record<string, unknown>;
+}
+
+function mapAudit(r: AuditLogRow): AuditEntry {
   return {
     id: Number(r.id),
     at: toDate(r.at),
-    actor: r.actor as string,
-    action: r.action as string,
-    jobIds: (r.job_ids as string[] | null) ?? [],
-    queue: (r.queue as string | null) ?? null,
-    requested: Number(r.requested),
-    affected: Number(r.affected),
-    outcome: r.outcome as string,
-    detail: (r.detail as Record<string, unknown>) ?? {},
+    actor: r.actor,
+    action: r.action,
+    jobIds: r.job_ids,
+    queue: r.queue,
+    requested: r.requested,
+    affected: r.affected,
+    outcome: r.outcome,
+    detail: r.detail,
   };
 }
 
@@ -177,7 +193,7 @@ export async function listAudit(executor: Executor, query: z.output<typeof audit
   if (query.before) parts.push(sql`id < ${query.before}`);
   if (query.actor) parts.push(sql`actor = ${query.actor}`);
   if (query.action) parts.push(sql`action = ${query.action}`);
-  const rows = await run(
+  const rows = await run<AuditLogRow>(
     executor,
     sql`SELECT ${sql.raw(AUDIT_COLUMNS)} FROM leasehold.audit_log WHERE ${sql.join(parts, sql` AND `)} ORDER BY id DESC LIMIT ${query.limit + 1}`,
   );
@@ -190,7 +206,7 @@ export async function recordAudit(
   executor: Executor,
   entry: { actor: string; action: string; jobIds?: string[]; queue?: string | null; detail?: Record<string, unknown> },
 ): Promise<number> {
-  const rows = await run(
+  const rows = await run<{ id: string }>(
     executor,
     sql`INSERT INTO leasehold.audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
         VALUES (${entry.actor}, ${entry.action}, ${sql.param(entry.jobIds ?? [])}::uuid[], ${entry.queue ?? null},
@@ -213,7 +229,17 @@ export const FAILURE_SAMPLE = 10_000;
  * always have a class), so the cost grows with the jobs that ever failed, not with all of them.
  */
 export async function failureGroups(executor: Executor, days = 7) {
-  const rows = await run(
+  const rows = await run<{
+    failure_class: string;
+    fingerprint: string;
+    queue: string;
+    kind: string;
+    n: number;
+    last_seen: PgTimestamp | null;
+    example: string | null;
+    /** json: each day is ISO text. */
+    trend: { day: string; count: number }[] | null;
+  }>(
     executor,
     sql`WITH d AS (
           SELECT coalesce(failure_class, 'unknown') AS failure_class, ${FINGERPRINT} AS fingerprint,
@@ -233,17 +259,14 @@ export async function failureGroups(executor: Executor, days = 7) {
         ORDER BY g.n DESC LIMIT 100`,
   );
   return rows.map((r) => ({
-    failureClass: r.failure_class as string,
-    fingerprint: r.fingerprint as string,
-    queue: r.queue as string,
-    kind: r.kind as string,
-    count: Number(r.n),
+    failureClass: r.failure_class,
+    fingerprint: r.fingerprint,
+    queue: r.queue,
+    kind: r.kind,
+    count: r.n,
     lastSeen: toDateOrNull(r.last_seen),
-    example: (r.example as string | null) ?? '',
-    trend: ((r.trend as { day: string; count: number }[] | null) ?? []).map((p) => ({
-      day: toDate(p.day),
-      count: Number(p.count),
-    })),
+    example: r.example ?? '',
+    trend: (r.trend ?? []).map((p) => ({ day: toDate(p.day), count: p.count })),
   }));
 }
 
@@ -258,18 +281,14 @@ export function failureGroupFilter(failureClass: string, fingerprint: string, da
  * lease tokens of running ones; `total` counts up to cap + 1 so "more than the cap" is known.
  */
 export async function previewIds(executor: Executor, where: SQL, cap: number) {
-  const rows = await run(
+  const rows = await run<{ id: string; lease_token: string | null; state: string }>(
     executor,
     sql`SELECT id, lease_token, state FROM leasehold.jobs WHERE ${where} ORDER BY id LIMIT ${cap + 1}`,
   );
   return {
     total: rows.length,
     overCap: rows.length > cap,
-    jobs: rows.slice(0, cap).map((r) => ({
-      id: r.id as string,
-      leaseToken: (r.lease_token as string | null) ?? null,
-      state: r.state as string,
-    })),
+    jobs: rows.slice(0, cap).map((r) => ({ id: r.id, leaseToken: r.lease_token, state: r.state })),
   };
 }
 

@@ -6,7 +6,7 @@
  * millions of finished jobs (figures: docs/operations.md).
  */
 import { sql } from 'drizzle-orm';
-import { run, toDate, type Executor } from '../queue/executor';
+import { run, toDate, type Executor, type PgTimestamp } from '../queue/executor';
 import { listWorkers } from '../queue/worker-registry';
 import { readyRowIn } from './sub-states';
 
@@ -58,7 +58,7 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
   // class indexes and the rollup: no index on the jobs names their state
   // (docs/design/schema-v1.md).
   const [ready, running, terminal, done, paused] = await Promise.all([
-    run(
+    run<{ queue: string; ready: number; scheduled: number; retrying: number; oldest: number | null }>(
       executor,
       sql`
       SELECT queue,
@@ -68,7 +68,7 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8 AS oldest
       FROM leasehold.ready_jobs GROUP BY queue`,
     ),
-    run(
+    run<{ queue: string; running: number; lease_expired: number }>(
       executor,
       // A lease row's deadline is never later than its jobs': only rows already due can hold
       // expired jobs, and only their jobs are looked at.
@@ -83,19 +83,19 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
       ) x ON x.queue = l.queue
       GROUP BY l.queue`,
     ),
-    run(
+    run<{ queue: string; state: string; n: number }>(
       executor,
       sql`
       SELECT queue, state, count(*)::int AS n FROM leasehold.jobs
       WHERE failure_class IS NOT NULL AND state IN ('dead', 'cancelled') GROUP BY queue, state`,
     ),
-    run(
+    run<{ queue: string; n: number }>(
       executor,
       sql`
       SELECT queue, sum(jobs)::int AS n FROM leasehold.finished_rollup
       WHERE state = 'done' AND minute > now() - interval '1 hour' GROUP BY queue`,
     ),
-    run(executor, sql`SELECT name, paused FROM leasehold.queues`),
+    run<{ name: string; paused: boolean }>(executor, sql`SELECT name, paused FROM leasehold.queues`),
   ]);
   const byQueue = new Map<string, QueueBacklog>();
   const get = (queue: string) => {
@@ -104,35 +104,38 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
     return entry;
   };
   for (const r of ready) {
-    Object.assign(get(r.queue as string), {
-      ready: r.ready,
-      scheduled: r.scheduled,
-      retrying: r.retrying,
-      oldestReadyAgeSeconds: r.oldest === null ? null : Math.max(0, Number(r.oldest)),
-    });
+    const entry = get(r.queue);
+    entry.ready = r.ready;
+    entry.scheduled = r.scheduled;
+    entry.retrying = r.retrying;
+    entry.oldestReadyAgeSeconds = r.oldest === null ? null : Math.max(0, r.oldest);
   }
-  for (const r of running) Object.assign(get(r.queue as string), { running: r.running, leaseExpired: r.lease_expired });
-  for (const r of terminal) get(r.queue as string)[r.state === 'dead' ? 'dead' : 'cancelled'] = Number(r.n);
-  for (const r of done) get(r.queue as string).doneLastHour = Number(r.n);
-  for (const r of paused) get(r.name as string).paused = r.paused === true;
+  for (const r of running) {
+    const entry = get(r.queue);
+    entry.running = r.running;
+    entry.leaseExpired = r.lease_expired;
+  }
+  for (const r of terminal) get(r.queue)[r.state === 'dead' ? 'dead' : 'cancelled'] = r.n;
+  for (const r of done) get(r.queue).doneLastHour = r.n;
+  for (const r of paused) get(r.name).paused = r.paused;
   return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
 }
 
 /** Attempts used by the jobs finished in the last 24 hours (done, dead or cancelled), from the rollup. */
 export async function attemptsHistogram(executor: Executor) {
-  const rows = await run(
+  const rows = await run<{ attempts: number; jobs: number }>(
     executor,
     sql`
     SELECT attempts, sum(jobs)::int AS jobs FROM leasehold.finished_rollup
     WHERE minute > now() - interval '1 day' GROUP BY attempts ORDER BY attempts`,
   );
-  return rows.map((r) => ({ attempts: Number(r.attempts), jobs: Number(r.jobs) }));
+  return rows.map((r) => ({ attempts: r.attempts, jobs: r.jobs }));
 }
 
 /** Every minute of the last hour, zeros included, so the chart's time axis is honest. */
 export async function throughputLastHour(executor: Executor) {
   // Completions are counted in the rollup as they happen; failures are attempt rows.
-  const rows = await run(
+  const rows = await run<{ minute: PgTimestamp; completed: number; failed: number }>(
     executor,
     sql`
     SELECT minute, sum(completed)::int AS completed, sum(failed)::int AS failed FROM (
@@ -148,7 +151,7 @@ export async function throughputLastHour(executor: Executor) {
   return Array.from({ length: 60 }, (_, i) => {
     const minute = start + i * 60_000;
     const row = perMinute.get(minute);
-    return { minute: new Date(minute), completed: Number(row?.completed ?? 0), failed: Number(row?.failed ?? 0) };
+    return { minute: new Date(minute), completed: row?.completed ?? 0, failed: row?.failed ?? 0 };
   });
 }
 
@@ -165,23 +168,23 @@ export async function overview(executor: Executor): Promise<Overview> {
 }
 
 export async function failureClassesSince(executor: Executor, window: '1 hour' | '1 day') {
-  const rows = await run(
+  const rows = await run<{ failure_class: string; n: number }>(
     executor,
     sql`
     SELECT coalesce(failure_class, 'unknown') AS failure_class, count(*)::int AS n FROM leasehold.job_attempts
     WHERE ended_at > now() - ${window}::interval AND outcome <> 'completed' AND outcome IN ('failed', 'lease_expired')
     GROUP BY 1 ORDER BY 2 DESC`,
   );
-  return rows.map((r) => ({ failureClass: r.failure_class as string, count: Number(r.n) }));
+  return rows.map((r) => ({ failureClass: r.failure_class, count: r.n }));
 }
 
 /** Dead jobs by queue and failure class, for /api/metrics. */
 export async function deadByClass(executor: Executor) {
-  const rows = await run(
+  const rows = await run<{ queue: string; failure_class: string; n: number }>(
     executor,
     sql`
     SELECT queue, coalesce(failure_class, 'unknown') AS failure_class, count(*)::int AS n
     FROM leasehold.jobs WHERE failure_class IS NOT NULL AND state = 'dead' GROUP BY 1, 2`,
   );
-  return rows.map((r) => ({ queue: r.queue as string, failureClass: r.failure_class as string, count: Number(r.n) }));
+  return rows.map((r) => ({ queue: r.queue, failureClass: r.failure_class, count: r.n }));
 }

@@ -28,7 +28,7 @@ import { randomUUID } from 'node:crypto';
 import type { SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { autocommits, runText, sqlText, toDate, type Executor } from './executor';
-import { mapClaimedJob, type ClaimedJob } from './job';
+import { mapClaimedJob, type ClaimColumnsRow, type ClaimedJob } from './job';
 import { claimText } from './transitions';
 import { nameSchema, parseInput, textSchema } from './validate';
 
@@ -62,7 +62,7 @@ export async function claim(
   // Prepared once per connection (one name per text): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
   const { text, params, name, leaseToken, workerId } = claimQuery(options, executor, cache);
-  const rows = await runText(executor, text, params, name);
+  const rows = await runText<ClaimColumnsRow>(executor, text, params, name);
   if (rows.length === 0) return [];
   // One statement, one instant: every row has the same start and lease deadline.
   const instant = {

@@ -6,8 +6,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { DEFAULT_AGING_SECONDS } from '../schema';
 import type { PreparedSpec } from './enqueue-spec';
-import { run, runText, type Executor } from './executor';
-import { JOB_COLUMNS, jobColumns, mapJob, type Job } from './job';
+import { run, runText, type Executor, type PgTimestamp } from './executor';
+import { JOB_COLUMNS, jobColumns, mapJob, type Job, type JobColumnsRow } from './job';
 import { WAKE_CHANNEL } from './wake';
 
 /**
@@ -19,25 +19,34 @@ import { WAKE_CHANNEL } from './wake';
  * PostgreSQL streams it into the INSERT instead of materialising it (to disk, for 100,000
  * jobs), and needs no sort to keep input order (UUIDv7 ids already follow it).
  */
-export async function insertJobs(
+export async function insertJobs<R extends InsertReturns>(
   executor: Executor,
   jobs: PreparedSpec[],
-  returns: 'jobs' | 'ids' | 'count',
+  returns: R,
   notify: boolean,
-) {
-  const rows = await run<InsertRow>(executor, insertStatement(jobs, returns, notify));
+): Promise<InsertRow<R>> {
+  const rows = await run<InsertRow<R>>(executor, insertStatement(jobs, returns, notify));
   const row = rows[0];
   if (!row) throw new Error('Leasehold enqueue: the insert statement returned no row');
   return row;
 }
 
-export interface InsertRow {
-  inserted: Record<string, unknown>[] | string[] | number;
+/** What `inserted` holds for each `returns`: the jobs (as JSON: timestamps are ISO text), their ids, a count. */
+interface Inserted {
+  jobs: JobColumnsRow[];
+  ids: string[];
+  count: number;
+}
+export type InsertReturns = keyof Inserted;
+
+/** The one row of insertStatement(jobs, `R`, …). */
+export interface InsertRow<R extends InsertReturns> {
+  inserted: Inserted[R];
   keys: { key: string; job_id: string }[];
 }
 
 /** insertJobs' statement, built without touching the database. */
-export function insertStatement(jobs: PreparedSpec[], returns: 'jobs' | 'ids' | 'count', notify: boolean): SQL {
+export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, notify: boolean): SQL {
   // A column every job has the same value in (most of them, in a bulk call: one queue, kind,
   // priority, no run time…) travels once, as one parameter; the others as arrays unnested in
   // step. Escaping 100,000 array elements per column was most of a bulk enqueue's client time
@@ -139,7 +148,7 @@ const INSERT_ONE = { aging: insertOneText(true), plain: insertOneText(false) };
 
 export async function insertOne(executor: Executor, job: PreparedSpec, notify: boolean): Promise<Job> {
   const aging = job.priority > 0;
-  const [row] = await runText<{ run_at: unknown; expires_at: unknown; created_at: unknown }>(
+  const [row] = await runText<{ run_at: PgTimestamp; expires_at: PgTimestamp | null; created_at: PgTimestamp }>(
     executor,
     aging ? INSERT_ONE.aging : INSERT_ONE.plain,
     [
@@ -158,9 +167,9 @@ export async function insertOne(executor: Executor, job: PreparedSpec, notify: b
     ],
     aging ? 'leasehold_enqueue_one_aging' : 'leasehold_enqueue_one',
   );
+  if (!row) throw new Error('Leasehold enqueue: the insert statement returned no row');
   // The rest of the job is what was sent: map it as the stored row would read.
   return mapJob({
-    ...row,
     id: job.id,
     queue: job.queue,
     kind: job.kind,
@@ -169,20 +178,40 @@ export async function insertOne(executor: Executor, job: PreparedSpec, notify: b
     idempotency_key: null,
     state: 'ready',
     priority: job.priority,
+    run_at: row.run_at,
     attempts: 0,
     max_attempts: job.maxAttempts,
+    lease_token: null,
+    lease_until: null,
+    worker_id: null,
+    failure_class: null,
+    last_error: null,
     trace_id: job.traceId,
-    updated_at: row!.created_at,
+    expires_at: row.expires_at,
+    created_at: row.created_at,
+    started_at: null,
+    finished_at: null,
+    updated_at: row.created_at,
   });
 }
 
+/**
+ * A row of lookupKeys: the key, its job's id and, with `withJobs`, that job's columns (all null
+ * when retention removed it, absent without `withJobs`).
+ */
+export type KeyOwnerRow = { key: string; job_id: string } & (JobColumnsRow | { id?: null });
+
 /** The job ids that own `keys` now, with the jobs where they still exist. */
-export async function lookupKeys(executor: Executor, keys: string[], withJobs: boolean) {
-  const rows = await run(
+export async function lookupKeys(
+  executor: Executor,
+  keys: string[],
+  withJobs: boolean,
+): Promise<Map<string, KeyOwnerRow>> {
+  const rows = await run<KeyOwnerRow>(
     executor,
     sql`SELECT d.key, d.job_id ${withJobs ? sql.raw(', ' + jobColumns('j')) : sql.raw('')}
         FROM leasehold.dedupe_keys d ${withJobs ? sql.raw('LEFT JOIN leasehold.jobs j ON j.id = d.job_id AND j.idempotency_key = d.key') : sql.raw('')}
         WHERE d.key = ANY(${sql.param(keys)}::text[])`,
   );
-  return new Map(rows.map((r) => [r.key as string, r]));
+  return new Map(rows.map((r) => [r.key, r]));
 }

@@ -12,7 +12,7 @@
 import { LeaseholdInputError } from './errors';
 import { prepareSpecs, type EnqueueSpec } from './enqueue-spec';
 import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql';
-import { inPoolTransaction, ownPool, run, type Executor } from './executor';
+import { field, inPoolTransaction, ownPool, run, type Executor } from './executor';
 import { mapJob, type Job } from './job';
 import { planWake, wakeStatement, type EnqueueOptions } from './wake';
 
@@ -36,9 +36,9 @@ async function translateConflicts<T>(operation: string, work: () => Promise<T>):
   try {
     return await work();
   } catch (error) {
-    const pgError = error as { code?: string; constraint?: string; cause?: { code?: string; constraint?: string } };
-    const code = pgError.code ?? pgError.cause?.code;
-    const constraint = pgError.constraint ?? pgError.cause?.constraint;
+    const cause = field(error, 'cause');
+    const code = field(error, 'code') ?? field(cause, 'code');
+    const constraint = field(error, 'constraint') ?? field(cause, 'constraint');
     if (code === '23505' && constraint === 'jobs_pkey') {
       throw new LeaseholdInputError(operation, [
         'id: a job with this id already exists (ids must be unique; use idempotencyKey to deduplicate)',
@@ -69,14 +69,14 @@ export async function enqueue(
     // Loop only for the rare race where a duplicate's key was purged between our statements.
     for (let tries = 0; tries < 3; tries++) {
       const { inserted } = await insertJobs(executor, [job], 'jobs', wake.inStatement);
-      const row = (inserted as Record<string, unknown>[])[0];
-      if (row && typeof row === 'object') {
+      const row = inserted[0];
+      if (row) {
         wake.afterCommit();
         return { id: job.id, created: true, job: mapJob(row) };
       }
-      const owner = (await lookupKeys(executor, [job.idempotencyKey!], true)).get(job.idempotencyKey!);
+      const owner = (await lookupKeys(executor, [job.idempotencyKey], true)).get(job.idempotencyKey);
       if (owner) {
-        return { id: owner.job_id as string, created: false, job: owner.id ? mapJob(owner) : null };
+        return { id: owner.job_id, created: false, job: owner.id ? mapJob(owner) : null };
       }
     }
     throw new Error(`Leasehold enqueue: idempotency key ${job.idempotencyKey} kept changing owner; try again`);
@@ -114,7 +114,8 @@ export async function enqueueMany(
   if (
     pool &&
     specs.length > BULK_CHUNK &&
-    !specs.some((spec) => (spec as { idempotencyKey?: unknown } | null)?.idempotencyKey !== undefined)
+    // `?.`: a caller without types may pass null for a job; prepareSpecs names it.
+    !specs.some((spec) => spec?.idempotencyKey !== undefined)
   ) {
     const { ids, queues } = await translateConflicts('enqueueMany', () =>
       inPoolTransaction(pool, (tx) => insertInParts(tx, specs)),
@@ -129,15 +130,15 @@ export async function enqueueMany(
   const jobs = prepareSpecs('enqueueMany', specs);
   return translateConflicts('enqueueMany', async () => {
     const wake = planWake(executor, [...new Set(jobs.map((j) => j.queue))], options.notify ?? true);
-    const keyed = jobs.some((j) => j.idempotencyKey !== null);
-    const { inserted, keys } = await insertJobs(executor, jobs, keyed ? 'ids' : 'count', wake.inStatement);
-    if (!keyed) {
+    if (!jobs.some((j) => j.idempotencyKey !== null)) {
+      const { inserted } = await insertJobs(executor, jobs, 'count', wake.inStatement);
       if (inserted !== jobs.length)
         throw new Error(`Leasehold enqueueMany: ${JSON.stringify(inserted)} of ${jobs.length} jobs inserted`);
       wake.afterCommit();
       return jobs.map((j) => ({ id: j.id, created: true }));
     }
-    const insertedIds = new Set(inserted as string[]);
+    const { inserted, keys } = await insertJobs(executor, jobs, 'ids', wake.inStatement);
+    const insertedIds = new Set(inserted);
     if (insertedIds.size > 0) wake.afterCommit();
     const owners = new Map<string, string>();
     for (const k of keys) owners.set(k.key, k.job_id);
@@ -145,7 +146,7 @@ export async function enqueueMany(
       ...new Set(jobs.filter((j) => j.idempotencyKey && !owners.has(j.idempotencyKey)).map((j) => j.idempotencyKey!)),
     ];
     if (missing.length > 0) {
-      for (const [key, row] of await lookupKeys(executor, missing, false)) owners.set(key, row.job_id as string);
+      for (const [key, row] of await lookupKeys(executor, missing, false)) owners.set(key, row.job_id);
     }
     return jobs.map((j) => {
       if (insertedIds.has(j.id)) return { id: j.id, created: true };
@@ -175,7 +176,7 @@ async function insertInParts(
       const jobs = prepareSpecs('enqueueMany', specs.slice(from, from + BULK_CHUNK), from);
       const statement = insertStatement(jobs, 'count', false);
       await writing;
-      writing = run<InsertRow>(tx, statement).then(([row]) => {
+      writing = run<InsertRow<'count'>>(tx, statement).then(([row]) => {
         if (row?.inserted !== jobs.length)
           throw new Error(`Leasehold enqueueMany: ${JSON.stringify(row?.inserted)} of ${jobs.length} jobs inserted`);
       });

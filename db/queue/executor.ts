@@ -33,9 +33,11 @@ interface DrizzleSession {
 }
 
 /**
- * Runs one statement and returns its rows. With `name`, the statement is prepared once per
- * connection under that name and its plan reused (for hot statements whose planning costs as
- * much as running them). A name must always go with the same SQL text.
+ * Runs one statement and returns its rows, typed as `Row`: declare at the call site what the
+ * statement returns (see PgTimestamp for the columns whose JS type depends on the executor).
+ * With `name`, the statement is prepared once per connection under that name and its plan
+ * reused (for hot statements whose planning costs as much as running them). A name must
+ * always go with the same SQL text.
  */
 export async function run<Row = Record<string, unknown>>(
   executor: Executor,
@@ -45,7 +47,7 @@ export async function run<Row = Record<string, unknown>>(
   // A Drizzle executor that will not prepare runs the SQL object as it is.
   if (isDrizzle(executor) && !(name && preparer(executor))) return drizzleRows<Row>(() => executor.execute(query));
   const { sql: text, params } = dialect.sqlToQuery(query);
-  return runText<Row>(executor, text, params as unknown[], name);
+  return runText<Row>(executor, text, params, name);
 }
 
 function isDrizzle(executor: Executor): executor is DrizzleExecutor {
@@ -54,17 +56,32 @@ function isDrizzle(executor: Executor): executor is DrizzleExecutor {
 
 /** The Drizzle session that can prepare named statements, if this executor has one. */
 function preparer(executor: DrizzleExecutor): DrizzleSession | null {
-  const session = (executor as { session?: Partial<DrizzleSession> }).session;
-  return typeof session?.prepareQuery === 'function' ? (session as DrizzleSession) : null;
+  const session = field(executor, 'session');
+  return isDrizzleSession(session) ? session : null;
+}
+
+/** Drizzle's session is internal: what is checked is that it prepares (the one method used). */
+function isDrizzleSession(value: unknown): value is DrizzleSession {
+  return typeof field(value, 'prepareQuery') === 'function';
+}
+
+/**
+ * The rows of a result as the caller declared them: the one assertion on a row's type in the
+ * queue. Nothing checks PostgreSQL's result against the declaration, so each call site's row
+ * interface says what its statement returns, as it arrives (PgTimestamp; bigint as text), and
+ * its mapping converts (toDate, Number) and checks closed lists (oneOf).
+ */
+function declaredRows<Row>(rows: unknown[]): Row[] {
+  return rows as Row[];
 }
 
 async function drizzleRows<Row>(work: () => Promise<{ rows: unknown[] }>): Promise<Row[]> {
   try {
-    return (await work()).rows as Row[];
+    return declaredRows<Row>((await work()).rows);
   } catch (error) {
     // Drizzle wraps the driver's error ("Failed query: …"); hand out pg's own DatabaseError
     // (code, constraint, detail) so callers see the same error whichever executor they use.
-    const cause = (error as { cause?: unknown }).cause;
+    const cause = field(error, 'cause');
     if (cause instanceof Error && 'code' in cause) throw cause;
     throw error;
   }
@@ -126,23 +143,24 @@ async function runOnce<Row>(
       );
     return drizzleRows<Row>(() => executor.execute(sqlText(text, values)));
   }
-  const result = name
-    ? await (executor as PgExecutor).query({ name, text, values })
-    : await (executor as PgExecutor).query(text, values);
-  return result.rows as Row[];
+  const result = name ? await executor.query({ name, text, values }) : await executor.query(text, values);
+  return declaredRows<Row>(result.rows);
 }
 
 /** 26000: no prepared statement of that name; 42P05: one of that name exists already. */
 function isLostStatement(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
+  const code = field(error, 'code');
   return code === '26000' || code === '42P05';
 }
 
 /** True when running the statement again loses nothing: no transaction of the caller's is open. */
 function outsideTransaction(executor: Executor): boolean {
   if (autocommits(executor)) return true;
-  const client = executor as { getTransactionStatus?: () => string | null };
-  return typeof client.getTransactionStatus === 'function' && client.getTransactionStatus() === 'I';
+  return (
+    'getTransactionStatus' in executor &&
+    typeof executor.getTransactionStatus === 'function' &&
+    executor.getTransactionStatus() === 'I'
+  );
 }
 
 /** Names move on this many times within LOST_WINDOW_MS before statements stop being named. */
@@ -224,7 +242,7 @@ export function attachPolicy(pool: pg.Pool, policy: ConnectionPolicy): void {
  * of its own, and no transaction settings (the caller's pool keeps the caller's settings).
  */
 export function policyOf(executor: Executor): ConnectionPolicy {
-  const client = (executor as { session?: { client?: unknown } }).session?.client;
+  const client = field(field(executor, 'session'), 'client');
   const key: object = typeof client === 'object' && client !== null ? client : executor;
   let policy = policies.get(key);
   if (!policy) {
@@ -256,8 +274,8 @@ export function sqlText(text: string, values: unknown[]): SQL {
  */
 export function ownPool(executor: Executor): pg.Pool | null {
   if (executor instanceof pg.Pool) return executor;
-  const client = (executor as { session?: { client?: unknown } }).session?.client;
-  const isTransaction = typeof (executor as { rollback?: unknown }).rollback === 'function';
+  const client = field(field(executor, 'session'), 'client');
+  const isTransaction = typeof field(executor, 'rollback') === 'function';
   return !isTransaction && client instanceof pg.Pool ? client : null;
 }
 
@@ -267,9 +285,21 @@ export function autocommits(executor: Executor): boolean {
 }
 
 /**
- * Timestamps arrive as Date (plain pg) or as PostgreSQL text (Drizzle turns pg's parser off):
- * `2026-11-29 14:10:22.498759+00`. Both become a Date.
+ * What a `timestamptz` column arrives as: a Date from plain pg, PostgreSQL's text from Drizzle
+ * (it turns pg's parser off: `2026-11-29 14:10:22.498759+00`), ISO text inside JSON
+ * (`row_to_json`, `json_build_object`). Row interfaces declare it so; toDate converts.
  */
+export type PgTimestamp = Date | string;
+
+/**
+ * A property of a value whose type does not declare it (a driver's internals, a thrown value's
+ * `code`), or undefined when it is not an object that has it: read with checks, not asserted.
+ */
+export function field(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null && key in value ? Reflect.get(value, key) : undefined;
+}
+
+/** A timestamp as pg, Drizzle or JSON hands it out (PgTimestamp), as a Date. */
 export function toDate(value: unknown): Date {
   if (value instanceof Date) return value;
   if (typeof value === 'string') {

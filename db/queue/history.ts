@@ -11,7 +11,8 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { AttemptOutcome } from '../schema';
-import { run, toDate, type Executor } from './executor';
+import { ATTEMPT_OUTCOMES, oneOf } from '../states';
+import { run, toDate, type Executor, type PgTimestamp } from './executor';
 
 /**
  * An INSERT for the rows of the CTE `settled`, which returns the ended jobs' `id, attempts,
@@ -47,7 +48,17 @@ export interface AttemptRow {
 
 /** Every ended attempt of one job, oldest first: its `job_attempts` rows plus its completion. */
 export async function attemptHistory(executor: Executor, jobId: string): Promise<AttemptRow[]> {
-  const rows = await run(
+  const rows = await run<{
+    attempt: number;
+    worker_id: string | null;
+    lease_token: string | null;
+    started_at: PgTimestamp;
+    ended_at: PgTimestamp;
+    outcome: string;
+    failure_class: string | null;
+    error: string | null;
+    duration_ms: number;
+  }>(
     executor,
     sql`
     SELECT attempt, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms
@@ -61,14 +72,14 @@ export async function attemptHistory(executor: Executor, jobId: string): Promise
     ORDER BY 1, 5`,
   );
   return rows.map((a) => ({
-    attempt: Number(a.attempt),
-    workerId: (a.worker_id as string | null) ?? null,
-    leaseToken: (a.lease_token as string | null) ?? null,
+    attempt: a.attempt,
+    workerId: a.worker_id,
+    leaseToken: a.lease_token,
     startedAt: toDate(a.started_at),
     endedAt: toDate(a.ended_at),
-    outcome: a.outcome as AttemptOutcome,
-    failureClass: (a.failure_class as string | null) ?? null,
-    error: (a.error as string | null) ?? null,
-    durationMs: Number(a.duration_ms),
+    outcome: oneOf(a.outcome, ATTEMPT_OUTCOMES, 'attempt outcome'),
+    failureClass: a.failure_class,
+    error: a.error,
+    durationMs: a.duration_ms,
   }));
 }

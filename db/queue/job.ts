@@ -3,7 +3,8 @@
  * of the code never sees a raw row.
  */
 import type { FailureClass, JobState } from '../schema';
-import { toDate, toDateOrNull, toInt } from './executor';
+import { FAILURE_CLASSES, JOB_STATES, oneOf } from '../states';
+import { toDate, toDateOrNull, type PgTimestamp } from './executor';
 
 export interface Job {
   id: string;
@@ -48,9 +49,11 @@ export interface LeaseRef {
   leaseToken: string;
 }
 
-export type SettleOutcome = { applied: true } | { applied: false; reason: 'lease_lost' };
-export const APPLIED: SettleOutcome = Object.freeze({ applied: true });
-export const LEASE_LOST: SettleOutcome = Object.freeze({ applied: false, reason: 'lease_lost' });
+/** A settlement refused: the attempt no longer holds the lease (every settle outcome has it). */
+export type LeaseLost = { applied: false; reason: 'lease_lost' };
+export type SettleOutcome = { applied: true } | LeaseLost;
+export const APPLIED: { applied: true } = Object.freeze({ applied: true });
+export const LEASE_LOST: LeaseLost = Object.freeze({ applied: false, reason: 'lease_lost' });
 
 /** Column list shared by every statement that returns whole jobs. */
 export const JOB_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_key, state, priority,
@@ -78,40 +81,67 @@ function defaultTraceId(id: string): string {
     : id.replaceAll('-', '');
 }
 
-/** A job from a row of JOB_COLUMNS. */
-export function mapJob(row: Record<string, unknown>): Job {
-  return jobFromRow(row, null);
+/** The columns a stored job and a claimed one both return. */
+interface CommonJobColumns {
+  id: string;
+  queue: string;
+  kind: string;
+  kind_version: number;
+  payload: unknown;
+  idempotency_key: string | null;
+  priority: number;
+  run_at: PgTimestamp;
+  attempts: number;
+  max_attempts: number;
+  /** Text: checked against FAILURE_CLASSES when mapped. */
+  failure_class: string | null;
+  last_error: string | null;
+  trace_id: string | null;
+  expires_at: PgTimestamp | null;
+  created_at: PgTimestamp;
 }
 
-/**
- * The one row-to-Job mapping. With `claim`, the row is a claim's (CLAIM_COLUMNS): state, token,
- * worker and the claim's instants (one per batch, parsed once by claim()) come from `claim`.
- */
-function jobFromRow(row: Record<string, unknown>, claim: ClaimInstant | null): Job {
-  const id = row.id as string;
+/** A row of JOB_COLUMNS, from pg, Drizzle or JSON (`row_to_json`: timestamps as ISO text). */
+export interface JobColumnsRow extends CommonJobColumns {
+  /** Text: checked against JOB_STATES when mapped. */
+  state: string;
+  lease_token: string | null;
+  lease_until: PgTimestamp | null;
+  worker_id: string | null;
+  started_at: PgTimestamp | null;
+  finished_at: PgTimestamp | null;
+  updated_at: PgTimestamp;
+}
+
+const failureClassOf = (value: string | null): FailureClass | null =>
+  value === null ? null : oneOf(value, FAILURE_CLASSES, 'failure class');
+
+/** A job from a row of JOB_COLUMNS. Column names become camelCase here and in mapClaimedJob. */
+export function mapJob(row: JobColumnsRow): Job {
+  const id = row.id;
   return {
     id,
-    queue: row.queue as string,
-    kind: row.kind as string,
-    kindVersion: toInt(row.kind_version),
+    queue: row.queue,
+    kind: row.kind,
+    kindVersion: row.kind_version,
     payload: row.payload,
-    idempotencyKey: (row.idempotency_key as string | null) ?? null,
-    state: claim ? 'running' : (row.state as JobState),
-    priority: toInt(row.priority),
+    idempotencyKey: row.idempotency_key,
+    state: oneOf(row.state, JOB_STATES, 'job state'),
+    priority: row.priority,
     runAt: toDate(row.run_at),
-    attempts: toInt(row.attempts),
-    maxAttempts: toInt(row.max_attempts),
-    leaseToken: claim ? claim.leaseToken : ((row.lease_token as string | null) ?? null),
-    leaseUntil: claim ? new Date(claim.leaseUntil) : toDateOrNull(row.lease_until),
-    workerId: claim ? claim.workerId : ((row.worker_id as string | null) ?? null),
-    failureClass: (row.failure_class as FailureClass | null) ?? null,
-    lastError: (row.last_error as string | null) ?? null,
-    traceId: (row.trace_id as string | null) ?? defaultTraceId(id),
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    leaseToken: row.lease_token,
+    leaseUntil: toDateOrNull(row.lease_until),
+    workerId: row.worker_id,
+    failureClass: failureClassOf(row.failure_class),
+    lastError: row.last_error,
+    traceId: row.trace_id ?? defaultTraceId(id),
     expiresAt: toDateOrNull(row.expires_at),
     createdAt: toDate(row.created_at),
-    startedAt: claim ? new Date(claim.startedAt) : toDateOrNull(row.started_at),
-    finishedAt: claim ? null : toDateOrNull(row.finished_at),
-    updatedAt: claim ? new Date(claim.startedAt) : toDate(row.updated_at),
+    startedAt: toDateOrNull(row.started_at),
+    finishedAt: toDateOrNull(row.finished_at),
+    updatedAt: toDate(row.updated_at),
   };
 }
 
@@ -123,6 +153,12 @@ function jobFromRow(row: Record<string, unknown>, claim: ClaimInstant | null): J
 export const CLAIM_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
   attempts, max_attempts, lease_until, started_at, failure_class, last_error, trace_id, expires_at, created_at`;
 
+/** A row of CLAIM_COLUMNS (claim.ts reads the instants of the first row of a batch). */
+export interface ClaimColumnsRow extends CommonJobColumns {
+  lease_until: PgTimestamp;
+  started_at: PgTimestamp;
+}
+
 /** What one claim statement set on every job it leased (one instant for the whole batch). */
 export interface ClaimInstant {
   leaseToken: string;
@@ -131,9 +167,37 @@ export interface ClaimInstant {
   leaseUntil: number;
 }
 
-/** Maps a row of CLAIM_COLUMNS as the claimed job an attempt holds. */
-export function mapClaimedJob(row: Record<string, unknown>, claim: ClaimInstant): ClaimedJob {
-  const job = jobFromRow(row, claim) as ClaimedJob;
-  job.attempt = job.attempts;
-  return job;
+/**
+ * Maps a row of CLAIM_COLUMNS as the claimed job an attempt holds: the fields mapJob takes from
+ * the row, less state, token, worker and the claim's instants (one per batch, parsed once by
+ * claim()), which come from `claim`. Built as a ClaimedJob of its own (not a Job then narrowed)
+ * on the hot path: one object per job, no copy.
+ */
+export function mapClaimedJob(row: ClaimColumnsRow, claim: ClaimInstant): ClaimedJob {
+  const id = row.id;
+  return {
+    id,
+    queue: row.queue,
+    kind: row.kind,
+    kindVersion: row.kind_version,
+    payload: row.payload,
+    idempotencyKey: row.idempotency_key,
+    state: 'running',
+    priority: row.priority,
+    runAt: toDate(row.run_at),
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    leaseToken: claim.leaseToken,
+    leaseUntil: new Date(claim.leaseUntil),
+    workerId: claim.workerId,
+    failureClass: failureClassOf(row.failure_class),
+    lastError: row.last_error,
+    traceId: row.trace_id ?? defaultTraceId(id),
+    expiresAt: toDateOrNull(row.expires_at),
+    createdAt: toDate(row.created_at),
+    startedAt: new Date(claim.startedAt),
+    finishedAt: null,
+    updatedAt: new Date(claim.startedAt),
+    attempt: row.attempts,
+  };
 }

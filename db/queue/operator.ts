@@ -13,6 +13,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import type { JobState } from '../schema';
+import { JOB_STATES, oneOf } from '../states';
 import { run, type Executor } from './executor';
 import { OPERATOR_RETRY, operatorCancel } from './transitions';
 import { actorSchema, nameSchema, parseInput, textSchema, uuidSchema } from './validate';
@@ -61,6 +62,12 @@ const cancelManySchema = z.strictObject({
 });
 const cancelOneSchema = z.strictObject({ id: uuidSchema, leaseToken: uuidSchema.nullish(), ...actorFields });
 
+/** actAndAudit's rows: its audit row's id, the ids it changed, and each requested job as it was. */
+type ActionRow =
+  | { row_type: 'audit'; id: string | null; state: null }
+  | { row_type: 'changed'; id: string; state: null }
+  | { row_type: 'seen'; id: string; state: string };
+
 /**
  * Runs `changes` (CTEs named `changed…` returning `id, queue`) with the audit insert, then
  * reads the pre-action state of every requested id to explain refusals.
@@ -75,7 +82,7 @@ async function actAndAudit(
   changes: SQL,
   changedUnion: string,
 ): Promise<ActionResult> {
-  const rows = await run(
+  const rows = await run<ActionRow>(
     executor,
     sql`
     WITH input AS (${input}),
@@ -95,9 +102,14 @@ async function actAndAudit(
     UNION ALL SELECT 'changed', id::text, NULL FROM changed
     UNION ALL SELECT 'seen', j.id::text, j.state FROM leasehold.jobs j JOIN input i ON i.id = j.id`,
   );
-  const changed = new Set(rows.filter((r) => r.row_type === 'changed').map((r) => r.id as string));
-  const seen = new Map(rows.filter((r) => r.row_type === 'seen').map((r) => [r.id as string, r.state as JobState]));
-  const auditId = Number(rows.find((r) => r.row_type === 'audit')?.id);
+  const changed = new Set<string>();
+  const seen = new Map<string, JobState>();
+  let auditId = Number.NaN;
+  for (const r of rows) {
+    if (r.row_type === 'changed') changed.add(r.id);
+    else if (r.row_type === 'seen') seen.set(r.id, oneOf(r.state, JOB_STATES, 'job state'));
+    else auditId = Number(r.id);
+  }
   const refused: ActionRefusal[] = ids
     .filter((id) => !changed.has(id))
     .map((id) => {
@@ -209,7 +221,7 @@ async function setPaused(
 ): Promise<QueueActionOutcome> {
   const { queue, actor, reason } = parseInput(operation, queueActionSchema, input);
   const paused = operation === 'pause';
-  const rows = await run(
+  const rows = await run<{ audit_id: string; applied: boolean }>(
     executor,
     sql`
     WITH changed AS (${

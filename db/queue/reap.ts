@@ -40,11 +40,11 @@ export interface ReapResult {
 
 /** Ends up to `limit` expired leases. Call it until `reaped < limit` to clear a backlog. */
 export async function reapExpiredLeases(executor: Executor, options: ReapOptions = {}): Promise<ReapResult> {
-  const rows = await run(executor, reapStatement(options));
+  const rows = await run<{ id: string; state: string }>(executor, reapStatement(options));
   return {
     reaped: rows.length,
-    retried: rows.filter((r) => r.state === 'ready').map((r) => r.id as string),
-    dead: rows.filter((r) => r.state === 'dead').map((r) => r.id as string),
+    retried: rows.filter((r) => r.state === 'ready').map((r) => r.id),
+    dead: rows.filter((r) => r.state === 'dead').map((r) => r.id),
   };
 }
 

@@ -17,9 +17,12 @@ export interface Receipt {
 }
 
 export async function findReceipt(executor: Executor, key: string): Promise<Receipt | null> {
-  const rows = await run(executor, sql`SELECT key, job_id, attempt, result FROM leasehold.receipts WHERE key = ${key}`);
+  const rows = await run<{ key: string; job_id: string; attempt: number; result: unknown }>(
+    executor,
+    sql`SELECT key, job_id, attempt, result FROM leasehold.receipts WHERE key = ${key}`,
+  );
   const row = rows[0];
-  return row ? { key, jobId: row.job_id as string, attempt: Number(row.attempt), result: row.result } : null;
+  return row ? { key, jobId: row.job_id, attempt: row.attempt, result: row.result } : null;
 }
 
 /** Records `result` under `key` unless a receipt exists; returns the receipt that stands. */
@@ -27,7 +30,7 @@ export async function recordReceipt(
   executor: Executor,
   receipt: { key: string; jobId: string; attempt: number; result: unknown },
 ): Promise<{ recorded: boolean; receipt: Receipt }> {
-  const rows = await run(
+  const rows = await run<{ key: string }>(
     executor,
     sql`INSERT INTO leasehold.receipts (key, job_id, attempt, result)
         VALUES (${receipt.key}, ${receipt.jobId}::uuid, ${receipt.attempt}, ${JSON.stringify(receipt.result ?? null)}::jsonb)
@@ -49,7 +52,7 @@ export async function removeOldReceipts(
   executor: Executor,
   options: { olderThanSeconds: number; limit?: number },
 ): Promise<number> {
-  const rows = await run(
+  const rows = await run<unknown>(
     executor,
     sql`WITH old AS (
           SELECT key FROM leasehold.receipts r

@@ -44,7 +44,7 @@ export async function removeExpiredHistory(
   const o = parseInput('retention', retentionSchema, options);
   const age = (seconds: number) => sql`statement_timestamp() - make_interval(secs => ${seconds}::float8)`;
   const oldest = Math.min(o.doneAfterSeconds, o.deadAfterSeconds, o.cancelledAfterSeconds);
-  const rows = await run(
+  const rows = await run<{ jobs: number; attempts: number; dedupe_keys: number }>(
     executor,
     sql`
     WITH old_jobs AS (
@@ -99,6 +99,6 @@ export async function removeExpiredHistory(
            (SELECT count(*) FROM removed_attempts)::int AS attempts,
            (SELECT count(*) FROM removed_keys)::int AS dedupe_keys`,
   );
-  const row = rows[0] ?? {};
-  return { jobs: Number(row.jobs ?? 0), attempts: Number(row.attempts ?? 0), dedupeKeys: Number(row.dedupe_keys ?? 0) };
+  const row = rows[0];
+  return { jobs: row?.jobs ?? 0, attempts: row?.attempts ?? 0, dedupeKeys: row?.dedupe_keys ?? 0 };
 }

@@ -14,10 +14,11 @@
  * itself (db/queue/history.ts).
  */
 import { z } from 'zod';
-import type { FailureClass } from '../schema';
+import type { FailureClass, JobState } from '../schema';
 import { FAILURE_CLASSES } from '../schema';
-import { run, runText, toDate, type Executor } from './executor';
-import { APPLIED, LEASE_LOST, type LeaseRef, type SettleOutcome } from './job';
+import { oneOf } from '../states';
+import { run, runText, toDate, type Executor, type PgTimestamp } from './executor';
+import { APPLIED, LEASE_LOST, type LeaseLost, type LeaseRef, type SettleOutcome } from './job';
 import { COMPLETE_MANY, failStatement, heartbeatStatement, releaseStatement } from './transitions';
 import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy';
 import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate';
@@ -85,12 +86,16 @@ const leasesSchema = z.array(leaseSchema).max(10_000);
 /** The happy path of leasesSchema without zod (a worker acknowledges a thousand at a time). */
 function areLeaseRefs(leases: unknown): leases is readonly LeaseRef[] {
   if (!Array.isArray(leases) || leases.length > 10_000) return false;
-  for (const l of leases as Partial<LeaseRef>[]) {
+  const list: readonly unknown[] = leases;
+  for (const l of list) {
+    // `in` narrows without a call per field (field() measured ~10% slower per 1,000 leases).
+    if (typeof l !== 'object' || l === null || !('id' in l) || !('leaseToken' in l)) return false;
+    const { id, leaseToken } = l;
     if (
-      typeof l?.id !== 'string' ||
-      typeof l.leaseToken !== 'string' ||
-      !UUID_PATTERN.test(l.id) ||
-      !UUID_PATTERN.test(l.leaseToken)
+      typeof id !== 'string' ||
+      typeof leaseToken !== 'string' ||
+      !UUID_PATTERN.test(id) ||
+      !UUID_PATTERN.test(leaseToken)
     )
       return false;
   }
@@ -138,9 +143,12 @@ export interface FailInput {
   policy?: Partial<RetryPolicy>;
 }
 
+/** Where a failed attempt leaves its job. */
+const FAILED_INTO = ['ready', 'dead', 'cancelled'] as const satisfies readonly JobState[];
+
 export type FailOutcome =
-  | { applied: true; state: 'ready' | 'dead' | 'cancelled'; failureClass: FailureClass; runAt: Date }
-  | { applied: false; reason: 'lease_lost' };
+  | { applied: true; state: (typeof FAILED_INTO)[number]; failureClass: FailureClass; runAt: Date }
+  | LeaseLost;
 
 /**
  * Ends the attempt as failed. The retry policy (docs/contract.md §4) picks `ready` after a
@@ -162,7 +170,7 @@ export async function failIfLeaseHeld(
     policy: input.policy,
   });
   const retry = decision.action === 'retry';
-  const rows = await run(
+  const rows = await run<{ state: string; failure_class: string; run_at: PgTimestamp }>(
     executor,
     failStatement({
       id: lease.id,
@@ -175,16 +183,23 @@ export async function failIfLeaseHeld(
     }),
   );
   const row = rows[0];
-  if (!row) return LEASE_LOST as FailOutcome;
+  if (!row) return LEASE_LOST;
   return {
     applied: true,
-    state: row.state as 'ready' | 'dead' | 'cancelled',
-    failureClass: row.failure_class as FailureClass,
+    state: oneOf(row.state, FAILED_INTO, 'state after a failure'),
+    failureClass: oneOf(row.failure_class, FAILURE_CLASSES, 'failure class'),
     runAt: toDate(row.run_at),
   };
 }
 
-export type HeartbeatOutcome = { applied: true; leaseUntil: Date } | { applied: false; reason: 'lease_lost' };
+export type HeartbeatOutcome = { applied: true; leaseUntil: Date } | LeaseLost;
+
+/** A row of heartbeatStatement: the leases still held, with their new deadline. */
+interface HeartbeatRow {
+  id: string;
+  token: string;
+  lease_until: PgTimestamp;
+}
 
 /** A heartbeat's options, built once (not per call: heartbeats run for every job in flight). */
 const heartbeatOptionsSchema = z.object({
@@ -202,9 +217,12 @@ export async function heartbeatIfLeaseHeld(
 ): Promise<HeartbeatOutcome> {
   parseInput('heartbeat', leaseSchema, lease);
   parseInput('heartbeat', heartbeatOptionsSchema, options);
-  const rows = await run(executor, heartbeatStatement([lease.id], [lease.leaseToken], options.leaseSeconds));
+  const rows = await run<HeartbeatRow>(
+    executor,
+    heartbeatStatement([lease.id], [lease.leaseToken], options.leaseSeconds),
+  );
   const row = rows[0];
-  return row ? { applied: true, leaseUntil: toDate(row.lease_until) } : (LEASE_LOST as HeartbeatOutcome);
+  return row ? { applied: true, leaseUntil: toDate(row.lease_until) } : LEASE_LOST;
 }
 
 /**
@@ -219,7 +237,7 @@ export async function releaseIfLeaseHeld(
 ): Promise<SettleOutcome> {
   parseInput('release', leaseSchema, lease);
   parseInput('release', z.object({ delayMs: z.number().min(0).optional(), reason: z.string().optional() }), options);
-  const rows = await run(
+  const rows = await run<{ id: string }>(
     executor,
     releaseStatement({
       id: lease.id,
@@ -244,7 +262,7 @@ export async function heartbeatManyIfLeaseHeld(
   parseInput('heartbeatMany', z.array(leaseSchema).max(10_000), leases);
   parseInput('heartbeatMany', heartbeatOptionsSchema, options);
   if (leases.length === 0) return [];
-  const rows = await run(
+  const rows = await run<HeartbeatRow>(
     executor,
     heartbeatStatement(
       leases.map((l) => l.id),
@@ -252,9 +270,9 @@ export async function heartbeatManyIfLeaseHeld(
       options.leaseSeconds,
     ),
   );
-  const held = new Map(rows.map((r) => [`${r.id as string}/${r.token as string}`, toDate(r.lease_until)]));
-  return leases.map((l) => {
+  const held = new Map(rows.map((r) => [`${r.id}/${r.token}`, toDate(r.lease_until)]));
+  return leases.map((l): HeartbeatOutcome => {
     const leaseUntil = held.get(`${l.id}/${l.leaseToken}`);
-    return leaseUntil ? { applied: true, leaseUntil } : (LEASE_LOST as HeartbeatOutcome);
+    return leaseUntil ? { applied: true, leaseUntil } : LEASE_LOST;
   });
 }

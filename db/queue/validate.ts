@@ -111,8 +111,7 @@ function payloadProblems(payload: unknown): string[] {
   };
   const checkText = (text: string, path: string) => {
     if (text.includes('\u0000')) problems.push(`${path}: contains U+0000, which PostgreSQL jsonb cannot store`);
-    else if (!(text as string & { isWellFormed(): boolean }).isWellFormed())
-      problems.push(`${path}: contains a lone UTF-16 surrogate`);
+    else if (!isWellFormed(text)) problems.push(`${path}: contains a lone UTF-16 surrogate`);
   };
   visit(payload, 'payload', 0);
   return problems;
@@ -136,11 +135,17 @@ function isPlainJson(value: unknown, depth: number): boolean {
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return false;
   for (const key of Object.keys(value)) {
-    if (!isStorable(key) || !isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+    // Reflect.get: a plain object's own key, read without asserting a record type on it.
+    if (!isStorable(key) || !isPlainJson(Reflect.get(value, key), depth + 1)) return false;
   }
   return true;
 }
 
 function isStorable(text: string): boolean {
-  return !text.includes('\u0000') && (text as string & { isWellFormed(): boolean }).isWellFormed();
+  return !text.includes('\u0000') && isWellFormed(text);
+}
+
+/** No lone surrogates. String.prototype.isWellFormed is ES2024 (Node 20 has it); tsconfig's lib is ES2023. */
+function isWellFormed(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
 }

@@ -4,7 +4,7 @@
  * graceful stop; entries that stop refreshing (SIGKILL, lost host) are removed as stale.
  */
 import { sql } from 'drizzle-orm';
-import { run, toDate, type Executor } from './executor';
+import { run, toDate, type Executor, type PgTimestamp } from './executor';
 
 export interface WorkerInfo {
   id: string;
@@ -27,7 +27,7 @@ export async function registerWorker(executor: Executor, info: WorkerInfo): Prom
 
 /** Refreshes `last_seen_at`; false when the entry is gone (removed as stale) and must be re-registered. */
 export async function touchWorker(executor: Executor, id: string): Promise<boolean> {
-  const rows = await run(
+  const rows = await run<{ id: string }>(
     executor,
     sql`UPDATE leasehold.workers SET last_seen_at = statement_timestamp() WHERE id = ${id} RETURNING id`,
   );
@@ -39,7 +39,7 @@ export async function deregisterWorker(executor: Executor, id: string): Promise<
 }
 
 export async function removeStaleWorkers(executor: Executor, staleAfterSeconds: number): Promise<number> {
-  const rows = await run(
+  const rows = await run<{ id: string }>(
     executor,
     sql`DELETE FROM leasehold.workers WHERE last_seen_at < statement_timestamp() - make_interval(secs => ${staleAfterSeconds}::float8) RETURNING id`,
   );
@@ -47,18 +47,27 @@ export async function removeStaleWorkers(executor: Executor, staleAfterSeconds: 
 }
 
 export async function listWorkers(executor: Executor, seenWithinSeconds: number) {
-  const rows = await run(
+  const rows = await run<{
+    id: string;
+    host: string;
+    pid: number;
+    queues: string[];
+    concurrency: number;
+    version: string | null;
+    started_at: PgTimestamp;
+    last_seen_at: PgTimestamp;
+  }>(
     executor,
     sql`SELECT id, host, pid, queues, concurrency, version, started_at, last_seen_at FROM leasehold.workers
         WHERE last_seen_at >= statement_timestamp() - make_interval(secs => ${seenWithinSeconds}::float8) ORDER BY started_at`,
   );
   return rows.map((r) => ({
-    id: r.id as string,
-    host: r.host as string,
-    pid: Number(r.pid),
-    queues: r.queues as string[],
-    concurrency: Number(r.concurrency),
-    version: (r.version as string | null) ?? null,
+    id: r.id,
+    host: r.host,
+    pid: r.pid,
+    queues: r.queues,
+    concurrency: r.concurrency,
+    version: r.version,
     startedAt: toDate(r.started_at),
     lastSeenAt: toDate(r.last_seen_at),
   }));
