@@ -48,9 +48,12 @@ export async function applyRoles(url: string, options: ApplyRolesOptions = {}): 
     await client.query(rolesSql());
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
-    throw new Error(`Leasehold: db/roles.sql failed and changed nothing: ${(error as Error).message}`, {
-      cause: error,
-    });
+    throw new Error(
+      `Leasehold: db/roles.sql failed and changed nothing: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        cause: error,
+      },
+    );
   } finally {
     await client.end().catch(() => {});
   }

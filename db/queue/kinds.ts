@@ -136,7 +136,7 @@ export async function setRedactedPaths(
   // `before` reads the statement's snapshot; a worker's registration committing in between is
   // waited for by the UPDATE's row lock and then overwritten, so the audit row's `before` may
   // miss paths that registration added (the `after` is what is stored).
-  const rows = await run(
+  const rows = await run<{ audit_id: string; before: string[] | null; after: string[] | null }>(
     executor,
     sql`
     WITH before AS (
@@ -161,5 +161,5 @@ export async function setRedactedPaths(
   const row = rows[0]!;
   const auditId = Number(row.audit_id);
   if (row.after === null) return { applied: false, reason: 'not_found', auditId };
-  return { applied: true, before: (row.before as string[] | null) ?? [], after: row.after as string[], auditId };
+  return { applied: true, before: row.before ?? [], after: row.after, auditId };
 }
