@@ -457,14 +457,20 @@ async function serverFault(name: Scenario, how: 'restart' | 'crash', args: strin
   });
 }
 
-async function serverAway(db: { url: string; client: pg.Client }, how: () => Promise<void>): Promise<number> {
+async function serverAway(
+  db: { url: string; client: pg.Client; enqueuer: Executor },
+  how: () => Promise<void>,
+): Promise<number> {
   const began = Date.now();
-  await db.client.end().catch(() => {});
+  const old = db.client;
+  await old.end().catch(() => {});
   await how();
   const client = new pg.Client({ connectionString: db.url });
   client.on('error', () => {});
   await client.connect();
   db.client = client;
+  // Without a pooler the harness enqueues on its own client: that one is new now too.
+  if (db.enqueuer === old) db.enqueuer = client;
   return Date.now() - began; // the server was away this long
 }
 
@@ -477,7 +483,10 @@ async function workload(
     jobs: number;
     faultEveryMs: number;
     /** Injects one fault; may return how many ms the fault itself lasted (added to the bound). */
-    fault(fleet: Fleet, db: { url: string; client: pg.Client }): Promise<number | void> | number | void;
+    fault(
+      fleet: Fleet,
+      db: { url: string; client: pg.Client; enqueuer: Executor },
+    ): Promise<number | void> | number | void;
   },
 ): Promise<Result> {
   const db = await freshDatabase();
@@ -835,7 +844,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       // The bound: claimed before every flood job that became due more than 3 × 1 s after it.
       const overtaken = await count(
         db.client,
-        `SELECT count(*) FROM leasehold.jobs f, jobs l WHERE l.id = $1 AND f.priority = 3 AND f.run_at > l.run_at + interval '3 seconds'
+        `SELECT count(*) FROM leasehold.jobs f, leasehold.jobs l WHERE l.id = $1 AND f.priority = 3 AND f.run_at > l.run_at + interval '3 seconds'
            AND f.started_at IS NOT NULL AND f.started_at < l.started_at`,
         [low.id],
       );
