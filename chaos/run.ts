@@ -12,6 +12,10 @@
  * and drained, no faults: the baseline the others are held against). Prints a table and writes
  * chaos-results.json; exits 1 when any figure fails.
  *
+ * Besides its own figures, every scenario ends with the layout's invariants (layoutFigures):
+ * ready jobs and ready rows agree, no lease row counts running jobs once every job is terminal,
+ * and finished_rollup counts the terminal jobs.
+ *
  * --pgbouncer runs drain and kill-storm (the default then) with every worker's and the
  * enqueuer's connections through a PgBouncer 1.18 in transaction mode that the harness starts
  * (test/pgbouncer.ts): workers with LEASEHOLD_PREPARED_STATEMENTS=false and --no-listen, the
@@ -311,6 +315,98 @@ async function drain(client: pg.Client, timeoutMs: number): Promise<void> {
   }
 }
 
+/**
+ * The layout's invariants (db/queue/transitions.ts, drizzle/0001_leasehold_v1_invariants.sql),
+ * read in one statement, so that one snapshot sees a job and its rows together (a claim or a
+ * settlement changes both at once):
+ * - every ready job has its ready row (queue, claim_at, run_at, kind, attempts as the job's),
+ *   and no ready row is left for a job that is not ready, nor a second one for a job: a job
+ *   without one is never claimed again, a row too many fills a claim's LIMIT;
+ * - once every job is terminal, no lease row still counts running jobs;
+ * - finished_rollup counts exactly the terminal jobs, per queue, kind, state and attempts (the
+ *   harness never removes or retries finished jobs, so nothing may have left the rollup).
+ *
+ * A lease row's count is set by the reaper from its snapshot, so a settlement committing
+ * between the reaper's snapshot and its lock on the row leaves it one too high until the
+ * row's deadline, when the reaper counts again (db/queue/transitions.ts, reapStatement). So the
+ * lease figure waits a lease and two reaper rounds for rows still counting, and reports how
+ * many there were when the check began.
+ */
+async function layoutFigures(client: pg.Client, jobsTerminal: boolean): Promise<Figure[]> {
+  const read = async () =>
+    (
+      await client.query<Record<string, string>>(
+        `SELECT
+           (SELECT count(*) FROM leasehold.jobs j WHERE j.state = 'ready' AND NOT EXISTS (
+              SELECT 1 FROM leasehold.ready_jobs r WHERE r.id = j.id AND r.queue = j.queue AND r.claim_at = j.claim_at
+                AND r.run_at = j.run_at AND r.kind = j.kind AND r.attempts = j.attempts)) AS ready_without_row,
+           (SELECT count(*) FROM leasehold.ready_jobs r
+             WHERE NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.id = r.id AND j.state = 'ready'))
+             + (SELECT count(*) - count(DISTINCT id) FROM leasehold.ready_jobs) AS stray_rows,
+           (SELECT count(*) FROM leasehold.leases WHERE running > 0) AS counting,
+           (SELECT coalesce(sum(abs(coalesce(f.jobs, 0) - coalesce(t.jobs, 0))), 0)
+              FROM (SELECT queue, kind, state, attempts, sum(jobs) AS jobs FROM leasehold.finished_rollup GROUP BY 1, 2, 3, 4) f
+              FULL JOIN (SELECT queue, kind, state, attempts, count(*) AS jobs FROM leasehold.jobs
+                          WHERE state = ANY($1::text[]) GROUP BY 1, 2, 3, 4) t USING (queue, kind, state, attempts)
+           ) AS rollup_off`,
+        [TERMINAL_STATES],
+      )
+    ).rows[0]!;
+  const first = await read();
+  const figures: Figure[] = [
+    {
+      name: 'ready jobs without their ready row',
+      value: Number(first.ready_without_row),
+      pass: Number(first.ready_without_row) === 0,
+      rule: '= 0',
+    },
+    {
+      name: 'ready rows of jobs not ready, or a second one of a job',
+      value: Number(first.stray_rows),
+      pass: Number(first.stray_rows) === 0,
+      rule: '= 0',
+    },
+    {
+      name: 'finished_rollup jobs off from the terminal jobs (per queue, kind, state, attempts)',
+      value: Number(first.rollup_off),
+      pass: Number(first.rollup_off) === 0,
+      rule: '= 0',
+    },
+  ];
+  if (jobsTerminal) {
+    const atFirst = Number(first.counting);
+    let counting = atFirst;
+    const settleBy = Date.now() + LEASE_S * 1000 + 2 * REAP_MS + 1000;
+    while (counting > 0 && Date.now() < settleBy) {
+      await sleep(200);
+      counting = Number((await read()).counting);
+    }
+    figures.push(
+      {
+        name: 'lease rows counting running jobs, every job terminal (when checked)',
+        value: atFirst,
+        pass: true,
+        rule: 'reported',
+      },
+      {
+        name: 'lease rows still counting running jobs a lease and two reaper rounds later',
+        value: counting,
+        pass: counting === 0,
+        rule: '= 0',
+      },
+    );
+  }
+  return figures;
+}
+
+/** layoutFigures, knowing whether every job is terminal now. */
+async function layoutFiguresNow(client: pg.Client): Promise<Figure[]> {
+  const live = await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state <> ALL($1::text[])`, [
+    TERMINAL_STATES,
+  ]);
+  return layoutFigures(client, live === 0);
+}
+
 /** The figures every scenario is held to. */
 async function ledgerFigures(
   client: pg.Client,
@@ -428,6 +524,7 @@ async function ledgerFigures(
       pass: true,
       rule: 'reported',
     },
+    ...(await layoutFiguresNow(client)),
   ].map((f) => (f.rule === '= 0' ? { ...f, pass: f.value === 0 } : f));
 }
 
@@ -751,6 +848,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
             pass: fleet.crashes === 0,
             rule: '= 0',
           },
+          ...(await layoutFiguresNow(db.client)),
         ],
       };
     } finally {
@@ -835,7 +933,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       // The bound: claimed before every flood job that became due more than 3 × 1 s after it.
       const overtaken = await count(
         db.client,
-        `SELECT count(*) FROM leasehold.jobs f, jobs l WHERE l.id = $1 AND f.priority = 3 AND f.run_at > l.run_at + interval '3 seconds'
+        `SELECT count(*) FROM leasehold.jobs f, leasehold.jobs l WHERE l.id = $1 AND f.priority = 3 AND f.run_at > l.run_at + interval '3 seconds'
            AND f.started_at IS NOT NULL AND f.started_at < l.started_at`,
         [low.id],
       );
@@ -865,6 +963,8 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
             pass: true,
             rule: 'reported (> 0: the flood was on)',
           },
+          // The backlog is still being drained: the ready rows and the rollup, not the leases.
+          ...(await layoutFiguresNow(db.client)),
         ],
       };
     } finally {
@@ -909,6 +1009,8 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
           { name: 'committed keys without a job', value: missing, pass: missing === 0, rule: '= 0' },
           { name: 'keys with more than one job', value: extra, pass: extra === 0, rule: '= 0' },
           { name: 'jobs minus committed keys', value: jobs - committed, pass: jobs === committed, rule: '= 0' },
+          // Nothing claims here: every job is ready, each inserted by a statement that also took keys.
+          ...(await layoutFiguresNow(db.client)),
         ],
       };
     } finally {
