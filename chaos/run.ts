@@ -16,6 +16,12 @@
  * ready jobs and ready rows agree, no lease row counts running jobs once every job is terminal,
  * and finished_rollup counts the terminal jobs.
  *
+ * --self-test proves the harness fails a run when a guard is missing: the same small workload
+ * twice, once as it ships (every figure must pass) and once with one worker armed with the
+ * failpoint `unguarded_claim` (workers/failpoints.ts: a claim without `state = 'ready'`, which
+ * takes jobs another worker still holds); that run's "overlapping valid leases" must be
+ * non-zero and fail it. Exits 0 when both hold.
+ *
  * --pgbouncer runs drain and kill-storm (the default then) with every worker's and the
  * enqueuer's connections through a PgBouncer 1.18 in transaction mode that the harness starts
  * (test/pgbouncer.ts): workers with LEASEHOLD_PREPARED_STATEMENTS=false and --no-listen, the
@@ -61,8 +67,10 @@ const { values } = parseArgs({
     scenario: { type: 'string' },
     out: { type: 'string', default: path.join(ROOT, '.leasehold', 'chaos') },
     pgbouncer: { type: 'boolean', default: false },
+    'self-test': { type: 'boolean', default: false },
   },
 });
+const selfTest = values['self-test'] === true;
 const minutes = Number(values.minutes);
 const pooledRun = values.pgbouncer === true;
 const chosen = (values.scenario ?? (pooledRun ? POOLED_SCENARIOS : DEFAULT_SCENARIOS).join(','))
@@ -72,6 +80,7 @@ const unknown = chosen.filter((s) => !SCENARIOS.includes(s));
 const notPooled = pooledRun ? chosen.filter((s) => !POOLED_SCENARIOS.includes(s)) : [];
 const problems = [
   ...(minutes > 0 && minutes <= 600 ? [] : ['--minutes must be 0 < m <= 600']),
+  ...(selfTest && (pooledRun || values.scenario) ? ['--self-test runs alone (no --scenario, no --pgbouncer)'] : []),
   ...(unknown.length ? [`unknown scenarios: ${unknown.join(', ')} (known: ${SCENARIOS.join(', ')})`] : []),
   ...(notPooled.length
     ? [`with --pgbouncer only ${POOLED_SCENARIOS.join(', ')} run (not: ${notPooled.join(', ')})`]
@@ -91,14 +100,18 @@ const POLL_MS = 300;
 const LEASE_EXPIRED_DELAY_MS = 0;
 const RECOVERY_BOUND_MS = LEASE_S * 1000 + REAP_MS + POLL_MS + LEASE_EXPIRED_DELAY_MS + 2_000; // + 2 s for process restarts
 
+/** The figure the self-test must see fail (its name, as printed). */
+const OVERLAP = 'overlapping valid leases';
+
 interface Figure {
   name: string;
   value: number;
   pass: boolean;
   rule: string;
 }
+type SelfTestRun = 'self-test: as shipped' | 'self-test: unguarded_claim armed';
 interface Result {
-  scenario: Scenario;
+  scenario: Scenario | SelfTestRun;
   skipped?: string;
   jobs: number;
   seconds: number;
@@ -429,7 +442,7 @@ async function ledgerFigures(
       rule: '= 0',
     },
     {
-      name: 'overlapping valid leases',
+      name: OVERLAP,
       value:
         fleet.exclusionErrors +
         (await count(
@@ -1104,6 +1117,54 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
   },
 };
 
+/**
+ * --self-test: one worker runs 16 jobs of 2.5 s each (its leases held by heartbeats), and a
+ * second worker starts once some are running. As shipped, the second claims only what is ready
+ * and every figure passes. Armed with `unguarded_claim`, its claims also take the jobs the first
+ * holds: each is a second lease overlapping a valid one, which the lease log's exclusion
+ * constraint refuses and the harness counts, so the overlap figure must fail the run.
+ */
+async function selfTestRun(armed: boolean): Promise<Result> {
+  const db = await freshDatabase();
+  const first = new Fleet(db.url, ['--concurrency', '4']);
+  const second = new Fleet(db.url, ['--concurrency', '4'], armed ? { LEASEHOLD_FAILPOINTS: 'unguarded_claim' } : {});
+  const started = Date.now();
+  const jobs = 16;
+  try {
+    first.start(1);
+    await enqueueMany(
+      db.client,
+      Array.from({ length: jobs }, () => ({ queue: 'chaos', kind: 'chaos.work', payload: { ms: 2500 } })),
+    );
+    const upBy = Date.now() + 30_000;
+    while ((await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'running'`)) === 0) {
+      if (Date.now() > upBy) throw new Error('the first worker never started a job');
+      await sleep(100);
+    }
+    second.start(1);
+    await drain(db.client, 120_000);
+    // The second worker's figures (its refused claims are the overlaps), the first's crashes.
+    const figures = await ledgerFigures(db.client, second, jobs, Date.now(), Number.POSITIVE_INFINITY);
+    figures.push({
+      name: 'first worker processes that crashed on their own',
+      value: first.crashes,
+      pass: first.crashes === 0,
+      rule: '= 0',
+    });
+    return {
+      scenario: armed ? 'self-test: unguarded_claim armed' : 'self-test: as shipped',
+      jobs,
+      seconds: Math.round((Date.now() - started) / 1000),
+      faults: armed ? 1 : 0,
+      figures,
+    };
+  } finally {
+    await second.stop();
+    await first.stop();
+    await db.drop();
+  }
+}
+
 server = await selectDatabase({
   databaseUrl: process.env.DATABASE_URL,
   dataDir: path.join(ROOT, '.leasehold', 'chaos-postgres'),
@@ -1117,7 +1178,25 @@ try {
     bouncer = await startPgBouncer(serverUrl);
     log(`PgBouncer (transaction mode) on 127.0.0.1:${bouncer.port} in front of the server`);
   }
-  for (const name of chosen) {
+  if (selfTest) {
+    for (const armed of [false, true]) {
+      const name: SelfTestRun = armed ? 'self-test: unguarded_claim armed' : 'self-test: as shipped';
+      log(`${name}…`);
+      try {
+        results.push(await selfTestRun(armed));
+      } catch (error) {
+        const message = `harness error: ${(error as Error).message}`;
+        results.push({
+          scenario: name,
+          jobs: 0,
+          seconds: 0,
+          faults: 0,
+          figures: [{ name: message, value: 1, pass: false, rule: 'no error' }],
+        });
+      }
+    }
+  }
+  for (const name of selfTest ? [] : chosen) {
     log(`${name}: running (~${secondsEach} s of faults)…`);
     try {
       results.push(await scenarios[name]());
@@ -1167,5 +1246,19 @@ writeFileSync(
     2,
   ),
 );
+if (selfTest) {
+  // As shipped every figure passes; armed, the overlap figure is non-zero and fails the run.
+  const shipped = results.find((r) => r.scenario === 'self-test: as shipped');
+  const armed = results.find((r) => r.scenario === 'self-test: unguarded_claim armed');
+  const shippedFailed = shipped ? shipped.figures.filter((f) => !f.pass).map((f) => f.name) : ['did not run'];
+  const overlap = armed?.figures.find((f) => f.name === OVERLAP);
+  const caught = overlap !== undefined && overlap.value > 0 && !overlap.pass;
+  console.log(
+    `\nself-test: as shipped, ${shippedFailed.length === 0 ? 'every figure passes' : `FAILED: ${shippedFailed.join('; ')}`};` +
+      ` with unguarded_claim armed, "${OVERLAP}" = ${overlap?.value ?? 'not measured'}:` +
+      ` ${caught ? 'the run fails, as it must' : 'NOT CAUGHT: the harness would pass a claim without its guard'} (${file})`,
+  );
+  process.exit(shippedFailed.length === 0 && caught ? 0 : 1);
+}
 console.log(`\n${failed.length === 0 ? 'all figures pass' : `FAILED: ${failed.join('; ')}`} (${file})`);
 process.exit(failed.length === 0 ? 0 : 1);
