@@ -12,6 +12,16 @@
  * and drained, no faults: the baseline the others are held against). Prints a table and writes
  * chaos-results.json; exits 1 when any figure fails.
  *
+ * Besides its own figures, every scenario ends with the layout's invariants (layoutFigures):
+ * ready jobs and ready rows agree, no lease row counts running jobs once every job is terminal,
+ * and finished_rollup counts the terminal jobs.
+ *
+ * --self-test proves the harness fails a run when a guard is missing: the same small workload
+ * twice, once as it ships (every figure must pass) and once with one worker armed with the
+ * failpoint `unguarded_claim` (workers/failpoints.ts: a claim without `state = 'ready'`, which
+ * takes jobs another worker still holds); that run's "overlapping valid leases" must be
+ * non-zero and fail it. Exits 0 when both hold.
+ *
  * --pgbouncer runs drain and kill-storm (the default then) with every worker's and the
  * enqueuer's connections through a PgBouncer 1.18 in transaction mode that the harness starts
  * (test/pgbouncer.ts): workers with LEASEHOLD_PREPARED_STATEMENTS=false and --no-listen, the
@@ -57,8 +67,10 @@ const { values } = parseArgs({
     scenario: { type: 'string' },
     out: { type: 'string', default: path.join(ROOT, '.leasehold', 'chaos') },
     pgbouncer: { type: 'boolean', default: false },
+    'self-test': { type: 'boolean', default: false },
   },
 });
+const selfTest = values['self-test'] === true;
 const minutes = Number(values.minutes);
 const pooledRun = values.pgbouncer === true;
 const chosen = (values.scenario ?? (pooledRun ? POOLED_SCENARIOS : DEFAULT_SCENARIOS).join(','))
@@ -68,6 +80,7 @@ const unknown = chosen.filter((s) => !SCENARIOS.includes(s));
 const notPooled = pooledRun ? chosen.filter((s) => !POOLED_SCENARIOS.includes(s)) : [];
 const problems = [
   ...(minutes > 0 && minutes <= 600 ? [] : ['--minutes must be 0 < m <= 600']),
+  ...(selfTest && (pooledRun || values.scenario) ? ['--self-test runs alone (no --scenario, no --pgbouncer)'] : []),
   ...(unknown.length ? [`unknown scenarios: ${unknown.join(', ')} (known: ${SCENARIOS.join(', ')})`] : []),
   ...(notPooled.length
     ? [`with --pgbouncer only ${POOLED_SCENARIOS.join(', ')} run (not: ${notPooled.join(', ')})`]
@@ -87,14 +100,18 @@ const POLL_MS = 300;
 const LEASE_EXPIRED_DELAY_MS = 0;
 const RECOVERY_BOUND_MS = LEASE_S * 1000 + REAP_MS + POLL_MS + LEASE_EXPIRED_DELAY_MS + 2_000; // + 2 s for process restarts
 
+/** The figure the self-test must see fail (its name, as printed). */
+const OVERLAP = 'overlapping valid leases';
+
 interface Figure {
   name: string;
   value: number;
   pass: boolean;
   rule: string;
 }
+type SelfTestRun = 'self-test: as shipped' | 'self-test: unguarded_claim armed';
 interface Result {
-  scenario: Scenario;
+  scenario: Scenario | SelfTestRun;
   skipped?: string;
   jobs: number;
   seconds: number;
@@ -311,6 +328,98 @@ async function drain(client: pg.Client, timeoutMs: number): Promise<void> {
   }
 }
 
+/**
+ * The layout's invariants (db/queue/transitions.ts, drizzle/0001_leasehold_v1_invariants.sql),
+ * read in one statement, so that one snapshot sees a job and its rows together (a claim or a
+ * settlement changes both at once):
+ * - every ready job has its ready row (queue, claim_at, run_at, kind, attempts as the job's),
+ *   and no ready row is left for a job that is not ready, nor a second one for a job: a job
+ *   without one is never claimed again, a row too many fills a claim's LIMIT;
+ * - once every job is terminal, no lease row still counts running jobs;
+ * - finished_rollup counts exactly the terminal jobs, per queue, kind, state and attempts (the
+ *   harness never removes or retries finished jobs, so nothing may have left the rollup).
+ *
+ * A lease row's count is set by the reaper from its snapshot, so a settlement committing
+ * between the reaper's snapshot and its lock on the row leaves it one too high until the
+ * row's deadline, when the reaper counts again (db/queue/transitions.ts, reapStatement). So the
+ * lease figure waits a lease and two reaper rounds for rows still counting, and reports how
+ * many there were when the check began.
+ */
+async function layoutFigures(client: pg.Client, jobsTerminal: boolean): Promise<Figure[]> {
+  const read = async () =>
+    (
+      await client.query<Record<string, string>>(
+        `SELECT
+           (SELECT count(*) FROM leasehold.jobs j WHERE j.state = 'ready' AND NOT EXISTS (
+              SELECT 1 FROM leasehold.ready_jobs r WHERE r.id = j.id AND r.queue = j.queue AND r.claim_at = j.claim_at
+                AND r.run_at = j.run_at AND r.kind = j.kind AND r.attempts = j.attempts)) AS ready_without_row,
+           (SELECT count(*) FROM leasehold.ready_jobs r
+             WHERE NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.id = r.id AND j.state = 'ready'))
+             + (SELECT count(*) - count(DISTINCT id) FROM leasehold.ready_jobs) AS stray_rows,
+           (SELECT count(*) FROM leasehold.leases WHERE running > 0) AS counting,
+           (SELECT coalesce(sum(abs(coalesce(f.jobs, 0) - coalesce(t.jobs, 0))), 0)
+              FROM (SELECT queue, kind, state, attempts, sum(jobs) AS jobs FROM leasehold.finished_rollup GROUP BY 1, 2, 3, 4) f
+              FULL JOIN (SELECT queue, kind, state, attempts, count(*) AS jobs FROM leasehold.jobs
+                          WHERE state = ANY($1::text[]) GROUP BY 1, 2, 3, 4) t USING (queue, kind, state, attempts)
+           ) AS rollup_off`,
+        [TERMINAL_STATES],
+      )
+    ).rows[0]!;
+  const first = await read();
+  const figures: Figure[] = [
+    {
+      name: 'ready jobs without their ready row',
+      value: Number(first.ready_without_row),
+      pass: Number(first.ready_without_row) === 0,
+      rule: '= 0',
+    },
+    {
+      name: 'ready rows of jobs not ready, or a second one of a job',
+      value: Number(first.stray_rows),
+      pass: Number(first.stray_rows) === 0,
+      rule: '= 0',
+    },
+    {
+      name: 'finished_rollup jobs off from the terminal jobs (per queue, kind, state, attempts)',
+      value: Number(first.rollup_off),
+      pass: Number(first.rollup_off) === 0,
+      rule: '= 0',
+    },
+  ];
+  if (jobsTerminal) {
+    const atFirst = Number(first.counting);
+    let counting = atFirst;
+    const settleBy = Date.now() + LEASE_S * 1000 + 2 * REAP_MS + 1000;
+    while (counting > 0 && Date.now() < settleBy) {
+      await sleep(200);
+      counting = Number((await read()).counting);
+    }
+    figures.push(
+      {
+        name: 'lease rows counting running jobs, every job terminal (when checked)',
+        value: atFirst,
+        pass: true,
+        rule: 'reported',
+      },
+      {
+        name: 'lease rows still counting running jobs a lease and two reaper rounds later',
+        value: counting,
+        pass: counting === 0,
+        rule: '= 0',
+      },
+    );
+  }
+  return figures;
+}
+
+/** layoutFigures, knowing whether every job is terminal now. */
+async function layoutFiguresNow(client: pg.Client): Promise<Figure[]> {
+  const live = await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state <> ALL($1::text[])`, [
+    TERMINAL_STATES,
+  ]);
+  return layoutFigures(client, live === 0);
+}
+
 /** The figures every scenario is held to. */
 async function ledgerFigures(
   client: pg.Client,
@@ -333,7 +442,7 @@ async function ledgerFigures(
       rule: '= 0',
     },
     {
-      name: 'overlapping valid leases',
+      name: OVERLAP,
       value:
         fleet.exclusionErrors +
         (await count(
@@ -428,6 +537,7 @@ async function ledgerFigures(
       pass: true,
       rule: 'reported',
     },
+    ...(await layoutFiguresNow(client)),
   ].map((f) => (f.rule === '= 0' ? { ...f, pass: f.value === 0 } : f));
 }
 
@@ -760,6 +870,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
             pass: fleet.crashes === 0,
             rule: '= 0',
           },
+          ...(await layoutFiguresNow(db.client)),
         ],
       };
     } finally {
@@ -874,6 +985,8 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
             pass: true,
             rule: 'reported (> 0: the flood was on)',
           },
+          // The backlog is still being drained: the ready rows and the rollup, not the leases.
+          ...(await layoutFiguresNow(db.client)),
         ],
       };
     } finally {
@@ -918,6 +1031,8 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
           { name: 'committed keys without a job', value: missing, pass: missing === 0, rule: '= 0' },
           { name: 'keys with more than one job', value: extra, pass: extra === 0, rule: '= 0' },
           { name: 'jobs minus committed keys', value: jobs - committed, pass: jobs === committed, rule: '= 0' },
+          // Nothing claims here: every job is ready, each inserted by a statement that also took keys.
+          ...(await layoutFiguresNow(db.client)),
         ],
       };
     } finally {
@@ -1011,6 +1126,54 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
   },
 };
 
+/**
+ * --self-test: one worker runs 16 jobs of 2.5 s each (its leases held by heartbeats), and a
+ * second worker starts once some are running. As shipped, the second claims only what is ready
+ * and every figure passes. Armed with `unguarded_claim`, its claims also take the jobs the first
+ * holds: each is a second lease overlapping a valid one, which the lease log's exclusion
+ * constraint refuses and the harness counts, so the overlap figure must fail the run.
+ */
+async function selfTestRun(armed: boolean): Promise<Result> {
+  const db = await freshDatabase();
+  const first = new Fleet(db.url, ['--concurrency', '4']);
+  const second = new Fleet(db.url, ['--concurrency', '4'], armed ? { LEASEHOLD_FAILPOINTS: 'unguarded_claim' } : {});
+  const started = Date.now();
+  const jobs = 16;
+  try {
+    first.start(1);
+    await enqueueMany(
+      db.client,
+      Array.from({ length: jobs }, () => ({ queue: 'chaos', kind: 'chaos.work', payload: { ms: 2500 } })),
+    );
+    const upBy = Date.now() + 30_000;
+    while ((await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'running'`)) === 0) {
+      if (Date.now() > upBy) throw new Error('the first worker never started a job');
+      await sleep(100);
+    }
+    second.start(1);
+    await drain(db.client, 120_000);
+    // The second worker's figures (its refused claims are the overlaps), the first's crashes.
+    const figures = await ledgerFigures(db.client, second, jobs, Date.now(), Number.POSITIVE_INFINITY);
+    figures.push({
+      name: 'first worker processes that crashed on their own',
+      value: first.crashes,
+      pass: first.crashes === 0,
+      rule: '= 0',
+    });
+    return {
+      scenario: armed ? 'self-test: unguarded_claim armed' : 'self-test: as shipped',
+      jobs,
+      seconds: Math.round((Date.now() - started) / 1000),
+      faults: armed ? 1 : 0,
+      figures,
+    };
+  } finally {
+    await second.stop();
+    await first.stop();
+    await db.drop();
+  }
+}
+
 server = await selectDatabase({
   databaseUrl: process.env.DATABASE_URL,
   dataDir: path.join(ROOT, '.leasehold', 'chaos-postgres'),
@@ -1024,7 +1187,25 @@ try {
     bouncer = await startPgBouncer(serverUrl);
     log(`PgBouncer (transaction mode) on 127.0.0.1:${bouncer.port} in front of the server`);
   }
-  for (const name of chosen) {
+  if (selfTest) {
+    for (const armed of [false, true]) {
+      const name: SelfTestRun = armed ? 'self-test: unguarded_claim armed' : 'self-test: as shipped';
+      log(`${name}…`);
+      try {
+        results.push(await selfTestRun(armed));
+      } catch (error) {
+        const message = `harness error: ${(error as Error).message}`;
+        results.push({
+          scenario: name,
+          jobs: 0,
+          seconds: 0,
+          faults: 0,
+          figures: [{ name: message, value: 1, pass: false, rule: 'no error' }],
+        });
+      }
+    }
+  }
+  for (const name of selfTest ? [] : chosen) {
     log(`${name}: running (~${secondsEach} s of faults)…`);
     try {
       results.push(await scenarios[name]());
@@ -1074,5 +1255,19 @@ writeFileSync(
     2,
   ),
 );
+if (selfTest) {
+  // As shipped every figure passes; armed, the overlap figure is non-zero and fails the run.
+  const shipped = results.find((r) => r.scenario === 'self-test: as shipped');
+  const armed = results.find((r) => r.scenario === 'self-test: unguarded_claim armed');
+  const shippedFailed = shipped ? shipped.figures.filter((f) => !f.pass).map((f) => f.name) : ['did not run'];
+  const overlap = armed?.figures.find((f) => f.name === OVERLAP);
+  const caught = overlap !== undefined && overlap.value > 0 && !overlap.pass;
+  console.log(
+    `\nself-test: as shipped, ${shippedFailed.length === 0 ? 'every figure passes' : `FAILED: ${shippedFailed.join('; ')}`};` +
+      ` with unguarded_claim armed, "${OVERLAP}" = ${overlap?.value ?? 'not measured'}:` +
+      ` ${caught ? 'the run fails, as it must' : 'NOT CAUGHT: the harness would pass a claim without its guard'} (${file})`,
+  );
+  process.exit(shippedFailed.length === 0 && caught ? 0 : 1);
+}
 console.log(`\n${failed.length === 0 ? 'all figures pass' : `FAILED: ${failed.join('; ')}`} (${file})`);
 process.exit(failed.length === 0 ? 0 : 1);

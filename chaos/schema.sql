@@ -19,10 +19,14 @@ CREATE TABLE IF NOT EXISTS chaos.lease_log (
 CREATE OR REPLACE FUNCTION chaos.track_lease() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF OLD.lease_token IS NOT NULL AND NEW.lease_token IS DISTINCT FROM OLD.lease_token THEN
-    -- The lease ended (settled, reaped, released, cancelled): it was valid until now, or until
-    -- its deadline if that came first.
+    -- The lease ended (settled, reaped, released, cancelled: the token went): it was valid until
+    -- now, or until its deadline if that came first. A new token on a job that kept one is no
+    -- end: nothing settled the old lease, a claim took the job from under it, so the old lease
+    -- stays valid until its deadline and the new one overlaps it (the exclusion constraint
+    -- refuses the claim, and the harness counts it).
     UPDATE chaos.lease_log
-       SET valid = tstzrange(lower(valid), greatest(lower(valid), least(OLD.lease_until, statement_timestamp()))),
+       SET valid = tstzrange(lower(valid), greatest(lower(valid),
+                     CASE WHEN NEW.lease_token IS NULL THEN least(OLD.lease_until, statement_timestamp()) ELSE OLD.lease_until END)),
            deadline = OLD.lease_until
      WHERE token = OLD.lease_token AND job_id = OLD.id;
   END IF;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FailpointSpecError, parseFailpoints } from './failpoints';
+import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints';
 
 describe('LEASEHOLD_FAILPOINTS', () => {
   it('reads points with and without a probability', () => {
@@ -15,5 +15,21 @@ describe('LEASEHOLD_FAILPOINTS', () => {
     expect(() => parseFailpoints('after_lunch')).toThrow('unknown failpoint "after_lunch"');
     expect(() => parseFailpoints('in_reap:2')).toThrow('failpoint in_reap: probability must be 0..1, got 2');
     expect(() => parseFailpoints('in_reap:often')).toThrow(FailpointSpecError);
+  });
+});
+
+describe('guard-skipping failpoints', () => {
+  it('are armed only by a spec that names them', () => {
+    expect(new Failpoints().skips('unguarded_claim')).toBe(false);
+    expect(new Failpoints(parseFailpoints(undefined)).guardSkips()).toEqual([]);
+    expect(new Failpoints(parseFailpoints('after_claim:0.05,before_ack')).guardSkips()).toEqual([]);
+    expect(new Failpoints(parseFailpoints('after_claim:0.05,before_ack')).skips('unguarded_claim')).toBe(false);
+  });
+
+  it('skip with their probability once named', () => {
+    const armed = new Failpoints(parseFailpoints('unguarded_claim'));
+    expect(armed.guardSkips()).toEqual(['unguarded_claim']);
+    expect(armed.skips('unguarded_claim')).toBe(true);
+    expect(new Failpoints(parseFailpoints('unguarded_claim:0')).skips('unguarded_claim')).toBe(false);
   });
 });

@@ -6,8 +6,26 @@
  * Points: after_claim (leased, handler not started), after_effect (handler done, not yet
  * acknowledged), before_ack (acknowledgement about to be sent), in_heartbeat (heartbeat about
  * to be sent), in_reap (inside the reaper's transaction, before it commits).
+ *
+ * One point breaks a guard instead of killing the process, so that the harness can prove it
+ * notices (`npx tsx chaos/run.ts --self-test`): `unguarded_claim` claims with a statement of
+ * its own (claimWithoutReadyGuard, below; not the library's) that lacks `state = 'ready'`, so it
+ * also takes jobs other attempts are running under a lease that still holds. Nothing reaches it
+ * but a LEASEHOLD_FAILPOINTS that names it: no setting, flag or default does, and a worker that
+ * has it armed says so at error level when it starts (workers/main.ts).
  */
-export const FAILPOINTS = ['after_claim', 'after_effect', 'before_ack', 'in_heartbeat', 'in_reap'] as const;
+import { randomUUID } from 'node:crypto';
+import type { Executor } from '../db/queue';
+import { runText, toDate } from '../db/queue/executor';
+import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimedJob } from '../db/queue/job';
+
+/** Points where the worker kills itself. */
+export const CRASH_POINTS = ['after_claim', 'after_effect', 'before_ack', 'in_heartbeat', 'in_reap'] as const;
+/** Points where the worker skips a guard (the harness's self-test only). */
+export const GUARD_SKIPS = ['unguarded_claim'] as const;
+export const FAILPOINTS = [...CRASH_POINTS, ...GUARD_SKIPS] as const;
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+export type GuardSkip = (typeof GUARD_SKIPS)[number];
 export type Failpoint = (typeof FAILPOINTS)[number];
 
 /** A LEASEHOLD_FAILPOINTS value that names an unknown point or a bad probability. */
@@ -36,11 +54,72 @@ export class Failpoints {
   constructor(private readonly points: Map<Failpoint, number> = new Map()) {}
 
   /** Kills this process at `point` if armed (and the dice say so). */
-  hit(point: Failpoint): void {
+  hit(point: CrashPoint): void {
     const p = this.points.get(point);
     if (p !== undefined && Math.random() < p) {
       process.stderr.write(`failpoint ${point}: SIGKILL\n`);
       process.kill(process.pid, 'SIGKILL');
     }
   }
+
+  /** True when this time the guard `point` names is to be skipped (armed, and the dice say so). */
+  skips(point: GuardSkip): boolean {
+    const p = this.points.get(point);
+    return p !== undefined && Math.random() < p;
+  }
+
+  /** The guard-skipping points armed here (workers/main.ts says so at start). */
+  guardSkips(): GuardSkip[] {
+    return GUARD_SKIPS.filter((g) => this.points.has(g));
+  }
+}
+
+/**
+ * `unguarded_claim`: the claim with its guard taken out, for the harness to catch. It walks the
+ * jobs themselves, ready or running (the library walks ready_jobs and re-checks `state =
+ * 'ready'`), so a job another attempt holds gets a second lease while the first still holds. It
+ * keeps the rest of the layout's bookkeeping (the ready rows of what it takes, a lease row), so
+ * that what fails is the overlap and nothing else. Unnamed: it is never prepared.
+ */
+export async function claimWithoutReadyGuard(
+  executor: Executor,
+  options: { queues: string[]; workerId: string; limit: number; leaseSeconds: number },
+): Promise<ClaimedJob[]> {
+  const leaseToken = randomUUID();
+  const rows = await runText(
+    executor,
+    `WITH candidate AS (
+       SELECT j.id FROM leasehold.jobs j
+       WHERE j.queue = ANY($1::text[]) AND j.state IN ('ready', 'running') AND j.run_at <= statement_timestamp()
+         AND j.attempts < j.max_attempts
+       ORDER BY j.claim_at, j.id
+       LIMIT $2::int
+       FOR UPDATE SKIP LOCKED
+     ),
+     ready_gone AS (DELETE FROM leasehold.ready_jobs r USING candidate c WHERE r.id = c.id RETURNING r.id),
+     claimed AS (
+       UPDATE leasehold.jobs j
+       SET state = 'running', attempts = j.attempts + 1, lease_token = $3::uuid,
+           lease_until = statement_timestamp() + make_interval(secs => $4::float8), worker_id = $5::text,
+           started_at = statement_timestamp(), updated_at = statement_timestamp()
+       WHERE j.id IN (SELECT id FROM candidate) AND (SELECT count(*) FROM ready_gone) >= 0
+       RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
+     ),
+     lease AS (
+       INSERT INTO leasehold.leases (token, queue, worker_id, lease_until, running, job_ids)
+       SELECT $3::uuid, c.queue, $5::text, min(c.lease_until), count(*)::int, array_agg(c.id)
+       FROM claimed c GROUP BY c.queue
+       RETURNING 1
+     )
+     SELECT * FROM claimed`,
+    [options.queues, options.limit, leaseToken, options.leaseSeconds, options.workerId],
+  );
+  if (rows.length === 0) return [];
+  const instant = {
+    leaseToken,
+    workerId: options.workerId,
+    startedAt: toDate(rows[0]!.started_at).getTime(),
+    leaseUntil: toDate(rows[0]!.lease_until).getTime(),
+  };
+  return rows.map((row) => mapClaimedJob(row, instant));
 }

@@ -86,6 +86,11 @@ if (failpoints)
     { failpoints: process.env.LEASEHOLD_FAILPOINTS },
     'failpoints armed: this worker will kill itself on purpose',
   );
+if (failpoints && failpoints.guardSkips().length > 0)
+  logger.error(
+    { skipped: failpoints.guardSkips() },
+    'failpoints armed that skip a guard: this worker breaks the queue on purpose (the failure harness’s self-test only)',
+  );
 
 try {
   await worker.start();

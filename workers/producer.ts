@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { claim, ClaimOptionsCache, type ClaimedJob } from '../db/queue';
 import type { Db } from '../db/client';
 import { Attempt, leaseDeadlineFrom } from './attempt';
-import type { Failpoints } from './failpoints';
+import { claimWithoutReadyGuard, type Failpoints } from './failpoints';
 import type { HandlerRegistry } from './handler';
 import type { WorkerMetrics } from './metrics';
 import { backoff, sleep } from './timing';
@@ -128,17 +128,24 @@ export class Producer {
         // (a NOTIFY for a job committed after its snapshot) must start another claim.
         this.wokenMeanwhile = false;
         try {
-          jobs = await claim(
-            claimDb,
-            {
-              queues: s.queues,
-              workerId: s.workerId,
-              limit,
-              leaseSeconds: s.leaseSeconds,
-              asyncCommit: s.asyncClaims,
-            },
-            this.claimOptions,
-          );
+          jobs = this.deps.failpoints?.skips('unguarded_claim')
+            ? await claimWithoutReadyGuard(claimDb, {
+                queues: s.queues,
+                workerId: s.workerId,
+                limit,
+                leaseSeconds: s.leaseSeconds,
+              })
+            : await claim(
+                claimDb,
+                {
+                  queues: s.queues,
+                  workerId: s.workerId,
+                  limit,
+                  leaseSeconds: s.leaseSeconds,
+                  asyncCommit: s.asyncClaims,
+                },
+                this.claimOptions,
+              );
           failures = 0;
         } catch (error) {
           failures += 1;
