@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Executor } from '../db/queue';
 import { runText, toDate } from '../db/queue/executor';
-import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimedJob } from '../db/queue/job';
+import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimColumnsRow, type ClaimedJob } from '../db/queue/job';
 
 /** Points where the worker kills itself. */
 export const CRASH_POINTS = ['after_claim', 'after_effect', 'before_ack', 'in_heartbeat', 'in_reap'] as const;
@@ -86,7 +86,7 @@ export async function claimWithoutReadyGuard(
   options: { queues: string[]; workerId: string; limit: number; leaseSeconds: number },
 ): Promise<ClaimedJob[]> {
   const leaseToken = randomUUID();
-  const rows = await runText(
+  const rows = await runText<ClaimColumnsRow>(
     executor,
     `WITH candidate AS (
        SELECT j.id FROM leasehold.jobs j
