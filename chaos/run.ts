@@ -229,8 +229,8 @@ interface ChaosDatabase {
   name: string;
   /** The harness's own direct connection: set-up, checks, figures. */
   client: pg.Client;
-  /** What enqueues the jobs: the direct client, or a pool through the pooler with --pgbouncer. */
-  enqueuer: Executor;
+  /** What enqueues the jobs: the direct client (as it is now), or a pool through the pooler with --pgbouncer. */
+  readonly enqueuer: Executor;
   /** The pool under `enqueuer` with --pgbouncer (for transactions of the caller's own). */
   pooled: DbHandle | null;
   drop(): Promise<void>;
@@ -247,18 +247,22 @@ async function freshDatabase(): Promise<ChaosDatabase> {
   const pooled = bouncer
     ? createDb(bouncer.pooled(url), { max: 4, applicationName: 'leasehold-chaos-enqueuer', preparedStatements: false })
     : null;
-  return {
+  const db: ChaosDatabase = {
     url,
     name,
     client,
-    enqueuer: pooled?.db ?? client,
+    // A getter: a server fault replaces `client` (serverAway), and the enqueuer must follow it.
+    get enqueuer(): Executor {
+      return pooled?.db ?? db.client;
+    },
     pooled,
     drop: async () => {
       await pooled?.close().catch(() => {});
-      await client.end().catch(() => {});
+      await db.client.end().catch(() => {});
       await scratch.drop().catch(() => {});
     },
   };
+  return db;
 }
 
 /**
@@ -567,20 +571,14 @@ async function serverFault(name: Scenario, how: 'restart' | 'crash', args: strin
   });
 }
 
-async function serverAway(
-  db: { url: string; client: pg.Client; enqueuer: Executor },
-  how: () => Promise<void>,
-): Promise<number> {
+async function serverAway(db: { url: string; client: pg.Client }, how: () => Promise<void>): Promise<number> {
   const began = Date.now();
-  const old = db.client;
-  await old.end().catch(() => {});
+  await db.client.end().catch(() => {});
   await how();
   const client = new pg.Client({ connectionString: db.url });
   client.on('error', () => {});
   await client.connect();
-  db.client = client;
-  // Without a pooler the harness enqueues on its own client: that one is new now too.
-  if (db.enqueuer === old) db.enqueuer = client;
+  db.client = client; // the enqueuer (a getter over it, without a pooler) follows
   return Date.now() - began; // the server was away this long
 }
 

@@ -83,12 +83,16 @@ const END_LEASE = 'lease_token = NULL, lease_until = NULL';
  * `greatest(…, 0)`: a count that writes from outside put wrong must not fail a settlement; the
  * reaper sets it right.
  */
-function leaseCountdown(ended: string): string {
+function leaseCountdown(ended: string, token?: string): string {
   return `
     lease_ended AS (SELECT token, queue, count(*)::int AS n FROM ${ended} GROUP BY token, queue),
     lease_left AS (
       UPDATE leasehold.leases l SET running = greatest(l.running - e.n, 0) FROM lease_ended e
-      WHERE l.token = e.token AND l.queue = e.queue
+      WHERE l.token = e.token AND l.queue = e.queue${
+        // With the token as a parameter, the prepared (generic) plan finds the row by primary
+        // key; joined on the CTE alone it was planned as a scan of every lease row.
+        token ? ` AND l.token = ${token}` : ''
+      }
       RETURNING 1
     )`;
 }
@@ -207,7 +211,7 @@ export const COMPLETE_MANY = `
                       finished_at = statement_timestamp(), updated_at = statement_timestamp()
     WHERE j.id = ANY($1::uuid[]) AND ${leaseHeld('j', '$2::uuid')}
     RETURNING j.id, j.queue, j.kind, j.state, j.attempts, $2::uuid AS token
-  ),${leaseCountdown('done')},${rollup('done')}
+  ),${leaseCountdown('done', '$2::uuid')},${rollup('done')}
   SELECT w.id FROM unnest($1::uuid[]) AS w(id) WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.id = w.id)`;
 
 // ---------------------------------------------------------------------------------------------
