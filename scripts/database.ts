@@ -218,7 +218,8 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
   }
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 right now (the embedded server's, a test pooler's). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.unref();

@@ -15,10 +15,10 @@
  * its config, auth file, log and pid file in a temp folder that user owns. It listens on a
  * free port of 127.0.0.1 only and on no Unix socket.
  */
+import { freePort } from '../scripts/database';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -212,18 +212,4 @@ function systemUser(name: string): { uid: number; gid: number } {
   if (uid === undefined || gid === undefined)
     throw new Error(`PgBouncer refuses to run as root, and there is no ${name} user to run it as`);
   return { uid: Number(uid), gid: Number(gid) };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.unref();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }

@@ -2,6 +2,7 @@
  * A worker records the kinds it runs in the kinds registry when it starts, and a rolling deploy
  * cannot unmask a payload field: a worker declaring fewer redacted paths keeps the stored ones.
  */
+import { workerSettings } from '../test/workers';
 import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import { listWorkers } from '../db/queue';
@@ -19,27 +20,7 @@ afterEach(async () => {
 });
 
 function settings(queue: string): WorkerSettings {
-  return {
-    workerId: `kinds-${queue}-${workers.length}`,
-    queues: [queue],
-    concurrency: 1,
-    leaseSeconds: 30,
-    batchSize: 1,
-    pollMs: 100,
-    listen: false,
-    graceMs: 0,
-    ackFlushMs: 5,
-    asyncClaims: false,
-    registryIntervalMs: 10_000,
-    maintenance: {
-      enabled: false,
-      reapIntervalMs: 1000,
-      retentionIntervalMs: 60_000,
-      staleWorkerSeconds: 60,
-      receiptsRetentionSeconds: 86400,
-      retention: {},
-    },
-  };
+  return workerSettings(queue, `kinds-${queue}-${workers.length}`);
 }
 
 async function startWorker(queue: string, handlers: Handler[]): Promise<Worker> {

@@ -4,6 +4,7 @@
  * migration outside a transaction: a new column on the jobs table, a batched backfill, and an
  * index built concurrently.
  */
+import { workerSettings } from '../test/workers';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateDatabase } from '../db/migrate';
@@ -47,27 +48,7 @@ describe('an upgrade under load', () => {
       },
     });
     const worker = new Worker(
-      {
-        workerId: `upgrade-${queue}`,
-        queues: [queue],
-        concurrency: 50,
-        batchSize: 50,
-        leaseSeconds: 30,
-        pollMs: 50,
-        listen: false,
-        graceMs: 1000,
-        ackFlushMs: 5,
-        asyncClaims: false,
-        registryIntervalMs: 10_000,
-        maintenance: {
-          enabled: false,
-          reapIntervalMs: 1000,
-          retentionIntervalMs: 60_000,
-          staleWorkerSeconds: 60,
-          receiptsRetentionSeconds: 86400,
-          retention: {},
-        },
-      },
+      workerSettings(queue, `upgrade-${queue}`, { concurrency: 50, batchSize: 50, pollMs: 50, graceMs: 1000 }),
       { db: t.db, databaseUrl: t.url, registry: new HandlerRegistry([count]), logger: silentLogger },
     );
     const serverNow = async () => (await query<{ at: Date }>(t.url, 'SELECT clock_timestamp() AS at'))[0]!.at;

@@ -4,6 +4,7 @@
  * batched acknowledgements, failures with their attempt rows, the reaper and retention, on a
  * login that has only the worker role. db/roles.test.ts covers the queue functions one by one.
  */
+import { workerSettings } from '../test/workers';
 import pino from 'pino';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -60,9 +61,7 @@ describe('a worker on a leasehold_worker login', () => {
     const workerId = `w-${queue}`;
     const logged: string[] = [];
     const worker = new Worker(
-      {
-        workerId,
-        queues: [queue],
+      workerSettings(queue, workerId, {
         concurrency: 4,
         leaseSeconds: 3,
         batchSize: 4,
@@ -70,18 +69,8 @@ describe('a worker on a leasehold_worker login', () => {
         pollMs: 600_000,
         listen: true,
         graceMs: 1000,
-        ackFlushMs: 5,
-        asyncClaims: false,
-        registryIntervalMs: 10_000,
-        maintenance: {
-          enabled: true,
-          reapIntervalMs: 100,
-          retentionIntervalMs: 100,
-          staleWorkerSeconds: 60,
-          receiptsRetentionSeconds: 86400,
-          retention: {},
-        },
-      },
+        maintenance: { enabled: true, reapIntervalMs: 100, retentionIntervalMs: 100 },
+      }),
       {
         db: workerDb.db,
         databaseUrl: r.urls.worker,

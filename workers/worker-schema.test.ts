@@ -1,3 +1,4 @@
+import { workerSettings } from '../test/workers';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +9,7 @@ import { testDatabase, type TestDatabase } from '../test/db';
 import { silentLogger } from '../test/attempts';
 import { uniqueQueue } from '../test/factories';
 import { defineHandler, HandlerRegistry } from './handler';
-import { Worker, type WorkerSettings } from './worker';
+import { Worker } from './worker';
 
 let t: TestDatabase;
 const workers: Worker[] = [];
@@ -33,27 +34,7 @@ const noop = defineHandler({
 });
 
 function worker(queue: string): Worker {
-  const settings: WorkerSettings = {
-    workerId: `schema-${queue}`,
-    queues: [queue],
-    concurrency: 1,
-    leaseSeconds: 30,
-    batchSize: 1,
-    pollMs: 100,
-    listen: false,
-    graceMs: 0,
-    ackFlushMs: 5,
-    asyncClaims: false,
-    registryIntervalMs: 10_000,
-    maintenance: {
-      enabled: false,
-      reapIntervalMs: 1000,
-      retentionIntervalMs: 60_000,
-      staleWorkerSeconds: 60,
-      receiptsRetentionSeconds: 86400,
-      retention: {},
-    },
-  };
+  const settings = workerSettings(queue, `schema-${queue}`);
   const w = new Worker(settings, {
     db: t.db,
     databaseUrl: t.url,
