@@ -40,7 +40,7 @@ import { applyRoles, LEASEHOLD_ROLES, rolesSql, type LeaseholdRole } from './rol
 import { schemaCompatibility } from './schema-version';
 import { LIST_STATES, subStateOf } from './states';
 import { findUserByEmail, upsertUser } from './users';
-import { expireLease, getJob, mixedFixture, uniqueQueue } from '../test/factories';
+import { expireLease, getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories';
 import { roleDatabase, sqlStateOf, useRoleDatabase, type RoleDatabase } from '../test/roles';
 
 const r = useRoleDatabase({ fresh: true });
@@ -284,13 +284,7 @@ describe('the dashboard', () => {
 
   it('reads the overview, every list state, a job, the failure groups, the audit log, the users and the views', async () => {
     expect((await backlog(as.dashboard.db)).find((q) => q.queue === queue)).toMatchObject({
-      ready: 1,
-      scheduled: 1,
-      retrying: 1,
-      running: 1,
-      leaseExpired: 1,
-      dead: 1,
-      cancelled: 1,
+      ...MIXED_FIXTURE_COUNTS,
       doneLastHour: 1,
     });
     expect((await overview(as.dashboard.db)).throughput).toHaveLength(60);

@@ -10,7 +10,7 @@ import { claim, enqueue, WAKE_CHANNEL } from './queue';
 import { backlog } from './queries/overview';
 import { subStateOf } from './states';
 import { useTestDatabase } from '../test/db';
-import { getJob, mixedFixture, uniqueQueue } from '../test/factories';
+import { getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories';
 import { until } from '../test/wait';
 
 const t = useTestDatabase();
@@ -312,13 +312,7 @@ describe('the views', () => {
       oldest_ready_age_seconds: expect.any(Number),
     });
     expect(row).toMatchObject({
-      ready: 1,
-      scheduled: 1,
-      retrying: 1,
-      running: 1,
-      leaseExpired: 1,
-      dead: 1,
-      cancelled: 1,
+      ...MIXED_FIXTURE_COUNTS,
     });
     expect(Math.abs((stats!.oldest_ready_age_seconds as number) - row.oldestReadyAgeSeconds!)).toBeLessThan(5);
     // A paused queue with no jobs is listed too.

@@ -73,6 +73,17 @@ export async function makeDue(db: Executor, id: string): Promise<void> {
 /** Every ended attempt of a job, as the dashboard shows them (attempt rows plus the completion). */
 export const attemptsOf = attemptHistory;
 
+/** What backlog() counts for mixedFixture's queue: one job in each live sub-state and end state. */
+export const MIXED_FIXTURE_COUNTS = {
+  ready: 1,
+  scheduled: 1,
+  retrying: 1,
+  running: 1,
+  leaseExpired: 1,
+  dead: 1,
+  cancelled: 1,
+} as const;
+
 /**
  * One job in every state and sub-state, on its own queue: ready, scheduled, running, lease
  * expired, retry-waiting, done, dead, cancelled. Made through the API.

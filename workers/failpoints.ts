@@ -18,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import type { Executor } from '../db/queue';
 import { runText, toDate } from '../db/queue/executor';
 import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimColumnsRow, type ClaimedJob } from '../db/queue/job';
+import { CLAIM_LEASE_ROWS, CLAIM_SET } from '../db/queue/transitions';
 
 /** Points where the worker kills itself. */
 export const CRASH_POINTS = ['after_claim', 'after_effect', 'before_ack', 'in_heartbeat', 'in_reap'] as const;
@@ -99,18 +100,10 @@ export async function claimWithoutReadyGuard(
      ready_gone AS (DELETE FROM leasehold.ready_jobs r USING candidate c WHERE r.id = c.id RETURNING r.id),
      claimed AS (
        UPDATE leasehold.jobs j
-       SET state = 'running', attempts = j.attempts + 1, lease_token = $3::uuid,
-           lease_until = statement_timestamp() + make_interval(secs => $4::float8), worker_id = $5::text,
-           started_at = statement_timestamp(), updated_at = statement_timestamp()
+       SET ${CLAIM_SET}
        WHERE j.id IN (SELECT id FROM candidate) AND (SELECT count(*) FROM ready_gone) >= 0
        RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
-     ),
-     lease AS (
-       INSERT INTO leasehold.leases (token, queue, worker_id, lease_until, running, job_ids)
-       SELECT $3::uuid, c.queue, $5::text, min(c.lease_until), count(*)::int, array_agg(c.id)
-       FROM claimed c GROUP BY c.queue
-       RETURNING 1
-     )
+     ),${CLAIM_LEASE_ROWS}
      SELECT * FROM claimed`,
     [options.queues, options.limit, leaseToken, options.leaseSeconds, options.workerId],
   );

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueMany, pauseQueue } from '../queue';
 import { run } from '../queue/executor';
 import { testDatabase, type TestDatabase } from '../../test/db';
-import { mixedFixture, uniqueQueue } from '../../test/factories';
+import { mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../../test/factories';
 import { backlog, overview } from './overview';
 import { failureGroups, filterSql, jobListSchema, listJobs, previewForAction, previewIds } from './jobs';
 
@@ -25,13 +25,7 @@ describe('overview read model', () => {
     const row = (await backlog(t.db)).find((q) => q.queue === queue)!;
     expect(row).toMatchObject({
       paused: true,
-      ready: 1,
-      scheduled: 1,
-      retrying: 1,
-      running: 1,
-      leaseExpired: 1,
-      dead: 1,
-      cancelled: 1,
+      ...MIXED_FIXTURE_COUNTS,
       doneLastHour: 1,
     });
     expect(row.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(0);

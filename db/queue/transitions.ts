@@ -146,26 +146,36 @@ export function claimText(queues: 'one' | 'many', flush: boolean): string {
     ),
     claimed AS (
       UPDATE leasehold.jobs j
-      SET state = 'running',
+      SET ${CLAIM_SET}
+      WHERE j.id = ANY(ARRAY(SELECT id FROM taken)) AND j.state = 'ready' AND j.run_at <= statement_timestamp()${
+        flush ? '' : `\n        AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
+      }
+      RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
+    ),${CLAIM_LEASE_ROWS}
+    SELECT * FROM claimed`;
+}
+
+/**
+ * What a claim sets on each job it leases ($3 token, $4 lease seconds, $5 worker id). Exported
+ * with CLAIM_LEASE_ROWS for the failure harness's guard-skipping claim (workers/failpoints.ts),
+ * which must differ from this one by its guard alone.
+ */
+export const CLAIM_SET = `state = 'running',
           attempts = j.attempts + 1,
           lease_token = $3::uuid,
           lease_until = statement_timestamp() + make_interval(secs => $4::float8),
           worker_id = $5::text,
           started_at = statement_timestamp(),
-          updated_at = statement_timestamp()
-      WHERE j.id = ANY(ARRAY(SELECT id FROM taken)) AND j.state = 'ready' AND j.run_at <= statement_timestamp()${
-        flush ? '' : `\n        AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
-      }
-      RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
-    ),
+          updated_at = statement_timestamp()`;
+
+/** The claim's lease rows: one per queue of the jobs in CTE `claimed` (a CTE named `lease`). */
+export const CLAIM_LEASE_ROWS = `
     lease AS (
       INSERT INTO leasehold.leases (token, queue, worker_id, lease_until, running, job_ids)
       SELECT $3::uuid, c.queue, $5::text, min(c.lease_until), count(*)::int, array_agg(c.id)
       FROM claimed c GROUP BY c.queue
       RETURNING 1
-    )
-    SELECT * FROM claimed`;
-}
+    )`;
 
 const ONE_QUEUE = `
       SELECT r.ctid
