@@ -1,5 +1,5 @@
 import type { ReactNode } from 'react';
-import { Providers } from '../components/providers';
+import { Providers } from '../components/providers.tsx';
 import './globals.css';
 
 export const metadata = { title: 'Leasehold', description: 'Job queue operations' };

@@ -9,7 +9,7 @@
  * enqueue's commit to its handler's start. `cpu` asks for the CPU time it has used (µs);
  * `stop` stops the worker and exits.
  */
-import { SYSTEMS, type SystemName, type WorkerMode } from './systems';
+import { SYSTEMS, type SystemName, type WorkerMode } from './systems/index.ts';
 
 const [systemName, mode, url, extra] = process.argv.slice(2) as [SystemName, WorkerMode, string, string | undefined];
 const system = SYSTEMS[systemName];

@@ -3,10 +3,10 @@
  * around it): Leasehold's own statements as shipped, then the same loop with one feature taken
  * away at a time. Two loops on one pool, claim batches of 500, no-op work, durable commits.
  */
-import { migrateDatabase } from '../db/migrate';
-import { claim, completeManyIfLeaseHeld, enqueueMany } from '../db/queue';
-import { QUEUE } from './systems';
-import { benchPool } from './systems/db';
+import { migrateDatabase } from '../db/migrate.ts';
+import { claim, completeManyIfLeaseHeld, enqueueMany } from '../db/queue/index.ts';
+import { QUEUE } from './systems/index.ts';
+import { benchPool } from './systems/db.ts';
 
 export const COST_VARIANTS = {
   'as shipped':

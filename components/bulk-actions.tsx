@@ -1,8 +1,8 @@
 'use client';
 import { useRouter } from 'next/navigation';
 import { useState } from 'react';
-import type { BulkPreviewDTO } from '../lib/dto';
-import { applyBulk, previewBulk, previewGroup } from './queries';
+import type { BulkPreviewDTO } from '../lib/dto.ts';
+import { applyBulk, previewBulk, previewGroup } from './queries.ts';
 
 type Source =
   | { kind: 'filter'; filter: Record<string, string> }

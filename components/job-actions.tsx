@@ -1,7 +1,7 @@
 'use client';
 import { useRouter } from 'next/navigation';
 import { useState } from 'react';
-import { postJson } from './queries';
+import { postJson } from './queries.ts';
 
 export function JobActions(props: {
   id: string;

@@ -1,7 +1,7 @@
 'use client';
 import { useRouter } from 'next/navigation';
 import { useState } from 'react';
-import { postJson } from './queries';
+import { postJson } from './queries.ts';
 
 /** Admin: sets one kind version's redacted paths (comma-separated), recorded in the audit log. */
 export function KindRedaction(props: { kind: string; version: number; paths: string[] }) {

@@ -2,7 +2,7 @@
 import { signIn } from 'next-auth/react';
 import { useRouter } from 'next/navigation';
 import { useState } from 'react';
-import type { DemoLoginsDTO } from '../lib/dto';
+import type { DemoLoginsDTO } from '../lib/dto.ts';
 
 export function LoginForm({ demoLogins }: { demoLogins: DemoLoginsDTO | null }) {
   const router = useRouter();

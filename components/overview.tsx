@@ -13,8 +13,8 @@ import {
   XAxis,
   YAxis,
 } from 'recharts';
-import type { OverviewDTO, QueueDTO } from '../lib/dto';
-import { fetchOverview, POLL, postJson, queryKeys } from './queries';
+import type { OverviewDTO, QueueDTO } from '../lib/dto.ts';
+import { fetchOverview, POLL, postJson, queryKeys } from './queries.ts';
 
 const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
   { key: 'ready', label: 'ready', color: '#3b82f6' },

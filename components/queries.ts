@@ -3,7 +3,7 @@
  * React Query keys, fetchers and polling intervals, in one place. Polling pauses while the tab
  * is hidden (refetchIntervalInBackground stays false).
  */
-import type { ActionResultDTO, BulkPreviewDTO, OverviewDTO } from '../lib/dto';
+import type { ActionResultDTO, BulkPreviewDTO, OverviewDTO } from '../lib/dto.ts';
 
 export const POLL = {
   overview: 5_000,

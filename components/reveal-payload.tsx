@@ -1,6 +1,6 @@
 'use client';
 import { useState } from 'react';
-import { postJson } from './queries';
+import { postJson } from './queries.ts';
 
 /** Admin: fetches the unredacted payload with a POST (audited) and shows it in place. */
 export function RevealPayload({ id }: { id: string }) {

@@ -1,4 +1,4 @@
-import type { SubState } from '../lib/dto';
+import type { SubState } from '../lib/dto.ts';
 
 /** Exhaustive: a new state breaks the build until it has a label and a colour. */
 const LOOK: Record<SubState, { label: string; className: string }> = {

@@ -6,11 +6,11 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { createDb, transactionSettingsText, type CreateDbOptions, type DbHandle } from './client';
-import { claim, completeManyIfLeaseHeld, enqueue } from './queue';
-import { run, type Executor } from './queue/executor';
-import { preparedStatementNames, useTestDatabase } from '../test/db';
-import { uniqueQueue } from '../test/factories';
+import { createDb, transactionSettingsText, type CreateDbOptions, type DbHandle } from './client.ts';
+import { claim, completeManyIfLeaseHeld, enqueue } from './queue/index.ts';
+import { run, type Executor } from './queue/executor.ts';
+import { preparedStatementNames, useTestDatabase } from '../test/db.ts';
+import { uniqueQueue } from '../test/factories.ts';
 
 const t = useTestDatabase();
 

@@ -13,8 +13,8 @@
 import { sql } from 'drizzle-orm';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
-import { attachPolicy, StatementNames } from './queue/executor';
-import * as schema from './schema';
+import { attachPolicy, StatementNames } from './queue/executor.ts';
+import * as schema from './schema.ts';
 
 export type Db = NodePgDatabase<typeof schema>;
 

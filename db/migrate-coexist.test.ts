@@ -12,10 +12,10 @@ import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ScratchDatabase } from '../test/db';
-import { migrateDatabase } from './migrate';
-import { catalogOutside } from '../test/catalog';
-import { declaredTables, scratchDatabase, withClient } from '../test/migrations';
+import type { ScratchDatabase } from '../test/db.ts';
+import { migrateDatabase } from './migrate.ts';
+import { catalogOutside } from '../test/catalog.ts';
+import { declaredTables, scratchDatabase, withClient } from '../test/migrations.ts';
 
 const APP_MIGRATIONS = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),

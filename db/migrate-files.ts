@@ -22,7 +22,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { field } from './queue/executor';
+import { field } from './queue/executor.ts';
 
 /** Leasehold's own migrations: drizzle-kit's output folder. */
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'drizzle');

@@ -10,9 +10,9 @@
  * - rebuilds any other with `REINDEX INDEX CONCURRENTLY` (an applied migration's index).
  * Schemas other than `leasehold` are the application's: never touched.
  */
-import type { Migration } from './migrate-files';
-import { concurrentIndexNames } from './migrate-files';
-import { LEASEHOLD_SCHEMA } from './migrate-journal';
+import type { Migration } from './migrate-files.ts';
+import { concurrentIndexNames } from './migrate-files.ts';
+import { LEASEHOLD_SCHEMA } from './migrate-journal.ts';
 
 export interface InvalidIndex {
   name: string;

@@ -4,11 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ScratchDatabase } from '../test/db';
-import { migrateDatabase, MIGRATIONS_FOLDER, pendingMigrationsSql, readMigrations } from './migrate';
-import { catalogOutside } from '../test/catalog';
-import { buildUpgradeFolder } from '../test/fixtures/migrations-upgrade';
-import { journal, query, scratchDatabase, withClient } from '../test/migrations';
+import type { ScratchDatabase } from '../test/db.ts';
+import { migrateDatabase, MIGRATIONS_FOLDER, pendingMigrationsSql, readMigrations } from './migrate.ts';
+import { catalogOutside } from '../test/catalog.ts';
+import { buildUpgradeFolder } from '../test/fixtures/migrations-upgrade.ts';
+import { journal, query, scratchDatabase, withClient } from '../test/migrations.ts';
 
 const scratches: ScratchDatabase[] = [];
 afterEach(async () => {

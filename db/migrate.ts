@@ -21,11 +21,11 @@
  * migrations' own statements and the transaction control go to the session as they are.
  */
 import pg from 'pg';
-import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from './advisory-locks';
-import { field, runText } from './queue/executor';
-import { refuseIndirectConnection } from './migrate-connection';
-import { MIGRATIONS_FOLDER, readMigrations, type Migration } from './migrate-files';
-import { INVALID_INDEXES_SQL, planRepairs, quoteIdent, type InvalidIndex } from './migrate-indexes';
+import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from './advisory-locks.ts';
+import { field, runText } from './queue/executor.ts';
+import { refuseIndirectConnection } from './migrate-connection.ts';
+import { MIGRATIONS_FOLDER, readMigrations, type Migration } from './migrate-files.ts';
+import { INVALID_INDEXES_SQL, planRepairs, quoteIdent, type InvalidIndex } from './migrate-indexes.ts';
 import {
   bootstrapStatements,
   checkedLockTimeout,
@@ -38,17 +38,17 @@ import {
   selectJournal,
   setLockTimeout,
   type JournalRow,
-} from './migrate-journal';
+} from './migrate-journal.ts';
 
-export { DEFAULT_LOCK_TIMEOUT_MS, JOURNAL_TABLE, LEASEHOLD_SCHEMA, MigrationRefused } from './migrate-journal';
+export { DEFAULT_LOCK_TIMEOUT_MS, JOURNAL_TABLE, LEASEHOLD_SCHEMA, MigrationRefused } from './migrate-journal.ts';
 export {
   MIGRATIONS_FOLDER,
   MigrationFolderError,
   checkMigrationsFolder,
   readMigrations,
   type Migration,
-} from './migrate-files';
-export { pendingMigrationsSql } from './migrate-print';
+} from './migrate-files.ts';
+export { pendingMigrationsSql } from './migrate-print.ts';
 
 export interface MigrateOptions {
   /** Folder of drizzle-kit migrations (default: the queue's own `drizzle/`). */

@@ -11,9 +11,9 @@ import { readFileSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type DbHandle } from './client';
-import { backlog, overview } from './queries/overview';
-import { failureGroups, jobDetail, jobListSchema, listAudit, auditListSchema, listJobs } from './queries/jobs';
+import { createDb, type DbHandle } from './client.ts';
+import { backlog, overview } from './queries/overview.ts';
+import { failureGroups, jobDetail, jobListSchema, listAudit, auditListSchema, listJobs } from './queries/jobs.ts';
 import {
   cancelIfUnchanged,
   claim,
@@ -25,11 +25,11 @@ import {
   retryIfTerminal,
   withMaintenanceLock,
   type Executor,
-} from './queue';
-import { inPoolTransaction, run } from './queue/executor';
-import { useTestDatabase } from '../test/db';
-import { uniqueQueue } from '../test/factories';
-import { startPgBouncer, type PgBouncer } from '../test/pgbouncer';
+} from './queue/index.ts';
+import { inPoolTransaction, run } from './queue/executor.ts';
+import { useTestDatabase } from '../test/db.ts';
+import { uniqueQueue } from '../test/factories.ts';
+import { startPgBouncer, type PgBouncer } from '../test/pgbouncer.ts';
 
 const t = useTestDatabase();
 let bouncer: PgBouncer;

@@ -7,8 +7,8 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type DbHandle } from './client';
-import { MIGRATIONS_FOLDER, readMigrations } from './migrate';
+import { createDb, type DbHandle } from './client.ts';
+import { MIGRATIONS_FOLDER, readMigrations } from './migrate.ts';
 import {
   cancelIfUnchanged,
   claim,
@@ -32,16 +32,16 @@ import {
   retryIfTerminal,
   touchWorker,
   withMaintenanceLock,
-} from './queue';
-import { run } from './queue/executor';
-import { backlog, deadByClass, overview } from './queries/overview';
-import { failureGroups, jobDetail, jobListSchema, listAudit, listJobs, previewForAction } from './queries/jobs';
-import { applyRoles, LEASEHOLD_ROLES, rolesSql, type LeaseholdRole } from './roles';
-import { schemaCompatibility } from './schema-version';
-import { LIST_STATES, subStateOf } from './states';
-import { findUserByEmail, upsertUser } from './users';
-import { expireLease, getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories';
-import { roleDatabase, sqlStateOf, useRoleDatabase, type RoleDatabase } from '../test/roles';
+} from './queue/index.ts';
+import { run } from './queue/executor.ts';
+import { backlog, deadByClass, overview } from './queries/overview.ts';
+import { failureGroups, jobDetail, jobListSchema, listAudit, listJobs, previewForAction } from './queries/jobs.ts';
+import { applyRoles, LEASEHOLD_ROLES, rolesSql, type LeaseholdRole } from './roles.ts';
+import { schemaCompatibility } from './schema-version.ts';
+import { LIST_STATES, subStateOf } from './states.ts';
+import { findUserByEmail, upsertUser } from './users.ts';
+import { expireLease, getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories.ts';
+import { roleDatabase, sqlStateOf, useRoleDatabase, type RoleDatabase } from '../test/roles.ts';
 
 const r = useRoleDatabase({ fresh: true });
 const as = {} as Record<LeaseholdRole | 'admin', DbHandle>;

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ScratchDatabase } from '../test/db';
-import { migrateDatabase } from './migrate';
-import { SCHEMA_VERSION, schemaCompatibility, SUPPORTED_SCHEMA } from './schema-version';
-import { query, scratchDatabase, writeMigrations, type MigrationFile } from '../test/migrations';
+import type { ScratchDatabase } from '../test/db.ts';
+import { migrateDatabase } from './migrate.ts';
+import { SCHEMA_VERSION, schemaCompatibility, SUPPORTED_SCHEMA } from './schema-version.ts';
+import { query, scratchDatabase, writeMigrations, type MigrationFile } from '../test/migrations.ts';
 
 const scratches: ScratchDatabase[] = [];
 afterEach(async () => {

@@ -14,8 +14,8 @@
  * X >= SUPPORTED_SCHEMA.min (the schema has what C needs).
  */
 import { sql } from 'drizzle-orm';
-import { JOURNAL_TABLE, journalName } from './migrate-journal';
-import { run, type Executor } from './queue/executor';
+import { JOURNAL_TABLE, journalName } from './migrate-journal.ts';
+import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
 export const SCHEMA_VERSION = 1;

@@ -27,7 +27,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
-import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES, TERMINAL_STATES } from './states';
+import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES, TERMINAL_STATES } from './states.ts';
 
 // The lists live in a module without imports (client bundles read them); exported here too,
 // where db/ has always found them.
@@ -38,7 +38,7 @@ export {
   type AttemptOutcome,
   type FailureClass,
   type JobState,
-} from './states';
+} from './states.ts';
 
 /** Largest payload stored inline, in bytes of its JSON text. Bigger data goes by reference. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { FAILURE_CLASSES, JOB_STATES, LIST_STATES, oneOf, readySubstate, runningSubstate, subStateOf } from './states';
+import {
+  FAILURE_CLASSES,
+  JOB_STATES,
+  LIST_STATES,
+  oneOf,
+  readySubstate,
+  runningSubstate,
+  subStateOf,
+} from './states.ts';
 
 const now = new Date('2026-12-01T12:00:00Z');
 const at = (ms: number) => new Date(now.getTime() + ms);

@@ -6,12 +6,12 @@
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { claim, enqueue, WAKE_CHANNEL } from './queue';
-import { backlog } from './queries/overview';
-import { subStateOf } from './states';
-import { useTestDatabase } from '../test/db';
-import { getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories';
-import { until } from '../test/wait';
+import { claim, enqueue, WAKE_CHANNEL } from './queue/index.ts';
+import { backlog } from './queries/overview.ts';
+import { subStateOf } from './states.ts';
+import { useTestDatabase } from '../test/db.ts';
+import { getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories.ts';
+import { until } from '../test/wait.ts';
 
 const t = useTestDatabase();
 

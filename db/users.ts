@@ -4,10 +4,10 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { ROLES, type Role } from './schema';
-import { oneOf } from './states';
-import { run, type Executor } from './queue/executor';
-import { parseInput } from './queue/validate';
+import { ROLES, type Role } from './schema.ts';
+import { oneOf } from './states.ts';
+import { run, type Executor } from './queue/executor.ts';
+import { parseInput } from './queue/validate.ts';
 
 /** The demo users' password: accepted only in demo mode, refused everywhere else. */
 export const DEMO_PASSWORD = 'leasehold-demo';

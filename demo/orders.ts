@@ -7,12 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { v7 as uuidv7 } from 'uuid';
-import { createDb } from '../db/client';
-import { migrateDatabase } from '../db/migrate';
-import { enqueue } from '../db/queue';
-import { databaseFromEnv } from '../scripts/database';
-import { DEMO_MIGRATE_OPTIONS } from './migrations';
-import { orders } from './schema';
+import { createDb } from '../db/client.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { enqueue } from '../db/queue/index.ts';
+import { databaseFromEnv } from '../scripts/database.ts';
+import { DEMO_MIGRATE_OPTIONS } from './migrations.ts';
+import { orders } from './schema.ts';
 
 const { values } = parseArgs({
   options: {

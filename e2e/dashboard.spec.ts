@@ -1,5 +1,5 @@
-import { test, expect, login, deadJob, deadJobs, runningJob, moveOn, jobState, uniqueQueue, db } from './fixtures';
-import { enqueue } from '../db/queue';
+import { test, expect, login, deadJob, deadJobs, runningJob, moveOn, jobState, uniqueQueue, db } from './fixtures.ts';
+import { enqueue } from '../db/queue/index.ts';
 
 test.describe('sign in', () => {
   for (const role of ['viewer', 'operator', 'admin'] as const) {

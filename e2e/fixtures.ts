@@ -4,10 +4,10 @@
  */
 import { test as base, expect, type Page } from '@playwright/test';
 import { sql } from 'drizzle-orm';
-import { createDb, type DbHandle } from '../db/client';
-import { claim, enqueue, enqueueMany, failIfLeaseHeld, reapExpiredLeases, type ClaimedJob } from '../db/queue';
-import { run } from '../db/queue/executor';
-import { DEMO_PASSWORD } from '../db/users';
+import { createDb, type DbHandle } from '../db/client.ts';
+import { claim, enqueue, enqueueMany, failIfLeaseHeld, reapExpiredLeases, type ClaimedJob } from '../db/queue/index.ts';
+import { run } from '../db/queue/executor.ts';
+import { DEMO_PASSWORD } from '../db/users.ts';
 
 export type Role = 'viewer' | 'operator' | 'admin';
 

@@ -6,11 +6,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createDb } from '../db/client';
-import { createScratchDatabase, selectDatabase } from '../scripts/database';
-import { migrateDatabase } from '../db/migrate';
-import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
-import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations';
+import { createDb } from '../db/client.ts';
+import { createScratchDatabase, selectDatabase } from '../scripts/database.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users.ts';
+import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -6,11 +6,11 @@ import 'server-only';
  */
 import type { NextAuthOptions } from 'next-auth';
 import CredentialsProvider from 'next-auth/providers/credentials';
-import type { Role } from '../db/schema';
-import { authenticate, DEMO_PASSWORD, DEMO_USERS } from '../db/users';
-import { database } from './db';
-import type { DemoLoginsDTO } from './dto';
-import { webEnv } from './env';
+import type { Role } from '../db/schema.ts';
+import { authenticate, DEMO_PASSWORD, DEMO_USERS } from '../db/users.ts';
+import { database } from './db.ts';
+import type { DemoLoginsDTO } from './dto.ts';
+import { webEnv } from './env.ts';
 
 export function authOptions(): NextAuthOptions {
   const env = webEnv();

@@ -1,7 +1,7 @@
 import 'server-only';
 /** The web process's one pool (kept on globalThis so dev reloads do not open new pools). */
-import { createDb, type DbHandle } from '../db/client';
-import { webEnv } from './env';
+import { createDb, type DbHandle } from '../db/client.ts';
+import { webEnv } from './env.ts';
 
 const holder = globalThis as unknown as { leaseholdDb?: DbHandle };
 

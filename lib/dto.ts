@@ -3,13 +3,13 @@
  * Client components import this module, so its only values are the pure lists of
  * db/states.ts (no imports there); everything else here is a type.
  */
-import type { AttemptRow, failureGroups } from '../db/queries/jobs';
-import type { KindEntry } from '../db/queries/kinds';
-import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview';
-import type { Role } from '../db/schema';
-import type { FailureClass, JobState, ListState } from '../db/states';
+import type { AttemptRow, failureGroups } from '../db/queries/jobs.ts';
+import type { KindEntry } from '../db/queries/kinds.ts';
+import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview.ts';
+import type { Role } from '../db/schema.ts';
+import type { FailureClass, JobState, ListState } from '../db/states.ts';
 
-export { FAILURE_CLASSES, LIST_STATES } from '../db/states';
+export { FAILURE_CLASSES, LIST_STATES } from '../db/states.ts';
 
 /** A read model as JSON carries it: every Date becomes an ISO string. */
 export type Jsonified<T> = T extends Date

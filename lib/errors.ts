@@ -5,8 +5,8 @@ import 'server-only';
  * reads the same on a page as in a JSON answer. Anything else is unexpected: a route logs it and
  * answers 503 with its own "nothing was changed" message, a page throws it to its error boundary.
  */
-import { LeaseholdInputError } from '../db/queue';
-import { invalidInputMessage } from './present';
+import { LeaseholdInputError } from '../db/queue/index.ts';
+import { invalidInputMessage } from './present.ts';
 
 /** Input the dashboard refuses before it touches anything (a bad filter, id or body). */
 export class InputError extends Error {

@@ -4,7 +4,7 @@ import 'server-only';
  * bad input as 400 with a sentence, a same-origin check on writes, and never a raw 500 page.
  */
 import { NextResponse } from 'next/server';
-import { InputError, toUserMessage } from './errors';
+import { InputError, toUserMessage } from './errors.ts';
 
 export async function jsonBody(request: Request): Promise<unknown> {
   const text = await request.text();

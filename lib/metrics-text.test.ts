@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { metricsText } from './metrics-text';
+import { metricsText } from './metrics-text.ts';
 
 const queue = {
   queue: 'mail',

@@ -3,7 +3,7 @@
  * completions in the last hour, oldest ready age, paused flags, dead jobs by class. The names,
  * order and label spelling are what scrapers and dashboards already query: change none lightly.
  */
-import type { MetricsDTO, QueueDTO } from './dto';
+import type { MetricsDTO, QueueDTO } from './dto.ts';
 
 const label = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 

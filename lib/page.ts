@@ -1,7 +1,7 @@
 import 'server-only';
 /** Pages' error handling: a bad URL gets a sentence on the page, a missing session the login. */
 import { redirect } from 'next/navigation';
-import { toUserMessage } from './errors';
+import { toUserMessage } from './errors.ts';
 
 export async function load<T>(
   work: () => Promise<T>,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ActionResult } from '../db/queue';
+import type { ActionResult } from '../db/queue/index.ts';
 import {
   actionOutcomeMessage,
   bulkOutcomeMessage,
@@ -8,7 +8,7 @@ import {
   queuePauseMessage,
   redactionOutcomeMessage,
   retryPlan,
-} from './present';
+} from './present.ts';
 
 const bulk = (requested: number, affected: number): ActionResult => ({
   requested,

@@ -4,7 +4,7 @@
  * and calls these to word them, in the pg-boss manner: `affected = 0` becomes a sentence a
  * person understands. Pure functions, no I/O.
  */
-import type { ActionResult, Job, SetRedactedPathsOutcome, SingleActionOutcome } from '../db/queue';
+import type { ActionResult, Job, SetRedactedPathsOutcome, SingleActionOutcome } from '../db/queue/index.ts';
 
 export type OperatorAction = 'retry' | 'cancel';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MASK, redact } from './redaction';
+import { MASK, redact } from './redaction.ts';
 
 describe('payload redaction', () => {
   it('masks the registered paths and well-known secret keys at any depth, and names them', () => {

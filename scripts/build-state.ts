@@ -1,7 +1,7 @@
 /** Whether the dashboard's production build (.next) is missing or older than its sources. */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_DIR } from './database';
+import { PROJECT_DIR } from './database.ts';
 
 export function buildIsStale(): boolean {
   const marker = path.join(PROJECT_DIR, '.next', 'BUILD_ID');

@@ -8,9 +8,9 @@
  *   npm run db:check -- <folder>  those folders only
  */
 import path from 'node:path';
-import { checkMigrationsFolder, MIGRATIONS_FOLDER, readMigrations } from '../db/migrate';
-import { SCHEMA_VERSION } from '../db/schema-version';
-import { DEMO_MIGRATIONS } from '../demo/migrations';
+import { checkMigrationsFolder, MIGRATIONS_FOLDER, readMigrations } from '../db/migrate.ts';
+import { SCHEMA_VERSION } from '../db/schema-version.ts';
+import { DEMO_MIGRATIONS } from '../demo/migrations.ts';
 
 const folders =
   process.argv.length > 2 ? process.argv.slice(2).map((f) => path.resolve(f)) : [MIGRATIONS_FOLDER, DEMO_MIGRATIONS];

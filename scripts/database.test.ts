@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { createScratchDatabase, selectDatabase, withDatabase } from './database';
+import { createScratchDatabase, selectDatabase, withDatabase } from './database.ts';
 
 async function query<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });

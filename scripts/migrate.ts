@@ -6,8 +6,8 @@
  *   --lock-timeout-ms N  lock_timeout of every migration statement (default 5000)
  */
 import { parseArgs } from 'node:util';
-import { migrateDatabase, pendingMigrationsSql } from '../db/migrate';
-import { databaseFromEnv } from './database';
+import { migrateDatabase, pendingMigrationsSql } from '../db/migrate.ts';
+import { databaseFromEnv } from './database.ts';
 
 const { values } = parseArgs({
   options: {

@@ -7,8 +7,8 @@
  *   --print   print the SQL instead (db/roles.sql, for psql -v ON_ERROR_STOP=1 -f)
  */
 import { parseArgs } from 'node:util';
-import { applyRoles, rolesSql } from '../db/roles';
-import { databaseFromEnv } from './database';
+import { applyRoles, rolesSql } from '../db/roles.ts';
+import { databaseFromEnv } from './database.ts';
 
 const { values } = parseArgs({ options: { print: { type: 'boolean', default: false } } });
 

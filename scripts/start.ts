@@ -13,12 +13,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createDb } from '../db/client';
-import { migrateDatabase } from '../db/migrate';
-import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users';
-import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations';
-import { buildIsStale } from './build-state';
-import { databaseFromEnv, PROJECT_DIR } from './database';
+import { createDb } from '../db/client.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users.ts';
+import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations.ts';
+import { buildIsStale } from './build-state.ts';
+import { databaseFromEnv, PROJECT_DIR } from './database.ts';
 
 const { values } = parseArgs({
   options: {

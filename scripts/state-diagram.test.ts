@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { EDGES } from '../db/queue/transitions';
-import { STATE_PAGE, withDiagram } from './state-diagram';
+import { EDGES } from '../db/queue/transitions.ts';
+import { STATE_PAGE, withDiagram } from './state-diagram.ts';
 
 describe('the state diagram', () => {
   it('in docs/state-machine.md is the one generated from the edge table (npm run docs:states)', () => {

@@ -5,8 +5,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { stateDiagram } from '../db/queue/transitions';
-import { PROJECT_DIR } from './database';
+import { stateDiagram } from '../db/queue/transitions.ts';
+import { PROJECT_DIR } from './database.ts';
 
 export const STATE_PAGE = path.join(PROJECT_DIR, 'docs', 'state-machine.md');
 

@@ -5,11 +5,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { createDb } from '../db/client';
-import { migrateDatabase } from '../db/migrate';
-import { LeaseholdInputError } from '../db/queue';
-import { DEMO_PASSWORD, upsertUser } from '../db/users';
-import { databaseFromEnv } from './database';
+import { createDb } from '../db/client.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { LeaseholdInputError } from '../db/queue/index.ts';
+import { DEMO_PASSWORD, upsertUser } from '../db/users.ts';
+import { databaseFromEnv } from './database.ts';
 
 let values;
 try {

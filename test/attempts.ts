@@ -4,10 +4,10 @@
  */
 import pino from 'pino';
 import { z } from 'zod';
-import { claim, enqueue, type Executor } from '../db/queue';
-import { Attempt, leaseDeadlineFrom } from '../workers/attempt';
-import { defineHandler, type Handler } from '../workers/handler';
-import { uniqueQueue } from './factories';
+import { claim, enqueue, type Executor } from '../db/queue/index.ts';
+import { Attempt, leaseDeadlineFrom } from '../workers/attempt.ts';
+import { defineHandler, type Handler } from '../workers/handler.ts';
+import { uniqueQueue } from './factories.ts';
 
 export const silentLogger = pino({ level: 'silent' });
 

@@ -4,8 +4,8 @@
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { createDb, type Db, type DbHandle } from '../db/client';
-import { createScratchDatabase, type ScratchDatabase } from '../scripts/database';
+import { createDb, type Db, type DbHandle } from '../db/client.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../scripts/database.ts';
 
 export type { ScratchDatabase };
 

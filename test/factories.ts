@@ -13,10 +13,10 @@ import {
   type EnqueueSpec,
   type Executor,
   type Job,
-} from '../db/queue';
-import { run } from '../db/queue/executor';
-import { attemptHistory } from '../db/queue/history';
-import { mapJob, JOB_COLUMNS, type JobColumnsRow } from '../db/queue/job';
+} from '../db/queue/index.ts';
+import { run } from '../db/queue/executor.ts';
+import { attemptHistory } from '../db/queue/history.ts';
+import { mapJob, JOB_COLUMNS, type JobColumnsRow } from '../db/queue/job.ts';
 
 let counter = 0;
 export function uniqueQueue(prefix = 'q'): string {

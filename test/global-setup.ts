@@ -8,8 +8,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { selectDatabase, withDatabase } from '../scripts/database';
-import { migrateDatabase } from '../db/migrate';
+import { selectDatabase, withDatabase } from '../scripts/database.ts';
+import { migrateDatabase } from '../db/migrate.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -2,7 +2,7 @@
  * Handlers for tests that run real worker processes (`--handlers test/handlers.ts`).
  */
 import { z } from 'zod';
-import { defineHandler } from '../workers/handler';
+import { defineHandler } from '../workers/handler.ts';
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {

@@ -12,8 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BOUNDARIES, buildBoundaryConfig, CONFIG_FILE } from '../scripts/lint-boundaries';
-import { ALLOWED, FORBIDDEN, type Fixture, sourceOf } from './lint-boundaries/fixtures';
+import { BOUNDARIES, buildBoundaryConfig, CONFIG_FILE } from '../scripts/lint-boundaries.ts';
+import { ALLOWED, FORBIDDEN, type Fixture, sourceOf } from './lint-boundaries/fixtures.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OXLINT = path.join(ROOT, 'node_modules', 'oxlint', 'bin', 'oxlint');

@@ -10,8 +10,8 @@ import { is } from 'drizzle-orm';
 import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createScratchDatabase, type ScratchDatabase } from '../scripts/database';
-import * as schema from '../db/schema';
+import { createScratchDatabase, type ScratchDatabase } from '../scripts/database.ts';
+import * as schema from '../db/schema.ts';
 
 export interface MigrationFile {
   name: string;

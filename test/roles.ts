@@ -11,9 +11,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { migrateDatabase } from '../db/migrate';
-import { applyRoles, LEASEHOLD_ROLES, type LeaseholdRole } from '../db/roles';
-import { createScratchDatabase, withDatabase } from '../scripts/database';
+import { migrateDatabase } from '../db/migrate.ts';
+import { applyRoles, LEASEHOLD_ROLES, type LeaseholdRole } from '../db/roles.ts';
+import { createScratchDatabase, withDatabase } from '../scripts/database.ts';
 
 export interface RoleDatabase {
   name: string;

@@ -1,5 +1,5 @@
 /** Worker settings for tests that run a Worker in-process: quiet defaults, overrides on top. */
-import type { WorkerSettings } from '../workers/worker';
+import type { WorkerSettings } from '../workers/worker.ts';
 
 type Overrides = Partial<Omit<WorkerSettings, 'maintenance'>> & {
   maintenance?: Partial<WorkerSettings['maintenance']>;

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import type { ClaimedJob, Executor } from '../db/queue';
-import { silentLogger } from '../test/attempts';
-import { Attempt, AttemptAborted, type AttemptResult, execute, leaseDeadlineFrom } from './attempt';
-import { PermanentError, RateLimitedError, TransientError } from './errors';
-import { defineHandler, type Handler, HandlerRegistry, type HandlerContext } from './handler';
+import type { ClaimedJob, Executor } from '../db/queue/index.ts';
+import { silentLogger } from '../test/attempts.ts';
+import { Attempt, AttemptAborted, type AttemptResult, execute, leaseDeadlineFrom } from './attempt.ts';
+import { PermanentError, RateLimitedError, TransientError } from './errors.ts';
+import { defineHandler, type Handler, HandlerRegistry, type HandlerContext } from './handler.ts';
 
 // One execution needs no database unless the handler heartbeats or records a receipt (those
 // run against a real database in worker.test.ts); here any use of it fails the test.

@@ -11,12 +11,12 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { findReceipt, heartbeatIfLeaseHeld, recordReceipt, type ClaimedJob, type Executor } from '../db/queue';
-import type { FailureClass } from '../db/schema';
-import { classify } from './errors';
-import type { Failpoints } from './failpoints';
-import type { Handler, HandlerContext, HandlerRegistry } from './handler';
-import type { WorkerMetrics } from './metrics';
+import { findReceipt, heartbeatIfLeaseHeld, recordReceipt, type ClaimedJob, type Executor } from '../db/queue/index.ts';
+import type { FailureClass } from '../db/schema.ts';
+import { classify } from './errors.ts';
+import type { Failpoints } from './failpoints.ts';
+import type { Handler, HandlerContext, HandlerRegistry } from './handler.ts';
+import type { WorkerMetrics } from './metrics.ts';
 
 export type StopReason = 'lease_lost' | 'timeout' | 'shutdown';
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { cancelIfUnchanged } from '../db/queue';
-import { claimedAttempts, idleHandler, silentLogger } from '../test/attempts';
-import { useTestDatabase, type WatchedStatement, watchedExecutor } from '../test/db';
-import { attemptsOf, getJob } from '../test/factories';
-import { Attempt } from './attempt';
-import { Completer } from './completer';
-import { createMetrics } from './metrics';
+import { cancelIfUnchanged } from '../db/queue/index.ts';
+import { claimedAttempts, idleHandler, silentLogger } from '../test/attempts.ts';
+import { useTestDatabase, type WatchedStatement, watchedExecutor } from '../test/db.ts';
+import { attemptsOf, getJob } from '../test/factories.ts';
+import { Attempt } from './attempt.ts';
+import { Completer } from './completer.ts';
+import { createMetrics } from './metrics.ts';
 
 const t = useTestDatabase();
 

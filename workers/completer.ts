@@ -21,12 +21,12 @@ import {
   type Executor,
   type RetryPolicy,
   type SettleOutcome,
-} from '../db/queue';
-import type { FailureClass } from '../db/schema';
-import type { Attempt, AttemptResult } from './attempt';
-import type { Failpoints } from './failpoints';
-import type { WorkerMetrics } from './metrics';
-import { retryWhileUnavailable } from './timing';
+} from '../db/queue/index.ts';
+import type { FailureClass } from '../db/schema.ts';
+import type { Attempt, AttemptResult } from './attempt.ts';
+import type { Failpoints } from './failpoints.ts';
+import type { WorkerMetrics } from './metrics.ts';
+import { retryWhileUnavailable } from './timing.ts';
 
 /** Most completions in one acknowledgement statement (a claim batch's worth). */
 const ACK_BATCH = 1000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseWorkerConfig } from './config';
+import { ConfigError, parseWorkerConfig } from './config.ts';
 
 describe('worker settings', () => {
   it('reads flags over environment over defaults', () => {

@@ -29,9 +29,9 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { MAX_CLAIM_BATCH } from '../db/queue/claim';
-import { NAME_PATTERN } from '../db/queue/validate';
-import type { WorkerSettings } from './worker';
+import { MAX_CLAIM_BATCH } from '../db/queue/claim.ts';
+import { NAME_PATTERN } from '../db/queue/validate.ts';
+import type { WorkerSettings } from './worker.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v));

@@ -2,7 +2,7 @@
  * Typed errors a handler throws to say how an attempt failed; the failure class decides the
  * retry (docs/contract.md §6). Anything else thrown counts as `transient`.
  */
-import type { FailureClass } from '../db/schema';
+import type { FailureClass } from '../db/schema.ts';
 
 export class JobError extends Error {
   readonly failureClass: FailureClass;

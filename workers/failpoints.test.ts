@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints';
+import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
 
 describe('LEASEHOLD_FAILPOINTS', () => {
   it('reads points with and without a probability', () => {

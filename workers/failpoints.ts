@@ -15,10 +15,10 @@
  * has it armed says so at error level when it starts (workers/main.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { Executor } from '../db/queue';
-import { runText, toDate } from '../db/queue/executor';
-import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimColumnsRow, type ClaimedJob } from '../db/queue/job';
-import { CLAIM_LEASE_ROWS, CLAIM_SET } from '../db/queue/transitions';
+import type { Executor } from '../db/queue/index.ts';
+import { runText, toDate } from '../db/queue/executor.ts';
+import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimColumnsRow, type ClaimedJob } from '../db/queue/job.ts';
+import { CLAIM_LEASE_ROWS, CLAIM_SET } from '../db/queue/transitions.ts';
 
 /** Points where the worker kills itself. */
 export const CRASH_POINTS = ['after_claim', 'after_effect', 'before_ack', 'in_heartbeat', 'in_reap'] as const;

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { type ClaimedJob, type KindRegistration, parseKindRegistrations, type RetryPolicy } from '../db/queue';
+import { type ClaimedJob, type KindRegistration, parseKindRegistrations, type RetryPolicy } from '../db/queue/index.ts';
 
 /**
  * What a handler receives for one attempt. Read its members or destructure them (functions

@@ -2,16 +2,16 @@
  * A worker records the kinds it runs in the kinds registry when it starts, and a rolling deploy
  * cannot unmask a payload field: a worker declaring fewer redacted paths keeps the stored ones.
  */
-import { workerSettings } from '../test/workers';
+import { workerSettings } from '../test/workers.ts';
 import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
-import { listWorkers } from '../db/queue';
-import { listKinds } from '../db/queries/kinds';
-import { silentLogger } from '../test/attempts';
-import { useTestDatabase } from '../test/db';
-import { uniqueQueue } from '../test/factories';
-import { defineHandler, HandlerRegistry, type Handler } from './handler';
-import { Worker, type WorkerSettings } from './worker';
+import { listWorkers } from '../db/queue/index.ts';
+import { listKinds } from '../db/queries/kinds.ts';
+import { silentLogger } from '../test/attempts.ts';
+import { useTestDatabase } from '../test/db.ts';
+import { uniqueQueue } from '../test/factories.ts';
+import { defineHandler, HandlerRegistry, type Handler } from './handler.ts';
+import { Worker, type WorkerSettings } from './worker.ts';
 
 const t = useTestDatabase();
 const workers: Worker[] = [];

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { cancelIfUnchanged } from '../db/queue';
-import { claimedAttempts, idleHandler, silentLogger } from '../test/attempts';
-import { useTestDatabase, type WatchedStatement, watchedExecutor } from '../test/db';
-import { getJob } from '../test/factories';
-import { until } from '../test/wait';
-import { type Attempt, AttemptAborted } from './attempt';
-import { HandlerRegistry } from './handler';
-import { LeaseKeeper } from './lease-keeper';
+import { cancelIfUnchanged } from '../db/queue/index.ts';
+import { claimedAttempts, idleHandler, silentLogger } from '../test/attempts.ts';
+import { useTestDatabase, type WatchedStatement, watchedExecutor } from '../test/db.ts';
+import { getJob } from '../test/factories.ts';
+import { until } from '../test/wait.ts';
+import { type Attempt, AttemptAborted } from './attempt.ts';
+import { HandlerRegistry } from './handler.ts';
+import { LeaseKeeper } from './lease-keeper.ts';
 
 const t = useTestDatabase();
 

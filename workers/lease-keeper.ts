@@ -8,11 +8,11 @@
  * through the grace period, so a handler finishing then is not reaped and run twice.
  */
 import type { Logger } from 'pino';
-import { heartbeatManyIfLeaseHeld, type Executor } from '../db/queue';
-import { type Attempt, AttemptAborted, leaseDeadlineFrom, leaseLost } from './attempt';
-import type { Failpoints } from './failpoints';
-import type { HandlerRegistry } from './handler';
-import { Loops } from './timing';
+import { heartbeatManyIfLeaseHeld, type Executor } from '../db/queue/index.ts';
+import { type Attempt, AttemptAborted, leaseDeadlineFrom, leaseLost } from './attempt.ts';
+import type { Failpoints } from './failpoints.ts';
+import type { HandlerRegistry } from './handler.ts';
+import { Loops } from './timing.ts';
 
 export interface LeaseKeeperDeps {
   db: Executor;

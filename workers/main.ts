@@ -6,15 +6,15 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
-import { createDb } from '../db/client';
-import { migrateDatabase } from '../db/migrate';
-import { ConfigError, parseWorkerConfig } from './config';
-import type { Handler } from './handler';
-import { HandlerRegistry } from './handler';
-import { builtinHandlers } from './handlers';
-import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints';
-import { createMetrics, serveMetrics } from './metrics';
-import { Worker } from './worker';
+import { createDb } from '../db/client.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { ConfigError, parseWorkerConfig } from './config.ts';
+import type { Handler } from './handler.ts';
+import { HandlerRegistry } from './handler.ts';
+import { builtinHandlers } from './handlers/index.ts';
+import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
+import { createMetrics, serveMetrics } from './metrics.ts';
+import { Worker } from './worker.ts';
 
 /** The database this process serves: the entrypoint's environment names it, db/ reads none. */
 function databaseUrlFromEnv(env: Readonly<Record<string, string | undefined>>): string {

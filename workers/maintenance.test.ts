@@ -1,13 +1,19 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { completeIfLeaseHeld, deregisterWorker, listWorkers, registerWorker, withMaintenanceLock } from '../db/queue';
-import { run } from '../db/queue/executor';
-import { silentLogger } from '../test/attempts';
-import { useTestDatabase } from '../test/db';
-import { addJob, claimOne, expireLease, getJob, uniqueQueue } from '../test/factories';
-import { until } from '../test/wait';
-import { Maintenance, type MaintenanceSettings } from './maintenance';
-import { createMetrics } from './metrics';
+import {
+  completeIfLeaseHeld,
+  deregisterWorker,
+  listWorkers,
+  registerWorker,
+  withMaintenanceLock,
+} from '../db/queue/index.ts';
+import { run } from '../db/queue/executor.ts';
+import { silentLogger } from '../test/attempts.ts';
+import { useTestDatabase } from '../test/db.ts';
+import { addJob, claimOne, expireLease, getJob, uniqueQueue } from '../test/factories.ts';
+import { until } from '../test/wait.ts';
+import { Maintenance, type MaintenanceSettings } from './maintenance.ts';
+import { createMetrics } from './metrics.ts';
 
 const t = useTestDatabase();
 

@@ -20,12 +20,12 @@ import {
   type KindRegistration,
   type RetentionOptions,
   type WorkerInfo,
-} from '../db/queue';
-import type { Db } from '../db/client';
-import { TERMINAL_STATES } from '../db/states';
-import type { Failpoints } from './failpoints';
-import type { WorkerMetrics } from './metrics';
-import { Loops } from './timing';
+} from '../db/queue/index.ts';
+import type { Db } from '../db/client.ts';
+import { TERMINAL_STATES } from '../db/states.ts';
+import type { Failpoints } from './failpoints.ts';
+import type { WorkerMetrics } from './metrics.ts';
+import { Loops } from './timing.ts';
 
 /** Most expired leases one reap statement ends. */
 const REAP_BATCH = 500;

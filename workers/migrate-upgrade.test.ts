@@ -4,20 +4,25 @@
  * migration outside a transaction: a new column on the jobs table, a batched backfill, and an
  * index built concurrently.
  */
-import { workerSettings } from '../test/workers';
+import { workerSettings } from '../test/workers.ts';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateDatabase } from '../db/migrate';
-import { enqueueMany } from '../db/queue';
-import { schemaCompatibility } from '../db/schema-version';
-import { testDatabase, type TestDatabase } from '../test/db';
-import { silentLogger } from '../test/attempts';
-import { uniqueQueue } from '../test/factories';
-import { query } from '../test/migrations';
-import { buildUpgradeFolder, UPGRADE_COLUMN, UPGRADE_INDEX, UPGRADE_TABLE } from '../test/fixtures/migrations-upgrade';
-import { until } from '../test/wait';
-import { defineHandler, HandlerRegistry } from './handler';
-import { Worker } from './worker';
+import { migrateDatabase } from '../db/migrate.ts';
+import { enqueueMany } from '../db/queue/index.ts';
+import { schemaCompatibility } from '../db/schema-version.ts';
+import { testDatabase, type TestDatabase } from '../test/db.ts';
+import { silentLogger } from '../test/attempts.ts';
+import { uniqueQueue } from '../test/factories.ts';
+import { query } from '../test/migrations.ts';
+import {
+  buildUpgradeFolder,
+  UPGRADE_COLUMN,
+  UPGRADE_INDEX,
+  UPGRADE_TABLE,
+} from '../test/fixtures/migrations-upgrade.ts';
+import { until } from '../test/wait.ts';
+import { defineHandler, HandlerRegistry } from './handler.ts';
+import { Worker } from './worker.ts';
 
 const JOBS = 20_000;
 

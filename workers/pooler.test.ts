@@ -6,16 +6,16 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type DbHandle } from '../db/client';
-import { backlog } from '../db/queries/overview';
-import { jobDetail } from '../db/queries/jobs';
-import { enqueue, enqueueMany } from '../db/queue';
-import { run } from '../db/queue/executor';
-import { testDatabase, type TestDatabase } from '../test/db';
-import { uniqueQueue } from '../test/factories';
-import { startPgBouncer, type PgBouncer } from '../test/pgbouncer';
-import { start, stopAll, type Proc } from '../test/processes';
-import { until } from '../test/wait';
+import { createDb, type DbHandle } from '../db/client.ts';
+import { backlog } from '../db/queries/overview.ts';
+import { jobDetail } from '../db/queries/jobs.ts';
+import { enqueue, enqueueMany } from '../db/queue/index.ts';
+import { run } from '../db/queue/executor.ts';
+import { testDatabase, type TestDatabase } from '../test/db.ts';
+import { uniqueQueue } from '../test/factories.ts';
+import { startPgBouncer, type PgBouncer } from '../test/pgbouncer.ts';
+import { start, stopAll, type Proc } from '../test/processes.ts';
+import { until } from '../test/wait.ts';
 
 let t: TestDatabase;
 let bouncer: PgBouncer;

@@ -4,12 +4,12 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enqueueMany } from '../db/queue';
-import { run } from '../db/queue/executor';
-import { testDatabase, type TestDatabase } from '../test/db';
-import { attemptsOf, uniqueQueue } from '../test/factories';
-import { start, stopAll, type Proc } from '../test/processes';
-import { until } from '../test/wait';
+import { enqueueMany } from '../db/queue/index.ts';
+import { run } from '../db/queue/executor.ts';
+import { testDatabase, type TestDatabase } from '../test/db.ts';
+import { attemptsOf, uniqueQueue } from '../test/factories.ts';
+import { start, stopAll, type Proc } from '../test/processes.ts';
+import { until } from '../test/wait.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {

@@ -1,14 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { enqueue } from '../db/queue';
-import type { Db } from '../db/client';
-import { silentLogger } from '../test/attempts';
-import { aroundExecute, testDatabase, type TestDatabase } from '../test/db';
-import { getJob, uniqueQueue } from '../test/factories';
-import { until } from '../test/wait';
-import type { Attempt } from './attempt';
-import { Completer } from './completer';
-import { HandlerRegistry } from './handler';
-import { Producer, type ProducerSettings } from './producer';
+import { enqueue } from '../db/queue/index.ts';
+import type { Db } from '../db/client.ts';
+import { silentLogger } from '../test/attempts.ts';
+import { aroundExecute, testDatabase, type TestDatabase } from '../test/db.ts';
+import { getJob, uniqueQueue } from '../test/factories.ts';
+import { until } from '../test/wait.ts';
+import type { Attempt } from './attempt.ts';
+import { Completer } from './completer.ts';
+import { HandlerRegistry } from './handler.ts';
+import { Producer, type ProducerSettings } from './producer.ts';
 
 let t: TestDatabase;
 const producers: Producer[] = [];

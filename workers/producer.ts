@@ -12,13 +12,13 @@
  *   straight back.
  */
 import type { Logger } from 'pino';
-import { claim, ClaimOptionsCache, type ClaimedJob } from '../db/queue';
-import type { Db } from '../db/client';
-import { Attempt, leaseDeadlineFrom } from './attempt';
-import { claimWithoutReadyGuard, type Failpoints } from './failpoints';
-import type { HandlerRegistry } from './handler';
-import type { WorkerMetrics } from './metrics';
-import { backoff, sleep } from './timing';
+import { claim, ClaimOptionsCache, type ClaimedJob } from '../db/queue/index.ts';
+import type { Db } from '../db/client.ts';
+import { Attempt, leaseDeadlineFrom } from './attempt.ts';
+import { claimWithoutReadyGuard, type Failpoints } from './failpoints.ts';
+import type { HandlerRegistry } from './handler.ts';
+import type { WorkerMetrics } from './metrics.ts';
+import { backoff, sleep } from './timing.ts';
 
 export interface ProducerSettings {
   workerId: string;

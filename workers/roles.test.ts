@@ -4,18 +4,18 @@
  * batched acknowledgements, failures with their attempt rows, the reaper and retention, on a
  * login that has only the worker role. db/roles.test.ts covers the queue functions one by one.
  */
-import { workerSettings } from '../test/workers';
+import { workerSettings } from '../test/workers.ts';
 import pino from 'pino';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type DbHandle } from '../db/client';
-import { claim, listWorkers } from '../db/queue';
-import { attemptsOf, expireLease, getJob, uniqueQueue } from '../test/factories';
-import { useRoleDatabase } from '../test/roles';
-import { until } from '../test/wait';
-import { PermanentError } from './errors';
-import { defineHandler, HandlerRegistry } from './handler';
-import { Worker } from './worker';
+import { createDb, type DbHandle } from '../db/client.ts';
+import { claim, listWorkers } from '../db/queue/index.ts';
+import { attemptsOf, expireLease, getJob, uniqueQueue } from '../test/factories.ts';
+import { useRoleDatabase } from '../test/roles.ts';
+import { until } from '../test/wait.ts';
+import { PermanentError } from './errors.ts';
+import { defineHandler, HandlerRegistry } from './handler.ts';
+import { Worker } from './worker.ts';
 
 const r = useRoleDatabase();
 let workerDb: DbHandle;

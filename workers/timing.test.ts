@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { backoff, every, isRetryableDbError, retryWhileUnavailable, sleep } from './timing';
+import { backoff, every, isRetryableDbError, retryWhileUnavailable, sleep } from './timing.ts';
 
 describe('timing', () => {
   it('cuts a sleep short when its signal aborts, and does not sleep on an aborted one', async () => {

@@ -1,15 +1,15 @@
-import { workerSettings } from '../test/workers';
+import { workerSettings } from '../test/workers.ts';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { listWorkers } from '../db/queue';
-import { run } from '../db/queue/executor';
-import { SCHEMA_VERSION } from '../db/schema-version';
-import { testDatabase, type TestDatabase } from '../test/db';
-import { silentLogger } from '../test/attempts';
-import { uniqueQueue } from '../test/factories';
-import { defineHandler, HandlerRegistry } from './handler';
-import { Worker } from './worker';
+import { listWorkers } from '../db/queue/index.ts';
+import { run } from '../db/queue/executor.ts';
+import { SCHEMA_VERSION } from '../db/schema-version.ts';
+import { testDatabase, type TestDatabase } from '../test/db.ts';
+import { silentLogger } from '../test/attempts.ts';
+import { uniqueQueue } from '../test/factories.ts';
+import { defineHandler, HandlerRegistry } from './handler.ts';
+import { Worker } from './worker.ts';
 
 let t: TestDatabase;
 const workers: Worker[] = [];

@@ -19,19 +19,19 @@
  *   is still running then is released (token-guarded) so another worker starts it at once.
  */
 import type { Logger } from 'pino';
-import { createDb, type Db, type DbHandle } from '../db/client';
-import { WAKE_CHANNEL } from '../db/queue';
-import { refuseIncompatibleSchema } from '../db/schema-version';
-import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt';
-import { Completer, type CompleterSettings } from './completer';
-import type { Failpoints } from './failpoints';
-import type { HandlerRegistry } from './handler';
-import { LeaseKeeper } from './lease-keeper';
-import { WakeListener } from './listener';
-import { Maintenance, type MaintenanceRounds } from './maintenance';
-import type { WorkerMetrics } from './metrics';
-import { Producer, type ProducerSettings } from './producer';
-import { isRetryableDbError, retryWhileUnavailable, sleep } from './timing';
+import { createDb, type Db, type DbHandle } from '../db/client.ts';
+import { WAKE_CHANNEL } from '../db/queue/index.ts';
+import { refuseIncompatibleSchema } from '../db/schema-version.ts';
+import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt.ts';
+import { Completer, type CompleterSettings } from './completer.ts';
+import type { Failpoints } from './failpoints.ts';
+import type { HandlerRegistry } from './handler.ts';
+import { LeaseKeeper } from './lease-keeper.ts';
+import { WakeListener } from './listener.ts';
+import { Maintenance, type MaintenanceRounds } from './maintenance.ts';
+import type { WorkerMetrics } from './metrics.ts';
+import { Producer, type ProducerSettings } from './producer.ts';
+import { isRetryableDbError, retryWhileUnavailable, sleep } from './timing.ts';
 
 /** A worker's settings: the producer's and the completer's, and these. */
 export interface WorkerSettings extends ProducerSettings, CompleterSettings {

@@ -1,8 +1,8 @@
 import Link from 'next/link';
 import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
-import { SignOut } from '../../components/sign-out';
-import { getViewer } from '../../lib/dal';
+import { SignOut } from '../../components/sign-out.tsx';
+import { getViewer } from '../../lib/dal/index.ts';
 
 export const dynamic = 'force-dynamic';
 

@@ -1,4 +1,4 @@
-import { OverviewPanel } from '../../components/overview';
+import { OverviewPanel } from '../../components/overview.tsx';
 
 export default function OverviewPage() {
   return (

@@ -1,5 +1,5 @@
-import { LoginForm } from '../../components/login-form';
-import { demoLogins } from '../../lib/auth';
+import { LoginForm } from '../../components/login-form.tsx';
+import { demoLogins } from '../../lib/auth.ts';
 
 export const dynamic = 'force-dynamic';
 

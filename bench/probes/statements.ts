@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 // @ts-expect-error pg ships no types for its internal utils module
 import { prepareValue } from 'pg/lib/utils.js';
 
-type Queue = typeof import('../../db/queue');
+type Queue = typeof import('../../db/queue/index.ts');
 
 const { values } = parseArgs({
   options: {

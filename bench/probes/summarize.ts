@@ -7,7 +7,7 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { median } from '../lib';
+import { median } from '../lib.ts';
 
 const dir = process.argv[2];
 if (!dir) {

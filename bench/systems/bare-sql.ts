@@ -5,8 +5,8 @@
  * no reaper, no validation.
  */
 import { randomUUID } from 'node:crypto';
-import { benchPool, withClient } from './db';
-import { QUEUE, type BenchSystem } from './types';
+import { benchPool, withClient } from './db.ts';
+import { QUEUE, type BenchSystem } from './types.ts';
 
 const LOOPS_PER_PROCESS = 2;
 const BATCH = 500;

@@ -5,8 +5,8 @@
  * turn that off), and every add_job NOTIFYs.
  */
 import { Logger, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
-import { benchPool } from './db';
-import { QUEUE, type BenchSystem, type CommonMode } from './types';
+import { benchPool } from './db.ts';
+import { QUEUE, type BenchSystem, type CommonMode } from './types.ts';
 
 const silent = new Logger(() => () => {});
 

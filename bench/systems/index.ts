@@ -1,8 +1,8 @@
-import { bareSql } from './bare-sql';
-import { graphileWorker } from './graphile-worker';
-import { leasehold } from './leasehold';
-import { pgBoss } from './pg-boss';
-import type { BenchSystem, SystemName } from './types';
+import { bareSql } from './bare-sql.ts';
+import { graphileWorker } from './graphile-worker.ts';
+import { leasehold } from './leasehold.ts';
+import { pgBoss } from './pg-boss.ts';
+import type { BenchSystem, SystemName } from './types.ts';
 
 export const SYSTEMS: Record<SystemName, BenchSystem> = {
   leasehold,
@@ -11,4 +11,4 @@ export const SYSTEMS: Record<SystemName, BenchSystem> = {
   'bare-sql': bareSql,
 };
 export const ANCHORS: SystemName[] = ['pg-boss', 'graphile-worker'];
-export * from './types';
+export * from './types.ts';

@@ -1,14 +1,14 @@
 /** Leasehold as the benchmark runs it: the product's own enqueue and Worker, nothing special-cased. */
 import pino from 'pino';
 import { z } from 'zod';
-import { createDb } from '../../db/client';
-import { migrateDatabase } from '../../db/migrate';
-import { enqueue, enqueueMany } from '../../db/queue';
-import { parseWorkerConfig } from '../../workers/config';
-import { defineHandler, HandlerRegistry } from '../../workers/handler';
-import { Worker } from '../../workers/worker';
-import { benchPool } from './db';
-import { QUEUE, type BenchSystem, type WorkerMode } from './types';
+import { createDb } from '../../db/client.ts';
+import { migrateDatabase } from '../../db/migrate.ts';
+import { enqueue, enqueueMany } from '../../db/queue/index.ts';
+import { parseWorkerConfig } from '../../workers/config.ts';
+import { defineHandler, HandlerRegistry } from '../../workers/handler.ts';
+import { Worker } from '../../workers/worker.ts';
+import { benchPool } from './db.ts';
+import { QUEUE, type BenchSystem, type WorkerMode } from './types.ts';
 
 const KIND = 'bench.noop';
 

@@ -4,7 +4,7 @@
  * batch handler completes the whole batch in one statement. LISTEN/NOTIFY is opt-in per queue.
  */
 import { PgBoss } from 'pg-boss';
-import { QUEUE, type BenchSystem, type CommonMode } from './types';
+import { QUEUE, type BenchSystem, type CommonMode } from './types.ts';
 
 const WORK: Record<CommonMode, Record<string, unknown>> = {
   drain: { batchSize: 500, localConcurrency: 4, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 },

@@ -5,12 +5,12 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { CANCELLABLE_FROM, FAILURE_CLASSES, LIST_STATES, RETRYABLE_FROM, type JobState } from '../states';
-import { run, toDate, toDateOrNull, type Executor, type PgTimestamp } from '../queue/executor';
-import { attemptHistory, type AttemptRow } from '../queue/history';
-import { JOB_COLUMNS, mapJob, type Job, type JobColumnsRow } from '../queue/job';
-import { nameSchema, uuidSchema } from '../queue/validate';
-import { inListState } from './sub-states';
+import { CANCELLABLE_FROM, FAILURE_CLASSES, LIST_STATES, RETRYABLE_FROM, type JobState } from '../states.ts';
+import { run, toDate, toDateOrNull, type Executor, type PgTimestamp } from '../queue/executor.ts';
+import { attemptHistory, type AttemptRow } from '../queue/history.ts';
+import { JOB_COLUMNS, mapJob, type Job, type JobColumnsRow } from '../queue/job.ts';
+import { nameSchema, uuidSchema } from '../queue/validate.ts';
+import { inListState } from './sub-states.ts';
 
 export { LIST_STATES };
 export const LIST_SORTS = ['newest', 'oldest'] as const;
@@ -106,7 +106,7 @@ export async function listJobs(
   return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };
 }
 
-export type { AttemptRow } from '../queue/history';
+export type { AttemptRow } from '../queue/history.ts';
 
 export interface AuditEntry {
   id: number;

@@ -4,7 +4,7 @@
  * learns what is secret in a payload here, never from a handler's code.
  */
 import { sql } from 'drizzle-orm';
-import { run, toDate, type Executor, type PgTimestamp } from '../queue/executor';
+import { run, toDate, type Executor, type PgTimestamp } from '../queue/executor.ts';
 
 /** Kind versions a page lists at most: a fleet has tens, not thousands. */
 export const MAX_LISTED_KINDS = 1000;

@@ -6,9 +6,9 @@
  * millions of finished jobs (figures: docs/operations.md).
  */
 import { sql } from 'drizzle-orm';
-import { run, toDate, type Executor, type PgTimestamp } from '../queue/executor';
-import { listWorkers } from '../queue/worker-registry';
-import { readyRowIn } from './sub-states';
+import { run, toDate, type Executor, type PgTimestamp } from '../queue/executor.ts';
+import { listWorkers } from '../queue/worker-registry.ts';
+import { readyRowIn } from './sub-states.ts';
 
 export interface QueueBacklog {
   queue: string;

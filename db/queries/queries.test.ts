@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enqueueMany, pauseQueue } from '../queue';
-import { run } from '../queue/executor';
-import { testDatabase, type TestDatabase } from '../../test/db';
-import { mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../../test/factories';
-import { backlog, overview } from './overview';
-import { failureGroups, filterSql, jobListSchema, listJobs, previewForAction, previewIds } from './jobs';
+import { enqueueMany, pauseQueue } from '../queue/index.ts';
+import { run } from '../queue/executor.ts';
+import { testDatabase, type TestDatabase } from '../../test/db.ts';
+import { mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../../test/factories.ts';
+import { backlog, overview } from './overview.ts';
+import { failureGroups, filterSql, jobListSchema, listJobs, previewForAction, previewIds } from './jobs.ts';
 
 let t: TestDatabase;
 let queue: string;

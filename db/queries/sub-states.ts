@@ -7,7 +7,7 @@
  * a job due within that gap can read `scheduled` in one and `ready` in the other for a moment.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { ListState } from '../states';
+import type { ListState } from '../states.ts';
 
 /** The sub-states of `ready` over columns a `ready_jobs` row has too (every such row is ready). */
 const READY_SPLIT: Record<'ready' | 'scheduled' | 'retrying', () => SQL> = {

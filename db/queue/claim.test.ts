@@ -4,10 +4,10 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany, pauseQueue, reapStatement, resumeQueue } from '.';
-import { preparedStatementNames, useTestDatabase } from '../../test/db';
-import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories';
-import { run } from './executor';
-import { COMPLETE_MANY } from './settle';
+import { preparedStatementNames, useTestDatabase } from '../../test/db.ts';
+import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
+import { run } from './executor.ts';
+import { COMPLETE_MANY } from './settle.ts';
 
 const t = useTestDatabase({ max: 30 });
 

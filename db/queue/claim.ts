@@ -27,10 +27,10 @@
 import { randomUUID } from 'node:crypto';
 import type { SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { autocommits, runText, sqlText, toDate, type Executor } from './executor';
-import { mapClaimedJob, type ClaimColumnsRow, type ClaimedJob } from './job';
-import { claimText } from './transitions';
-import { nameSchema, parseInput, textSchema } from './validate';
+import { autocommits, runText, sqlText, toDate, type Executor } from './executor.ts';
+import { mapClaimedJob, type ClaimColumnsRow, type ClaimedJob } from './job.ts';
+import { claimText } from './transitions.ts';
+import { nameSchema, parseInput, textSchema } from './validate.ts';
 
 export const MAX_CLAIM_BATCH = 1000;
 

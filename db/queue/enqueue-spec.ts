@@ -4,10 +4,10 @@
  * problem named (up to 20), before anything is written.
  */
 import { z } from 'zod';
-import { DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema';
-import { LeaseholdInputError } from './errors';
-import { newJobId } from './ids';
-import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate';
+import { DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema.ts';
+import { LeaseholdInputError } from './errors.ts';
+import { newJobId } from './ids.ts';
+import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate.ts';
 
 /** How long an idempotency key keeps deduplicating by default, job or no job: 30 days. */
 export const DEFAULT_DEDUPE_WINDOW_SECONDS = 30 * 24 * 3600;

@@ -4,11 +4,11 @@
  * Building a statement touches no database; the callers choose when and on what it runs.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import { DEFAULT_AGING_SECONDS } from '../schema';
-import type { PreparedSpec } from './enqueue-spec';
-import { run, runText, type Executor, type PgTimestamp } from './executor';
-import { JOB_COLUMNS, jobColumns, mapJob, type Job, type JobColumnsRow } from './job';
-import { WAKE_CHANNEL } from './wake';
+import { DEFAULT_AGING_SECONDS } from '../schema.ts';
+import type { PreparedSpec } from './enqueue-spec.ts';
+import { run, runText, type Executor, type PgTimestamp } from './executor.ts';
+import { JOB_COLUMNS, jobColumns, mapJob, type Job, type JobColumnsRow } from './job.ts';
+import { WAKE_CHANNEL } from './wake.ts';
 
 /**
  * One statement for one or many jobs: unnest the columns, claim the idempotency keys, insert

@@ -11,14 +11,14 @@ import {
   WAKE_CHANNEL,
   WAKE_DEBOUNCE_MS,
 } from '.';
-import { BULK_CHUNK } from './enqueue';
-import type { EnqueueSpec } from './enqueue-spec';
-import { DEFAULT_MAX_ATTEMPTS, MAX_PAYLOAD_BYTES } from '../schema';
-import { useTestDatabase } from '../../test/db';
-import { allJobs, getJob, uniqueQueue } from '../../test/factories';
-import { run, type Executor } from './executor';
-import { planWake } from './wake';
-import { createDb } from '../client';
+import { BULK_CHUNK } from './enqueue.ts';
+import type { EnqueueSpec } from './enqueue-spec.ts';
+import { DEFAULT_MAX_ATTEMPTS, MAX_PAYLOAD_BYTES } from '../schema.ts';
+import { useTestDatabase } from '../../test/db.ts';
+import { allJobs, getJob, uniqueQueue } from '../../test/factories.ts';
+import { run, type Executor } from './executor.ts';
+import { planWake } from './wake.ts';
+import { createDb } from '../client.ts';
 
 const t = useTestDatabase({ max: 40 });
 

@@ -9,12 +9,12 @@
  * a separate statement because the conflicting row may have committed after our statement's
  * snapshot was taken (READ COMMITTED: the next statement sees it).
  */
-import { LeaseholdInputError } from './errors';
-import { prepareSpecs, type EnqueueSpec } from './enqueue-spec';
-import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql';
-import { field, inPoolTransaction, ownPool, run, type Executor } from './executor';
-import { mapJob, type Job } from './job';
-import { planWake, wakeStatement, type EnqueueOptions } from './wake';
+import { LeaseholdInputError } from './errors.ts';
+import { prepareSpecs, type EnqueueSpec } from './enqueue-spec.ts';
+import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql.ts';
+import { field, inPoolTransaction, ownPool, run, type Executor } from './executor.ts';
+import { mapJob, type Job } from './job.ts';
+import { planWake, wakeStatement, type EnqueueOptions } from './wake.ts';
 
 /** Most jobs accepted by one `enqueueMany` call. */
 export const MAX_BULK_ENQUEUE = 100_000;

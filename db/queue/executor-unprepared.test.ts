@@ -4,8 +4,8 @@
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { preparedStatementNames, useTestDatabase } from '../../test/db';
-import { LOST_LIMIT, MAX_GENERATIONS, runText, StatementNames } from './executor';
+import { preparedStatementNames, useTestDatabase } from '../../test/db.ts';
+import { LOST_LIMIT, MAX_GENERATIONS, runText, StatementNames } from './executor.ts';
 
 describe('runText when prepared statements keep vanishing', () => {
   const t = useTestDatabase();

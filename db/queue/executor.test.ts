@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { createDb } from '../client';
-import { preparedStatementNames, useTestDatabase } from '../../test/db';
-import { claim } from './claim';
-import { runText, toDate } from './executor';
+import { createDb } from '../client.ts';
+import { preparedStatementNames, useTestDatabase } from '../../test/db.ts';
+import { claim } from './claim.ts';
+import { runText, toDate } from './executor.ts';
 
 describe('toDate', () => {
   it('reads PostgreSQL timestamptz text exactly as the Date parser does, with or without a fraction and in any offset', () => {

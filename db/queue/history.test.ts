@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { completeIfLeaseHeld, failIfLeaseHeld } from '.';
-import { useTestDatabase } from '../../test/db';
-import { addJob, claimOne, makeDue, uniqueQueue } from '../../test/factories';
-import { run } from './executor';
-import { attemptHistory } from './history';
+import { useTestDatabase } from '../../test/db.ts';
+import { addJob, claimOne, makeDue, uniqueQueue } from '../../test/factories.ts';
+import { run } from './executor.ts';
+import { attemptHistory } from './history.ts';
 
 const t = useTestDatabase();
 

@@ -10,9 +10,9 @@
  * the claim + acknowledge loop ran 15–20% faster in paired runs (docs/performance.md).
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { AttemptOutcome } from '../schema';
-import { ATTEMPT_OUTCOMES, oneOf } from '../states';
-import { run, toDate, type Executor, type PgTimestamp } from './executor';
+import type { AttemptOutcome } from '../schema.ts';
+import { ATTEMPT_OUTCOMES, oneOf } from '../states.ts';
+import { run, toDate, type Executor, type PgTimestamp } from './executor.ts';
 
 /**
  * An INSERT for the rows of the CTE `settled`, which returns the ended jobs' `id, attempts,

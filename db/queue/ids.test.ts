@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newJobId } from './ids';
+import { newJobId } from './ids.ts';
 
 describe('job ids', () => {
   it('are distinct UUIDv7s that increase within a process, across many per millisecond', () => {

@@ -2,18 +2,18 @@
  * The queue core. Every function takes the executor first: a Drizzle database or transaction,
  * or a pg pool/client. See docs/contract.md for the guarantees.
  */
-export type { Executor } from './executor';
-export type { Job, ClaimedJob, LeaseRef, SettleOutcome } from './job';
-export { LEASE_LOST } from './job';
-export { LeaseholdInputError } from './errors';
-export { enqueue, enqueueMany, MAX_BULK_ENQUEUE } from './enqueue';
-export type { EnqueueResult, BulkEnqueueResult } from './enqueue';
-export { DEFAULT_DEDUPE_WINDOW_SECONDS } from './enqueue-spec';
-export type { EnqueueSpec } from './enqueue-spec';
-export { WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake';
-export type { EnqueueOptions } from './wake';
-export { claim, ClaimOptionsCache, claimStatement, MAX_CLAIM_BATCH } from './claim';
-export type { ClaimOptions } from './claim';
+export type { Executor } from './executor.ts';
+export type { Job, ClaimedJob, LeaseRef, SettleOutcome } from './job.ts';
+export { LEASE_LOST } from './job.ts';
+export { LeaseholdInputError } from './errors.ts';
+export { enqueue, enqueueMany, MAX_BULK_ENQUEUE } from './enqueue.ts';
+export type { EnqueueResult, BulkEnqueueResult } from './enqueue.ts';
+export { DEFAULT_DEDUPE_WINDOW_SECONDS } from './enqueue-spec.ts';
+export type { EnqueueSpec } from './enqueue-spec.ts';
+export { WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake.ts';
+export type { EnqueueOptions } from './wake.ts';
+export { claim, ClaimOptionsCache, claimStatement, MAX_CLAIM_BATCH } from './claim.ts';
+export type { ClaimOptions } from './claim.ts';
 export {
   completeIfLeaseHeld,
   completeManyIfLeaseHeld,
@@ -22,12 +22,12 @@ export {
   releaseIfLeaseHeld,
   truncateError,
   MAX_ERROR_LENGTH,
-} from './settle';
-export type { FailInput, FailOutcome, HeartbeatOutcome } from './settle';
-export { reapExpiredLeases, reapStatement } from './reap';
-export type { ReapOptions, ReapResult } from './reap';
-export { decideRetry, backoffDelayMs, isRetryable, DEFAULT_RETRY_POLICY } from './retry-policy';
-export type { RetryPolicy, RetryDecision, RetryInput } from './retry-policy';
+} from './settle.ts';
+export type { FailInput, FailOutcome, HeartbeatOutcome } from './settle.ts';
+export { reapExpiredLeases, reapStatement } from './reap.ts';
+export type { ReapOptions, ReapResult } from './reap.ts';
+export { decideRetry, backoffDelayMs, isRetryable, DEFAULT_RETRY_POLICY } from './retry-policy.ts';
+export type { RetryPolicy, RetryDecision, RetryInput } from './retry-policy.ts';
 export {
   retryIfTerminal,
   retryManyIfTerminal,
@@ -36,16 +36,22 @@ export {
   pauseQueue,
   resumeQueue,
   MAX_BULK_ACTION,
-} from './operator';
-export type { ActionResult, ActionRefusal, SingleActionOutcome, RefusalReason, QueueActionOutcome } from './operator';
-export { removeExpiredHistory } from './retention';
-export type { RetentionOptions, RetentionResult } from './retention';
-export { heartbeatManyIfLeaseHeld } from './settle';
-export { findReceipt, recordReceipt, removeOldReceipts } from './receipts';
-export type { Receipt } from './receipts';
-export { registerWorker, touchWorker, deregisterWorker, removeStaleWorkers, listWorkers } from './worker-registry';
-export type { WorkerInfo } from './worker-registry';
-export { withMaintenanceLock } from './maintenance';
+} from './operator.ts';
+export type {
+  ActionResult,
+  ActionRefusal,
+  SingleActionOutcome,
+  RefusalReason,
+  QueueActionOutcome,
+} from './operator.ts';
+export { removeExpiredHistory } from './retention.ts';
+export type { RetentionOptions, RetentionResult } from './retention.ts';
+export { heartbeatManyIfLeaseHeld } from './settle.ts';
+export { findReceipt, recordReceipt, removeOldReceipts } from './receipts.ts';
+export type { Receipt } from './receipts.ts';
+export { registerWorker, touchWorker, deregisterWorker, removeStaleWorkers, listWorkers } from './worker-registry.ts';
+export type { WorkerInfo } from './worker-registry.ts';
+export { withMaintenanceLock } from './maintenance.ts';
 export {
   registerKinds,
   setRedactedPaths,
@@ -53,5 +59,5 @@ export {
   redactedPathSchema,
   redactedPathsSchema,
   MAX_REDACTED_PATHS,
-} from './kinds';
-export type { KindRegistration, SetRedactedPathsOutcome } from './kinds';
+} from './kinds.ts';
+export type { KindRegistration, SetRedactedPathsOutcome } from './kinds.ts';

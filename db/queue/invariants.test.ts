@@ -6,9 +6,9 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { claim, completeIfLeaseHeld, failIfLeaseHeld, reapExpiredLeases } from '.';
-import { useTestDatabase } from '../../test/db';
-import { addJob, claimOne, expireLease, getJob, uniqueQueue } from '../../test/factories';
-import { run } from './executor';
+import { useTestDatabase } from '../../test/db.ts';
+import { addJob, claimOne, expireLease, getJob, uniqueQueue } from '../../test/factories.ts';
+import { run } from './executor.ts';
 
 const t = useTestDatabase();
 

@@ -22,8 +22,8 @@ import {
   type ClaimedJob,
   type Job,
 } from '.';
-import { testDatabase, type TestDatabase } from '../../test/db';
-import { addJob, claimOne, expireLease, getJob, mixedFixture, uniqueQueue } from '../../test/factories';
+import { testDatabase, type TestDatabase } from '../../test/db.ts';
+import { addJob, claimOne, expireLease, getJob, mixedFixture, uniqueQueue } from '../../test/factories.ts';
 
 let t: TestDatabase;
 let bystanders: Job[];

@@ -2,9 +2,9 @@
  * The job as the queue API hands it out. Column names become camelCase here, once; the rest
  * of the code never sees a raw row.
  */
-import type { FailureClass, JobState } from '../schema';
-import { FAILURE_CLASSES, JOB_STATES, oneOf } from '../states';
-import { toDate, toDateOrNull, type PgTimestamp } from './executor';
+import type { FailureClass, JobState } from '../schema.ts';
+import { FAILURE_CLASSES, JOB_STATES, oneOf } from '../states.ts';
+import { toDate, toDateOrNull, type PgTimestamp } from './executor.ts';
 
 export interface Job {
   id: string;

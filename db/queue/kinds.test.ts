@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { LeaseholdInputError, registerKinds, setRedactedPaths, type KindRegistration } from '.';
-import { listKinds, redactedPathsOf } from '../queries/kinds';
-import { useTestDatabase, watchedExecutor } from '../../test/db';
-import { uniqueQueue } from '../../test/factories';
-import { run } from './executor';
+import { listKinds, redactedPathsOf } from '../queries/kinds.ts';
+import { useTestDatabase, watchedExecutor } from '../../test/db.ts';
+import { uniqueQueue } from '../../test/factories.ts';
+import { run } from './executor.ts';
 
 const t = useTestDatabase();
 

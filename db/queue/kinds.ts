@@ -14,8 +14,8 @@
  */
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { run, type Executor } from './executor';
-import { actorSchema, nameSchema, parseInput, textSchema } from './validate';
+import { run, type Executor } from './executor.ts';
+import { actorSchema, nameSchema, parseInput, textSchema } from './validate.ts';
 
 /** Most redacted paths one kind version may have. */
 export const MAX_REDACTED_PATHS = 100;

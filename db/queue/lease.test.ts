@@ -9,8 +9,8 @@ import {
   releaseIfLeaseHeld,
   removeExpiredHistory,
 } from '.';
-import { useTestDatabase } from '../../test/db';
-import { addJob, attemptsOf, claimOne, expireLease, getJob, makeDue, uniqueQueue } from '../../test/factories';
+import { useTestDatabase } from '../../test/db.ts';
+import { addJob, attemptsOf, claimOne, expireLease, getJob, makeDue, uniqueQueue } from '../../test/factories.ts';
 
 const t = useTestDatabase();
 

@@ -5,8 +5,8 @@
  * The lock ends with the transaction, so a worker that dies cannot leave it held.
  */
 import { sql } from 'drizzle-orm';
-import { MAINTENANCE_LOCK_CLASS as LOCK_NAMESPACE } from '../advisory-locks';
-import { run, type Executor } from './executor';
+import { MAINTENANCE_LOCK_CLASS as LOCK_NAMESPACE } from '../advisory-locks.ts';
+import { run, type Executor } from './executor.ts';
 
 interface Transactional {
   transaction<T>(work: (tx: Executor) => Promise<T>): Promise<T>;

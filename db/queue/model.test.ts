@@ -21,10 +21,10 @@ import {
   retryIfTerminal,
   type ClaimedJob,
 } from '.';
-import { useTestDatabase } from '../../test/db';
-import { expireLease, makeDue, uniqueQueue } from '../../test/factories';
-import { run } from './executor';
-import { EDGES } from './transitions';
+import { useTestDatabase } from '../../test/db.ts';
+import { expireLease, makeDue, uniqueQueue } from '../../test/factories.ts';
+import { run } from './executor.ts';
+import { EDGES } from './transitions.ts';
 
 const t = useTestDatabase();
 

@@ -12,9 +12,9 @@ import {
   retryIfTerminal,
   retryManyIfTerminal,
 } from '.';
-import { useTestDatabase } from '../../test/db';
-import { addJob, claimOne, getJob, mixedFixture, uniqueQueue } from '../../test/factories';
-import { run } from './executor';
+import { useTestDatabase } from '../../test/db.ts';
+import { addJob, claimOne, getJob, mixedFixture, uniqueQueue } from '../../test/factories.ts';
+import { run } from './executor.ts';
 
 const t = useTestDatabase();
 

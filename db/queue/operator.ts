@@ -12,11 +12,11 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import type { JobState } from '../schema';
-import { JOB_STATES, oneOf } from '../states';
-import { run, type Executor } from './executor';
-import { OPERATOR_RETRY, operatorCancel } from './transitions';
-import { actorSchema, nameSchema, parseInput, textSchema, uuidSchema } from './validate';
+import type { JobState } from '../schema.ts';
+import { JOB_STATES, oneOf } from '../states.ts';
+import { run, type Executor } from './executor.ts';
+import { OPERATOR_RETRY, operatorCancel } from './transitions.ts';
+import { actorSchema, nameSchema, parseInput, textSchema, uuidSchema } from './validate.ts';
 
 export const MAX_BULK_ACTION = 1000;
 

@@ -14,10 +14,10 @@
  */
 import type { SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { run, type Executor } from './executor';
-import { DEFAULT_RETRY_POLICY } from './retry-policy';
-import { reapStatement as reapStatementText } from './transitions';
-import { parseInput } from './validate';
+import { run, type Executor } from './executor.ts';
+import { DEFAULT_RETRY_POLICY } from './retry-policy.ts';
+import { reapStatement as reapStatementText } from './transitions.ts';
+import { parseInput } from './validate.ts';
 
 const reapOptionsSchema = z.strictObject({
   limit: z.int().min(1).max(10_000).default(500),

@@ -7,7 +7,7 @@
  * Idempotency-Key header) so that it, too, can refuse the repeat.
  */
 import { sql } from 'drizzle-orm';
-import { run, type Executor } from './executor';
+import { run, type Executor } from './executor.ts';
 
 export interface Receipt {
   key: string;

@@ -10,12 +10,12 @@ import {
   removeExpiredHistory,
   removeOldReceipts,
 } from '.';
-import { jobListSchema, listJobs } from '../queries/jobs';
-import { attemptHistory } from './history';
-import { newJobId } from './ids';
-import { useTestDatabase } from '../../test/db';
-import { makeDue, mixedFixture, uniqueQueue } from '../../test/factories';
-import { run } from './executor';
+import { jobListSchema, listJobs } from '../queries/jobs.ts';
+import { attemptHistory } from './history.ts';
+import { newJobId } from './ids.ts';
+import { useTestDatabase } from '../../test/db.ts';
+import { makeDue, mixedFixture, uniqueQueue } from '../../test/factories.ts';
+import { run } from './executor.ts';
 
 const t = useTestDatabase();
 

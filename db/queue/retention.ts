@@ -5,10 +5,10 @@
  * stops deduplicating while its job still exists.
  */
 import { sql } from 'drizzle-orm';
-import { TERMINAL_STATES } from '../states';
+import { TERMINAL_STATES } from '../states.ts';
 import { z } from 'zod';
-import { run, type Executor } from './executor';
-import { parseInput } from './validate';
+import { run, type Executor } from './executor.ts';
+import { parseInput } from './validate.ts';
 
 const DAY = 24 * 3600;
 /** The dashboard's time windows reach a day back; the rollup keeps two. */

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backoffDelayMs, claim, decideRetry, DEFAULT_RETRY_POLICY, failIfLeaseHeld, type ClaimedJob } from '.';
-import type { FailureClass } from '../schema';
-import { testDatabase, type TestDatabase } from '../../test/db';
-import { addJob, attemptsOf, claimOne, getJob, makeDue, uniqueQueue } from '../../test/factories';
+import type { FailureClass } from '../schema.ts';
+import { testDatabase, type TestDatabase } from '../../test/db.ts';
+import { addJob, attemptsOf, claimOne, getJob, makeDue, uniqueQueue } from '../../test/factories.ts';
 
 describe('decideRetry (pure)', () => {
   const fixed = () => 0.5;

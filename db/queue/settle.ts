@@ -14,14 +14,14 @@
  * itself (db/queue/history.ts).
  */
 import { z } from 'zod';
-import type { FailureClass, JobState } from '../schema';
-import { FAILURE_CLASSES } from '../schema';
-import { oneOf } from '../states';
-import { run, runText, toDate, type Executor, type PgTimestamp } from './executor';
-import { APPLIED, LEASE_LOST, type LeaseLost, type LeaseRef, type SettleOutcome } from './job';
-import { COMPLETE_MANY, failStatement, heartbeatStatement, releaseStatement } from './transitions';
-import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy';
-import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate';
+import type { FailureClass, JobState } from '../schema.ts';
+import { FAILURE_CLASSES } from '../schema.ts';
+import { oneOf } from '../states.ts';
+import { run, runText, toDate, type Executor, type PgTimestamp } from './executor.ts';
+import { APPLIED, LEASE_LOST, type LeaseLost, type LeaseRef, type SettleOutcome } from './job.ts';
+import { COMPLETE_MANY, failStatement, heartbeatStatement, releaseStatement } from './transitions.ts';
+import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy.ts';
+import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate.ts';
 
 /** Longest error text stored; longer messages are cut (stack traces belong in logs). */
 export const MAX_ERROR_LENGTH = 4000;

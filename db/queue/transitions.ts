@@ -26,9 +26,9 @@
  * Time is statement_timestamp(), not now(): the same inside a caller's transaction as outside.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import { TERMINAL_STATES, type JobState } from '../states';
-import { recordAttempts } from './history';
-import { CLAIM_COLUMNS, qualified } from './job';
+import { TERMINAL_STATES, type JobState } from '../states.ts';
+import { recordAttempts } from './history.ts';
+import { CLAIM_COLUMNS, qualified } from './job.ts';
 
 /** One edge of the state machine: docs/state-machine.md's diagram is generated from this table. */
 export interface Edge {

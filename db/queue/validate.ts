@@ -3,8 +3,8 @@
  * call writes nothing and says which field is wrong.
  */
 import { z } from 'zod';
-import { MAX_PAYLOAD_BYTES } from '../schema';
-import { LeaseholdInputError } from './errors';
+import { MAX_PAYLOAD_BYTES } from '../schema.ts';
+import { LeaseholdInputError } from './errors.ts';
 
 /** Queue and kind names: letters, digits and `_ . : -`, up to 128 characters. */
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;

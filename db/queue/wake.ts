@@ -10,7 +10,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type pg from 'pg';
-import { ownPool, run, type Executor } from './executor';
+import { ownPool, run, type Executor } from './executor.ts';
 
 /** The channel that enqueue NOTIFYs (payload: the queue name) and workers LISTEN on. */
 export const WAKE_CHANNEL = 'leasehold_jobs';

@@ -4,7 +4,7 @@
  * graceful stop; entries that stop refreshing (SIGKILL, lost host) are removed as stale.
  */
 import { sql } from 'drizzle-orm';
-import { run, toDate, type Executor, type PgTimestamp } from './executor';
+import { run, toDate, type Executor, type PgTimestamp } from './executor.ts';
 
 export interface WorkerInfo {
   id: string;

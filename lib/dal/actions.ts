@@ -14,14 +14,20 @@ import {
   resumeQueue,
   retryIfTerminal,
   retryManyIfTerminal,
-} from '../../db/queue';
-import { nameSchema, uuidSchema } from '../../db/queue/validate';
-import { BULK_ACTIONS, failureGroupFilter, jobFilterSchema, previewForAction, previewIds } from '../../db/queries/jobs';
-import { database } from '../db';
-import type { ActionResultDTO, BulkPreviewDTO } from '../dto';
-import { actionOutcomeMessage, bulkOutcomeMessage, queuePauseMessage } from '../present';
-import { parse, reasonSchema } from './input';
-import { authorize } from './policy';
+} from '../../db/queue/index.ts';
+import { nameSchema, uuidSchema } from '../../db/queue/validate.ts';
+import {
+  BULK_ACTIONS,
+  failureGroupFilter,
+  jobFilterSchema,
+  previewForAction,
+  previewIds,
+} from '../../db/queries/jobs.ts';
+import { database } from '../db.ts';
+import type { ActionResultDTO, BulkPreviewDTO } from '../dto.ts';
+import { actionOutcomeMessage, bulkOutcomeMessage, queuePauseMessage } from '../present.ts';
+import { parse, reasonSchema } from './input.ts';
+import { authorize } from './policy.ts';
 
 const retryInput = z.strictObject({ id: uuidSchema, reason: reasonSchema.optional() });
 const cancelInput = z.strictObject({

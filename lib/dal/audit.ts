@@ -1,12 +1,12 @@
 import 'server-only';
 /** The audit log, newest first, by keyset. */
-import { auditListSchema, listAudit } from '../../db/queries/jobs';
-import { database } from '../db';
-import type { AuditDTO } from '../dto';
-import { dropEmpty } from '../search-params';
-import { parse } from './input';
-import { auditDto } from './mappers';
-import { authorize } from './policy';
+import { auditListSchema, listAudit } from '../../db/queries/jobs.ts';
+import { database } from '../db.ts';
+import type { AuditDTO } from '../dto.ts';
+import { dropEmpty } from '../search-params.ts';
+import { parse } from './input.ts';
+import { auditDto } from './mappers.ts';
+import { authorize } from './policy.ts';
 
 export async function getAudit(
   searchParams: Record<string, string | undefined>,

@@ -5,9 +5,9 @@ import 'server-only';
  * only these; nothing above lib/ imports db/. Every function exported here needs a row in
  * POLICY (policy.test.ts fails otherwise).
  */
-export { getViewer } from './session';
-export { getMetrics, getOverview } from './overview';
-export { getFailureGroups, getJobDetail, getJobs, revealPayload } from './jobs';
-export { getAudit } from './audit';
-export { getKinds, setKindRedaction } from './kinds';
-export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions';
+export { getViewer } from './session.ts';
+export { getMetrics, getOverview } from './overview.ts';
+export { getFailureGroups, getJobDetail, getJobs, revealPayload } from './jobs.ts';
+export { getAudit } from './audit.ts';
+export { getKinds, setKindRedaction } from './kinds.ts';
+export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions.ts';

@@ -1,8 +1,8 @@
 import 'server-only';
 /** Parsing for the DAL's callers' input: a refusal names the request and every problem. */
 import { z } from 'zod';
-import { InputError } from '../errors';
-import { invalidInputMessage } from '../present';
+import { InputError } from '../errors.ts';
+import { invalidInputMessage } from '../present.ts';
 
 export function parse<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
   const result = schema.safeParse(input);

@@ -1,18 +1,18 @@
 import 'server-only';
 /** Reading jobs: the list, one job's detail, its unredacted payload, the failure groups. */
-import { uuidSchema } from '../../db/queue/validate';
-import { failureGroups, jobDetail, jobListSchema, listJobs, recordAudit } from '../../db/queries/jobs';
-import { redactedPathsOf } from '../../db/queries/kinds';
-import { CANCELLABLE_FROM, RETRYABLE_FROM } from '../../db/states';
-import { database } from '../db';
-import type { FailureGroupDTO, JobDetailDTO, JobDTO } from '../dto';
-import { InputError } from '../errors';
-import { JOB_GONE, payloadHiddenMessage, retryPlan } from '../present';
-import { redact } from '../redaction';
-import { dropEmpty } from '../search-params';
-import { parse } from './input';
-import { auditDto, iso, jobDto } from './mappers';
-import { authorize, permits } from './policy';
+import { uuidSchema } from '../../db/queue/validate.ts';
+import { failureGroups, jobDetail, jobListSchema, listJobs, recordAudit } from '../../db/queries/jobs.ts';
+import { redactedPathsOf } from '../../db/queries/kinds.ts';
+import { CANCELLABLE_FROM, RETRYABLE_FROM } from '../../db/states.ts';
+import { database } from '../db.ts';
+import type { FailureGroupDTO, JobDetailDTO, JobDTO } from '../dto.ts';
+import { InputError } from '../errors.ts';
+import { JOB_GONE, payloadHiddenMessage, retryPlan } from '../present.ts';
+import { redact } from '../redaction.ts';
+import { dropEmpty } from '../search-params.ts';
+import { parse } from './input.ts';
+import { auditDto, iso, jobDto } from './mappers.ts';
+import { authorize, permits } from './policy.ts';
 
 export async function getJobs(
   searchParams: Record<string, string | undefined>,

@@ -7,14 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { registerKinds } from '../../db/queue';
-import type { Role } from '../../db/schema';
-import { upsertUser } from '../../db/users';
-import { useTestDatabase } from '../../test/db';
-import { addJob, uniqueQueue } from '../../test/factories';
-import { closeDatabase } from '../db';
-import { MASK } from '../redaction';
-import { getAudit, getJobDetail, getKinds, setKindRedaction } from './index';
+import { registerKinds } from '../../db/queue/index.ts';
+import type { Role } from '../../db/schema.ts';
+import { upsertUser } from '../../db/users.ts';
+import { useTestDatabase } from '../../test/db.ts';
+import { addJob, uniqueQueue } from '../../test/factories.ts';
+import { closeDatabase } from '../db.ts';
+import { MASK } from '../redaction.ts';
+import { getAudit, getJobDetail, getKinds, setKindRedaction } from './index.ts';
 
 vi.mock('next-auth', () => ({ getServerSession: vi.fn<() => Promise<unknown>>() }));
 

@@ -5,14 +5,14 @@ import 'server-only';
  * its audit row in the same statement).
  */
 import { z } from 'zod';
-import { redactedPathsSchema, setRedactedPaths } from '../../db/queue';
-import { nameSchema } from '../../db/queue/validate';
-import { listKinds } from '../../db/queries/kinds';
-import { database } from '../db';
-import type { ActionResultDTO, KindsDTO } from '../dto';
-import { redactionOutcomeMessage } from '../present';
-import { parse, reasonSchema } from './input';
-import { authorize, permits } from './policy';
+import { redactedPathsSchema, setRedactedPaths } from '../../db/queue/index.ts';
+import { nameSchema } from '../../db/queue/validate.ts';
+import { listKinds } from '../../db/queries/kinds.ts';
+import { database } from '../db.ts';
+import type { ActionResultDTO, KindsDTO } from '../dto.ts';
+import { redactionOutcomeMessage } from '../present.ts';
+import { parse, reasonSchema } from './input.ts';
+import { authorize, permits } from './policy.ts';
 
 export async function getKinds(): Promise<KindsDTO> {
   const user = await authorize('getKinds');

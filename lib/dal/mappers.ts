@@ -1,9 +1,9 @@
 import 'server-only';
 /** Row-model → DTO mappers: every Date becomes an ISO string, lease tokens only when asked. */
-import type { Job } from '../../db/queue';
-import type { AuditEntry } from '../../db/queries/jobs';
-import { subStateOf } from '../../db/states';
-import type { AuditDTO, JobDTO } from '../dto';
+import type { Job } from '../../db/queue/index.ts';
+import type { AuditEntry } from '../../db/queries/jobs.ts';
+import { subStateOf } from '../../db/states.ts';
+import type { AuditDTO, JobDTO } from '../dto.ts';
 
 export const iso = (d: Date | null) => (d ? d.toISOString() : null);
 

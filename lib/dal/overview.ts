@@ -3,10 +3,10 @@ import 'server-only';
  * The overview (backlog per queue, throughput, attempts, failure classes, live workers) and
  * the metrics /api/metrics renders from the same read models.
  */
-import { backlog, deadByClass, overview } from '../../db/queries/overview';
-import { database } from '../db';
-import type { MetricsDTO, OverviewDTO } from '../dto';
-import { authorize, authorizeMetricsToken, permits } from './policy';
+import { backlog, deadByClass, overview } from '../../db/queries/overview.ts';
+import { database } from '../db.ts';
+import type { MetricsDTO, OverviewDTO } from '../dto.ts';
+import { authorize, authorizeMetricsToken, permits } from './policy.ts';
 
 export async function getOverview(): Promise<OverviewDTO> {
   const user = await authorize('getOverview');

@@ -7,16 +7,16 @@
 import { randomBytes } from 'node:crypto';
 import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { addJob, claimOne, uniqueQueue } from '../../test/factories';
-import { useTestDatabase } from '../../test/db';
-import { failIfLeaseHeld, registerKinds } from '../../db/queue';
-import { ROLES, type Role } from '../../db/schema';
-import { upsertUser } from '../../db/users';
-import { closeDatabase } from '../db';
-import { AuthError } from '../errors';
-import { MASK } from '../redaction';
-import * as dal from './index';
-import { POLICY, type DalFunction } from './policy';
+import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
+import { useTestDatabase } from '../../test/db.ts';
+import { failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
+import { ROLES, type Role } from '../../db/schema.ts';
+import { upsertUser } from '../../db/users.ts';
+import { closeDatabase } from '../db.ts';
+import { AuthError } from '../errors.ts';
+import { MASK } from '../redaction.ts';
+import * as dal from './index.ts';
+import { POLICY, type DalFunction } from './policy.ts';
 
 vi.mock('next-auth', () => ({ getServerSession: vi.fn<() => Promise<unknown>>() }));
 

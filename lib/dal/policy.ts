@@ -7,10 +7,10 @@ import 'server-only';
  * the table) and fails the test.
  */
 import { timingSafeEqual } from 'node:crypto';
-import type { Role } from '../../db/schema';
-import { webEnv } from '../env';
-import { AuthError } from '../errors';
-import { getViewer, type SessionUser } from './session';
+import type { Role } from '../../db/schema.ts';
+import { webEnv } from '../env.ts';
+import { AuthError } from '../errors.ts';
+import { getViewer, type SessionUser } from './session.ts';
 
 /**
  * A minimum role (viewer < operator < admin); `anyone`, for the session lookup itself, which

@@ -7,14 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createDb, type DbHandle } from '../../db/client';
-import { failIfLeaseHeld, registerKinds } from '../../db/queue';
-import { upsertUser } from '../../db/users';
-import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories';
-import { useRoleDatabase } from '../../test/roles';
-import { closeDatabase } from '../db';
-import * as dal from './index';
-import type { DalFunction } from './policy';
+import { createDb, type DbHandle } from '../../db/client.ts';
+import { failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
+import { upsertUser } from '../../db/users.ts';
+import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
+import { useRoleDatabase } from '../../test/roles.ts';
+import { closeDatabase } from '../db.ts';
+import * as dal from './index.ts';
+import type { DalFunction } from './policy.ts';
 
 vi.mock('next-auth', () => ({ getServerSession: vi.fn<() => Promise<unknown>>() }));
 

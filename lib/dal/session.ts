@@ -7,10 +7,10 @@ import 'server-only';
  */
 import { getServerSession } from 'next-auth';
 import { cache } from 'react';
-import { ROLES, type Role } from '../../db/schema';
-import { findUserByEmail } from '../../db/users';
-import { authOptions } from '../auth';
-import { database } from '../db';
+import { ROLES, type Role } from '../../db/schema.ts';
+import { findUserByEmail } from '../../db/users.ts';
+import { authOptions } from '../auth.ts';
+import { database } from '../db.ts';
 
 export interface SessionUser {
   email: string;

@@ -4,12 +4,12 @@
  * They must agree job by job.
  */
 import { describe, expect, it } from 'vitest';
-import { jobListSchema, listJobs } from '../../db/queries/jobs';
-import { backlog, type QueueBacklog } from '../../db/queries/overview';
-import { LIST_STATES, type ListState } from '../../db/states';
-import { useTestDatabase } from '../../test/db';
-import { mixedFixture, uniqueQueue } from '../../test/factories';
-import { jobDto } from './mappers';
+import { jobListSchema, listJobs } from '../../db/queries/jobs.ts';
+import { backlog, type QueueBacklog } from '../../db/queries/overview.ts';
+import { LIST_STATES, type ListState } from '../../db/states.ts';
+import { useTestDatabase } from '../../test/db.ts';
+import { mixedFixture, uniqueQueue } from '../../test/factories.ts';
+import { jobDto } from './mappers.ts';
 
 const t = useTestDatabase();
 

@@ -4,8 +4,8 @@
  * provider delivers once however often we call.
  */
 import { z } from 'zod';
-import { defineHandler } from '../handler';
-import { PermanentError, RateLimitedError, TransientError, UnknownOutcomeError } from '../errors';
+import { defineHandler } from '../handler.ts';
+import { PermanentError, RateLimitedError, TransientError, UnknownOutcomeError } from '../errors.ts';
 
 const providerUrl = () => process.env.RECEIPT_PROVIDER_URL ?? 'http://127.0.0.1:4010';
 const callTimeoutMs = () => Number(process.env.RECEIPT_CALL_TIMEOUT_MS ?? 2000);

@@ -1,7 +1,7 @@
-import { PageError } from '../../../components/page-error';
-import { getAudit } from '../../../lib/dal';
-import { load } from '../../../lib/page';
-import { dropEmpty } from '../../../lib/search-params';
+import { PageError } from '../../../components/page-error.tsx';
+import { getAudit } from '../../../lib/dal/index.ts';
+import { load } from '../../../lib/page.ts';
+import { dropEmpty } from '../../../lib/search-params.ts';
 
 export default async function AuditPage({
   searchParams,

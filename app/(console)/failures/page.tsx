@@ -1,7 +1,7 @@
-import { BulkActions } from '../../../components/bulk-actions';
-import { PageError } from '../../../components/page-error';
-import { getFailureGroups } from '../../../lib/dal';
-import { load } from '../../../lib/page';
+import { BulkActions } from '../../../components/bulk-actions.tsx';
+import { PageError } from '../../../components/page-error.tsx';
+import { getFailureGroups } from '../../../lib/dal/index.ts';
+import { load } from '../../../lib/page.ts';
 
 export default async function FailuresPage() {
   const loaded = await load(getFailureGroups);

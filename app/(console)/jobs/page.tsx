@@ -1,11 +1,11 @@
 import Link from 'next/link';
-import { BulkActions } from '../../../components/bulk-actions';
-import { PageError } from '../../../components/page-error';
-import { StateBadge } from '../../../components/state-badge';
-import { getJobs } from '../../../lib/dal';
-import { FAILURE_CLASSES, LIST_STATES } from '../../../lib/dto';
-import { load } from '../../../lib/page';
-import { dropEmpty } from '../../../lib/search-params';
+import { BulkActions } from '../../../components/bulk-actions.tsx';
+import { PageError } from '../../../components/page-error.tsx';
+import { StateBadge } from '../../../components/state-badge.tsx';
+import { getJobs } from '../../../lib/dal/index.ts';
+import { FAILURE_CLASSES, LIST_STATES } from '../../../lib/dto.ts';
+import { load } from '../../../lib/page.ts';
+import { dropEmpty } from '../../../lib/search-params.ts';
 
 type Params = Record<string, string | string[] | undefined>;
 

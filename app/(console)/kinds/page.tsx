@@ -1,7 +1,7 @@
-import { KindRedaction } from '../../../components/kind-redaction';
-import { PageError } from '../../../components/page-error';
-import { getKinds } from '../../../lib/dal';
-import { load } from '../../../lib/page';
+import { KindRedaction } from '../../../components/kind-redaction.tsx';
+import { PageError } from '../../../components/page-error.tsx';
+import { getKinds } from '../../../lib/dal/index.ts';
+import { load } from '../../../lib/page.ts';
 
 export default async function KindsPage() {
   const loaded = await load(() => getKinds());

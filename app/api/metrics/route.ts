@@ -3,9 +3,9 @@
  * bearer token (LEASEHOLD_METRICS_TOKEN, checked in the DAL); without one configured the
  * endpoint is off.
  */
-import { getMetrics } from '../../../lib/dal';
-import { AuthError } from '../../../lib/errors';
-import { metricsText } from '../../../lib/metrics-text';
+import { getMetrics } from '../../../lib/dal/index.ts';
+import { AuthError } from '../../../lib/errors.ts';
+import { metricsText } from '../../../lib/metrics-text.ts';
 
 export const dynamic = 'force-dynamic';
 

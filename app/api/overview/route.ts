@@ -1,5 +1,5 @@
-import { getOverview } from '../../../lib/dal';
-import { respond } from '../../../lib/http';
+import { getOverview } from '../../../lib/dal/index.ts';
+import { respond } from '../../../lib/http.ts';
 
 export const dynamic = 'force-dynamic';
 

@@ -1,11 +1,11 @@
 import { notFound } from 'next/navigation';
 import { Fragment } from 'react';
-import { JobActions } from '../../../../components/job-actions';
-import { RevealPayload } from '../../../../components/reveal-payload';
-import { PageError } from '../../../../components/page-error';
-import { StateBadge } from '../../../../components/state-badge';
-import { getJobDetail } from '../../../../lib/dal';
-import { load } from '../../../../lib/page';
+import { JobActions } from '../../../../components/job-actions.tsx';
+import { RevealPayload } from '../../../../components/reveal-payload.tsx';
+import { PageError } from '../../../../components/page-error.tsx';
+import { StateBadge } from '../../../../components/state-badge.tsx';
+import { getJobDetail } from '../../../../lib/dal/index.ts';
+import { load } from '../../../../lib/page.ts';
 
 export default async function JobPage(props: { params: Promise<{ id: string }> }) {
   const { id } = await props.params;

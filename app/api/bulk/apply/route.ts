@@ -1,5 +1,5 @@
-import { applyBulk } from '../../../../lib/dal';
-import { jsonBody, respond } from '../../../../lib/http';
+import { applyBulk } from '../../../../lib/dal/index.ts';
+import { jsonBody, respond } from '../../../../lib/http.ts';
 
 export function POST(request: Request) {
   return respond(request, async () => applyBulk(await jsonBody(request)));

@@ -1,5 +1,5 @@
-import { previewBulk } from '../../../../lib/dal';
-import { jsonBody, respond } from '../../../../lib/http';
+import { previewBulk } from '../../../../lib/dal/index.ts';
+import { jsonBody, respond } from '../../../../lib/http.ts';
 
 export function POST(request: Request) {
   return respond(request, async () => previewBulk(await jsonBody(request)));

@@ -1,5 +1,5 @@
-import { previewFailureGroup } from '../../../../lib/dal';
-import { jsonBody, respond } from '../../../../lib/http';
+import { previewFailureGroup } from '../../../../lib/dal/index.ts';
+import { jsonBody, respond } from '../../../../lib/http.ts';
 
 export function POST(request: Request) {
   return respond(request, async () => previewFailureGroup(await jsonBody(request)));

@@ -1,5 +1,5 @@
-import { setKindRedaction } from '../../../../lib/dal';
-import { jsonBody, respond } from '../../../../lib/http';
+import { setKindRedaction } from '../../../../lib/dal/index.ts';
+import { jsonBody, respond } from '../../../../lib/http.ts';
 
 export function POST(request: Request) {
   return respond(request, async () => setKindRedaction(await jsonBody(request)));

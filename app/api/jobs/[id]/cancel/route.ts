@@ -1,5 +1,5 @@
-import { cancelJob } from '../../../../../lib/dal';
-import { jsonBody, respond } from '../../../../../lib/http';
+import { cancelJob } from '../../../../../lib/dal/index.ts';
+import { jsonBody, respond } from '../../../../../lib/http.ts';
 
 export async function POST(request: Request, context: { params: Promise<{ id: string }> }) {
   const { id } = await context.params;

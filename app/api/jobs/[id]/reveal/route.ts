@@ -1,5 +1,5 @@
-import { revealPayload } from '../../../../../lib/dal';
-import { respond } from '../../../../../lib/http';
+import { revealPayload } from '../../../../../lib/dal/index.ts';
+import { respond } from '../../../../../lib/http.ts';
 
 export async function POST(request: Request, context: { params: Promise<{ id: string }> }) {
   const { id } = await context.params;
