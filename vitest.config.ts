@@ -4,7 +4,13 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   resolve: {
     // lib/ starts with `import 'server-only'`, which throws outside Next.js's server bundles.
-    alias: { 'server-only': fileURLToPath(new URL('./test/server-only.ts', import.meta.url)) },
+    alias: {
+      'server-only': fileURLToPath(new URL('./test/server-only.ts', import.meta.url)),
+      // The package's own name, as the demo and the consumer-style tests import it (tsconfig paths).
+      'leasehold/worker': fileURLToPath(new URL('./entry/worker.ts', import.meta.url)),
+      'leasehold/testing': fileURLToPath(new URL('./entry/testing.ts', import.meta.url)),
+      leasehold: fileURLToPath(new URL('./entry/index.ts', import.meta.url)),
+    },
   },
   test: {
     include: [

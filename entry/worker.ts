@@ -1,0 +1,1 @@
+export { defineHandler } from '../workers/handler.ts';

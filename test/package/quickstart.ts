@@ -1,0 +1,142 @@
+/**
+ * The quickstart is a test (`npm run test:package`): docs/quickstart.md's fenced code blocks run
+ * literally, in order, in a scratch project outside this checkout, on each Node version.
+ *
+ * - A block whose info string names a file (```js title="jobs.mjs"```) is written to that file.
+ * - A `sh` block runs line by line (`#` lines are comments). A line that ends in
+ *   `# keeps running` starts in the background and stays up until the end (workers, dashboard).
+ * - The one rewrite: the package name `leasehold` in an `npm install` line becomes the packed
+ *   tarball (nothing is published). Every rewrite is printed.
+ * - The steps are the `## N. …` headings; there must be fewer than ten.
+ *
+ * The script supplies DATABASE_URL (a scratch database), as the doc's reader has it set in the
+ * environment. It then checks what the doc promises: the enqueued job ends `done` and the
+ * dashboard answers.
+ */
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { PROJECT_DIR } from '../../scripts/database.ts';
+import {
+  type Background,
+  log,
+  nodeFolder,
+  pack,
+  run,
+  scratchDatabase,
+  scratchFolder,
+  server,
+  start,
+  until,
+} from './common.ts';
+
+const DOC = path.join(PROJECT_DIR, 'docs', 'quickstart.md');
+const BACKGROUND = /\s+# keeps running$/;
+
+export interface Block {
+  info: string;
+  body: string;
+  file: string | null;
+}
+
+/** The fenced blocks of a Markdown text, in order. */
+export function blocks(markdown: string): Block[] {
+  const found: Block[] = [];
+  const fence = /^```([^\n]*)\n([\s\S]*?)^```$/gm;
+  for (const match of markdown.matchAll(fence)) {
+    const info = (match[1] ?? '').trim();
+    const file = /title="([^"]+)"/.exec(info)?.[1] ?? null;
+    found.push({ info, body: match[2] ?? '', file });
+  }
+  return found;
+}
+
+export function steps(markdown: string): string[] {
+  return [...markdown.matchAll(/^## (\d+)\. (.+)$/gm)].map((m) => `${m[1]}. ${m[2]}`);
+}
+
+/** The one allowed rewrite: `npm install … leasehold …` installs the tarball instead. */
+export function rewrite(line: string, tarball: string): string {
+  if (!/^npm (install|i) /.test(line)) return line;
+  return line
+    .split(' ')
+    .map((word) => (word === 'leasehold' ? tarball : word))
+    .join(' ');
+}
+
+async function quickstart(major: string, tarball: string, serverUrl: string, keep: boolean): Promise<void> {
+  const markdown = readFileSync(DOC, 'utf8');
+  const node = nodeFolder(major);
+  const project = scratchFolder(`quickstart-node${major}`);
+  const database = await scratchDatabase(serverUrl, `quickstart_node${major}`);
+  const env = { DATABASE_URL: database.url };
+  const running: Background[] = [];
+  const t0 = Date.now();
+  try {
+    for (const block of blocks(markdown)) {
+      if (block.file) {
+        writeFileSync(path.join(project, block.file), block.body);
+        continue;
+      }
+      if (!/^(sh|bash|shell)\b/.test(block.info)) continue;
+      for (const raw of block.body.split('\n')) {
+        const line = raw.trim();
+        if (line === '' || line.startsWith('#')) continue;
+        const command = rewrite(line.replace(BACKGROUND, ''), tarball);
+        if (command !== line.replace(BACKGROUND, '')) log(`node ${major}: rewrote \`${line}\` → \`${command}\``);
+        if (BACKGROUND.test(line)) {
+          log(`node ${major}: started \`${command}\``);
+          running.push(start('bash', ['-c', command], { cwd: project, node, env }));
+          continue;
+        }
+        log(`node ${major}: \`${command}\``);
+        run('bash', ['-c', command], { cwd: project, node, env, timeoutMs: 600_000 });
+      }
+    }
+    // What the doc promises at its end: the job ran, and the dashboard is up.
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      await until(
+        'the quickstart’s job to end done',
+        async () => (await client.query("SELECT 1 FROM leasehold.jobs WHERE state = 'done'")).rowCount,
+        60_000,
+      );
+      const notDone = await client.query("SELECT id, state FROM leasehold.jobs WHERE state <> 'done'");
+      if (notDone.rowCount !== 0) throw new Error(`jobs not done: ${JSON.stringify(notDone.rows)}`);
+    } finally {
+      await client.end();
+    }
+    const dashboard = /http:\/\/(localhost|127\.0\.0\.1):(\d+)/.exec(markdown);
+    if (dashboard)
+      await until('the dashboard to answer', async () => (await fetch(`${dashboard[0]}/login`)).ok, 420_000);
+    log(`node ${major}: the quickstart ran in ${Math.round((Date.now() - t0) / 1000)} s`);
+  } catch (error) {
+    const outputs = running.map((r) => r.output().slice(-3000)).join('\n---\n');
+    throw new Error(`${(error as Error).message}\n--- background commands\n${outputs}`);
+  } finally {
+    for (const r of running) await r.stop();
+    await database.drop();
+    if (!keep) rmSync(project, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({
+    options: { node: { type: 'string', default: '20,22,24' }, keep: { type: 'boolean', default: false } },
+  });
+  const markdown = readFileSync(DOC, 'utf8');
+  const list = steps(markdown);
+  log(`docs/quickstart.md has ${list.length} steps: ${list.join(' | ')}`);
+  if (list.length === 0 || list.length >= 10)
+    throw new Error(`the quickstart must take fewer than ten steps (${list.length})`);
+  const packed = pack();
+  const pgServer = await server();
+  try {
+    for (const major of values.node.split(',').map((v) => v.trim()))
+      await quickstart(major, packed.file, pgServer.url, values.keep);
+  } finally {
+    await pgServer.stop();
+  }
+}
