@@ -20,6 +20,8 @@ export default defineConfig({
       'test/**/*.test.ts',
       'scripts/**/*.test.ts',
     ],
+    // Type tests (`*.test-d.ts`, expectTypeOf) run under `tsc` with every `vitest run`.
+    typecheck: { enabled: true, include: ['db/**/*.test-d.ts', 'workers/**/*.test-d.ts'] },
     globalSetup: ['./test/global-setup.ts'],
     // Each test file gets its own database cloned from a migrated template (test/db.ts).
     pool: 'forks',

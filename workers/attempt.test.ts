@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import type { ClaimedJob, Executor } from '../db/queue/index.ts';
+import { defineJob, type ClaimedJob, type Executor, type StandardSchemaV1 } from '../db/queue/index.ts';
 import { silentLogger } from '../test/attempts.ts';
 import { Attempt, AttemptAborted, type AttemptResult, execute, leaseDeadlineFrom } from './attempt.ts';
 import { PermanentError, RateLimitedError, TransientError } from './errors.ts';
@@ -176,5 +176,112 @@ describe('one attempt', () => {
     await outcome;
     expect(entry.timeoutAt).toBe(Number.POSITIVE_INFINITY);
     expect(entry.endedAt).toBeGreaterThanOrEqual(entry.startedAt);
+  });
+});
+
+describe("an attempt's payload check (the handler's Standard Schema)", () => {
+  const echoJob = defineJob({
+    kind: 'echo',
+    version: 1,
+    schema: z.object({ at: z.iso.datetime().transform((s) => new Date(s)), n: z.int().default(7) }),
+  });
+
+  it("hands a contract's handler the schema's output of the stored payload", async () => {
+    const seen: unknown[] = [];
+    const h = defineHandler(echoJob, async ({ payload }) => {
+      seen.push(payload);
+    });
+    const job = claimed({ payload: { at: '2026-01-02T03:04:05Z' } });
+    expect(await run(attemptOf(job, h), h)).toEqual({ kind: 'completed' });
+    expect(seen).toEqual([{ at: new Date('2026-01-02T03:04:05Z'), n: 7 }]);
+  });
+
+  it('fails a stored payload the schema refuses as permanent, naming the field, without running the handler', async () => {
+    let calls = 0;
+    const h = defineHandler(echoJob, async () => {
+      calls += 1;
+    });
+    const entry = attemptOf(claimed({ payload: { at: 'yesterday', n: 2 } }), h);
+    const outcome = await run(entry, h);
+    expect(outcome).toMatchObject({ kind: 'failed', failureClass: 'permanent' });
+    expect(outcome.kind === 'failed' && outcome.message).toMatch(/^invalid payload for echo v1: payload\.at: /);
+    expect(calls).toBe(0);
+    expect(entry.timeoutAt).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  /** A hand-written async schema: positive numbers only, decided after `delayMs`, or never. */
+  function asyncSchema(delayMs: number | null): StandardSchemaV1<number> {
+    return {
+      '~standard': {
+        version: 1,
+        vendor: 'test',
+        validate: (value) =>
+          new Promise((resolve) => {
+            if (delayMs === null) return; // never decides
+            setTimeout(
+              () =>
+                resolve(
+                  typeof value === 'number' && value > 0
+                    ? { value }
+                    : { issues: [{ message: 'expected a positive number', path: [] }] },
+                ),
+              delayMs,
+            );
+          }),
+      },
+    };
+  }
+
+  it('waits for an async schema, and fails the payload it refuses as permanent', async () => {
+    const seen: number[] = [];
+    const h = defineHandler(defineJob({ kind: 'echo', version: 1, schema: asyncSchema(5) }), async ({ payload }) => {
+      seen.push(payload);
+    });
+    expect(await run(attemptOf(claimed({ payload: 3 }), h), h)).toEqual({ kind: 'completed' });
+    expect(seen).toEqual([3]);
+    expect(await run(attemptOf(claimed({ payload: -1 }), h), h)).toEqual({
+      kind: 'failed',
+      failureClass: 'permanent',
+      message: 'invalid payload for echo v1: payload: expected a positive number',
+    });
+  });
+
+  it('stops an async schema that never decides like a handler that never returns', async () => {
+    let calls = 0;
+    const h = defineHandler(
+      defineJob({ kind: 'echo', version: 1, schema: asyncSchema(null) }),
+      async () => {
+        calls += 1;
+      },
+      { timeoutMs: 50 },
+    );
+    const entry = attemptOf(claimed({ payload: 1 }), h);
+    const outcome = run(entry, h);
+    expect(entry.timeoutAt).toBeLessThan(Number.POSITIVE_INFINITY); // the sweep would find it
+    setTimeout(() => entry.stop(new AttemptAborted('timeout', 'stopped: timeout')), 20);
+    expect(await outcome).toEqual({ kind: 'failed', failureClass: 'timeout', message: 'stopped: timeout' });
+    expect(calls).toBe(0);
+  });
+
+  it('classifies a schema that throws as the handler failing, without running the handler', async () => {
+    let calls = 0;
+    const throwing: StandardSchemaV1<unknown> = {
+      '~standard': {
+        version: 1,
+        vendor: 'test',
+        validate: () => {
+          throw new Error('lookup service down');
+        },
+      },
+    };
+    const h = defineHandler(defineJob({ kind: 'echo', version: 1, schema: throwing }), async () => {
+      calls += 1;
+    });
+    expect(await run(attemptOf(claimed(), h), h)).toEqual({
+      kind: 'failed',
+      failureClass: 'transient',
+      message: 'Error: lookup service down',
+    });
+    expect(calls).toBe(0);
   });
 });

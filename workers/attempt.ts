@@ -10,8 +10,15 @@
  * - a handler that was stopped never reports `completed`, even if it returns later.
  */
 import type { Logger } from 'pino';
-import { z } from 'zod';
-import { findReceipt, heartbeatIfLeaseHeld, recordReceipt, type ClaimedJob, type Executor } from '../db/queue/index.ts';
+import {
+  checkPayload,
+  findReceipt,
+  heartbeatIfLeaseHeld,
+  recordReceipt,
+  type ClaimedJob,
+  type Executor,
+  type PayloadCheck,
+} from '../db/queue/index.ts';
 import type { FailureClass } from '../db/schema.ts';
 import { classify } from './errors.ts';
 import type { Failpoints } from './failpoints.ts';
@@ -206,16 +213,29 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
       `kind ${job.kind} version ${job.kindVersion} is not supported (this worker supports ${handler.versions.join(', ')})`,
     );
   }
-  const parsed = handler.schema.safeParse(job.payload);
-  if (!parsed.success) {
-    return permanent(`invalid payload for ${job.kind} v${job.kindVersion}: ${z.prettifyError(parsed.error)}`);
-  }
 
-  // Overruns are found by the lease keeper's sweep, not by a timer per attempt.
+  // Overruns are found by the lease keeper's sweep, not by a timer per attempt. The timeout
+  // covers an async schema too: its wait is stopped like the handler's.
   entry.timeoutAt = performance.now() + handler.timeoutMs;
   let result: { ok: true } | { ok: false; error: unknown };
   try {
-    await entry.run(() => handler.handle(new AttemptContext(entry, parsed.data, deps.db, deps.leaseSeconds)));
+    // The handler's Standard Schema, synchronous for most validators (then no extra turn of the
+    // event loop per job). A validator that throws is the handler's failure, classified as one.
+    let checked = checkPayload(handler.schema, job.payload);
+    if (checked instanceof Promise) {
+      const pending = checked;
+      let settled: PayloadCheck<unknown> | undefined;
+      await entry.run(async () => {
+        settled = await pending;
+      });
+      checked = settled!;
+    }
+    if ('problems' in checked) {
+      entry.timeoutAt = Number.POSITIVE_INFINITY;
+      return permanent(`invalid payload for ${job.kind} v${job.kindVersion}: ${checked.problems.join('; ')}`);
+    }
+    const payload = checked.value;
+    await entry.run(() => handler.handle(new AttemptContext(entry, payload, deps.db, deps.leaseSeconds)));
     result = { ok: true };
   } catch (error) {
     result = { ok: false, error };

@@ -1,12 +1,27 @@
 /**
- * What a handler is: a kind, the kind versions it accepts, a zod schema for the payload, its
- * limits, the function that does the work, and what the kinds registry records of it (display
- * name, default queue, redacted payload paths, whether a re-run is safe): a worker writes that
- * to `leasehold.kinds` at start, and the dashboard, which never loads handlers, reads it there.
+ * What a handler is: a kind, the kind versions it accepts, a Standard Schema for the payload
+ * (zod, valibot, arktype, …), its limits, the function that does the work, and what the kinds
+ * registry records of it (display name, default queue, redacted payload paths, whether a
+ * re-run is safe): a worker writes that to `leasehold.kinds` at start, and the dashboard,
+ * which never loads handlers, reads it there.
+ *
+ * A handler usually implements a job contract (`defineHandler(receiptJob, handle, options)`),
+ * which the enqueueing side imports without this module; the object form
+ * (`defineHandler({ kind, versions, schema, handle, … })`) remains for kinds without one.
  */
 import type { Logger } from 'pino';
-import type { z } from 'zod';
-import { type ClaimedJob, type KindRegistration, parseKindRegistrations, type RetryPolicy } from '../db/queue/index.ts';
+import {
+  type ClaimedJob,
+  isJobContract,
+  isStandardSchema,
+  type JobContract,
+  type JobKind,
+  type JobOutput,
+  type KindRegistration,
+  parseKindRegistrations,
+  type RetryPolicy,
+  type StandardSchemaV1,
+} from '../db/queue/index.ts';
 
 /**
  * What a handler receives for one attempt. Read its members or destructure them (functions
@@ -33,11 +48,12 @@ export interface HandlerContext<Payload> {
   receipt: <T>(effect: () => Promise<T>, key?: string) => Promise<T>;
 }
 
-export interface Handler<Payload = unknown> {
-  kind: string;
+export interface Handler<Payload = unknown, Kind extends string = string> {
+  kind: Kind;
   /** Kind versions this handler accepts (jobs carry `kindVersion`). */
   versions: readonly number[];
-  schema: z.ZodType<Payload>;
+  /** Checks each job's payload before `handle` runs; a refused payload fails the attempt `permanent`. */
+  schema: StandardSchemaV1<unknown, Payload>;
   /** Caps the job's own `maxAttempts` for this kind. */
   maxAttempts?: number;
   /** The signal fires with a timeout after this long; the attempt fails as `timeout`. */
@@ -74,9 +90,81 @@ export function kindRegistrations(handler: Handler): KindRegistration[] {
   }));
 }
 
-/** Defines a handler with the payload type taken from its schema. */
-export function defineHandler<S extends z.ZodType>(handler: Handler<z.output<S>> & { schema: S }): Handler {
-  return handler as unknown as Handler;
+/** A handler's timeout when its options give none: one minute. */
+export const DEFAULT_HANDLER_TIMEOUT_MS = 60_000;
+
+/** What `defineHandler(job, handle, options)` takes besides the contract: a handler's settings. */
+export interface HandlerOptions {
+  /** The signal fires with a timeout after this long; the attempt fails as `timeout` (default one minute). */
+  timeoutMs?: number | undefined;
+  /** Caps the job's own `maxAttempts` for this kind. */
+  maxAttempts?: number | undefined;
+  retry?: Partial<RetryPolicy> | undefined;
+  /** What the dashboard calls the kind (default: the kind itself). */
+  displayName?: string | undefined;
+  /** Payload paths the dashboard masks (see Handler.redact). */
+  redact?: readonly string[] | undefined;
+  /** Whether running a succeeded job again does no harm (default false). */
+  rerunSafe?: boolean | undefined;
+  /**
+   * Kind versions this handler accepts (default: the contract's). Must include the contract's
+   * version; the contract's schema checks the payloads of every version listed.
+   */
+  versions?: readonly number[] | undefined;
+}
+
+/**
+ * Implements a job contract: `handle` gets the payload as the contract's schema outputs it,
+ * checked by that schema before each attempt.
+ *
+ * ```ts
+ * export default defineHandler(receiptJob, async ({ payload }) => send(payload.orderId), { timeoutMs: 30_000 });
+ * ```
+ */
+export function defineHandler<Contract extends JobContract>(
+  job: Contract,
+  handle: (context: HandlerContext<JobOutput<Contract>>) => Promise<unknown>,
+  options?: HandlerOptions,
+): Handler<JobOutput<Contract>, JobKind<Contract>>;
+/** Defines a handler with no job contract, the payload type taken from its schema. */
+export function defineHandler<S extends StandardSchemaV1>(
+  handler: Handler<StandardSchemaV1.InferOutput<S>> & { schema: S },
+): Handler<StandardSchemaV1.InferOutput<S>>;
+export function defineHandler(
+  target: JobContract | Handler,
+  handle?: (context: HandlerContext<unknown>) => Promise<unknown>,
+  options: HandlerOptions = {},
+): Handler {
+  if (!isJobContract(target) || 'handle' in target) {
+    if (handle !== undefined) {
+      throw new Error('Leasehold defineHandler: the first argument is not a job contract from defineJob');
+    }
+    return target as Handler;
+  }
+  if (typeof handle !== 'function') {
+    throw new Error(`Leasehold defineHandler(${target.kind}): handle: expected a function (context) => Promise`);
+  }
+  const versions = options.versions ?? [target.version];
+  if (!versions.includes(target.version)) {
+    throw new Error(
+      `Leasehold defineHandler(${target.kind}): versions: [${versions.join(', ')}] leaves out the contract's version ${target.version}`,
+    );
+  }
+  const handler: Handler = {
+    kind: target.kind,
+    versions,
+    schema: target.schema,
+    timeoutMs: options.timeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
+    defaultQueue: target.queue,
+    handle,
+  };
+  // Only the options given: an explicit undefined would differ from an absent setting downstream.
+  if (options.maxAttempts !== undefined) handler.maxAttempts = options.maxAttempts;
+  if (options.retry !== undefined) handler.retry = options.retry;
+  if (options.displayName !== undefined) handler.displayName = options.displayName;
+  if (options.redact !== undefined) handler.redact = options.redact;
+  if (options.rerunSafe !== undefined) handler.rerunSafe = options.rerunSafe;
+  return handler;
 }
 
 export class HandlerRegistry {
@@ -89,6 +177,11 @@ export class HandlerRegistry {
   register(handler: Handler): void {
     if (this.byKind.has(handler.kind)) throw new Error(`Leasehold workers: two handlers for kind ${handler.kind}`);
     if (handler.versions.length === 0) throw new Error(`Leasehold workers: handler ${handler.kind} accepts no version`);
+    if (!isStandardSchema(handler.schema)) {
+      throw new Error(
+        `Leasehold workers: handler ${handler.kind}: schema: expected a Standard Schema v1 validator (zod ≥ 3.24, valibot ≥ 1, arktype ≥ 2, or an object with \`~standard.validate\`)`,
+      );
+    }
     // A bad redact path or display name fails here, when the handlers load, not at start.
     parseKindRegistrations(kindRegistrations(handler));
     this.byKind.set(handler.kind, handler);

@@ -13,6 +13,7 @@ import { LeaseholdInputError } from './errors.ts';
 import { prepareSpecs, type EnqueueSpec } from './enqueue-spec.ts';
 import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql.ts';
 import { field, inPoolTransaction, ownPool, run, type Executor } from './executor.ts';
+import { checkPayload, isJobContract, type JobContract, type JobInput, type PayloadCheck } from './job-contract.ts';
 import { mapJob, type Job } from './job.ts';
 import { planWake, wakeStatement, type EnqueueOptions } from './wake.ts';
 
@@ -49,10 +50,136 @@ async function translateConflicts<T>(operation: string, work: () => Promise<T>):
 }
 
 /**
+ * What an enqueue of a job contract takes besides the payload: a spec's settings (the contract
+ * sets `kind`, `kindVersion` and the default `queue`) and the wake-up option.
+ */
+export type JobEnqueueOptions = Omit<EnqueueSpec, 'kind' | 'kindVersion' | 'payload'> & EnqueueOptions;
+
+/**
+ * What an enqueueMany of a job contract takes besides the payloads: the settings every job
+ * shares, and optionally each job's idempotency key made from its payload.
+ */
+export type JobEnqueueManyOptions<Payload> = Omit<JobEnqueueOptions, 'id' | 'idempotencyKey'> & {
+  /** Each job's key, made from its payload: `(p) => 'receipt:' + p.orderId`. */
+  idempotencyKey?: ((payload: Payload, index: number) => string) | undefined;
+};
+
+/** A spec is never a job contract: without this, a contract passed with no payload would type-check as a spec. */
+type NotAContract = { schema?: never; version?: never };
+
+/**
  * Adds one job. Pass the caller's transaction as `executor` to commit the job with the
  * business write. With `idempotencyKey`, a repeat returns the first job and `created: false`.
+ *
+ * With a job contract (`enqueue(tx, receiptJob, { orderId })`) the payload is typed by the
+ * contract's schema and checked by it first (async validators are awaited); a payload it
+ * refuses throws LeaseholdInputError naming the field, and nothing is written. The contract
+ * gives `kind`, `kindVersion` and the default `queue`.
  */
+export function enqueue<Contract extends JobContract>(
+  executor: Executor,
+  job: Contract,
+  payload: JobInput<Contract>,
+  options?: JobEnqueueOptions,
+): Promise<EnqueueResult>;
+/** Adds one job from a spec (`{ kind, payload, queue, … }`), with no payload schema of its own. */
+export function enqueue(
+  executor: Executor,
+  spec: EnqueueSpec & NotAContract,
+  options?: EnqueueOptions,
+): Promise<EnqueueResult>;
 export async function enqueue(
+  executor: Executor,
+  target: JobContract | EnqueueSpec,
+  second?: unknown,
+  third?: JobEnqueueOptions,
+): Promise<EnqueueResult> {
+  if (!isJobContract(target)) return enqueueSpec(executor, target, second as EnqueueOptions | undefined);
+  const operation = `enqueue of ${target.kind} v${target.version}`;
+  const { notify, ...settings } = contractSettings(operation, third);
+  const check = await checkPayload(target.schema, second);
+  if ('problems' in check) throw new LeaseholdInputError(operation, check.problems.slice(0, 20));
+  return enqueueSpec(executor, contractSpec(target, second, settings), notify === undefined ? {} : { notify });
+}
+
+/**
+ * Adds many jobs of one contract, all or none: each payload is checked by the contract's
+ * schema (problems are named `jobs[3].payload.orderId: …`), then written as `enqueueMany`
+ * writes specs. `options` apply to every job; `idempotencyKey` makes each job's key.
+ */
+export function enqueueMany<Contract extends JobContract>(
+  executor: Executor,
+  job: Contract,
+  payloads: readonly JobInput<Contract>[],
+  options?: JobEnqueueManyOptions<JobInput<Contract>>,
+): Promise<BulkEnqueueResult[]>;
+/**
+ * Adds many jobs from specs (up to 100,000), all or none. Results are in input order; repeated
+ * keys, within the call or against earlier jobs, give `created: false` and the owning job's id.
+ */
+export function enqueueMany(
+  executor: Executor,
+  specs: readonly (EnqueueSpec & NotAContract)[],
+  options?: EnqueueOptions,
+): Promise<BulkEnqueueResult[]>;
+export async function enqueueMany(
+  executor: Executor,
+  target: JobContract | readonly EnqueueSpec[],
+  second?: unknown,
+  third?: JobEnqueueManyOptions<unknown>,
+): Promise<BulkEnqueueResult[]> {
+  if (!isJobContract(target)) return enqueueSpecs(executor, target, second as EnqueueOptions | undefined);
+  const operation = `enqueueMany of ${target.kind} v${target.version}`;
+  if (!Array.isArray(second)) throw new LeaseholdInputError(operation, ['payloads: expected an array']);
+  if (second.length > MAX_BULK_ENQUEUE) {
+    throw new LeaseholdInputError(operation, [
+      `payloads: ${second.length} given, at most ${MAX_BULK_ENQUEUE} per call`,
+    ]);
+  }
+  const { notify, idempotencyKey, ...settings } = contractSettings(operation, third);
+  if (idempotencyKey !== undefined && typeof idempotencyKey !== 'function') {
+    throw new LeaseholdInputError(operation, ['options.idempotencyKey: expected a function of the payload']);
+  }
+  const payloads: readonly unknown[] = second;
+  const checked = payloads.map((payload, index) => checkPayload(target.schema, payload, `jobs[${index}].payload`));
+  // Awaited only when a validator is async: 100,000 synchronous checks need no promise each.
+  const checks = checked.some((check) => check instanceof Promise)
+    ? await Promise.all(checked.map((check) => Promise.resolve(check)))
+    : (checked as PayloadCheck<unknown>[]);
+  const problems = checks.flatMap((check) => ('problems' in check ? check.problems : []));
+  if (problems.length > 0) throw new LeaseholdInputError(operation, problems.slice(0, 20));
+  const specs = payloads.map((payload, index) =>
+    contractSpec(
+      target,
+      payload,
+      idempotencyKey ? { ...settings, idempotencyKey: idempotencyKey(payload, index) } : settings,
+    ),
+  );
+  return enqueueSpecs(executor, specs, notify === undefined ? {} : { notify });
+}
+
+/** The options of a contract enqueue, refusing what the contract sets (for callers without types). */
+function contractSettings<T extends object>(operation: string, options: T | undefined): Partial<T> {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new LeaseholdInputError(operation, ['options: expected an object']);
+  }
+  const taken = ['kind', 'kindVersion', 'payload'].filter((key) => key in options);
+  if (taken.length > 0) {
+    throw new LeaseholdInputError(
+      operation,
+      taken.map((key) => `options.${key}: set by the job contract (define another contract or version instead)`),
+    );
+  }
+  return options;
+}
+
+function contractSpec(job: JobContract, payload: unknown, settings: Omit<JobEnqueueOptions, 'notify'>): EnqueueSpec {
+  // The payload as given (the schema's input), not the validated output: see job-contract.ts.
+  return { ...settings, queue: settings.queue ?? job.queue, kind: job.kind, kindVersion: job.version, payload };
+}
+
+async function enqueueSpec(
   executor: Executor,
   spec: EnqueueSpec,
   options: EnqueueOptions = {},
@@ -100,7 +227,7 @@ export const BULK_CHUNK = 20_000;
  * and calls on a client, which other code may share (its statements would run inside this
  * call's transaction).
  */
-export async function enqueueMany(
+async function enqueueSpecs(
   executor: Executor,
   specs: readonly EnqueueSpec[],
   options: EnqueueOptions = {},

@@ -7,7 +7,17 @@ export type { Job, ClaimedJob, LeaseRef, SettleOutcome } from './job.ts';
 export { LEASE_LOST } from './job.ts';
 export { LeaseholdInputError } from './errors.ts';
 export { enqueue, enqueueMany, MAX_BULK_ENQUEUE } from './enqueue.ts';
-export type { EnqueueResult, BulkEnqueueResult } from './enqueue.ts';
+export type { EnqueueResult, BulkEnqueueResult, JobEnqueueOptions, JobEnqueueManyOptions } from './enqueue.ts';
+export { defineJob, checkPayload, isJobContract, isStandardSchema } from './job-contract.ts';
+export type {
+  JobContract,
+  JobDefinition,
+  JobInput,
+  JobOutput,
+  JobKind,
+  PayloadCheck,
+  StandardSchemaV1,
+} from './job-contract.ts';
 export { DEFAULT_DEDUPE_WINDOW_SECONDS } from './enqueue-spec.ts';
 export type { EnqueueSpec } from './enqueue-spec.ts';
 export { WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake.ts';

@@ -1,35 +1,21 @@
 /**
  * `receipt.send` (the seed's demo): send the receipt for one order through the receipt
  * provider, with the stable delivery key `receipt:<order_id>` on every attempt so that the
- * provider delivers once however often we call.
+ * provider delivers once however often we call. The job's contract (kind, version, queue,
+ * payload schema) is in receipt-job.ts, which the enqueueing side imports instead of this.
  */
-import { z } from 'zod';
 import { defineHandler } from '../handler.ts';
 import { PermanentError, RateLimitedError, TransientError, UnknownOutcomeError } from '../errors.ts';
+import { receiptJob } from './receipt-job.ts';
+
+export { receiptJob, receiptPayload } from './receipt-job.ts';
 
 const providerUrl = () => process.env.RECEIPT_PROVIDER_URL ?? 'http://127.0.0.1:4010';
 const callTimeoutMs = () => Number(process.env.RECEIPT_CALL_TIMEOUT_MS ?? 2000);
 
-export const receiptPayload = z.strictObject({
-  orderId: z.uuid(),
-  email: z.email(),
-  totalCents: z.int().min(0),
-});
-
-export default defineHandler({
-  kind: 'receipt.send',
-  versions: [1],
-  schema: receiptPayload,
-  displayName: 'Order receipt',
-  defaultQueue: 'receipts',
-  // The customer's address: viewers and operators see it masked; admins may reveal it (audited).
-  redact: ['email'],
-  // The provider honours the delivery key and receipt() returns a recorded result, so running
-  // a delivered receipt again does not send a second one.
-  rerunSafe: true,
-  maxAttempts: 25,
-  timeoutMs: 30_000,
-  async handle({ payload, attempt, signal, receipt }) {
+export default defineHandler(
+  receiptJob,
+  async ({ payload, attempt, signal, receipt }) => {
     const key = `receipt:${payload.orderId}`;
     return receipt(async () => {
       // Our own timer rather than AbortSignal.any([signal, AbortSignal.timeout()]): on Node 20
@@ -79,4 +65,14 @@ export default defineHandler({
       return JSON.parse(text) as { receiptId: string; deliveredAt: string };
     }, key);
   },
-});
+  {
+    displayName: 'Order receipt',
+    // The customer's address: viewers and operators see it masked; admins may reveal it (audited).
+    redact: ['email'],
+    // The provider honours the delivery key and receipt() returns a recorded result, so running
+    // a delivered receipt again does not send a second one.
+    rerunSafe: true,
+    maxAttempts: 25,
+    timeoutMs: 30_000,
+  },
+);
