@@ -1,1 +1,62 @@
-export * from '../db/queue/index.ts';
+/**
+ * `leasehold`: what an application imports to define jobs and enqueue them in its own
+ * transaction, to install the schema, and to act on jobs as an operator. Workers are in
+ * `leasehold/worker`, the testing kit in `leasehold/testing`. This file is the public API
+ * (docs/versioning.md): what it does not export is internal and may change in any release.
+ */
+
+// Job contracts and enqueue (docs/jobs.md).
+export { defineJob } from '../db/queue/job-contract.ts';
+export type { JobContract, JobInput, JobOutput, JobKind, StandardSchemaV1 } from '../db/queue/job-contract.ts';
+export { enqueue, enqueueMany, MAX_BULK_ENQUEUE } from '../db/queue/enqueue.ts';
+export type {
+  EnqueueResult,
+  BulkEnqueueResult,
+  JobEnqueueOptions,
+  JobEnqueueManyOptions,
+} from '../db/queue/enqueue.ts';
+export { DEFAULT_DEDUPE_WINDOW_SECONDS } from '../db/queue/enqueue-spec.ts';
+export type { EnqueueSpec } from '../db/queue/enqueue-spec.ts';
+export type { EnqueueOptions } from '../db/queue/wake.ts';
+export { LeaseholdInputError } from '../db/queue/errors.ts';
+
+// What the queue functions run on (docs/executors.md).
+export type { Executor } from '../db/queue/executor.ts';
+
+// The schema: install and upgrade it (docs/operations.md, "Migrations").
+export { migrateDatabase, pendingMigrationsSql, MigrationFailed, MigrationRefused } from '../db/migrate.ts';
+export type { MigrateOptions, MigrateResult } from '../db/migrate.ts';
+export { SCHEMA_VERSION, SUPPORTED_SCHEMA, schemaCompatibility } from '../db/schema-version.ts';
+
+// A claim loop of your own: claim with a lease, settle only while it is held (docs/contract.md).
+export { claim, MAX_CLAIM_BATCH } from '../db/queue/claim.ts';
+export type { ClaimOptions } from '../db/queue/claim.ts';
+export {
+  completeIfLeaseHeld,
+  failIfLeaseHeld,
+  heartbeatIfLeaseHeld,
+  releaseIfLeaseHeld,
+} from '../db/queue/settle.ts';
+export type { FailInput, FailOutcome, HeartbeatOutcome } from '../db/queue/settle.ts';
+export type { Job, ClaimedJob, LeaseRef, SettleOutcome } from '../db/queue/job.ts';
+export { LEASE_LOST } from '../db/queue/job.ts';
+export { DEFAULT_RETRY_POLICY } from '../db/queue/retry-policy.ts';
+export type { RetryPolicy } from '../db/queue/retry-policy.ts';
+
+// Operator actions, guarded and reported as values (docs/contract.md, "Operator actions").
+export {
+  retryIfTerminal,
+  retryManyIfTerminal,
+  cancelIfUnchanged,
+  cancelManyIfUnchanged,
+  pauseQueue,
+  resumeQueue,
+  MAX_BULK_ACTION,
+} from '../db/queue/operator.ts';
+export type {
+  ActionResult,
+  ActionRefusal,
+  SingleActionOutcome,
+  RefusalReason,
+  QueueActionOutcome,
+} from '../db/queue/operator.ts';
