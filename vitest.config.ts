@@ -19,6 +19,7 @@ export default defineConfig({
       'lib/**/*.test.ts',
       'test/**/*.test.ts',
       'scripts/**/*.test.ts',
+      'testing/**/*.test.ts',
     ],
     // Type tests (`*.test-d.ts`, expectTypeOf) run under `tsc` with every `vitest run`.
     typecheck: { enabled: true, include: ['db/**/*.test-d.ts', 'workers/**/*.test-d.ts'] },

@@ -1,0 +1,137 @@
+/**
+ * Time control the queue's guards honour. Every guard compares stored times with the database's
+ * clock (`statement_timestamp()`, `now()`): a job is due when `run_at <= now()`, a lease is
+ * expired when `lease_until <= now()`. A JavaScript fake timer moves neither, and the database's
+ * clock cannot be moved, so `advance(db, ms)` moves the stored times instead: every time in
+ * Leasehold's tables becomes `ms` earlier, which to every guard is the same as `ms` passing.
+ *
+ * What it shifts (the list is checked against the catalog by clock.test.ts, so a migration that
+ * adds a time column fails that test until the column is placed in one of the two lists):
+ * - the jobs' run_at, claim_at, lease_until, expires_at, created_at, started_at, finished_at,
+ *   updated_at. The ready rows of ready jobs follow through the trigger `jobs_ready_row` (it
+ *   rewrites a ready job's row when its run_at or claim_at changes), so they are not updated
+ *   here; ready rows of no ready job (normally none) are shifted directly;
+ * - the lease rows' deadlines, in the same statement, so the reaper (which walks lease rows by
+ *   deadline) finds a lease that expired; the trigger `jobs_lease_moved_earlier` then finds
+ *   every lease row already at or before its jobs' deadlines and changes nothing;
+ * - the attempt history, dedupe keys (their window ends sooner), receipts, kinds, workers
+ *   (their last_seen_at: a worker not seen for a while looks stale), queues, users, the audit
+ *   log; the per-minute rollup is rebuilt on its earlier minutes.
+ * It does not shift the migrations journal, the application's own tables, or times inside
+ * payloads, nor anything inserted after the call (a job enqueued after `advance` with
+ * `delayMs: 3_600_000` is still an hour away).
+ *
+ * One statement, so it is atomic and runs in the caller's transaction when given one. Call it
+ * between the steps of a test, not while a worker runs: an attempt in flight keeps the lease
+ * deadline it read, in memory.
+ */
+import { runText, type Executor } from '../db/queue/executor.ts';
+import { LeaseholdInputError } from '../db/queue/errors.ts';
+
+/** Most one call may advance: ten years. */
+export const MAX_ADVANCE_MS = 10 * 365 * 24 * 3600 * 1000;
+
+/** Every time column in schema `leasehold` that `advance` shifts, by table (tests compare with the catalog). */
+export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  jobs: ['run_at', 'claim_at', 'lease_until', 'expires_at', 'created_at', 'started_at', 'finished_at', 'updated_at'],
+  ready_jobs: ['claim_at', 'run_at'],
+  leases: ['lease_until'],
+  job_attempts: ['started_at', 'ended_at'],
+  dedupe_keys: ['created_at', 'expires_at'],
+  receipts: ['created_at'],
+  kinds: ['first_seen_at', 'last_seen_at'],
+  workers: ['started_at', 'last_seen_at'],
+  queues: ['paused_at', 'created_at', 'updated_at'],
+  users: ['created_at', 'updated_at'],
+  audit_log: ['at'],
+  finished_rollup: ['minute'],
+};
+
+/** Time columns deliberately left alone: when migrations were applied is not queue time. */
+export const UNSHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  migrations: ['applied_at'],
+};
+
+const SHIFT = `
+  WITH d AS (SELECT make_interval(secs => $1::float8 / 1000) AS by),
+  leases AS (
+    UPDATE leasehold.leases l SET lease_until = l.lease_until - d.by FROM d RETURNING 1
+  ),
+  -- Ready rows of no ready job; the others move with their jobs, through the trigger.
+  stray_ready AS (
+    UPDATE leasehold.ready_jobs r SET claim_at = r.claim_at - d.by, run_at = r.run_at - d.by FROM d
+    WHERE NOT EXISTS (
+      SELECT 1 FROM leasehold.jobs j
+      WHERE j.id = r.id AND j.state = 'ready' AND j.queue = r.queue AND j.claim_at = r.claim_at
+    )
+    RETURNING 1
+  ),
+  jobs AS (
+    UPDATE leasehold.jobs j SET
+      run_at = j.run_at - d.by, claim_at = j.claim_at - d.by, lease_until = j.lease_until - d.by,
+      expires_at = j.expires_at - d.by, created_at = j.created_at - d.by, started_at = j.started_at - d.by,
+      finished_at = j.finished_at - d.by, updated_at = j.updated_at - d.by
+    FROM d RETURNING 1
+  ),
+  attempts AS (
+    UPDATE leasehold.job_attempts a SET started_at = a.started_at - d.by, ended_at = a.ended_at - d.by FROM d RETURNING 1
+  ),
+  dedupe AS (
+    UPDATE leasehold.dedupe_keys k SET created_at = k.created_at - d.by, expires_at = k.expires_at - d.by FROM d RETURNING 1
+  ),
+  receipts AS (UPDATE leasehold.receipts r SET created_at = r.created_at - d.by FROM d RETURNING 1),
+  kinds AS (
+    UPDATE leasehold.kinds k SET first_seen_at = k.first_seen_at - d.by, last_seen_at = k.last_seen_at - d.by FROM d
+    RETURNING 1
+  ),
+  workers AS (
+    UPDATE leasehold.workers w SET started_at = w.started_at - d.by, last_seen_at = w.last_seen_at - d.by FROM d
+    RETURNING 1
+  ),
+  queues AS (
+    UPDATE leasehold.queues q SET paused_at = q.paused_at - d.by, created_at = q.created_at - d.by,
+                                  updated_at = q.updated_at - d.by FROM d
+    RETURNING 1
+  ),
+  users AS (
+    UPDATE leasehold.users u SET created_at = u.created_at - d.by, updated_at = u.updated_at - d.by FROM d RETURNING 1
+  ),
+  audit AS (UPDATE leasehold.audit_log a SET at = a.at - d.by FROM d RETURNING 1),
+  -- The rollup's key is its minute: shifting rows one by one would collide with their
+  -- neighbours, and a shifted minute must still be a whole minute. So the rows are taken out
+  -- and put back summed on their earlier minutes (the GROUP BY reads every deleted row first).
+  rollup_out AS (DELETE FROM leasehold.finished_rollup RETURNING *),
+  rollup_in AS (
+    INSERT INTO leasehold.finished_rollup (minute, queue, kind, state, attempts, shard, jobs)
+    SELECT date_trunc('minute', o.minute - d.by), o.queue, o.kind, o.state, o.attempts, o.shard, sum(o.jobs)::int
+    FROM rollup_out o, d
+    GROUP BY 1, 2, 3, 4, 5, 6
+    RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM jobs)::int AS jobs, (SELECT count(*) FROM leases)::int AS leases,
+         (SELECT count(*) FROM attempts) + (SELECT count(*) FROM dedupe) + (SELECT count(*) FROM receipts)
+         + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
+         + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM rollup_in)
+         + (SELECT count(*) FROM stray_ready) AS others`;
+
+export interface AdvanceResult {
+  /** Jobs whose times moved (every job in the database). */
+  jobs: number;
+  /** Lease rows whose deadlines moved. */
+  leases: number;
+}
+
+/**
+ * Makes `ms` milliseconds pass for Leasehold's guards: every time stored in its tables becomes
+ * `ms` earlier, so a job scheduled an hour out is due after `advance(db, 3_600_000)`, a retry's
+ * backoff is over, a lease expires, a max age is reached. `ms` is a number from 0 to ten years.
+ */
+export async function advance(executor: Executor, ms: number): Promise<AdvanceResult> {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_ADVANCE_MS) {
+    throw new LeaseholdInputError('advance', [
+      `ms: a number of milliseconds from 0 to ${MAX_ADVANCE_MS} (ten years), got ${String(ms)}`,
+    ]);
+  }
+  const [row] = await runText<{ jobs: number; leases: number }>(executor, SHIFT, [ms]);
+  return { jobs: row?.jobs ?? 0, leases: row?.leases ?? 0 };
+}
