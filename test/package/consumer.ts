@@ -198,6 +198,7 @@ await pool.end();
 
     // 4. The CLI worker runs it.
     const workers = start('npx', ['leasehold', 'workers', '--handlers', './handlers.mjs'], { cwd: project, node, env });
+    let ran: unknown = null;
     try {
       await until(
         'the job to end done',
@@ -206,11 +207,11 @@ await pool.end();
         60_000,
       );
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n--- workers\n${workers.output().slice(-4000)}`);
-    } finally {
-      const code = await workers.stop();
-      if (code !== 0) throw new Error(`leasehold workers exited ${code} on SIGTERM\n${workers.output().slice(-4000)}`);
+      ran = error;
     }
+    const code = await workers.stop();
+    if (ran) throw new Error(`${(ran as Error).message}\n--- workers\n${workers.output().slice(-4000)}`);
+    if (code !== 0) throw new Error(`leasehold workers exited ${code} on SIGTERM\n${workers.output().slice(-4000)}`);
     const effect = await app.query("SELECT title FROM public.jobs WHERE title = 'welcomed ada@example.com'");
     if (effect.rowCount !== 1) throw new Error(`the handler's row is missing or doubled (${effect.rowCount})`);
     const users = await app.query('SELECT email FROM public.users ORDER BY id');
@@ -253,8 +254,9 @@ await pool.end();
     if (JSON.stringify(catalogAfter) !== JSON.stringify(catalogBefore))
       throw new Error('the catalog outside the leasehold schema changed');
     if (JSON.stringify(journalAfter) !== JSON.stringify(journalBefore)) throw new Error('the app’s journal changed');
-    figures[`seconds_node${major}`] = Math.round((Date.now() - t0) / 1000);
-    log(`node ${major}: passed in ${figures[`seconds_node${major}`]} s`);
+    const seconds = Math.round((Date.now() - t0) / 1000);
+    figures[`seconds_node${major}`] = seconds;
+    log(`node ${major}: passed in ${seconds} s`);
   } finally {
     await app.end();
     await database.drop();
