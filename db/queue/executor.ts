@@ -1,7 +1,8 @@
 /**
- * What the queue functions run their SQL on: a Drizzle database or transaction, or a plain
- * `pg` pool, pool client or client. Passing the caller's transaction is how a job commits or
- * rolls back together with the business write that asked for it.
+ * What the queue functions run their SQL on: a Drizzle database or transaction, a plain `pg`
+ * pool, pool client or client, or a StatementRunner (any other client: adapters.ts makes one for
+ * Kysely and for postgres.js). Passing the caller's transaction is how a job commits or rolls
+ * back together with the business write that asked for it (docs/executors.md).
  *
  * How statements run on a pool's connections (named or not, and what a transaction Leasehold
  * opens sets first) is the pool's own policy, which createDb attaches to the pool and to each
@@ -11,13 +12,36 @@
 import { sql as drizzleSql, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
+import { LeaseholdInputError } from './errors.ts';
 
 interface DrizzleExecutor {
   execute(query: SQL): Promise<{ rows: unknown[]; rowCount?: number | null }>;
 }
 type PgExecutor = Pick<pg.Pool | pg.PoolClient | pg.Client, 'query'>;
 
-export type Executor = DrizzleExecutor | PgExecutor;
+/**
+ * The executor interface for a client Leasehold has no built-in support for: one method that
+ * runs one statement and returns its rows. What it must do (docs/executors.md):
+ *
+ * - run `text` as one statement (no `;`-separated lists are sent) with `$1 … $n` bound to
+ *   `values` as parameters, never spliced into the text. The values are strings, numbers,
+ *   booleans, null, Dates and arrays of these; bind them as node-postgres does (text form,
+ *   typed by the server from the statement, which casts them: `$5::jsonb` gets JSON text);
+ * - on the caller's connection and transaction: no BEGIN, COMMIT or savepoint of its own, so
+ *   the statement commits or rolls back with the caller's work;
+ * - return the rows as objects keyed by column name exactly as PostgreSQL names them (no
+ *   camel-casing), with json and jsonb parsed, int4 as number, timestamptz as a Date or
+ *   PostgreSQL's text, int8 and numeric as string, number or bigint;
+ * - throw PostgreSQL's errors with the SQLSTATE as `code` and the constraint's name as
+ *   `constraint` (as pg's DatabaseError has them).
+ *
+ * Statements on a runner are never prepared by name (the client's own policy applies).
+ */
+export interface StatementRunner {
+  runStatement(text: string, values: readonly unknown[]): Promise<readonly unknown[]>;
+}
+
+export type Executor = DrizzleExecutor | PgExecutor | StatementRunner;
 
 const dialect = new PgDialect();
 
@@ -44,6 +68,11 @@ export async function run<Row = Record<string, unknown>>(
   query: SQL,
   name?: string,
 ): Promise<Row[]> {
+  if (isRunner(executor)) {
+    const { sql: text, params } = dialect.sqlToQuery(query);
+    return declaredRows<Row>(await executor.runStatement(text, params));
+  }
+  if (isDrizzle(executor)) refuseUnadapted(executor);
   // A Drizzle executor that will not prepare runs the SQL object as it is.
   if (isDrizzle(executor) && !(name && preparer(executor))) return drizzleRows<Row>(() => executor.execute(query));
   const { sql: text, params } = dialect.sqlToQuery(query);
@@ -52,6 +81,24 @@ export async function run<Row = Record<string, unknown>>(
 
 function isDrizzle(executor: Executor): executor is DrizzleExecutor {
   return 'execute' in executor && typeof executor.execute === 'function';
+}
+
+/**
+ * Refuses, before anything runs, a Drizzle executor over postgres.js passed as it is: its types
+ * do not match Executor, but a cast or plain JavaScript gets it here, and its results have no
+ * `rows` (the write would go through, then the call would fail). fromDrizzlePostgresJs adapts it.
+ */
+function refuseUnadapted(executor: DrizzleExecutor): void {
+  const client = field(field(executor, 'session'), 'client');
+  if (typeof client === 'function' && 'unsafe' in client) {
+    throw new LeaseholdInputError('executor', [
+      'executor: a Drizzle database or transaction over postgres.js; pass fromDrizzlePostgresJs(db) (docs/executors.md)',
+    ]);
+  }
+}
+
+function isRunner(executor: Executor): executor is StatementRunner {
+  return 'runStatement' in executor && typeof executor.runStatement === 'function';
 }
 
 /** The Drizzle session that can prepare named statements, if this executor has one. */
@@ -71,7 +118,7 @@ function isDrizzleSession(value: unknown): value is DrizzleSession {
  * interface says what its statement returns, as it arrives (PgTimestamp; bigint as text), and
  * its mapping converts (toDate, Number) and checks closed lists (oneOf).
  */
-function declaredRows<Row>(rows: unknown[]): Row[] {
+function declaredRows<Row>(rows: readonly unknown[]): Row[] {
   return rows as Row[];
 }
 
@@ -116,6 +163,9 @@ export async function runText<Row = Record<string, unknown>>(
   values: unknown[],
   name?: string,
 ): Promise<Row[]> {
+  // A runner's client keeps its own statement policy: nothing is named, nothing to recover.
+  if (isRunner(executor)) return declaredRows<Row>(await executor.runStatement(text, values));
+  if (isDrizzle(executor)) refuseUnadapted(executor);
   const { names } = policyOf(executor);
   const generation = names.generation;
   const prepared = name ? names.current(name) : undefined;
@@ -130,7 +180,7 @@ export async function runText<Row = Record<string, unknown>>(
 }
 
 async function runOnce<Row>(
-  executor: Executor,
+  executor: DrizzleExecutor | PgExecutor,
   text: string,
   values: unknown[],
   name: string | undefined,

@@ -1,8 +1,11 @@
 /**
  * The queue core. Every function takes the executor first: a Drizzle database or transaction,
- * or a pg pool/client. See docs/contract.md for the guarantees.
+ * a pg pool/client, or a StatementRunner (fromKysely, fromPostgresJs, fromDrizzlePostgresJs).
+ * See docs/contract.md for the guarantees and docs/executors.md for the clients.
  */
-export type { Executor } from './executor.ts';
+export type { Executor, StatementRunner } from './executor.ts';
+export { fromDrizzlePostgresJs, fromKysely, fromPostgresJs } from './adapters.ts';
+export type { KyselyExecutor, KyselyRawQuery, PostgresJsSql } from './adapters.ts';
 export type { Job, ClaimedJob, LeaseRef, SettleOutcome } from './job.ts';
 export { LEASE_LOST } from './job.ts';
 export { LeaseholdInputError } from './errors.ts';
