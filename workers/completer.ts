@@ -24,6 +24,7 @@ import {
 } from '../db/queue/index.ts';
 import type { FailureClass } from '../db/schema.ts';
 import type { Attempt, AttemptResult } from './attempt.ts';
+import type { WorkerEvents } from './events.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { retryWhileUnavailable } from './timing.ts';
@@ -43,6 +44,20 @@ export interface CompleterDeps {
   logger: Logger;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
+  /** Where `failed`, `dead` and settlement `error` events go (workers/events.ts). */
+  events?: WorkerEvents | undefined;
+}
+
+/** What this completer's settlements did, counted (runFor's summary). */
+export interface SettlementCounts {
+  completed: number;
+  /** Failures recorded (retries scheduled and jobs ended `dead` or `cancelled`). */
+  failed: number;
+  /** Of those, the jobs that ended `dead`. */
+  dead: number;
+  released: number;
+  /** Settlements the lease refused (expired, reaped or cancelled meanwhile). */
+  lost: number;
 }
 
 interface PendingAck {
@@ -54,6 +69,7 @@ export class Completer {
   /** Completed attempts waiting for the next batched acknowledgement. */
   private pending: PendingAck[] = [];
   private timer: NodeJS.Timeout | null = null;
+  readonly counts: SettlementCounts = { completed: 0, failed: 0, dead: 0, released: 0, lost: 0 };
 
   constructor(
     private readonly settings: CompleterSettings,
@@ -71,6 +87,7 @@ export class Completer {
         return this.release(entry);
       case 'lost': {
         const { job } = entry;
+        this.counts.lost += 1;
         this.deps.metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
         entry.log.warn('lease lost while running (expired, reaped or cancelled): this attempt settles nothing');
         return Promise.resolve();
@@ -101,10 +118,9 @@ export class Completer {
       try {
         outcomes = await this.retrying('acknowledge', deadline, (db) => completeManyIfLeaseHeld(db, jobs));
       } catch (error) {
-        this.deps.logger.error(
-          { err: error, jobs: batch.length },
-          'could not acknowledge completions; their leases will expire and they will run again',
-        );
+        const message = 'could not acknowledge completions; their leases will expire and they will run again';
+        this.deps.logger.error({ err: error, jobs: batch.length }, message);
+        this.reportError(message, error);
         outcomes = batch.map(() => LEASE_LOST);
       }
       batch.forEach(({ entry, done }, i) => {
@@ -119,9 +135,11 @@ export class Completer {
     const { job } = entry;
     const { metrics, logger } = this.deps;
     if (outcome.applied) {
+      this.counts.completed += 1;
       metrics?.completed.inc({ queue: job.queue, kind: job.kind });
       if (logger.isLevelEnabled('info')) entry.log.info({ ms: entry.endedAt - entry.startedAt }, 'job done');
     } else {
+      this.counts.lost += 1;
       metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
       entry.log.warn('completed, but the lease was lost before the acknowledgement: another attempt may run');
     }
@@ -150,10 +168,12 @@ export class Completer {
         ),
       );
       if (!outcome.applied) {
+        this.counts.lost += 1;
         metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
         log.warn({ failureClass, error: message }, 'failed, but the lease was already lost: nothing recorded');
         return;
       }
+      this.failed(entry, message, outcome);
       metrics?.failed.inc({ queue: job.queue, kind: job.kind, failure_class: outcome.failureClass });
       const level = outcome.state === 'ready' ? 'warn' : 'error';
       log[level](
@@ -161,10 +181,9 @@ export class Completer {
         'attempt failed',
       );
     } catch (error) {
-      log.error(
-        { err: error, failureClass, error: message },
-        'could not record the failure; the lease will expire and the reaper will retry it',
-      );
+      const what = 'could not record the failure; the lease will expire and the reaper will retry it';
+      log.error({ err: error, failureClass, error: message }, what);
+      this.reportError(what, error, job.id);
     }
   }
 
@@ -176,11 +195,14 @@ export class Completer {
         releaseIfLeaseHeld(db, job, { reason: `released by ${this.settings.workerId} at shutdown` }),
       );
       if (outcome.applied) {
+        this.counts.released += 1;
         this.deps.metrics?.released.inc({ queue: job.queue, kind: job.kind });
         log.info('released unfinished job for another worker');
       }
     } catch (error) {
-      log.error({ err: error }, 'could not release; the lease will expire and the reaper will retry it');
+      const what = 'could not release; the lease will expire and the reaper will retry it';
+      log.error({ err: error }, what);
+      this.reportError(what, error, job.id);
     }
   }
 
@@ -190,7 +212,38 @@ export class Completer {
    */
   async releaseUnstarted(jobs: readonly ClaimedJob[]): Promise<void> {
     const reason = `released by ${this.settings.workerId}: stopping`;
-    await Promise.all(jobs.map((job) => releaseIfLeaseHeld(this.deps.db, job, { reason }).catch(() => {})));
+    await Promise.all(
+      jobs.map((job) =>
+        releaseIfLeaseHeld(this.deps.db, job, { reason }).then(
+          (outcome) => {
+            if (outcome.applied) this.counts.released += 1;
+          },
+          () => {},
+        ),
+      ),
+    );
+  }
+
+  /** A recorded failure: counted, and told to the `failed` (and `dead`) listeners. */
+  private failed(
+    entry: Attempt,
+    message: string,
+    outcome: { state: 'ready' | 'dead' | 'cancelled'; failureClass: FailureClass; runAt: Date },
+  ): void {
+    const { job } = entry;
+    const { workerId } = this.settings;
+    this.counts.failed += 1;
+    if (outcome.state === 'dead') this.counts.dead += 1;
+    const events = this.deps.events;
+    if (!events) return;
+    const base = { jobId: job.id, kind: job.kind, queue: job.queue, attempt: job.attempt, error: message };
+    const { failureClass } = outcome;
+    events.emit('failed', { ...base, failureClass, next: outcome.state, runAt: outcome.runAt, workerId });
+    if (outcome.state === 'dead') events.emit('dead', { ...base, failureClass, workerId });
+  }
+
+  private reportError(message: string, error: unknown, jobId?: string): void {
+    this.deps.events?.emit('error', { source: 'settle', message, error, jobId, workerId: this.settings.workerId });
   }
 
   /**

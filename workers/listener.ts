@@ -9,7 +9,8 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 
 export interface WakeListenerOptions {
-  url: string;
+  /** A URL, or a `pg` client config (an embedder's pool's own options: its SSL, its password function). */
+  url: string | pg.ClientConfig;
   channel: string;
   onWake(payload: string): void;
   logger: Logger;
@@ -44,8 +45,9 @@ export class WakeListener {
   private async connect(): Promise<void> {
     if (this.stopped) return;
     const { logger } = this.options;
+    const { url } = this.options;
     const client = new pg.Client({
-      connectionString: this.options.url,
+      ...(typeof url === 'string' ? { connectionString: url } : url),
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
       application_name: 'leasehold-listen',

@@ -1,9 +1,12 @@
 /**
- * Prometheus metrics for one worker process (prom-client), served on the metrics port with a
- * health endpoint beside them.
+ * Prometheus metrics for one worker process (prom-client), and the HTTP listeners that serve
+ * them and the health check: `/metrics` on 127.0.0.1 unless told otherwise (what it shows is
+ * for this host's scraper), `/healthz` on its own listener that may face every interface (a
+ * load balancer or an orchestrator probes it from outside).
  */
 import http from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { HealthSource } from './health.ts';
 
 export type WorkerMetrics = ReturnType<typeof createMetrics>;
 
@@ -70,35 +73,122 @@ export function createMetrics(registry = new Registry()) {
   };
 }
 
-/** Serves `/metrics` (Prometheus text) and `/healthz` (JSON from `health()`). */
+/** Where the CLI's metrics listen unless told otherwise: this host only (scrapers run beside it). */
+export const DEFAULT_METRICS_HOST = '127.0.0.1';
+/** Where the CLI's health endpoint listens unless told otherwise: every interface (probes come from outside). */
+export const DEFAULT_HEALTH_HOST = '0.0.0.0';
+
+/**
+ * Serves `/metrics` (Prometheus text) on `host:port`, and `/healthz` too when given a health
+ * source (one listener for both, for a setup with one port). Port 0 takes any free port.
+ */
+export function serveMetrics(
+  port: number,
+  host: string,
+  registry: Registry,
+  options?: { health?: HealthSource | undefined },
+): Promise<http.Server>;
+/**
+ * @deprecated The old form: on every interface, with `/healthz` from the worker's own snapshot
+ * (no database check). Use `serveMetrics(port, host, registry, { health })` and `serveHealth`.
+ */
 export function serveMetrics(
   port: number,
   registry: Registry,
   health: () => Record<string, unknown>,
+): Promise<http.Server>;
+export function serveMetrics(
+  port: number,
+  hostOrRegistry: string | Registry,
+  registryOrHealth: Registry | (() => Record<string, unknown>),
+  options: { health?: HealthSource | undefined } = {},
 ): Promise<http.Server> {
+  if (typeof hostOrRegistry !== 'string') {
+    const snapshot = registryOrHealth as () => Record<string, unknown>;
+    return listen('metrics', port, '0.0.0.0', metricsRoute(hostOrRegistry), (res) => {
+      const body = snapshot();
+      reply(res, body.status === 'ok' ? 200 : 503, body);
+    });
+  }
+  const health = options.health;
+  return listen(
+    'metrics',
+    port,
+    hostOrRegistry,
+    metricsRoute(registryOrHealth as Registry),
+    health ? (res) => void answerHealth(health, res) : undefined,
+  );
+}
+
+/**
+ * Serves `/healthz` alone on `host:port`: 200 with the JSON report when the worker is healthy
+ * (its database answers, its claim loop ticks: workers/health.ts), 503 with the same report,
+ * `reasons` filled in, when not. Port 0 takes any free port.
+ */
+export function serveHealth(port: number, host: string, source: HealthSource): Promise<http.Server> {
+  return listen('health', port, host, undefined, (res) => void answerHealth(source, res));
+}
+
+type Route = (res: http.ServerResponse) => void;
+
+function metricsRoute(registry: Registry): Route {
+  return (res) => {
+    registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': registry.contentType });
+        res.end(text);
+      },
+      (error: Error) => {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(`metrics failed: ${error.message}`);
+      },
+    );
+  };
+}
+
+async function answerHealth(source: HealthSource, res: http.ServerResponse): Promise<void> {
+  try {
+    const report = await source.health();
+    reply(res, report.healthy ? 200 : 503, report);
+  } catch (error) {
+    reply(res, 503, { healthy: false, status: 'unhealthy', reasons: [`health check failed: ${String(error)}`] });
+  }
+}
+
+function reply(res: http.ServerResponse, code: number, body: unknown): void {
+  res.writeHead(code, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(JSON.stringify(body));
+}
+
+function listen(
+  what: string,
+  port: number,
+  host: string,
+  metrics: Route | undefined,
+  health: Route | undefined,
+): Promise<http.Server> {
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    return Promise.reject(new RangeError(`Leasehold ${what} server: port must be a whole number 0–65535, got ${port}`));
+  if (typeof host !== 'string' || host.trim() === '')
+    return Promise.reject(
+      new TypeError(`Leasehold ${what} server: host must be an address or name, got ${JSON.stringify(host)}`),
+    );
+  const paths = [metrics && '/metrics', health && '/healthz'].filter(Boolean).join(' or ');
   const server = http.createServer((req, res) => {
-    if (req.url === '/metrics') {
-      registry.metrics().then(
-        (text) => {
-          res.writeHead(200, { 'content-type': registry.contentType });
-          res.end(text);
-        },
-        (error: Error) => {
-          res.writeHead(500, { 'content-type': 'text/plain' });
-          res.end(`metrics failed: ${error.message}`);
-        },
-      );
-    } else if (req.url === '/healthz') {
-      const body = health();
-      res.writeHead(body.status === 'ok' ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    } else {
+    const path = (req.url ?? '').split('?')[0];
+    if (path === '/metrics' && metrics) metrics(res);
+    else if (path === '/healthz' && health) health(res);
+    else {
       res.writeHead(404, { 'content-type': 'text/plain' });
-      res.end('not found: try /metrics or /healthz');
+      res.end(`not found: try ${paths}`);
     }
   });
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '0.0.0.0', () => resolve(server));
+    server.once('error', (error) =>
+      reject(
+        new Error(`Leasehold ${what} server: could not listen on ${host}:${port}: ${error.message}`, { cause: error }),
+      ),
+    );
+    server.listen(port, host, () => resolve(server));
   });
 }

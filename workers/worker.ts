@@ -18,12 +18,14 @@
  * - on stop, nothing is claimed any more, running handlers get `graceMs` to finish, and what
  *   is still running then is released (token-guarded) so another worker starts it at once.
  */
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import { createDb, type Db, type DbHandle } from '../db/client.ts';
 import { WAKE_CHANNEL } from '../db/queue/index.ts';
 import { refuseIncompatibleSchema } from '../db/schema-version.ts';
 import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt.ts';
-import { Completer, type CompleterSettings } from './completer.ts';
+import { Completer, type CompleterSettings, type SettlementCounts } from './completer.ts';
+import type { WorkerEvents } from './events.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { HandlerRegistry } from './handler.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
@@ -46,13 +48,14 @@ export interface WorkerSettings extends ProducerSettings, CompleterSettings {
 
 export interface WorkerDeps {
   db: Db;
-  databaseUrl: string;
+  /** Where the claim connection and LISTEN connect, unless claimDb and listenUrl say otherwise. */
+  databaseUrl?: string | undefined;
   /**
-   * Where LISTEN connects (default databaseUrl). LISTEN needs a session of its own, which a
-   * pooler in transaction mode does not give: behind one, this is PostgreSQL's own address
-   * (or settings.listen is off and the worker polls).
+   * Where LISTEN connects (default databaseUrl): a URL or a `pg` client config. LISTEN needs a
+   * session of its own, which a pooler in transaction mode does not give: behind one, this is
+   * PostgreSQL's own address (or settings.listen is off and the worker polls).
    */
-  listenUrl?: string | undefined;
+  listenUrl?: string | pg.ClientConfig | undefined;
   /** Where claims run; by default a connection of the worker's own, opened from databaseUrl. */
   claimDb?: Db | undefined;
   registry: HandlerRegistry;
@@ -62,7 +65,27 @@ export interface WorkerDeps {
   metrics?: WorkerMetrics | undefined;
   /** Test-only crash points (the failure harness). */
   failpoints?: Failpoints | undefined;
+  /** Where `failed`, `dead` and `error` events go (workers/events.ts). */
+  events?: WorkerEvents | undefined;
 }
+
+/** What health() reports: the worker's own view, without asking the database (workers/health.ts does). */
+export type WorkerStatus = {
+  status: 'ok' | 'new' | 'stopping' | 'stopped';
+  workerId: string;
+  inFlight: number;
+  concurrency: number;
+  listening: boolean;
+  /** When the last claim statement returned (whatever it claimed); null before the first. */
+  lastClaimAt: string | null;
+  /** When the claim loop started; null before. */
+  claimLoopStartedAt: string | null;
+  /** When an attempt last ended (its slot freed); null before the first. */
+  lastAttemptEndedAt: string | null;
+};
+
+/** What a worker's attempts came to so far (runFor's summary). */
+export type WorkerCounts = SettlementCounts & { claimed: number };
 
 /** How long released attempts get to settle after the grace period, before stop goes on. */
 const RELEASE_WAIT_MS = 10_000;
@@ -94,18 +117,24 @@ export class Worker {
   /** Aborted by stop(): what start() has not opened yet stays closed, and its wait ends. */
   private readonly stopRequested = new AbortController();
   private stopping: Promise<void> | null = null;
+  private claimLoopStartedAt: Date | null = null;
+  private lastAttemptEndedAt: Date | null = null;
+  private claimed = 0;
 
   constructor(
     private readonly settings: WorkerSettings,
     private readonly deps: WorkerDeps,
   ) {
-    const { db, logger, metrics, failpoints, registry } = deps;
+    const { db, logger, metrics, failpoints, registry, events } = deps;
     const s = settings;
-    this.completer = new Completer(s, { db, logger, metrics, failpoints });
+    this.completer = new Completer(s, { db, logger, metrics, failpoints, events });
     this.attemptDeps = { db, registry, leaseSeconds: s.leaseSeconds, metrics, failpoints };
     this.producer = new Producer(s, {
       registry,
-      handBack: (jobs) => this.completer.releaseUnstarted(jobs),
+      handBack: (jobs) => {
+        this.claimed += jobs.length;
+        return this.completer.releaseUnstarted(jobs);
+      },
       logger,
       metrics,
       failpoints,
@@ -118,14 +147,32 @@ export class Worker {
     );
   }
 
-  health(): Record<string, unknown> {
+  health(): WorkerStatus {
     return {
       status: this.state === 'running' ? 'ok' : this.state,
       workerId: this.settings.workerId,
       inFlight: this.producer.inFlight.size,
+      concurrency: this.settings.concurrency,
       listening: this.listener?.connected ?? false,
       lastClaimAt: this.producer.lastClaimAt?.toISOString() ?? null,
+      claimLoopStartedAt: this.claimLoopStartedAt?.toISOString() ?? null,
+      lastAttemptEndedAt: this.lastAttemptEndedAt?.toISOString() ?? null,
     };
+  }
+
+  /** Jobs claimed, and what their settlements did, since start. */
+  counts(): WorkerCounts {
+    return { claimed: this.claimed, ...this.completer.counts };
+  }
+
+  /** One reaper round now (runFor runs one; a started worker's maintenance does it every reapIntervalMs). */
+  reapExpiredNow(): Promise<void> {
+    return this.maintenance.reapRound();
+  }
+
+  /** Claims now (runFor uses it once a run is over, to learn at once whether more is due). */
+  wake(): void {
+    this.producer.wake();
   }
 
   async start(): Promise<void> {
@@ -154,8 +201,11 @@ export class Worker {
     // stop() during start: what shutdown has already passed must not be opened now.
     if (stopped.aborted) return;
     if (s.listen) {
+      const url = this.deps.listenUrl ?? this.deps.databaseUrl;
+      if (url === undefined)
+        throw new Error('Leasehold worker: settings.listen needs deps.listenUrl or deps.databaseUrl');
       this.listener = new WakeListener({
-        url: this.deps.listenUrl ?? this.deps.databaseUrl,
+        url,
         channel: WAKE_CHANNEL,
         logger,
         onWake: (queue) => {
@@ -170,6 +220,8 @@ export class Worker {
     }
     let claimDb = this.deps.claimDb;
     if (!claimDb) {
+      if (this.deps.databaseUrl === undefined)
+        throw new Error('Leasehold worker: deps.claimDb or deps.databaseUrl is needed for claims');
       this.claimHandle = createDb(this.deps.databaseUrl, {
         max: 1,
         applicationName: 'leasehold-claim',
@@ -178,6 +230,9 @@ export class Worker {
       });
       claimDb = this.claimHandle.db;
     }
+    const { events } = this.deps;
+    if (events) claimDb = reportingFailures(claimDb, (error) => this.claimFailed(events, error));
+    this.claimLoopStartedAt = new Date();
     this.producer.start(claimDb);
     this.leaseKeeper.start();
     this.maintenance.start();
@@ -206,7 +261,17 @@ export class Worker {
 
   /** One attempt from execution to settlement; the producer frees its slot after this. */
   private run(entry: Attempt): Promise<void> {
-    return execute(entry, this.attemptDeps).then((result) => this.completer.settle(entry, result));
+    this.claimed += 1;
+    return execute(entry, this.attemptDeps)
+      .then((result) => this.completer.settle(entry, result))
+      .finally(() => {
+        this.lastAttemptEndedAt = new Date();
+      });
+  }
+
+  private claimFailed(events: WorkerEvents, error: unknown): void {
+    const message = 'claim failed; the claim loop retries with backoff';
+    events.emit('error', { source: 'claim', message, error, workerId: this.settings.workerId });
   }
 
   private async shutdown(graceMs: number): Promise<void> {
@@ -241,4 +306,32 @@ export class Worker {
     this.state = 'stopped';
     logger.info('worker stopped');
   }
+}
+
+type PreparedQuery = { execute(...args: unknown[]): Promise<unknown> };
+type Session = { prepareQuery(...args: unknown[]): PreparedQuery };
+
+/**
+ * `db` with every statement that fails also handed to `onError` (on the claim connection each
+ * statement is a claim, so this is how a failed claim round becomes an `error` event). Drizzle
+ * runs both `execute` and named statements through its session's prepareQuery, so that is the
+ * one place wrapped.
+ */
+function reportingFailures(db: Db, onError: (error: unknown) => void): Db {
+  const session = (db as unknown as { session?: Session }).session;
+  if (!session || typeof session.prepareQuery !== 'function') return db;
+  const tap = (pending: Promise<unknown>) =>
+    pending.catch((error: unknown) => {
+      onError(error);
+      throw error;
+    });
+  const wrapped = Object.create(session, {
+    prepareQuery: {
+      value: (...args: unknown[]) => {
+        const prepared = session.prepareQuery(...args);
+        return Object.create(prepared, { execute: { value: (...a: unknown[]) => tap(prepared.execute(...a)) } });
+      },
+    },
+  }) as Session;
+  return Object.create(db, { session: { value: wrapped } }) as Db;
 }

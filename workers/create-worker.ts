@@ -1,0 +1,503 @@
+/**
+ * `createWorker({ pool | connectionString, jobs })`: Leasehold's workers inside a service of
+ * one's own, with defaults, over the Worker of workers/worker.ts (docs/workers.md).
+ *
+ * Invariants:
+ * - options are checked before anything connects: a bad one throws a WorkerOptionsError that
+ *   names it, and nothing is written;
+ * - a pool the caller passed is never closed here (stop() leaves it open); a pool made from
+ *   `connectionString` is closed by stop();
+ * - one run at a time: `start()` (until `stop()`) or one `runFor()`; each is a fresh Worker, so
+ *   several runFor calls in a row (a warm serverless instance) reuse the pool, not the state;
+ * - health() asks the database and reads the claim loop (workers/health.ts), never throws.
+ */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import type pg from 'pg';
+import pino, { type Logger } from 'pino';
+import { createDb, type Db } from '../db/client.ts';
+import { MAX_CLAIM_BATCH } from '../db/queue/claim.ts';
+import type { RetryPolicy } from '../db/queue/index.ts';
+import { NAME_PATTERN } from '../db/queue/validate.ts';
+import * as schema from '../db/schema.ts';
+import { WorkerEvents, type WorkerEventListener, type WorkerEventName } from './events.ts';
+import { type Handler, HandlerRegistry } from './handler.ts';
+import { checkHealth, claimStaleDefault, type HealthReport, type HealthSource } from './health.ts';
+import type { WorkerMetrics } from './metrics.ts';
+import { Worker, type WorkerSettings } from './worker.ts';
+
+export interface CreateWorkerOptions {
+  /** Your `pg.Pool`: every statement runs on it (claims too); stop() leaves it open. */
+  pool?: pg.Pool | undefined;
+  /** Or a `postgres://` URL: the worker makes its pool (and a claim connection) and stop() closes them. */
+  connectionString?: string | undefined;
+  /** The handlers this worker runs, one per kind. */
+  jobs: readonly Handler[];
+  /** Queues to serve (default: the handlers' `defaultQueue`s, `default` for those without). */
+  queues?: readonly string[] | undefined;
+  /** Handlers running at once (default 10). */
+  concurrency?: number | undefined;
+  /** Lease per attempt, in seconds (default 30); heartbeats renew it at a third. */
+  leaseSeconds?: number | undefined;
+  /** Poll interval when no wake-up comes (default 2000). */
+  pollMs?: number | undefined;
+  /** Most jobs per claim (default: concurrency). */
+  batchSize?: number | undefined;
+  /** How long stop() lets running handlers finish before releasing them (default 10000). */
+  graceMs?: number | undefined;
+  /**
+   * LISTEN for enqueue wake-ups (default true). It holds one connection of its own, opened
+   * from `listenConnectionString`, else the connection string, else your pool's options.
+   */
+  listen?: boolean | undefined;
+  /** Where LISTEN connects: PostgreSQL itself when the pool goes through a transaction pooler. */
+  listenConnectionString?: string | undefined;
+  /** Whether statements are prepared by name (default true); only with `connectionString`. */
+  preparedStatements?: boolean | undefined;
+  /** Run the reaper and retention in this process too (default true; one process at a time does). */
+  maintenance?: boolean | undefined;
+  retry?: Partial<RetryPolicy> | undefined;
+  /** Default `<host>:<pid>:<random>`. */
+  workerId?: string | undefined;
+  /** A pino logger (default: pino at `warn`). */
+  logger?: Logger | undefined;
+  /** prom-client metrics from createMetrics(), if you scrape them. */
+  metrics?: WorkerMetrics | undefined;
+  /** What the worker registry (and the dashboard) shows as this worker's version. */
+  version?: string | undefined;
+  /** health(): the claim loop is stale after this long without a claim while a slot is free (default max(30 s, 5 × pollMs)). */
+  claimStaleMs?: number | undefined;
+  /** health(): how long `SELECT 1` may take (default 5000). */
+  healthTimeoutMs?: number | undefined;
+}
+
+export interface RunForOptions {
+  /** The time budget, in ms: runFor returns at about this (releasing what still runs). */
+  maxMs: number;
+  /** Claiming stops this long before maxMs, so that handlers can finish (default maxMs / 4). */
+  drainMs?: number | undefined;
+}
+
+export interface RunForSummary {
+  /** Jobs claimed in this run. */
+  claimed: number;
+  completed: number;
+  /** Failed attempts recorded (retries scheduled, and jobs ended dead). */
+  failed: number;
+  /** Of the failed, the jobs that ended dead. */
+  dead: number;
+  /** Jobs still running at the budget, handed back to `ready` (token-guarded) for the next run. */
+  released: number;
+  /** Settlements the lease refused (it expired, was reaped or the job was cancelled). */
+  lost: number;
+  /** `empty`: nothing was left to claim and nothing ran; `budget`: the time was up; `stopped`: stop() was called. */
+  endedBy: 'empty' | 'budget' | 'stopped';
+  ms: number;
+}
+
+export interface LeaseholdWorker extends HealthSource {
+  readonly workerId: string;
+  readonly queues: readonly string[];
+  /** Starts claiming; resolves once the worker runs (it waits up to 60 s for a database that refuses connections). */
+  start(): Promise<void>;
+  /**
+   * Stops claiming, gives running handlers `graceMs` (default the option's) to finish, releases
+   * the rest, and closes the pool it made (never yours). Idempotent; the worker cannot start again.
+   */
+  stop(graceMs?: number): Promise<void>;
+  /** Database reachable and claim loop ticking, as a plain object with `reasons` when not. */
+  health(): Promise<HealthReport>;
+  /** Listens to `failed` (each failed attempt), `dead` (a job ended dead) or `error` (worker-internal). Returns an unsubscribe function. */
+  on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): () => void;
+  off<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): void;
+  /** Claims, runs and settles within `maxMs`, then returns what it did (docs/workers.md). */
+  runFor(options: RunForOptions): Promise<RunForSummary>;
+}
+
+/** A createWorker option (or runFor's) that is missing, unknown or out of range; nothing was started. */
+export class WorkerOptionsError extends Error {
+  override readonly name = 'WorkerOptionsError';
+}
+
+const KNOWN_OPTIONS = new Set<string>([
+  'pool',
+  'connectionString',
+  'jobs',
+  'queues',
+  'concurrency',
+  'leaseSeconds',
+  'pollMs',
+  'batchSize',
+  'graceMs',
+  'listen',
+  'listenConnectionString',
+  'preparedStatements',
+  'maintenance',
+  'retry',
+  'workerId',
+  'logger',
+  'metrics',
+  'version',
+  'claimStaleMs',
+  'healthTimeoutMs',
+]);
+
+/** How long runFor keeps, at most, for releasing what still runs and deregistering. */
+const RUN_FOR_RELEASE_RESERVE_MS = 1_000;
+/** How often runFor looks whether the queue is empty (the checks read memory, not the database). */
+const RUN_FOR_CHECK_MS = 20;
+
+interface Parsed {
+  settings: WorkerSettings;
+  handlers: Handler[];
+  claimStaleMs: number;
+  healthTimeoutMs: number;
+}
+
+export function createWorker(options: CreateWorkerOptions): LeaseholdWorker {
+  const parsed = parseOptions(options);
+  const { settings } = parsed;
+  const registry = new HandlerRegistry(parsed.handlers);
+  const logger = options.logger ?? pino({ level: 'warn', base: { workerId: settings.workerId } });
+  const events = new WorkerEvents(logger);
+
+  let db: Db;
+  let closePool: (() => Promise<void>) | null = null;
+  let databaseUrl: string | undefined;
+  let claimDb: Db | undefined;
+  let listenUrl: string | pg.ClientConfig | undefined = options.listenConnectionString;
+  if (options.pool) {
+    // Your pool, with your settings: no SET LOCAL limits and no listeners are added to it.
+    db = drizzle(options.pool, { schema });
+    claimDb = db;
+    listenUrl ??= { ...options.pool.options };
+  } else {
+    databaseUrl = options.connectionString!;
+    const handle = createDb(databaseUrl, {
+      max: Math.min(settings.concurrency + 4, 30),
+      applicationName: 'leasehold-worker',
+      preparedStatements: settings.preparedStatements ?? true,
+    });
+    db = handle.db;
+    closePool = handle.close;
+  }
+
+  const makeWorker = (overrides: Partial<WorkerSettings> = {}) =>
+    new Worker(
+      { ...settings, ...overrides },
+      {
+        db,
+        databaseUrl,
+        listenUrl,
+        claimDb,
+        registry,
+        logger,
+        metrics: options.metrics,
+        version: options.version ?? null,
+        events,
+      },
+    );
+
+  let current = makeWorker();
+  let phase: 'idle' | 'started' | 'running-for' | 'stopped' = 'idle';
+  let stopping: Promise<void> | null = null;
+  let endRunFor: (() => void) | null = null;
+
+  const busy = (what: string) => {
+    if (phase === 'stopped') return new Error(`Leasehold worker: ${what} after stop(): create a new worker`);
+    if (phase === 'started') return new Error(`Leasehold worker: ${what} while started: stop() it first`);
+    if (phase === 'running-for') return new Error(`Leasehold worker: ${what} while a runFor() is in progress`);
+    return null;
+  };
+
+  return {
+    workerId: settings.workerId,
+    queues: settings.queues,
+
+    async start() {
+      const refused = busy('start()');
+      if (refused) throw refused;
+      phase = 'started';
+      current = makeWorker();
+      try {
+        await current.start();
+      } catch (error) {
+        await current.stop(0).catch(() => {});
+        phase = 'idle';
+        throw error;
+      }
+    },
+
+    stop(graceMs?: number) {
+      if (graceMs !== undefined && (!Number.isInteger(graceMs) || graceMs < 0))
+        return Promise.reject(new WorkerOptionsError(`stop(graceMs): a whole number of ms >= 0, got ${graceMs}`));
+      stopping ??= (async () => {
+        const was = phase;
+        phase = 'stopped';
+        endRunFor?.();
+        if (was !== 'idle') await current.stop(graceMs ?? settings.graceMs);
+        await closePool?.();
+      })();
+      return stopping;
+    },
+
+    health() {
+      return checkHealth(current, db, { claimStaleMs: parsed.claimStaleMs, databaseTimeoutMs: parsed.healthTimeoutMs });
+    },
+
+    on(event, listener) {
+      return events.on(event, listener);
+    },
+
+    off(event, listener) {
+      events.off(event, listener);
+    },
+
+    async runFor(runOptions: RunForOptions) {
+      const { maxMs, drainMs } = parseRunFor(runOptions);
+      const refused = busy('runFor()');
+      if (refused) throw refused;
+      phase = 'running-for';
+      const started = performance.now();
+      // Short-lived: no LISTEN (the run ends before it would pay off), and the maintenance
+      // rounds' timers would not come round; the reaper runs once below instead.
+      const worker = makeWorker({ listen: false, maintenance: { ...settings.maintenance, enabled: false } });
+      current = worker;
+      let endedBy: RunForSummary['endedBy'] = 'budget';
+      let stopRequested = false;
+      const stopped = new Promise<void>((resolve) => {
+        endRunFor = () => {
+          stopRequested = true;
+          resolve();
+        };
+      });
+      try {
+        // A run killed by its platform leaves leases behind: the next run's reaper frees them.
+        if (settings.maintenance.enabled)
+          await worker
+            .reapExpiredNow()
+            .catch((error: unknown) => logger.warn({ err: error }, 'runFor: the reaper round failed; claiming anyway'));
+        await worker.start();
+        const claimUntil = started + maxMs - drainMs;
+        const outcome = await Promise.race([untilEmpty(worker, claimUntil), stopped.then(() => 'stopped' as const)]);
+        endedBy = stopRequested ? 'stopped' : outcome;
+        const reserve = Math.min(RUN_FOR_RELEASE_RESERVE_MS, Math.floor(maxMs / 10));
+        const grace = Math.max(0, Math.round(started + maxMs - reserve - performance.now()));
+        await worker.stop(stopRequested ? settings.graceMs : grace);
+      } catch (error) {
+        await worker.stop(0).catch(() => {});
+        throw error;
+      } finally {
+        endRunFor = null;
+        if (phase === 'running-for') phase = 'idle';
+      }
+      const counts = worker.counts();
+      return { ...counts, endedBy, ms: Math.round(performance.now() - started) };
+    },
+  };
+}
+
+/**
+ * Resolves 'empty' once a claim has returned after every attempt ended and started nothing
+ * (nothing due was left unlocked), or 'budget' at `deadline` (performance.now() time).
+ * Claims start their jobs in the same tick they return, so "no attempt in flight, and the last
+ * claim is newer than the last attempt's end" means that claim found nothing.
+ */
+async function untilEmpty(worker: Worker, deadline: number): Promise<'empty' | 'budget'> {
+  let wokenFor: string | null = null;
+  while (performance.now() < deadline) {
+    const status = worker.health();
+    if (status.inFlight === 0 && status.lastClaimAt !== null) {
+      const ended = status.lastAttemptEndedAt;
+      if (ended === null || Date.parse(status.lastClaimAt) > Date.parse(ended)) return 'empty';
+      // The last attempt ended after the last claim: claim now rather than at the next poll.
+      if (wokenFor !== ended) {
+        wokenFor = ended;
+        worker.wake();
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(RUN_FOR_CHECK_MS, deadline - performance.now())));
+  }
+  return 'budget';
+}
+
+function parseRunFor(options: RunForOptions): { maxMs: number; drainMs: number } {
+  if (typeof options !== 'object' || options === null)
+    throw new WorkerOptionsError('runFor(options): pass { maxMs } (the time budget in ms)');
+  for (const key of Object.keys(options))
+    if (key !== 'maxMs' && key !== 'drainMs') throw new WorkerOptionsError(`runFor: unknown option ${key}`);
+  const { maxMs } = options;
+  if (!Number.isInteger(maxMs) || maxMs < 100 || maxMs > 86_400_000)
+    throw new WorkerOptionsError(`runFor: maxMs must be a whole number of ms from 100 to 86400000, got ${maxMs}`);
+  const drainMs = options.drainMs ?? Math.floor(maxMs / 4);
+  if (!Number.isInteger(drainMs) || drainMs < 0 || drainMs >= maxMs)
+    throw new WorkerOptionsError(`runFor: drainMs must be a whole number of ms from 0 to below maxMs, got ${drainMs}`);
+  return { maxMs, drainMs };
+}
+
+function parseOptions(options: CreateWorkerOptions): Parsed {
+  if (typeof options !== 'object' || options === null)
+    throw new WorkerOptionsError('createWorker(options): pass { pool or connectionString, jobs: [handlers] }');
+  const problems: string[] = [];
+  for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.has(key)) problems.push(`${key}: not an option`);
+
+  const { pool, connectionString } = options;
+  if (pool !== undefined && connectionString !== undefined)
+    problems.push('pool, connectionString: pass one of them, not both');
+  else if (pool === undefined && connectionString === undefined)
+    problems.push('pool or connectionString: one is required (your pg.Pool, or a postgres:// URL)');
+  else if (pool !== undefined && !isPool(pool)) problems.push('pool: not a pg.Pool (it has no query, connect and end)');
+  else if (connectionString !== undefined && !isPostgresUrl(connectionString))
+    problems.push(`connectionString: not a postgres:// URL`);
+  if (options.listenConnectionString !== undefined && !isPostgresUrl(options.listenConnectionString))
+    problems.push('listenConnectionString: not a postgres:// URL');
+  if (options.preparedStatements !== undefined && pool !== undefined)
+    problems.push('preparedStatements: only with connectionString (your pool keeps its own statements)');
+
+  const handlers = parseHandlers(options.jobs, problems);
+
+  const int = (key: keyof CreateWorkerOptions, fallback: number, min: number, max: number): number => {
+    const value = options[key];
+    if (value === undefined) return fallback;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${key}: must be a whole number from ${min} to ${max}, got ${describe(value)}`);
+      return fallback;
+    }
+    return value;
+  };
+  const bool = (key: keyof CreateWorkerOptions, fallback: boolean): boolean => {
+    const value = options[key];
+    if (value === undefined) return fallback;
+    if (typeof value !== 'boolean') problems.push(`${key}: must be true or false, got ${describe(value)}`);
+    return value === true;
+  };
+  const concurrency = int('concurrency', 10, 1, 10_000);
+  const leaseSeconds = int('leaseSeconds', 30, 2, 3600);
+  const pollMs = int('pollMs', 2000, 50, 600_000);
+  const batchSize = int('batchSize', Math.min(concurrency, MAX_CLAIM_BATCH), 1, MAX_CLAIM_BATCH);
+  const graceMs = int('graceMs', 10_000, 0, 3_600_000);
+  const claimStaleMs = int('claimStaleMs', claimStaleDefault(pollMs), 100, 86_400_000);
+  const healthTimeoutMs = int('healthTimeoutMs', 5_000, 10, 600_000);
+  const listen = bool('listen', true);
+  const maintenance = bool('maintenance', true);
+  const preparedStatements = bool('preparedStatements', true);
+  if (claimStaleMs <= pollMs * 1.2)
+    problems.push(`claimStaleMs: must exceed pollMs × 1.2 (${pollMs * 1.2} ms: a poll may take that long)`);
+
+  let queues: string[] = [];
+  if (options.queues === undefined) {
+    queues = [...new Set(handlers.map((h) => h.defaultQueue ?? 'default'))].sort();
+    if (queues.length === 0) queues = ['default'];
+  } else if (!Array.isArray(options.queues) || options.queues.length === 0) {
+    problems.push('queues: list at least one queue name (or leave it out to serve the handlers’ queues)');
+  } else {
+    for (const [i, q] of options.queues.entries())
+      if (typeof q !== 'string' || !NAME_PATTERN.test(q))
+        problems.push(`queues[${i}]: not a queue name: ${describe(q)}`);
+    queues = [...new Set(options.queues)];
+  }
+
+  const workerId = options.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  if (typeof workerId !== 'string' || workerId.length < 1 || workerId.length > 200)
+    problems.push('workerId: 1 to 200 characters');
+  if (options.logger !== undefined && !isLogger(options.logger))
+    problems.push('logger: not a pino logger (it needs child, isLevelEnabled, info, warn, error)');
+  if (options.retry !== undefined && (typeof options.retry !== 'object' || options.retry === null))
+    problems.push('retry: an object of retry policy fields');
+
+  if (problems.length > 0) throw new WorkerOptionsError(`createWorker: invalid options:\n  ${problems.join('\n  ')}`);
+  return {
+    handlers,
+    claimStaleMs,
+    healthTimeoutMs,
+    settings: {
+      workerId,
+      queues,
+      concurrency,
+      leaseSeconds,
+      batchSize: Math.min(batchSize, concurrency),
+      pollMs,
+      listen,
+      preparedStatements,
+      asyncClaims: false,
+      graceMs,
+      ackFlushMs: 5,
+      retry: options.retry,
+      registryIntervalMs: 10_000,
+      maintenance: {
+        enabled: maintenance,
+        reapIntervalMs: 5_000,
+        retentionIntervalMs: 60_000,
+        staleWorkerSeconds: 60,
+        receiptsRetentionSeconds: 30 * 86_400,
+        retention: {},
+      },
+    },
+  };
+}
+
+function parseHandlers(jobs: unknown, problems: string[]): Handler[] {
+  if (!Array.isArray(jobs) || jobs.length === 0) {
+    problems.push('jobs: list at least one handler (jobs: [sendReceipt, …])');
+    return [];
+  }
+  const handlers: Handler[] = [];
+  const firstIndex = new Map<string, number>();
+  for (const [i, job] of jobs.entries()) {
+    const h = job as Partial<Handler> | null;
+    if (!h || typeof h !== 'object' || typeof h.kind !== 'string' || typeof h.handle !== 'function') {
+      problems.push(`jobs[${i}]: not a handler (it needs a kind and a handle function): ${describe(job)}`);
+      continue;
+    }
+    const seen = firstIndex.get(h.kind);
+    if (seen !== undefined) {
+      problems.push(`jobs[${i}]: a second handler for kind ${h.kind} (jobs[${seen}] has it): one handler per kind`);
+      continue;
+    }
+    firstIndex.set(h.kind, i);
+    try {
+      new HandlerRegistry([h as Handler]); // the registry's own checks: versions, redact paths, names
+      handlers.push(h as Handler);
+    } catch (error) {
+      problems.push(`jobs[${i}] (kind ${h.kind}): ${(error as Error).message}`);
+    }
+  }
+  return handlers;
+}
+
+function isPool(value: unknown): value is pg.Pool {
+  const v = value as Partial<pg.Pool> | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.query === 'function' &&
+    typeof v.connect === 'function' &&
+    typeof v.end === 'function'
+  );
+}
+
+function isPostgresUrl(value: unknown): boolean {
+  return typeof value === 'string' && URL.canParse(value) && /^postgres(ql)?:$/.test(new URL(value).protocol);
+}
+
+function isLogger(value: unknown): value is Logger {
+  const v = value as Partial<Logger> | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    ['child', 'isLevelEnabled', 'info', 'warn', 'error'].every(
+      (m) => typeof (v as Record<string, unknown>)[m] === 'function',
+    )
+  );
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'function') return 'a function';
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? String(value) : text.length > 60 ? `${text.slice(0, 57)}…` : text;
+  } catch {
+    return String(value);
+  }
+}
