@@ -20,8 +20,11 @@ export type { EnqueueSpec } from '../db/queue/enqueue-spec.ts';
 export type { EnqueueOptions } from '../db/queue/wake.ts';
 export { LeaseholdInputError } from '../db/queue/errors.ts';
 
-// What the queue functions run on (docs/executors.md).
-export type { Executor } from '../db/queue/executor.ts';
+// What the queue functions run on: Drizzle or pg as they are, other clients through an adapter
+// (docs/executors.md).
+export type { Executor, StatementRunner } from '../db/queue/executor.ts';
+export { fromKysely, fromPostgresJs, fromDrizzlePostgresJs } from '../db/queue/adapters.ts';
+export type { KyselyExecutor, KyselyRawQuery, PostgresJsSql } from '../db/queue/adapters.ts';
 
 // The schema: install and upgrade it (docs/operations.md, "Migrations").
 export { migrateDatabase, pendingMigrationsSql, MigrationFailed, MigrationRefused } from '../db/migrate.ts';

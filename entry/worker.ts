@@ -12,3 +12,28 @@ export {
   PermanentError,
   ValidationError,
 } from '../workers/errors.ts';
+
+// A worker in your own process (docs/workers.md).
+export { createWorker, WorkerOptionsError } from '../workers/create-worker.ts';
+export type { CreateWorkerOptions, LeaseholdWorker, RunForOptions, RunForSummary } from '../workers/create-worker.ts';
+export type {
+  FailedEvent,
+  DeadEvent,
+  WorkerErrorEvent,
+  WorkerErrorSource,
+  WorkerEventMap,
+  WorkerEventName,
+  WorkerEventListener,
+} from '../workers/events.ts';
+
+// Health and metrics over HTTP, for a worker you run yourself.
+export { workerHealth, checkHealth, claimStaleDefault } from '../workers/health.ts';
+export type { HealthReport, HealthSource, HealthCheckOptions } from '../workers/health.ts';
+export {
+  createMetrics,
+  serveMetrics,
+  serveHealth,
+  DEFAULT_METRICS_HOST,
+  DEFAULT_HEALTH_HOST,
+} from '../workers/metrics.ts';
+export type { WorkerMetrics } from '../workers/metrics.ts';
