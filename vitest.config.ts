@@ -13,6 +13,7 @@ export default defineConfig({
       'lib/**/*.test.ts',
       'test/**/*.test.ts',
       'scripts/**/*.test.ts',
+      'cli/**/*.test.ts',
     ],
     globalSetup: ['./test/global-setup.ts'],
     // Each test file gets its own database cloned from a migrated template (test/db.ts).
