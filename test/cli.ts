@@ -4,10 +4,11 @@
  * PATH and HOME), so nothing of the test run's own DATABASE_URL leaks in.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { onTestFinished } from 'vitest';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TSX = import.meta.resolve('tsx');
@@ -59,7 +60,9 @@ export function cli(
   return startCli(args, options).exited;
 }
 
-/** A new empty folder under the system's temp folder: a user's project. */
+/** A new empty folder under the system's temp folder, a user's project; removed when the test ends. */
 export function tempProject(prefix = 'leasehold-cli-'): string {
-  return mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
