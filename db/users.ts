@@ -6,7 +6,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { ROLES, type Role } from './schema.ts';
 import { oneOf } from './states.ts';
-import { run, type Executor } from './queue/executor.ts';
+import { run, toDate, type Executor, type PgTimestamp } from './queue/executor.ts';
 import { parseInput } from './queue/validate.ts';
 
 /** The demo users' password: accepted only in demo mode, refused everywhere else. */
@@ -113,4 +113,84 @@ export async function authenticate(
   );
   if (!user || !ok || user.disabled) return null;
   return { id: user.id, email: user.email, role: user.role };
+}
+
+/** What `addUser` did: `disabled` means the user exists, is disabled, and was left as it was. */
+export type AddUserOutcome =
+  | { outcome: 'created' | 'updated' | 'enabled'; id: string }
+  | { outcome: 'disabled'; id: string };
+
+/**
+ * Creates the user, or updates the password and role of an existing one. A disabled user is
+ * enabled again only with `enable: true`; otherwise nothing is written and the outcome is
+ * `disabled` (an operator who disabled someone must not see them return by a repeated add).
+ */
+export async function addUser(
+  executor: Executor,
+  input: z.input<typeof userInputSchema>,
+  options: { enable?: boolean } = {},
+): Promise<AddUserOutcome> {
+  const { email, password, role } = parseInput('user', userInputSchema, input);
+  const passwordHash = await hashPassword(password);
+  const enable = options.enable === true;
+  // `prior` reads the row as the statement's snapshot saw it: whether it was disabled before.
+  // The conflict's WHERE re-checks the locked row, so a user disabled meanwhile is not enabled.
+  const rows = await run<{ id: string; created: boolean; was_disabled: boolean | null }>(
+    executor,
+    sql`WITH prior AS (SELECT disabled FROM leasehold.users WHERE email = ${email}),
+        upserted AS (
+          INSERT INTO leasehold.users (email, password_hash, role) VALUES (${email}, ${passwordHash}, ${role})
+          ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash, role = excluded.role,
+            disabled = false, updated_at = now()
+          WHERE ${enable}::boolean OR NOT leasehold.users.disabled
+          RETURNING id, (xmax = 0) AS created
+        )
+        SELECT upserted.id, upserted.created, (SELECT disabled FROM prior) AS was_disabled FROM upserted`,
+  );
+  const row = rows[0];
+  if (row) return { outcome: row.created ? 'created' : row.was_disabled ? 'enabled' : 'updated', id: row.id };
+  const existing = await findUserByEmail(executor, email);
+  if (!existing) throw new Error(`Leasehold: the add of user ${email} wrote no row and found none`);
+  return { outcome: 'disabled', id: existing.id };
+}
+
+/** Disables a user (they can no longer sign in); a value says when there was nothing to do. */
+export async function disableUser(
+  executor: Executor,
+  email: string,
+): Promise<{ outcome: 'disabled' | 'already_disabled' | 'not_found' }> {
+  const normalized = email.trim().toLowerCase();
+  const rows = await run<{ id: string }>(
+    executor,
+    sql`UPDATE leasehold.users SET disabled = true, updated_at = now()
+        WHERE email = ${normalized} AND NOT disabled RETURNING id`,
+  );
+  if (rows.length > 0) return { outcome: 'disabled' };
+  return { outcome: (await findUserByEmail(executor, normalized)) ? 'already_disabled' : 'not_found' };
+}
+
+export interface UserSummary {
+  email: string;
+  role: Role;
+  disabled: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Every dashboard user, by email (no password hashes). */
+export async function listUsers(executor: Executor): Promise<UserSummary[]> {
+  const rows = await run<{
+    email: string;
+    role: string;
+    disabled: boolean;
+    created_at: PgTimestamp;
+    updated_at: PgTimestamp;
+  }>(executor, sql`SELECT email, role, disabled, created_at, updated_at FROM leasehold.users ORDER BY email`);
+  return rows.map((r) => ({
+    email: r.email,
+    role: oneOf(r.role, ROLES, 'role'),
+    disabled: r.disabled,
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  }));
 }

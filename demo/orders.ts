@@ -30,7 +30,7 @@ if (!Number.isInteger(count) || count < 0 || count > 10_000_000 || (rate !== nul
   process.exit(2);
 }
 
-const database = await databaseFromEnv(process.env);
+const database = await databaseFromEnv(process.env, { embedded: true });
 await migrateDatabase(database.url);
 await migrateDatabase(database.url, DEMO_MIGRATE_OPTIONS);
 const { db, close } = createDb(database.url, { max: 4, applicationName: 'leasehold-demo-orders' });

@@ -1,6 +1,14 @@
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { createScratchDatabase, selectDatabase, withDatabase } from './database.ts';
+import {
+  connectionFailureSentence,
+  createScratchDatabase,
+  databaseFromEnv,
+  DatabaseSettingError,
+  redactedUrl,
+  selectDatabase,
+  withDatabase,
+} from './database.ts';
 
 async function query<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
@@ -18,6 +26,52 @@ describe('selectDatabase', () => {
     const database = await selectDatabase({ databaseUrl: url, dataDir: '/nonexistent/leasehold' });
     expect(database).toMatchObject({ url, embedded: false });
     await expect(database.stop()).resolves.toBeUndefined();
+  });
+});
+
+describe('databaseFromEnv', () => {
+  it('refuses an unset DATABASE_URL outside the embedded policy, naming it, and starts nothing', async () => {
+    const dataDir = '/nonexistent/leasehold-policy';
+    for (const env of [{}, { DATABASE_URL: '' }, { DATABASE_URL: '   ' }]) {
+      await expect(databaseFromEnv(env, { embedded: false, dataDir })).rejects.toThrow(DatabaseSettingError);
+      await expect(databaseFromEnv(env, { embedded: false, dataDir })).rejects.toThrow(/^DATABASE_URL is not set: /);
+    }
+    await expect(
+      databaseFromEnv({}, { embedded: false, embeddedHint: 'pass --embedded (npm run x -- --embedded)' }),
+    ).rejects.toThrow(/or pass --embedded \(npm run x -- --embedded\) to run a local embedded PostgreSQL/);
+  });
+
+  it('uses DATABASE_URL as given when it is a postgres:// URL, even where the embedded server is allowed', async () => {
+    const url = 'postgresql://app:secret@db.example:5433/app?sslmode=require';
+    await expect(databaseFromEnv({ DATABASE_URL: url }, { embedded: true })).resolves.toMatchObject({
+      url,
+      embedded: false,
+    });
+  });
+
+  it('refuses a DATABASE_URL that is not a postgres:// URL, naming it without the password', async () => {
+    await expect(databaseFromEnv({ DATABASE_URL: 'db.example 5432' }, { embedded: false })).rejects.toThrow(
+      /^DATABASE_URL is not a URL/,
+    );
+    await expect(databaseFromEnv({ DATABASE_URL: 'mysql://u:hunter2@db/app' }, { embedded: false })).rejects.toThrow(
+      /^DATABASE_URL must start with postgres:\/\/ or postgresql:\/\/ \(mysql:\/\/u:\*\*\*@db\/app starts with mysql:\)$/,
+    );
+  });
+});
+
+describe('connectionFailureSentence', () => {
+  it('names DATABASE_URL for a refused connection or a failed login, and nothing else', () => {
+    const url = 'postgres://app:hunter2@127.0.0.1:1/app';
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    expect(connectionFailureSentence(refused, url)).toBe(
+      'could not connect to the database DATABASE_URL names (postgres://app:***@127.0.0.1:1/app): connect ECONNREFUSED 127.0.0.1:1',
+    );
+    const login = new Error('wrapped', {
+      cause: Object.assign(new Error('password authentication failed'), { code: '28P01' }),
+    });
+    expect(connectionFailureSentence(login, url)).toMatch(/DATABASE_URL names .*: password authentication failed$/);
+    expect(connectionFailureSentence(Object.assign(new Error('syntax error'), { code: '42601' }), url)).toBeNull();
+    expect(redactedUrl(url)).not.toContain('hunter2');
   });
 });
 

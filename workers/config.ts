@@ -20,7 +20,7 @@
  *   --retry-base-ms N       LEASEHOLD_RETRY_BASE_MS     first backoff step (default 1000)
  *   --retry-max-ms N        LEASEHOLD_RETRY_MAX_MS      backoff cap (default 3600000)
  *   --lease-expired-delay-ms N LEASEHOLD_LEASE_EXPIRED_DELAY_MS delay before a reaped job runs again (default 5000)
- *   --handlers a.ts,b.ts    LEASEHOLD_HANDLERS          extra handler modules to load
+ *   --handlers a.ts,b.ts    LEASEHOLD_HANDLERS          the handler files to load (at least one; workers/handler-files.ts)
  *   --worker-id ID          LEASEHOLD_WORKER_ID         default host:pid:random
  *   --log-level L           LEASEHOLD_LOG_LEVEL         default info
  *   --migrate               LEASEHOLD_MIGRATE=true      apply migrations at start (always on the embedded database)
@@ -131,6 +131,19 @@ const FLAGS = {
 } as const;
 const BOOLEAN_FLAGS = new Set(['listen', 'prepared-statements', 'async-claims', 'maintenance', 'migrate']);
 
+/** One line per setting (flag, variable, default), for `leasehold workers --help`. */
+export function workerSettingsHelp(): string {
+  const rows = Object.entries(FLAGS).map(([flag, envName]) => {
+    const boolean = BOOLEAN_FLAGS.has(flag);
+    const fallback = DEFAULTS[camel(flag)];
+    const name = boolean ? `--${flag} / --no-${flag}` : `--${flag} <value>`;
+    return [name, envName, fallback === undefined || fallback === '' ? '' : `default ${fallback}`];
+  });
+  const w0 = Math.max(...rows.map((r) => r[0]!.length));
+  const w1 = Math.max(...rows.map((r) => r[1]!.length));
+  return rows.map(([a, b, c]) => `  ${a!.padEnd(w0)}  ${b!.padEnd(w1)}  ${c}`.trimEnd()).join('\n');
+}
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
@@ -147,7 +160,7 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
     }
     values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
   } catch (error) {
-    throw new ConfigError(`${(error as Error).message} (see workers/config.ts for the settings)`);
+    throw new ConfigError(`${(error as Error).message} (the settings: leasehold workers --help, or workers/config.ts)`);
   }
   const raw: Record<string, string> = { ...DEFAULTS };
   for (const [flag, envName] of Object.entries(FLAGS)) {

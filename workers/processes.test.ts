@@ -48,7 +48,18 @@ describe('worker processes', () => {
     );
     const url = JSON.parse(await provider.line(/receipt provider listening/)).url as string;
     const providerEnv = { RECEIPT_PROVIDER_URL: url, RECEIPT_CALL_TIMEOUT_MS: '500' };
-    const flags = ['--concurrency', '25', '--retry-base-ms', '100', '--retry-max-ms', '1000', '--lease-seconds', '10'];
+    const flags = [
+      '--handlers',
+      'workers/handlers/receipt-send.ts',
+      '--concurrency',
+      '25',
+      '--retry-base-ms',
+      '100',
+      '--retry-max-ms',
+      '1000',
+      '--lease-seconds',
+      '10',
+    ];
     const workers = [
       start('workers/main.ts', ['--queues', 'receipts', ...flags], { ...env(), ...providerEnv }),
       start('workers/main.ts', ['--queues', 'receipts', ...flags], { ...env(), ...providerEnv }),

@@ -1,0 +1,85 @@
+/** `leasehold jobs`: the newest jobs as a short table (db/queries/jobs.ts listJobs, the dashboard's list). */
+import { jobListSchema, LIST_STATES, listJobs } from '../db/queries/jobs.ts';
+import { problemsOf } from '../db/queue/validate.ts';
+import { subStateOf } from '../db/states.ts';
+import { type Command, EMBEDDED_HELP, parseCommandArgs, UsageError } from './command.ts';
+import { withDb } from './database.ts';
+
+const HELP = `usage: leasehold jobs [--state STATE] [--queue QUEUE] [--kind KIND] [--limit N]
+
+Prints the newest jobs (newest first) as a table: id, queue, kind, state (as the dashboard's
+badge shows it: scheduled and retrying are ready jobs, lease_expired a running one), attempts,
+when it was created and when it may run.
+
+  --state STATE   one of ${LIST_STATES.join(', ')}
+  --queue QUEUE   only this queue
+  --kind KIND     only this kind
+  --limit N       at most N rows (default 20, at most 200)
+  --oldest        oldest first
+${EMBEDDED_HELP}
+  --help, --version
+
+environment: DATABASE_URL (required unless --embedded)`;
+
+const OPTIONS = {
+  state: { type: 'string' },
+  queue: { type: 'string' },
+  kind: { type: 'string' },
+  limit: { type: 'string' },
+  oldest: { type: 'boolean' },
+  embedded: { type: 'boolean' },
+} as const;
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+export const jobsCommand: Command = {
+  name: 'jobs',
+  help: HELP,
+  async run(args, context) {
+    const { values } = parseCommandArgs('jobs', args, OPTIONS);
+    const parsed = jobListSchema.safeParse({
+      state: values.state,
+      queue: values.queue,
+      kind: values.kind,
+      limit: values.limit ?? 20,
+      sort: values.oldest ? 'oldest' : 'newest',
+    });
+    if (!parsed.success)
+      throw new UsageError(
+        problemsOf(parsed.error)
+          .map((p) => `--${p}`)
+          .join('; '),
+      );
+    const { jobs, next } = await withDb(context, values.embedded === true, ({ db }) => listJobs(db, parsed.data));
+    if (jobs.length === 0) {
+      console.log('no jobs match');
+      return 0;
+    }
+    const now = Date.now();
+    const rows = [
+      ['ID', 'QUEUE', 'KIND', 'STATE', 'ATTEMPTS', 'CREATED', 'RUN AT'],
+      ...jobs.map((j) => [
+        j.id,
+        j.queue,
+        j.kind,
+        subStateOf(j, now),
+        `${j.attempts}/${j.maxAttempts}`,
+        j.createdAt.toISOString(),
+        j.runAt.toISOString(),
+      ]),
+    ];
+    console.log(table(rows));
+    if (next) console.log(`(more: raise --limit, or filter with --state/--queue/--kind)`);
+    return 0;
+  },
+};

@@ -1,0 +1,8 @@
+/**
+ * The receipt demo's handlers file, which `npm start`, `npm run demo` and `npm run workers` pass
+ * to their workers with `--handlers`: no worker loads a handler it was not given (docs/cli.md).
+ */
+import path from 'node:path';
+import { PROJECT_DIR } from './database.ts';
+
+export const DEMO_HANDLERS_FILE = path.join(PROJECT_DIR, 'workers', 'handlers', 'receipt-send.ts');

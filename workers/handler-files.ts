@@ -1,0 +1,93 @@
+/**
+ * The handlers a worker process runs, from the files named by `--handlers` (LEASEHOLD_HANDLERS).
+ * A file exports `handlers` (an array) or a default handler (or array). A file that does not
+ * load, that exports no handler, or a kind that two handlers claim stops start-up with a
+ * HandlerFileError naming the file and the kind, before the worker touches the database.
+ *
+ * Nothing is loaded that the files do not name: the demo's receipt handler runs only where its
+ * file is passed (scripts/demo-handlers.ts).
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { type Handler, HandlerRegistry } from './handler.ts';
+
+export class HandlerFileError extends Error {
+  override readonly name = 'HandlerFileError';
+}
+
+const EXPORT_HINT = 'export `handlers` (an array of handlers) or a default handler (or an array of them)';
+
+function isHandler(value: unknown): value is Handler {
+  if (!value || typeof value !== 'object') return false;
+  const h = value as Partial<Handler>;
+  return typeof h.kind === 'string' && typeof h.handle === 'function' && Array.isArray(h.versions);
+}
+
+/** What `file` (as given) exports as handlers; throws a HandlerFileError naming it. */
+async function handlersOf(file: string, cwd: string): Promise<Handler[]> {
+  const absolute = path.resolve(cwd, file);
+  if (!existsSync(absolute)) throw new HandlerFileError(`--handlers ${file}: no such file (${absolute})`);
+  let mod: { default?: unknown; handlers?: unknown };
+  try {
+    mod = (await import(pathToFileURL(absolute).href)) as typeof mod;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const typescript =
+      /\.(m|c)?tsx?$/.test(absolute) && (error as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION'
+        ? ' (this Node does not run TypeScript: compile the file to .js, use Node 22.18 or later, or run under tsx)'
+        : '';
+    throw new HandlerFileError(`--handlers ${file}: the file did not load: ${message}${typescript}`, {
+      cause: error,
+    });
+  }
+  const found = mod.handlers ?? mod.default;
+  if (found === undefined)
+    throw new HandlerFileError(`--handlers ${file}: the file exports no handler; ${EXPORT_HINT}`);
+  const list: unknown[] = Array.isArray(found) ? found : [found];
+  if (list.length === 0) throw new HandlerFileError(`--handlers ${file}: its handlers array is empty; ${EXPORT_HINT}`);
+  list.forEach((entry, index) => {
+    if (!isHandler(entry)) {
+      const where = Array.isArray(found) ? `handlers[${index}]` : 'its export';
+      throw new HandlerFileError(
+        `--handlers ${file}: ${where} is not a handler (it needs kind, versions and handle; defineHandler makes one); ${EXPORT_HINT}`,
+      );
+    }
+  });
+  return list as Handler[];
+}
+
+/**
+ * The registry of every handler the files export, in order. Each kind has one handler: a
+ * second, in the same file or another, is refused naming both places.
+ */
+export async function loadHandlerFiles(
+  files: readonly string[],
+  cwd: string = process.cwd(),
+): Promise<HandlerRegistry> {
+  if (files.length === 0)
+    throw new HandlerFileError(
+      'no handlers: name the file that exports them with --handlers <file> (or LEASEHOLD_HANDLERS)',
+    );
+  const registry = new HandlerRegistry();
+  const seen = new Map<string, string>();
+  for (const file of files) {
+    for (const handler of await handlersOf(file, cwd)) {
+      const earlier = seen.get(handler.kind);
+      if (earlier !== undefined) {
+        const where = earlier === file ? `twice in ${file}` : `in ${earlier} and in ${file}`;
+        throw new HandlerFileError(`two handlers for kind ${handler.kind}: ${where} (each kind has one handler)`);
+      }
+      seen.set(handler.kind, file);
+      try {
+        registry.register(handler);
+      } catch (error) {
+        throw new HandlerFileError(
+          `--handlers ${file}: kind ${handler.kind}: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        );
+      }
+    }
+  }
+  return registry;
+}

@@ -1,0 +1,174 @@
+/**
+ * One worker process: `runWorkerProcess(argv, env)` parses the settings (workers/config.ts),
+ * loads the handler files, connects to `DATABASE_URL`, and runs until SIGTERM/SIGINT stop it
+ * gracefully (a second signal exits at once, 130). It resolves with the exit code for the
+ * caller to exit with: `workers/main.ts` (`npm run workers`, the tests, the failure harness)
+ * and `leasehold workers` (cli/workers.ts) both call it.
+ *
+ * Start-up checks in order, each stopping with a sentence and exit code 2 before anything is
+ * written: the settings, that a database is named, the handler files. Only then is the
+ * caller's fallback database (the embedded server, where the caller's policy allows it)
+ * started and the worker connected.
+ */
+import pino from 'pino';
+import { createDb } from '../db/client.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { ConfigError, parseWorkerConfig } from './config.ts';
+import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
+import { HandlerFileError, loadHandlerFiles } from './handler-files.ts';
+import { createMetrics, serveMetrics } from './metrics.ts';
+import { Worker } from './worker.ts';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export interface WorkerProcessOptions {
+  /**
+   * The database when `DATABASE_URL` is unset, by the caller's policy (the embedded server for
+   * `--embedded`); `migrate` applies the migrations first. Without it an unset DATABASE_URL
+   * stops start-up. Called after the settings and handler files are checked.
+   */
+  fallbackDatabase?: () => Promise<{ url: string; migrate: boolean }>;
+  /** How the caller's user gets a development database, for the missing-DATABASE_URL sentence. */
+  embeddedHint?: string;
+  /** Relative `--handlers` paths are relative to this (default: the process's working directory). */
+  cwd?: string;
+  /** The version this worker records in the workers registry (default npm_package_version). */
+  version?: string | null;
+  /** Where the start-up sentences go (default: stderr, prefixed `leasehold workers: `). */
+  report?: (line: string) => void;
+}
+
+export async function runWorkerProcess(
+  argv: readonly string[],
+  env: Env,
+  options: WorkerProcessOptions = {},
+): Promise<number> {
+  const report = options.report ?? ((line: string) => console.error(`leasehold workers: ${line}`));
+  let config;
+  let failpoints: Failpoints | undefined;
+  let databaseUrl = env.DATABASE_URL?.trim() ?? '';
+  try {
+    config = parseWorkerConfig([...argv], env);
+    if (!databaseUrl && !options.fallbackDatabase)
+      throw new ConfigError(
+        `DATABASE_URL is not set: set it to your PostgreSQL's URL (postgres://user:password@host:5432/dbname)${options.embeddedHint ? `, or ${options.embeddedHint}` : ''}`,
+      );
+    if (env.LEASEHOLD_FAILPOINTS) failpoints = new Failpoints(parseFailpoints(env.LEASEHOLD_FAILPOINTS));
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof FailpointSpecError) {
+      report(error.message);
+      return 2;
+    }
+    throw error;
+  }
+
+  const logger = pino({ level: config.logLevel, base: { workerId: config.workerId, pid: process.pid } });
+
+  let registry;
+  try {
+    registry = await loadHandlerFiles(config.handlerModules, options.cwd ?? process.cwd());
+  } catch (error) {
+    if (!(error instanceof HandlerFileError)) throw error;
+    report(error.message);
+    return 2;
+  }
+
+  let migrate = config.migrate;
+  if (!databaseUrl && options.fallbackDatabase) {
+    const fallback = await options.fallbackDatabase();
+    databaseUrl = fallback.url;
+    migrate ||= fallback.migrate;
+  }
+  // Migrations hold a session advisory lock: behind a transaction pooler they need the direct URL.
+  if (migrate) await migrateDatabase(config.directUrl ?? databaseUrl);
+
+  const handle = createDb(databaseUrl, {
+    max: Math.min(config.concurrency + 4, 30),
+    applicationName: 'leasehold-worker',
+    preparedStatements: config.preparedStatements,
+  });
+  const metrics = createMetrics();
+  const worker = new Worker(config, {
+    db: handle.db,
+    databaseUrl,
+    listenUrl: config.directUrl,
+    registry,
+    logger,
+    metrics,
+    failpoints,
+    version: options.version !== undefined ? options.version : (env.npm_package_version ?? null),
+  });
+  if (failpoints)
+    logger.warn({ failpoints: env.LEASEHOLD_FAILPOINTS }, 'failpoints armed: this worker will kill itself on purpose');
+  if (failpoints && failpoints.guardSkips().length > 0)
+    logger.error(
+      { skipped: failpoints.guardSkips() },
+      'failpoints armed that skip a guard: this worker breaks the queue on purpose (the failure harness’s self-test only)',
+    );
+
+  // Signals are handled from before the start: one that arrives while the worker registers and
+  // starts (a rolling deploy) stops it gracefully once started, instead of killing it midway.
+  let started = false;
+  let stopRequested = false;
+  let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | null = null;
+  let resolveStopped: (code: number) => void = () => {};
+  const stopped = new Promise<number>((resolve) => (resolveStopped = resolve));
+  const shutdown = async () => {
+    let code = 0;
+    try {
+      await worker.stop();
+      metricsServer?.close();
+      await handle.close();
+    } catch (error) {
+      logger.error({ err: error }, 'error while stopping');
+      code = 1;
+    }
+    resolveStopped(code);
+  };
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(130);
+    }
+    logger.info({ signal }, 'stopping gracefully (send again to exit at once)');
+    stopRequested = true;
+    if (started) void shutdown();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  const detach = () => {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  };
+
+  try {
+    await worker.start();
+  } catch (error) {
+    logger.fatal(
+      { err: error },
+      'worker could not start (is the database DATABASE_URL names reachable and migrated? run leasehold migrate)',
+    );
+    await handle.close();
+    detach();
+    return 1;
+  }
+  if (config.metricsPort > 0) {
+    try {
+      metricsServer = await serveMetrics(config.metricsPort, metrics.registry, () => worker.health());
+      logger.info({ port: config.metricsPort }, 'metrics on /metrics, health on /healthz');
+    } catch (error) {
+      logger.fatal({ err: error, port: config.metricsPort }, 'could not serve metrics on that port; stopping');
+      await worker.stop(0);
+      await handle.close().catch(() => {});
+      detach();
+      return 1;
+    }
+  }
+  started = true;
+  if (stopRequested) void shutdown();
+  const code = await stopped;
+  detach();
+  return code;
+}
