@@ -26,6 +26,7 @@ export const OURS = [
   'workers',
   'testing',
   'entry',
+  'cli',
   'scripts',
   'demo',
   'bench',
@@ -87,6 +88,14 @@ export const BOUNDARIES: Boundary[] = [
     may: ['db', 'workers'],
     packages: NOT_IN_WORKERS,
     packageReason: 'leasehold/testing runs in a user’s tests from a worker-only install',
+    maxDepth: 1,
+  },
+  {
+    folder: 'cli',
+    may: ['db', 'workers', 'scripts'],
+    testsMay: ['test'],
+    packages: NOT_IN_WORKERS,
+    packageReason: 'the CLI runs from a worker-only install; it starts Next.js as a process, never imports it',
     maxDepth: 1,
   },
   {
