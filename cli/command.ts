@@ -35,7 +35,12 @@ export class UsageError extends Error {
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 /** parseArgs, strict, with its errors as a UsageError that points at `--help`. */
-export function parseCommandArgs<O extends Options>(command: string, args: string[], options: O, positionals = false) {
+export function parseCommandArgs<O extends Options>(
+  command: string,
+  args: string[],
+  options: O,
+  positionals = false,
+): ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: boolean }>> {
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: positionals });
   } catch (error) {

@@ -97,13 +97,19 @@ export function start(command: string, args: string[], options: RunOptions): Bac
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code, signal) => {
+      if (signal) output += `\n[package-test] ended by ${signal}`;
+      resolve(code);
+    }),
+  );
   return {
     child,
     output: () => output,
     stop: async (graceMs = 20_000) => {
       if (child.exitCode !== null) return child.exitCode;
-      // npx starts the bin as a child of its own: signal the whole group.
+      // The whole group: npx runs the bin as a child of its own and dies of the signal itself
+      // (so run a bin directly from node_modules/.bin when its exit code matters).
       if (child.pid) process.kill(-child.pid, 'SIGTERM');
       const timer = setTimeout(() => child.pid && process.kill(-child.pid, 'SIGKILL'), graceMs);
       const code = await exited;

@@ -197,7 +197,9 @@ await pool.end();
     if (rolledBack.rowCount !== 0) throw new Error('the rolled-back transaction left its job behind');
 
     // 4. The CLI worker runs it.
-    const workers = start('npx', ['leasehold', 'workers', '--handlers', './handlers.mjs'], { cwd: project, node, env });
+    // The bin itself rather than npx, whose own exit on SIGTERM would hide the worker's.
+    const bin = path.join(project, 'node_modules', '.bin', 'leasehold');
+    const workers = start(bin, ['workers', '--handlers', './handlers.mjs'], { cwd: project, node, env });
     let ran: unknown = null;
     try {
       await until(
@@ -231,7 +233,7 @@ await pool.end();
     );
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const dashboard = start('npx', ['leasehold', 'dashboard', '--port', String(port)], {
+    const dashboard = start(bin, ['dashboard', '--port', String(port)], {
       cwd: project,
       node,
       env: { ...env, NEXTAUTH_URL: base, NEXTAUTH_SECRET: 'consumer-test-secret-0123456789abcdef' },
