@@ -30,6 +30,8 @@ declare -A TRUNCATE=(
   [v0]='TRUNCATE jobs, job_attempts'
   [v1]='TRUNCATE leasehold.jobs, leasehold.ready_jobs, leasehold.leases, leasehold.finished_rollup, leasehold.job_attempts'
 )
+# OLD_SCHEMA=leasehold: the old commit is schema v1 too (its tables in schema leasehold).
+if [ "${OLD_SCHEMA:-public}" = leasehold ]; then JOBS_TABLE[v0]=${JOBS_TABLE[v1]} TRUNCATE[v0]=${TRUNCATE[v1]}; fi
 
 log() { echo "[probes] $*" >&2; }
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$1" -c "$2" 2>>"$OUT/errors.log" || { tail -3 "$OUT/errors.log" >&2; return 1; }; }
@@ -72,6 +74,8 @@ session_head() {
   echo 'SELECT pg_backend_pid() AS pid \gset'
   echo '\setenv PID :pid'
 }
+# The claim's parameters after the first five (a claim by kind: its kind and version).
+claim_args() { cat "$OUT/sql/$1/claim-args.txt" 2>/dev/null || true; }
 token() { printf '%08x-0000-4000-8000-%012x' "$1" "$2"; }
 
 # Drain session $2 of layout $1: $3 pairs of claim(1000) + acknowledgement.
@@ -83,7 +87,7 @@ drain_sql() {
     tok=$(token "$s" "$p")
     # The claim's own share (the stamps cost the backend nothing: it waits meanwhile).
     stamp "$WORK/claim.$s-$p.0"
-    echo "EXECUTE claimids('bench', 1000, '$tok', 30, 'probe-host:1234:session-$s') \\gset"
+    echo "EXECUTE claimids('bench', 1000, '$tok', 30, 'probe-host:1234:session-$s'$(claim_args "$layout")) \\gset"
     stamp "$WORK/claim.$s-$p.1"
     echo "EXECUTE ack(:'ids', '$tok') \\gset"
     echo '\echo lost :lost'
@@ -99,7 +103,7 @@ heartbeat_sql() {
   local layout=$1 step=$2 tok i
   tok=$(token "$3" 1)
   session_head "$layout"
-  echo "EXECUTE claimids('bench', 1000, '$tok', 30, 'probe-host:1234:heartbeat') \\gset"
+  echo "EXECUTE claimids('bench', 1000, '$tok', 30, 'probe-host:1234:heartbeat'$(claim_args "$layout")) \\gset"
   echo "SELECT array_fill('$tok'::uuid, ARRAY[1000])::text AS toks \\gset"
   echo "\\o $4"
   echo '\set lease 60'
@@ -206,7 +210,7 @@ run_one() {
   q "$db" 'VACUUM ANALYZE' # as a drained table would be; hint bits and statistics set outside the window
 
   if [ "$r" = 1 ] && [ "$sessions" = 1 ]; then
-    { session_head "$layout"; echo "EXPLAIN (COSTS OFF) EXECUTE claimids('bench', 1000, '$(token 0 0)', 30, 'probe');"; \
+    { session_head "$layout"; echo "EXPLAIN (COSTS OFF) EXECUTE claimids('bench', 1000, '$(token 0 0)', 30, 'probe'$(claim_args "$layout"));"; \
       echo "EXPLAIN (COSTS OFF) EXECUTE ack('{}', '$(token 0 0)');"; } >"$WORK/plan.sql"
     psql -X -q -d "$db" -f "$WORK/plan.sql" >"$OUT/plans/$layout.txt"
   fi
