@@ -84,6 +84,12 @@ export class Maintenance {
     private readonly settings: MaintenanceSettings,
     private readonly deps: MaintenanceDeps,
   ) {
+    const grace = settings.maintenance.unknownKindGraceMs;
+    if (grace !== undefined && !(Number.isFinite(grace) && grace >= 0 && grace <= 365 * 86_400_000)) {
+      throw new Error(
+        `Leasehold worker: maintenance.unknownKindGraceMs must be milliseconds from 0 to 365 days, got ${String(grace)}`,
+      );
+    }
     this.loops = new Loops(deps.logger);
   }
 

@@ -78,16 +78,16 @@ session_head() {
 claim_args() { cat "$OUT/sql/$1/claim-args.txt" 2>/dev/null || true; }
 token() { printf '%08x-0000-4000-8000-%012x' "$1" "$2"; }
 
-# Drain session $2 of layout $1: $3 pairs of claim(1000) + acknowledgement.
+# Drain session $2 of layout $1: $3 pairs of claim($4, default 1000) + acknowledgement.
 drain_sql() {
-  local layout=$1 s=$2 pairs=$3 p tok
+  local layout=$1 s=$2 pairs=$3 limit=${4:-1000} p tok
   session_head "$layout"
   stamp "$WORK/drain.$s.0"
   for p in $(seq 1 "$pairs"); do
     tok=$(token "$s" "$p")
     # The claim's own share (the stamps cost the backend nothing: it waits meanwhile).
     stamp "$WORK/claim.$s-$p.0"
-    echo "EXECUTE claimids('bench', 1000, '$tok', 30, 'probe-host:1234:session-$s'$(claim_args "$layout")) \\gset"
+    echo "EXECUTE claimids('bench', $limit, '$tok', 30, 'probe-host:1234:session-$s'$(claim_args "$layout")) \\gset"
     stamp "$WORK/claim.$s-$p.1"
     echo "EXECUTE ack(:'ids', '$tok') \\gset"
     echo '\echo lost :lost'
@@ -235,6 +235,18 @@ run_one() {
   rm -f "$WORK"/drain.* "$WORK"/claim.*
 
   [ "$sessions" = 1 ] || return 0
+  # Pickup: 200 claims of one job, each acknowledged (a worker at low load starts jobs so), one
+  # session (numbered 9 for its tokens).
+  drain_sql "$layout" 9 200 1 >"$WORK/pickup.sql"
+  l0=$(lsn)
+  psql -X -q -d "$db" -f "$WORK/pickup.sql" >"$WORK/pickup.out" 2>&1
+  l1=$(lsn)
+  lost=$(awk '/^lost/ { n += $2 } !/^lost/ { bad = 1; print > "/dev/stderr" } END { print bad ? -1 : n }' "$WORK/pickup.out")
+  [ "$lost" = 0 ] || { log "$tag: the pickup did not complete every job (lost $lost)"; exit 1; }
+  record "$layout" "$sessions" "$r" pickup 200 \
+    "$(cpu_of "$WORK"/drain.9.[01]) $(q postgres "SELECT pg_wal_lsn_diff('$l1', '$l0')::bigint") $(wal_detail "$layout" "$tag-pickup" "$l0" "$l1" 200)"
+  rm -f "$WORK"/drain.* "$WORK"/claim.*
+
   # Heartbeats of 1,000 running jobs, three in a row; then the same while another session of
   # the database holds a transaction open that has an xid (an application's, a report's): the
   # versions the heartbeats leave behind can then not be pruned, so what a page holds is what
@@ -251,13 +263,13 @@ run_one() {
   wait "$holder" || true
 
   # The VACUUM a drain leaves to do (dead versions, dead ready rows and leases, index entries),
-  # per drained job (the 22,000 jobs above).
+  # per drained job (the 22,200 jobs above).
   { session_head "$layout"; stamp "$WORK/vac.0"; echo 'VACUUM;'; stamp "$WORK/vac.1"; } >"$WORK/vac.sql"
   l0=$(lsn)
   psql -X -q -d "$db" -f "$WORK/vac.sql" >/dev/null
   l1=$(lsn)
-  record "$layout" "$sessions" "$r" vacuum $((PAIRS * 1000 + 2000)) \
-    "$(cpu_of "$WORK"/vac.[01]) $(q postgres "SELECT pg_wal_lsn_diff('$l1', '$l0')::bigint") $(wal_detail "$layout" "$tag-vacuum" "$l0" "$l1" $((PAIRS * 1000 + 2000)))"
+  record "$layout" "$sessions" "$r" vacuum $((PAIRS * 1000 + 2200)) \
+    "$(cpu_of "$WORK"/vac.[01]) $(q postgres "SELECT pg_wal_lsn_diff('$l1', '$l0')::bigint") $(wal_detail "$layout" "$tag-vacuum" "$l0" "$l1" $((PAIRS * 1000 + 2200)))"
 }
 
 for r in $(seq 1 "$REPEATS"); do
