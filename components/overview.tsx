@@ -76,6 +76,12 @@ function OverviewView({ data }: { data: OverviewDTO }) {
 
       <section>
         <h2>Backlog by queue</h2>
+        {data.waitingForKind > 0 && (
+          <p className="notice" data-testid="waiting-for-kind">
+            {data.waitingForKind} {data.waitingForKind === 1 ? 'job is' : 'jobs are'} waiting for a kind no live worker
+            runs: start a worker with a handler for it (they end dead after the grace period).
+          </p>
+        )}
         <div className="chart" data-testid="chart-backlog">
           <ResponsiveContainer width="100%" height={260}>
             <BarChart data={data.queues}>
@@ -98,6 +104,7 @@ function OverviewView({ data }: { data: OverviewDTO }) {
                 <th key={s.key}>{s.label}</th>
               ))}
               <th>oldest ready (lag)</th>
+              <th title="ready jobs whose kind version no live worker runs">no worker for kind</th>
               <th />
             </tr>
           </thead>
@@ -116,6 +123,9 @@ function OverviewView({ data }: { data: OverviewDTO }) {
                 <td className="num" data-testid={`lag-${q.queue}`}>
                   {age(q.oldestReadyAgeSeconds)}
                 </td>
+                <td className="num" data-testid={`waiting-for-kind-${q.queue}`}>
+                  {q.waitingForKind}
+                </td>
                 <td>
                   {data.can.pause && (
                     <button onClick={() => void toggle(q.queue, q.paused)}>{q.paused ? 'Resume' : 'Pause'}</button>
@@ -125,7 +135,7 @@ function OverviewView({ data }: { data: OverviewDTO }) {
             ))}
             {data.queues.length === 0 && (
               <tr>
-                <td colSpan={STATES.length + 3}>No jobs yet.</td>
+                <td colSpan={STATES.length + 4}>No jobs yet.</td>
               </tr>
             )}
           </tbody>

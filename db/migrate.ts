@@ -99,7 +99,18 @@ export async function migrateDatabase(url: string, options: MigrateOptions = {})
   await client.connect();
   try {
     if (!options.allowProxy) await refuseIndirectConnection(client);
-    await runText(client, 'SELECT pg_advisory_lock($1, $2)', [LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY]);
+    // Polled, not waited for: a runner waiting inside pg_advisory_lock is a running statement,
+    // which the other runner's CREATE INDEX CONCURRENTLY waits for in turn (a deadlock).
+    while (
+      !(
+        await runText<{ locked: boolean }>(client, 'SELECT pg_try_advisory_lock($1, $2) AS locked', [
+          LEASEHOLD_LOCK_CLASS,
+          MIGRATION_LOCK_KEY,
+        ])
+      )[0]?.locked
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     try {
       await createJournal(client, table);
       const journal = await runText<JournalRow>(client, selectJournal(table), []);

@@ -180,8 +180,9 @@ BEGIN
   GRANT SELECT, INSERT, DELETE, UPDATE (host, pid, queues, concurrency, version, last_seen_at)
     ON leasehold.workers TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.receipts TO leasehold_worker;
-  GRANT SELECT, INSERT, UPDATE (default_queue, display_name, rerun_safe, redacted_paths, last_seen_at)
+  GRANT SELECT, INSERT, UPDATE (default_queue, display_name, rerun_safe, redacted_paths, last_seen_at, live_at)
     ON leasehold.kinds TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE ON leasehold.worker_kinds TO leasehold_worker;
   GRANT SELECT ON leasehold.migrations TO leasehold_worker;
 
   -- Dashboard: everything db/queries and lib/dal read, the surface's views, and the writes of
@@ -189,7 +190,7 @@ BEGIN
   -- audit row), the admin's kinds and users changes, and audit rows of its own (recordAudit).
   -- It cannot claim: no INSERT on leases, no UPDATE of attempts, worker_id or started_at.
   GRANT SELECT ON leasehold.jobs, leasehold.ready_jobs, leasehold.leases, leasehold.finished_rollup,
-    leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.kinds,
+    leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.worker_kinds, leasehold.kinds,
     leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats
     TO leasehold_dashboard;
   GRANT UPDATE (state, max_attempts, run_at, claim_at, expires_at, failure_class, last_error, lease_token, lease_until,

@@ -162,8 +162,18 @@ export const readyJobs = leasehold.table(
     kind: text('kind').notNull(),
     /** The job's attempts so far: a ready job with attempts is retrying. */
     attempts: integer('attempts').notNull().default(0),
+    /**
+     * The job's kind version (drizzle/0003; NULL only on rows written before it, which it
+     * fills in): a worker claims only the kind versions it runs.
+     */
+    kindVersion: integer('kind_version'),
   },
-  (t) => [index('ready_jobs_claim_idx').on(t.queue, t.claimAt, t.id)],
+  (t) => [
+    index('ready_jobs_claim_idx').on(t.queue, t.claimAt, t.id),
+    // The claim by kind walks one (kind, version, queue) at a time in the aging order, so jobs
+    // of kinds a worker does not run are never read by its claims (db/queue/transitions.ts).
+    index('ready_jobs_kind_claim_idx').on(t.kind, t.kindVersion, t.queue, t.claimAt, t.id),
+  ],
 );
 
 /**
@@ -232,6 +242,11 @@ export const kinds = leasehold.table(
     rerunSafe: boolean('rerun_safe').notNull().default(false),
     firstSeenAt: tstz('first_seen_at').notNull().defaultNow(),
     lastSeenAt: tstz('last_seen_at').notNull().defaultNow(),
+    /**
+     * When maintenance last saw a live worker that runs this kind version (drizzle/0003): a
+     * ready job of it ends `dead` only once no live worker has run it for the grace period.
+     */
+    liveAt: tstz('live_at'),
   },
   (t) => [
     primaryKey({ name: 'kinds_pkey', columns: [t.kind, t.version] }),
@@ -341,6 +356,25 @@ export const workers = leasehold.table(
     lastSeenAt: tstz('last_seen_at').notNull().defaultNow(),
   },
   (t) => [index('workers_last_seen_idx').on(t.lastSeenAt)],
+);
+
+/**
+ * The kind versions each live worker runs (drizzle/0003), written with its registry entry and
+ * removed with it: "a live worker runs kind K version V" is a row here whose worker is live.
+ */
+export const workerKinds = leasehold.table(
+  'worker_kinds',
+  {
+    workerId: text('worker_id')
+      .notNull()
+      .references(() => workers.id, { onDelete: 'cascade' }),
+    kind: text('kind').notNull(),
+    version: integer('version').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'worker_kinds_pkey', columns: [t.workerId, t.kind, t.version] }),
+    index('worker_kinds_kind_idx').on(t.kind, t.version),
+  ],
 );
 
 /**

@@ -13,6 +13,7 @@ const queue = {
   cancelled: 7,
   doneLastHour: 8,
   oldestReadyAgeSeconds: 9.5,
+  waitingForKind: 10,
 };
 
 describe('Prometheus text for /api/metrics', () => {
@@ -37,6 +38,9 @@ describe('Prometheus text for /api/metrics', () => {
         '# HELP leasehold_queue_paused Whether the queue is paused.',
         '# TYPE leasehold_queue_paused gauge',
         'leasehold_queue_paused{queue="mail"} 1',
+        '# HELP leasehold_queue_jobs_waiting_for_kind Ready jobs whose kind version no live worker runs.',
+        '# TYPE leasehold_queue_jobs_waiting_for_kind gauge',
+        'leasehold_queue_jobs_waiting_for_kind{queue="mail"} 10',
         '# HELP leasehold_dead_jobs Dead jobs by queue and failure class.',
         '# TYPE leasehold_dead_jobs gauge',
         'leasehold_dead_jobs{queue="mail",failure_class="permanent"} 6',

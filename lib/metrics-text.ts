@@ -1,6 +1,7 @@
 /**
  * Prometheus text exposition (format 0.0.4) of the metrics DTO: depth by queue and (sub-)state,
- * completions in the last hour, oldest ready age, paused flags, dead jobs by class. The names,
+ * completions in the last hour, oldest ready age, paused flags, jobs waiting for a kind no live
+ * worker runs, dead jobs by class. The names,
  * order and label spelling are what scrapers and dashboards already query: change none lightly.
  */
 import type { MetricsDTO, QueueDTO } from './dto.ts';
@@ -36,6 +37,9 @@ export function metricsText({ queues, dead }: MetricsDTO): string {
     '# HELP leasehold_queue_paused Whether the queue is paused.',
     '# TYPE leasehold_queue_paused gauge',
     ...queues.map((q) => `leasehold_queue_paused{queue="${label(q.queue)}"} ${q.paused ? 1 : 0}`),
+    '# HELP leasehold_queue_jobs_waiting_for_kind Ready jobs whose kind version no live worker runs.',
+    '# TYPE leasehold_queue_jobs_waiting_for_kind gauge',
+    ...queues.map((q) => `leasehold_queue_jobs_waiting_for_kind{queue="${label(q.queue)}"} ${q.waitingForKind}`),
     '# HELP leasehold_dead_jobs Dead jobs by queue and failure class.',
     '# TYPE leasehold_dead_jobs gauge',
     ...dead.map(

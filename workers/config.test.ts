@@ -18,6 +18,11 @@ describe('worker settings', () => {
     expect(config.workerId).toMatch(/:\d+:/);
   });
 
+  it("serves the handlers' queues when no queue is named (an empty list here; the worker fills it in)", () => {
+    expect(parseWorkerConfig([], {}).queues).toEqual([]);
+    expect(parseWorkerConfig([], { LEASEHOLD_QUEUES: 'mail' }).queues).toEqual(['mail']);
+  });
+
   it.each([
     [['--concurrency', 'lots'], /--concurrency \(LEASEHOLD_CONCURRENCY\) = "lots"/],
     [['--queues', 'bad queue'], /--queues/],

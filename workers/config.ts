@@ -2,7 +2,7 @@
  * Worker settings from command-line flags and the environment (flags win). A bad setting stops
  * start-up with a message that names it.
  *
- *   --queues a,b            LEASEHOLD_QUEUES            queues to serve (default: default)
+ *   --queues a,b            LEASEHOLD_QUEUES            queues to serve (default: the handlers' default queues and default)
  *   --concurrency N         LEASEHOLD_CONCURRENCY       handlers running at once (default 10, at most 10,000)
  *   --lease-seconds N       LEASEHOLD_LEASE_SECONDS     lease per attempt (default 30)
  *   --batch-size N          LEASEHOLD_BATCH_SIZE        most jobs per claim (default: concurrency, at most 1,000)
@@ -45,7 +45,8 @@ const schema = z.strictObject({
         .map((q) => q.trim())
         .filter(Boolean),
     )
-    .pipe(z.array(z.string().regex(NAME_PATTERN, 'not a queue name')).min(1, 'name at least one queue')),
+    .pipe(z.array(z.string().regex(NAME_PATTERN, 'not a queue name')).min(1, 'name at least one queue'))
+    .optional(),
   concurrency: int(1, 10_000),
   leaseSeconds: int(2, 3600),
   batchSize: int(1, MAX_CLAIM_BATCH).optional(),
@@ -86,7 +87,6 @@ export type WorkerConfig = WorkerSettings & {
 };
 
 const DEFAULTS: Record<string, string> = {
-  queues: 'default',
   concurrency: '10',
   leaseSeconds: '30',
   pollMs: '2000',
@@ -186,7 +186,8 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
     throw new ConfigError('invalid worker settings: --retry-max-ms is below --retry-base-ms');
   return {
     workerId: c.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
-    queues: c.queues,
+    // None given: the worker serves its handlers' queues (workers/producer.ts, handlerQueues).
+    queues: c.queues ?? [],
     concurrency: c.concurrency,
     leaseSeconds: c.leaseSeconds,
     batchSize: Math.min(c.batchSize ?? MAX_CLAIM_BATCH, c.concurrency),

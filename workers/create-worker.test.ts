@@ -127,6 +127,8 @@ describe('createWorker options', () => {
     const a = handler('embed.a', async () => {}, { defaultQueue: 'mail' });
     const b = handler('embed.b', async () => {});
     expect(createWorker({ pool: userPool(), jobs: [a, b] }).queues).toEqual(['default', 'mail']);
+    // `default` too when no handler names it: where a job goes when its producer names no queue.
+    expect(createWorker({ pool: userPool(), jobs: [a] }).queues).toEqual(['default', 'mail']);
     expect(createWorker({ pool: userPool(), jobs: [a], queues: ['x'] }).queues).toEqual(['x']);
   });
 });

@@ -387,8 +387,8 @@ function parseOptions(options: CreateWorkerOptions): Parsed {
 
   let queues: string[] = [];
   if (options.queues === undefined) {
-    queues = [...new Set(handlers.map((h) => h.defaultQueue ?? 'default'))].sort();
-    if (queues.length === 0) queues = ['default'];
+    // The handlers' queues and `default`, as a CLI worker serves them (producer.ts).
+    queues = [...new Set(['default', ...handlers.map((h) => h.defaultQueue ?? 'default')])].sort();
   } else if (!Array.isArray(options.queues) || options.queues.length === 0) {
     problems.push('queues: list at least one queue name (or leave it out to serve the handlers’ queues)');
   } else {

@@ -113,3 +113,52 @@ describe('maintenance', () => {
     expect(await entry(workerId)).toBeUndefined();
   });
 });
+
+describe('the unknown-kind round', () => {
+  it('ends dead a job of a kind no live worker ran for the grace, and leaves the kinds this worker runs', async () => {
+    const queue = uniqueQueue('unknown-kind');
+    const orphan = await addJob(t.db, { queue, kind: 'nobody.runs' });
+    const mine = await addJob(t.db, { queue, kind: 'mine' });
+    await run(
+      t.db,
+      sql`UPDATE leasehold.jobs SET run_at = now() - interval '2 hours', claim_at = now() - interval '2 hours' WHERE queue = ${queue}`,
+    );
+    n += 1;
+    const m = new Maintenance(
+      {
+        workerId: `maintenance-test-${n}`,
+        queues: [queue],
+        concurrency: 1,
+        registryIntervalMs: 60_000,
+        maintenance: {
+          enabled: true,
+          reapIntervalMs: 60_000,
+          retentionIntervalMs: 60_000,
+          staleWorkerSeconds: 60,
+          receiptsRetentionSeconds: 86_400,
+          retention: {},
+          unknownKindGraceMs: 3_600_000,
+        },
+      },
+      {
+        db: t.db,
+        logger: silentLogger,
+        kinds: [
+          { kind: 'mine', version: 1, defaultQueue: queue, displayName: 'mine', redactedPaths: [], rerunSafe: false },
+        ],
+      },
+    );
+    await m.register();
+    await m.unknownKindRound();
+    expect(await getJob(t.db, orphan.id)).toMatchObject({ state: 'dead', failureClass: 'permanent' });
+    expect((await getJob(t.db, orphan.id)).lastError).toMatch(
+      /^no live worker ran kind nobody\.runs version 1 for the unknown-kind grace period \(01:00:00\)/,
+    );
+    expect(await getJob(t.db, mine.id)).toMatchObject({ state: 'ready' });
+    await m.deregister();
+  });
+
+  it('refuses a bad grace at construction, naming the setting', () => {
+    expect(() => maintenance({ unknownKindGraceMs: -5 })).toThrow(/maintenance\.unknownKindGraceMs/);
+  });
+});

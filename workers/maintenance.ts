@@ -1,13 +1,17 @@
 /**
  * The worker's maintenance: its entry in the worker registry (registered at start, touched
  * every `registryIntervalMs`, re-registered if retention removed it, removed at stop), the
- * kinds it runs in the kinds registry (recorded at start, db/queue/kinds.ts), and —
- * when enabled — the reaper and retention rounds. Each round runs under a database-wide
+ * kinds it runs in the kinds registry (recorded at start, db/queue/kinds.ts) and with its
+ * entry (worker_kinds: which live worker runs which kind version), and — when enabled — the
+ * reaper, retention and unknown-kind rounds (the last ends `dead` the jobs whose kind version
+ * no live worker has run for `unknownKindGraceMs`). Each round runs under a database-wide
  * advisory lock, so one process in the fleet does it at a time, however many enable it.
  */
 import os from 'node:os';
 import type { Logger } from 'pino';
 import {
+  DEFAULT_UNKNOWN_KIND_GRACE_MS,
+  deadIfKindUnrun,
   deregisterWorker,
   reapExpiredLeases,
   registerKinds,
@@ -31,6 +35,8 @@ import { Loops } from './timing.ts';
 const REAP_BATCH = 500;
 /** Most rows of each kind one retention statement removes, unless the settings say otherwise. */
 const RETENTION_BATCH = 1000;
+/** Most jobs of kinds no live worker runs one statement ends. */
+const UNKNOWN_KIND_BATCH = 1000;
 /** Statements per round at most: a backlog is worked off over several rounds, not in one go. */
 const MAX_STATEMENTS_PER_ROUND = 20;
 
@@ -42,6 +48,11 @@ export interface MaintenanceRounds {
   staleWorkerSeconds: number;
   receiptsRetentionSeconds: number;
   retention: RetentionOptions;
+  /**
+   * How long a due job waits for a live worker that runs its kind version before it ends
+   * `dead` (class `permanent`); default 24 h. Checked every `retentionIntervalMs`.
+   */
+  unknownKindGraceMs?: number | undefined;
 }
 
 export interface MaintenanceSettings {
@@ -73,6 +84,12 @@ export class Maintenance {
     private readonly settings: MaintenanceSettings,
     private readonly deps: MaintenanceDeps,
   ) {
+    const grace = settings.maintenance.unknownKindGraceMs;
+    if (grace !== undefined && !(Number.isFinite(grace) && grace >= 0 && grace <= 365 * 86_400_000)) {
+      throw new Error(
+        `Leasehold worker: maintenance.unknownKindGraceMs must be milliseconds from 0 to 365 days, got ${String(grace)}`,
+      );
+    }
     this.loops = new Loops(deps.logger);
   }
 
@@ -86,6 +103,7 @@ export class Maintenance {
       queues: s.queues,
       concurrency: s.concurrency,
       version: this.deps.version ?? null,
+      kinds: (this.deps.kinds ?? []).map((k) => ({ kind: k.kind, version: k.version })),
     };
   }
 
@@ -105,6 +123,7 @@ export class Maintenance {
     if (m.enabled) {
       this.loops.every(m.reapIntervalMs, () => this.reapRound(), 'reaper');
       this.loops.every(m.retentionIntervalMs, () => this.retentionRound(), 'retention');
+      this.loops.every(m.retentionIntervalMs, () => this.unknownKindRound(), 'unknown kinds');
     }
   }
 
@@ -147,6 +166,27 @@ export class Maintenance {
         logger.warn({ retried: retried.length, dead: dead.length }, 'reaped expired leases');
       }
       if (reaped < REAP_BATCH) return;
+    }
+  }
+
+  /**
+   * Ends `dead` the ready jobs whose kind version no live worker has run for the grace period,
+   * a bounded batch per statement (db/queue/reap.ts, deadIfKindUnrun).
+   */
+  async unknownKindRound(): Promise<void> {
+    const { db, logger } = this.deps;
+    const m = this.settings.maintenance;
+    const graceMs = m.unknownKindGraceMs ?? DEFAULT_UNKNOWN_KIND_GRACE_MS;
+    for (let round = 0; round < MAX_STATEMENTS_PER_ROUND; round++) {
+      const outcome = await withMaintenanceLock(db, 'unknown kinds', (tx) =>
+        deadIfKindUnrun(tx, { graceMs, liveSeconds: m.staleWorkerSeconds, limit: UNKNOWN_KIND_BATCH }),
+      );
+      if (!outcome.ran) return;
+      const { dead } = outcome.result;
+      if (dead.length > 0) {
+        logger.warn({ dead: dead.length, graceMs }, 'ended jobs dead: no live worker ran their kind version');
+      }
+      if (dead.length < UNKNOWN_KIND_BATCH) return;
     }
   }
 

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { enqueue } from '../db/queue/index.ts';
 import type { Db } from '../db/client.ts';
 import { silentLogger } from '../test/attempts.ts';
@@ -7,8 +8,16 @@ import { getJob, uniqueQueue } from '../test/factories.ts';
 import { until } from '../test/wait.ts';
 import type { Attempt } from './attempt.ts';
 import { Completer } from './completer.ts';
-import { HandlerRegistry } from './handler.ts';
+import { defineHandler, HandlerRegistry } from './handler.ts';
 import { Producer, type ProducerSettings } from './producer.ts';
+
+const NOOP = defineHandler({
+  kind: 'noop',
+  versions: [1],
+  schema: z.unknown(),
+  timeoutMs: 5000,
+  handle: async () => {},
+});
 
 let t: TestDatabase;
 const producers: Producer[] = [];
@@ -42,7 +51,8 @@ function producer(queue: string, overrides: Partial<ProducerSettings> = {}, clai
       ...overrides,
     },
     {
-      registry: new HandlerRegistry([]),
+      // It claims only the kinds it has handlers for: the test's jobs are `noop`.
+      registry: new HandlerRegistry([NOOP]),
       handBack: (jobs) => completer.releaseUnstarted(jobs),
       logger: silentLogger,
       run: (attempt) =>
@@ -146,5 +156,29 @@ describe('the producer', () => {
     const job = await getJob(t.db, id!);
     expect(job.state).toBe('ready');
     expect(job.attempts).toBe(1); // the claim counted the attempt; the release handed it back
+  });
+});
+
+describe('the producer without handlers', () => {
+  it('claims nothing: a job it has no handler for stays ready', async () => {
+    const queue = uniqueQueue('nohandlers');
+    const { id } = await enqueue(t.db, { queue, kind: 'noop' });
+    const p = new Producer(
+      {
+        workerId: 'bare',
+        queues: [queue],
+        concurrency: 1,
+        leaseSeconds: 30,
+        batchSize: 1,
+        pollMs: 50,
+        asyncClaims: false,
+      },
+      { registry: new HandlerRegistry([]), handBack: async () => {}, logger: silentLogger, run: async () => {} },
+    );
+    producers.push(p);
+    p.start(t.db);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // several poll intervals
+    expect(p.lastClaimAt).toBeNull();
+    expect(await getJob(t.db, id)).toMatchObject({ state: 'ready', attempts: 0 });
   });
 });

@@ -9,10 +9,13 @@
  * - a wake-up (a NOTIFY, a freed slot) is never lost: one that arrives while a claim runs
  *   starts another claim, because the running one's snapshot may predate the job;
  * - after `stop()` nothing more is claimed, and jobs whose claim was in flight then are handed
- *   straight back.
+ *   straight back;
+ * - it claims only the kind versions its handlers run (claim's `kinds`): a job of another kind
+ *   or version waits for a worker that runs it, rather than failing here (maintenance ends it
+ *   `dead` after the grace period if none comes). A worker without handlers claims nothing.
  */
 import type { Logger } from 'pino';
-import { claim, ClaimOptionsCache, type ClaimedJob } from '../db/queue/index.ts';
+import { claim, ClaimOptionsCache, type ClaimedJob, type ClaimOptions } from '../db/queue/index.ts';
 import type { Db } from '../db/client.ts';
 import { Attempt, leaseDeadlineFrom } from './attempt.ts';
 import { claimWithoutReadyGuard, type Failpoints } from './failpoints.ts';
@@ -20,8 +23,26 @@ import type { HandlerRegistry } from './handler.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { backoff, sleep } from './timing.ts';
 
+/**
+ * The queues a worker serves when it is given none: its handlers' default queues, and
+ * `default` (where a job goes when its producer names no queue). The claim takes only the
+ * handlers' kinds, so serving `default` too never takes another kind's job.
+ */
+export function handlerQueues(registry: HandlerRegistry): string[] {
+  return [...new Set(['default', ...registry.registrations().map((r) => r.defaultQueue)])].sort();
+}
+
+/** The claim's `kinds` for a registry's handlers (undefined when it has none). */
+export function claimKinds(registry: HandlerRegistry): ClaimOptions['kinds'] {
+  const versions = new Map<string, number[]>();
+  for (const r of registry.registrations()) versions.set(r.kind, [...(versions.get(r.kind) ?? []), r.version]);
+  if (versions.size === 0) return undefined;
+  return [...versions].map(([kind, v]) => ({ kind, versions: v }));
+}
+
 export interface ProducerSettings {
   workerId: string;
+  /** The queues to serve; empty: the handlers' (handlerQueues). */
   queues: string[];
   concurrency: number;
   leaseSeconds: number;
@@ -48,6 +69,8 @@ export class Producer {
   readonly inFlight = new Set<Attempt>();
   /** This producer's own: its claims repeat the same options, parsed once. */
   private readonly claimOptions = new ClaimOptionsCache();
+  /** The kind versions claimed, made once (the cache compares them by identity). */
+  private readonly kinds: ClaimOptions['kinds'];
   private readonly controller = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wokenMeanwhile = false;
@@ -60,7 +83,9 @@ export class Producer {
   constructor(
     private readonly settings: ProducerSettings,
     private readonly deps: ProducerDeps,
-  ) {}
+  ) {
+    this.kinds = claimKinds(deps.registry);
+  }
 
   /** Starts the claim loop on `claimDb`: claims only, one at a time. */
   start(claimDb: Db): void {
@@ -121,7 +146,7 @@ export class Producer {
     let failures = 0;
     while (!signal.aborted) {
       const free = s.concurrency - this.inFlight.size;
-      if (free > 0) {
+      if (free > 0 && this.kinds) {
         const limit = Math.min(free, s.batchSize);
         let jobs: ClaimedJob[];
         // A wake-up from before this claim is answered by it; one that arrives while it runs
@@ -143,6 +168,7 @@ export class Producer {
                   limit,
                   leaseSeconds: s.leaseSeconds,
                   asyncCommit: s.asyncClaims,
+                  kinds: this.kinds,
                 },
                 this.claimOptions,
               );

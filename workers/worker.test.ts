@@ -216,20 +216,28 @@ describe('a worker', () => {
       const { id } = await enqueue(t.db, { queue, kind: 'noop' });
       await startWorker(queue, [noop], { asyncClaims }, db);
       await until('done', stateIs(id, 'done'));
-      expect([...names]).toEqual([asyncClaims ? 'leasehold_claim_one_queue_async' : 'leasehold_claim_one_queue']);
+      expect([...names]).toEqual([asyncClaims ? 'leasehold_claim_one_kind_async' : 'leasehold_claim_one_kind']);
     }
   });
 
-  it('ends an unknown kind dead as permanent after one attempt', async () => {
+  it('leaves jobs of a kind it has no handler for ready, with their ready rows, while it drains its own', async () => {
     const queue = uniqueQueue();
-    const { id } = await enqueue(t.db, { queue, kind: 'no.such.kind' });
-    await startWorker(queue, [noop]);
-    const job = await until('dead', stateIs(id, 'dead'));
-    expect(job).toMatchObject({ failureClass: 'permanent', attempts: 1 });
-    expect(job.lastError).toMatch(/unknown kind "no.such.kind": this worker runs noop/);
+    const other = await enqueue(t.db, { queue, kind: 'no.such.kind' });
+    const mine = await Promise.all(Array.from({ length: 5 }, () => enqueue(t.db, { queue, kind: 'noop' })));
+    const worker = await startWorker(queue, [noop]);
+    for (const job of mine) await until('done', stateIs(job.id, 'done'));
+    // Claims went on after its own were done (it polls), and still left the other kind alone.
+    const claimsSoFar = worker.health().lastClaimAt;
+    await until('another claim', async () => (worker.health().lastClaimAt !== claimsSoFar ? true : undefined));
+    expect(await getJob(t.db, other.id)).toMatchObject({ state: 'ready', attempts: 0, lastError: null });
+    const [row] = await run<{ n: number }>(
+      t.db,
+      sql`SELECT count(*)::int AS n FROM leasehold.ready_jobs WHERE id = ${other.id}::uuid`,
+    );
+    expect(row).toEqual({ n: 1 });
   });
 
-  it('ends an unsupported kind version and an invalid payload dead as permanent', async () => {
+  it('leaves a job of a kind version it does not run ready; an invalid payload still ends dead as permanent', async () => {
     const queue = uniqueQueue();
     const strict = defineHandler({
       kind: 'strict',
@@ -244,14 +252,41 @@ describe('a worker', () => {
       kindVersion: 3,
       payload: { orderId: crypto.randomUUID() },
     });
+    const v2 = await enqueue(t.db, {
+      queue,
+      kind: 'strict',
+      kindVersion: 2,
+      payload: { orderId: crypto.randomUUID() },
+    });
     const bad = await enqueue(t.db, { queue, kind: 'strict', payload: { orderId: 42 } });
     await startWorker(queue, [strict]);
-    expect((await until('dead', stateIs(v3.id, 'dead'))).lastError).toMatch(
-      /version 3 is not supported \(this worker supports 1, 2\)/,
-    );
+    await until('v2 done', stateIs(v2.id, 'done'));
     const invalid = await until('dead', stateIs(bad.id, 'dead'));
     expect(invalid).toMatchObject({ failureClass: 'permanent', attempts: 1 });
     expect(invalid.lastError).toMatch(/invalid payload for strict v1/);
+    expect(await getJob(t.db, v3.id)).toMatchObject({ state: 'ready', attempts: 0 });
+  });
+
+  it("given no queues, serves its handlers' default queues and default", async () => {
+    const mailQueue = uniqueQueue('mail');
+    const mail = defineHandler({ ...noop, kind: 'mail.send', defaultQueue: mailQueue } as Handler);
+    const inMail = await enqueue(t.db, { queue: mailQueue, kind: 'mail.send' });
+    const inDefault = await enqueue(t.db, { queue: 'default', kind: 'mail.send' });
+    const worker = new Worker(settings('unused', { queues: [] }), {
+      db: t.db,
+      databaseUrl: t.url,
+      registry: new HandlerRegistry([mail]),
+      logger: pino({ level: 'silent' }),
+    });
+    workers.push(worker);
+    await worker.start();
+    await until('mail done', stateIs(inMail.id, 'done'));
+    await until('default done', stateIs(inDefault.id, 'done'));
+    const [entry] = await run<{ queues: string[] }>(
+      t.db,
+      sql`SELECT queues FROM leasehold.workers WHERE id = ${worker.health().workerId as string}`,
+    );
+    expect(entry!.queues).toEqual(['default', mailQueue].sort());
   });
 
   it('maps typed errors to failure classes: rate limited honours Retry-After, permanent is dead', async () => {

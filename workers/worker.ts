@@ -32,7 +32,7 @@ import { LeaseKeeper } from './lease-keeper.ts';
 import { WakeListener } from './listener.ts';
 import { Maintenance, type MaintenanceRounds } from './maintenance.ts';
 import type { WorkerMetrics } from './metrics.ts';
-import { Producer, type ProducerSettings } from './producer.ts';
+import { handlerQueues, Producer, type ProducerSettings } from './producer.ts';
 import { isRetryableDbError, retryWhileUnavailable, sleep } from './timing.ts';
 
 /** A worker's settings: the producer's and the completer's, and these. */
@@ -126,7 +126,9 @@ export class Worker {
     private readonly deps: WorkerDeps,
   ) {
     const { db, logger, metrics, failpoints, registry, events } = deps;
-    const s = settings;
+    // No queues given: the handlers' (their default queues and `default`).
+    if (settings.queues.length === 0) this.settings = { ...settings, queues: handlerQueues(registry) };
+    const s = this.settings;
     this.completer = new Completer(s, { db, logger, metrics, failpoints, events });
     this.attemptDeps = { db, registry, leaseSeconds: s.leaseSeconds, metrics, failpoints };
     this.producer = new Producer(s, {

@@ -30,6 +30,8 @@ declare -A TRUNCATE=(
   [v0]='TRUNCATE jobs, job_attempts'
   [v1]='TRUNCATE leasehold.jobs, leasehold.ready_jobs, leasehold.leases, leasehold.finished_rollup, leasehold.job_attempts'
 )
+# OLD_SCHEMA=leasehold: the old commit is schema v1 too (its tables in schema leasehold).
+if [ "${OLD_SCHEMA:-public}" = leasehold ]; then JOBS_TABLE[v0]=${JOBS_TABLE[v1]} TRUNCATE[v0]=${TRUNCATE[v1]}; fi
 
 log() { echo "[probes] $*" >&2; }
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$1" -c "$2" 2>>"$OUT/errors.log" || { tail -3 "$OUT/errors.log" >&2; return 1; }; }
@@ -72,18 +74,20 @@ session_head() {
   echo 'SELECT pg_backend_pid() AS pid \gset'
   echo '\setenv PID :pid'
 }
+# The claim's parameters after the first five (a claim by kind: its kind and version).
+claim_args() { cat "$OUT/sql/$1/claim-args.txt" 2>/dev/null || true; }
 token() { printf '%08x-0000-4000-8000-%012x' "$1" "$2"; }
 
-# Drain session $2 of layout $1: $3 pairs of claim(1000) + acknowledgement.
+# Drain session $2 of layout $1: $3 pairs of claim($4, default 1000) + acknowledgement.
 drain_sql() {
-  local layout=$1 s=$2 pairs=$3 p tok
+  local layout=$1 s=$2 pairs=$3 limit=${4:-1000} p tok
   session_head "$layout"
   stamp "$WORK/drain.$s.0"
   for p in $(seq 1 "$pairs"); do
     tok=$(token "$s" "$p")
     # The claim's own share (the stamps cost the backend nothing: it waits meanwhile).
     stamp "$WORK/claim.$s-$p.0"
-    echo "EXECUTE claimids('bench', 1000, '$tok', 30, 'probe-host:1234:session-$s') \\gset"
+    echo "EXECUTE claimids('bench', $limit, '$tok', 30, 'probe-host:1234:session-$s'$(claim_args "$layout")) \\gset"
     stamp "$WORK/claim.$s-$p.1"
     echo "EXECUTE ack(:'ids', '$tok') \\gset"
     echo '\echo lost :lost'
@@ -99,7 +103,7 @@ heartbeat_sql() {
   local layout=$1 step=$2 tok i
   tok=$(token "$3" 1)
   session_head "$layout"
-  echo "EXECUTE claimids('bench', 1000, '$tok', 30, 'probe-host:1234:heartbeat') \\gset"
+  echo "EXECUTE claimids('bench', 1000, '$tok', 30, 'probe-host:1234:heartbeat'$(claim_args "$layout")) \\gset"
   echo "SELECT array_fill('$tok'::uuid, ARRAY[1000])::text AS toks \\gset"
   echo "\\o $4"
   echo '\set lease 60'
@@ -206,7 +210,7 @@ run_one() {
   q "$db" 'VACUUM ANALYZE' # as a drained table would be; hint bits and statistics set outside the window
 
   if [ "$r" = 1 ] && [ "$sessions" = 1 ]; then
-    { session_head "$layout"; echo "EXPLAIN (COSTS OFF) EXECUTE claimids('bench', 1000, '$(token 0 0)', 30, 'probe');"; \
+    { session_head "$layout"; echo "EXPLAIN (COSTS OFF) EXECUTE claimids('bench', 1000, '$(token 0 0)', 30, 'probe'$(claim_args "$layout"));"; \
       echo "EXPLAIN (COSTS OFF) EXECUTE ack('{}', '$(token 0 0)');"; } >"$WORK/plan.sql"
     psql -X -q -d "$db" -f "$WORK/plan.sql" >"$OUT/plans/$layout.txt"
   fi
@@ -231,6 +235,18 @@ run_one() {
   rm -f "$WORK"/drain.* "$WORK"/claim.*
 
   [ "$sessions" = 1 ] || return 0
+  # Pickup: 200 claims of one job, each acknowledged (a worker at low load starts jobs so), one
+  # session (numbered 9 for its tokens).
+  drain_sql "$layout" 9 200 1 >"$WORK/pickup.sql"
+  l0=$(lsn)
+  psql -X -q -d "$db" -f "$WORK/pickup.sql" >"$WORK/pickup.out" 2>&1
+  l1=$(lsn)
+  lost=$(awk '/^lost/ { n += $2 } !/^lost/ { bad = 1; print > "/dev/stderr" } END { print bad ? -1 : n }' "$WORK/pickup.out")
+  [ "$lost" = 0 ] || { log "$tag: the pickup did not complete every job (lost $lost)"; exit 1; }
+  record "$layout" "$sessions" "$r" pickup 200 \
+    "$(cpu_of "$WORK"/drain.9.[01]) $(q postgres "SELECT pg_wal_lsn_diff('$l1', '$l0')::bigint") $(wal_detail "$layout" "$tag-pickup" "$l0" "$l1" 200)"
+  rm -f "$WORK"/drain.* "$WORK"/claim.*
+
   # Heartbeats of 1,000 running jobs, three in a row; then the same while another session of
   # the database holds a transaction open that has an xid (an application's, a report's): the
   # versions the heartbeats leave behind can then not be pruned, so what a page holds is what
@@ -247,13 +263,13 @@ run_one() {
   wait "$holder" || true
 
   # The VACUUM a drain leaves to do (dead versions, dead ready rows and leases, index entries),
-  # per drained job (the 22,000 jobs above).
+  # per drained job (the 22,200 jobs above).
   { session_head "$layout"; stamp "$WORK/vac.0"; echo 'VACUUM;'; stamp "$WORK/vac.1"; } >"$WORK/vac.sql"
   l0=$(lsn)
   psql -X -q -d "$db" -f "$WORK/vac.sql" >/dev/null
   l1=$(lsn)
-  record "$layout" "$sessions" "$r" vacuum $((PAIRS * 1000 + 2000)) \
-    "$(cpu_of "$WORK"/vac.[01]) $(q postgres "SELECT pg_wal_lsn_diff('$l1', '$l0')::bigint") $(wal_detail "$layout" "$tag-vacuum" "$l0" "$l1" $((PAIRS * 1000 + 2000)))"
+  record "$layout" "$sessions" "$r" vacuum $((PAIRS * 1000 + 2200)) \
+    "$(cpu_of "$WORK"/vac.[01]) $(q postgres "SELECT pg_wal_lsn_diff('$l1', '$l0')::bigint") $(wal_detail "$layout" "$tag-vacuum" "$l0" "$l1" $((PAIRS * 1000 + 2200)))"
 }
 
 for r in $(seq 1 "$REPEATS"); do

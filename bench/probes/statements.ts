@@ -80,9 +80,17 @@ function replaceOnce(text: string, from: string | RegExp, to: string, what: stri
 const TOKEN = '00000000-0000-4000-8000-000000000001';
 const ID = '00000000-0000-7000-8000-000000000001';
 
-// The claim: one queue, 1,000 jobs, a 30 s lease (the probes pass their own values).
-const claimed = recorder(() => []);
-await queue.claim(claimed.executor, { queues: ['bench'], workerId: 'probe', limit: 1000, leaseSeconds: 30 });
+// The claim: one queue, 1,000 jobs, a 30 s lease (the probes pass their own values), of the
+// probe's kind as a worker claims it where the tree claims by kind (a tree without `kinds`
+// refuses the option: then as before).
+let claimed = recorder(() => []);
+const claimOptions = { queues: ['bench'], workerId: 'probe', limit: 1000, leaseSeconds: 30 };
+try {
+  await queue.claim(claimed.executor, { ...claimOptions, kinds: [{ kind: 'bench.noop', versions: [1] }] });
+} catch {
+  claimed = recorder(() => []);
+  await queue.claim(claimed.executor, claimOptions);
+}
 const claimSent = only(claimed.sent, 'claim');
 // Old layout: `WITH candidate AS (…) UPDATE … RETURNING …`; new: `… claimed AS (UPDATE …) … SELECT * FROM claimed`.
 const claimIds = claimSent.text.includes('SELECT * FROM claimed')
@@ -133,6 +141,14 @@ mkdirSync(values.out, { recursive: true });
 writeFileSync(
   path.join(values.out, 'prepare.sql'),
   [`PREPARE claimids AS ${claimIds};`, `PREPARE ack AS ${ackCount};`, `PREPARE hb AS ${hbSent.text};`, ''].join('\n'),
+);
+// The claim's parameters after the five the probes pass (by kind: the kind and its version).
+writeFileSync(
+  path.join(values.out, 'claim-args.txt'),
+  claimSent.values
+    .slice(5)
+    .map((v) => `, ${literal(v)}`)
+    .join(''),
 );
 writeFileSync(path.join(values.out, 'heartbeat.sql'), execute(hbSent, 'hb', hbArgs, ' \\g /dev/null'));
 writeFileSync(

@@ -89,6 +89,7 @@ const steps: [string, string, number | undefined][] = [
   ['claims', 'of which the claims, 1 session', 1],
   ['drain', 'drain, 4 sessions at once (×5 each)', 4],
   ['claims', 'of which the claims, 4 sessions', 4],
+  ['pickup', 'pickup, 1 session (claim 1 + ack, ×200)', 1],
   ['enqueue', 'bulk enqueue, 100,000 in one statement', undefined],
   ['heartbeat1', 'heartbeat of 1,000 running jobs (1st)', 1],
   ['heartbeat2', 'heartbeat (2nd in a row)', 1],

@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { run, toDate, type Executor, type PgTimestamp } from '../queue/executor.ts';
-import { listWorkers } from '../queue/worker-registry.ts';
+import { LIVE_WORKER_SECONDS, listWorkers } from '../queue/worker-registry.ts';
 import { readyRowIn } from './sub-states.ts';
 
 export interface QueueBacklog {
@@ -23,6 +23,11 @@ export interface QueueBacklog {
   doneLastHour: number;
   /** Age of the oldest due ready job, in seconds (queue lag); null when none is due. */
   oldestReadyAgeSeconds: number | null;
+  /**
+   * Ready, scheduled and retrying jobs whose kind version no live worker runs: they wait for
+   * one (a worker claims only its handlers' kind versions) and end `dead` after the grace.
+   */
+  waitingForKind: number;
 }
 
 export interface Overview {
@@ -37,6 +42,8 @@ export interface Overview {
   /** Per minute over the last hour: attempts completed and failed (including lost leases). */
   throughput: { minute: Date; completed: number; failed: number }[];
   workers: Awaited<ReturnType<typeof listWorkers>>;
+  /** Of all queues: jobs waiting for a kind version no live worker runs (QueueBacklog.waitingForKind). */
+  waitingForKind: number;
 }
 
 const emptyBacklog = (queue: string): QueueBacklog => ({
@@ -51,6 +58,7 @@ const emptyBacklog = (queue: string): QueueBacklog => ({
   cancelled: 0,
   doneLastHour: 0,
   oldestReadyAgeSeconds: null,
+  waitingForKind: 0,
 });
 
 export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
@@ -58,15 +66,30 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
   // class indexes and the rollup: no index on the jobs names their state
   // (docs/design/schema-v1.md).
   const [ready, running, terminal, done, paused] = await Promise.all([
-    run<{ queue: string; ready: number; scheduled: number; retrying: number; oldest: number | null }>(
+    run<{
+      queue: string;
+      ready: number;
+      scheduled: number;
+      retrying: number;
+      oldest: number | null;
+      waiting_for_kind: number;
+    }>(
       executor,
+      // The kind versions live workers run are few: a hash of them, not a lookup per ready row.
       sql`
+      WITH live AS (
+        SELECT DISTINCT wk.kind, wk.version FROM leasehold.worker_kinds wk
+        JOIN leasehold.workers w ON w.id = wk.worker_id
+        WHERE w.last_seen_at >= now() - make_interval(secs => ${LIVE_WORKER_SECONDS})
+      )
       SELECT queue,
              count(*) FILTER (WHERE ${readyRowIn('ready')})::int AS ready,
              count(*) FILTER (WHERE ${readyRowIn('scheduled')})::int AS scheduled,
              count(*) FILTER (WHERE ${readyRowIn('retrying')})::int AS retrying,
-             extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8 AS oldest
-      FROM leasehold.ready_jobs GROUP BY queue`,
+             extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8 AS oldest,
+             count(*) FILTER (WHERE l.kind IS NULL)::int AS waiting_for_kind
+      FROM leasehold.ready_jobs r LEFT JOIN live l ON l.kind = r.kind AND l.version = r.kind_version
+      GROUP BY queue`,
     ),
     run<{ queue: string; running: number; lease_expired: number }>(
       executor,
@@ -109,6 +132,7 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
     entry.scheduled = r.scheduled;
     entry.retrying = r.retrying;
     entry.oldestReadyAgeSeconds = r.oldest === null ? null : Math.max(0, r.oldest);
+    entry.waitingForKind = r.waiting_for_kind;
   }
   for (const r of running) {
     const entry = get(r.queue);
@@ -162,9 +186,18 @@ export async function overview(executor: Executor): Promise<Overview> {
     failureClassesSince(executor, '1 hour'),
     failureClassesSince(executor, '1 day'),
     throughputLastHour(executor),
-    listWorkers(executor, 60),
+    listWorkers(executor, LIVE_WORKER_SECONDS),
   ]);
-  return { generatedAt: new Date(), queues, attempts, failureClasses: { lastHour, lastDay }, throughput, workers };
+  const waitingForKind = queues.reduce((n, q) => n + q.waitingForKind, 0);
+  return {
+    generatedAt: new Date(),
+    queues,
+    attempts,
+    failureClasses: { lastHour, lastDay },
+    throughput,
+    workers,
+    waitingForKind,
+  };
 }
 
 export async function failureClassesSince(executor: Executor, window: '1 hour' | '1 day') {

@@ -499,3 +499,170 @@ describe('claim cost with many scheduled jobs', () => {
     }
   });
 });
+
+describe('claim by kind', () => {
+  const readyOf = async (queue: string) =>
+    run<{ kind: string; kind_version: number; n: number }>(
+      t.db,
+      sql`SELECT r.kind, r.kind_version, count(*)::int AS n FROM leasehold.ready_jobs r JOIN leasehold.jobs j ON j.id = r.id
+          WHERE r.queue = ${queue} AND j.state = 'ready' GROUP BY 1, 2 ORDER BY 1, 2`,
+    );
+
+  it('takes only the kind versions asked for; other kinds and versions stay ready with their ready rows', async () => {
+    const queue = uniqueQueue('bykind');
+    await enqueueMany(t.db, [
+      ...Array.from({ length: 3 }, () => ({ queue, kind: 'a' })),
+      ...Array.from({ length: 2 }, () => ({ queue, kind: 'b' })),
+      ...Array.from({ length: 2 }, () => ({ queue, kind: 'a', kindVersion: 3 })),
+    ]);
+    const onlyA1 = await claim(t.db, {
+      queues: [queue],
+      workerId: 'w',
+      limit: 10,
+      kinds: [{ kind: 'a', versions: [1, 2] }],
+    });
+    expect(onlyA1.map((j) => [j.kind, j.kindVersion])).toEqual([
+      ['a', 1],
+      ['a', 1],
+      ['a', 1],
+    ]);
+    expect(await readyOf(queue)).toEqual([
+      { kind: 'a', kind_version: 3, n: 2 },
+      { kind: 'b', kind_version: 1, n: 2 },
+    ]);
+    const rest = await claim(t.db, {
+      queues: [queue],
+      workerId: 'w',
+      limit: 10,
+      kinds: [
+        { kind: 'a', versions: [3] },
+        { kind: 'b', versions: [1] },
+      ],
+    });
+    expect(rest.map((j) => `${j.kind}@${j.kindVersion}`).sort()).toEqual(['a@3', 'a@3', 'b@1', 'b@1']);
+    expect(await readyOf(queue)).toEqual([]);
+  });
+
+  it('across kinds and queues, takes the first jobs of the shared aging order, and no more', async () => {
+    const [q1, q2] = [uniqueQueue('arms'), uniqueQueue('arms')];
+    // Priorities put them in an order that differs from enqueue order and from kind order.
+    const specs = [
+      { queue: q1, kind: 'a', priority: 1 },
+      { queue: q2, kind: 'b', priority: 5 },
+      { queue: q1, kind: 'b', priority: 3 },
+      { queue: q2, kind: 'a', priority: 4 },
+      { queue: q1, kind: 'a', priority: 2 },
+      { queue: q1, kind: 'c', priority: 9 },
+    ];
+    const jobs = await enqueueMany(t.db, specs);
+    const byPriority = specs
+      .map((s, i) => ({ ...s, id: jobs[i]!.id }))
+      .filter((s) => s.kind !== 'c')
+      .sort((x, y) => y.priority - x.priority);
+    const options = {
+      queues: [q1, q2],
+      workerId: 'w',
+      kinds: [
+        { kind: 'a', versions: [1] },
+        { kind: 'b', versions: [1] },
+      ],
+    };
+    const first = await claim(t.db, { ...options, limit: 3 });
+    expect(first.map((j) => j.id).sort()).toEqual(
+      byPriority
+        .slice(0, 3)
+        .map((s) => s.id)
+        .sort(),
+    );
+    const second = await claim(t.db, { ...options, limit: 3 });
+    expect(second.map((j) => j.id).sort()).toEqual(
+      byPriority
+        .slice(3)
+        .map((s) => s.id)
+        .sort(),
+    );
+    expect((await readyOf(q1)).map((r) => r.kind)).toEqual(['c']);
+  });
+
+  it('refuses an empty kinds list and more queue × kind version pairs than it walks', async () => {
+    await expect(claim(t.db, { queues: ['q'], workerId: 'w', kinds: [] })).rejects.toThrow(/kinds/);
+    const kinds = Array.from({ length: 501 }, (_, i) => ({ kind: `k${i}`, versions: [1] }));
+    await expect(claim(t.db, { queues: ['q1', 'q2'], workerId: 'w', kinds })).rejects.toThrow(
+      /2 queues × 501 kind versions is 1002 pairs; at most 1000/,
+    );
+  });
+
+  describe('a backlog of 100,000 jobs of a kind no worker runs, ahead of the known ones', () => {
+    type Node = {
+      'Node Type': string;
+      'Relation Name'?: string;
+      'Actual Rows'?: number;
+      'Actual Loops'?: number;
+      'Rows Removed by Filter'?: number;
+      Plans?: Node[];
+    };
+    const flatten = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
+
+    it.each([
+      ['one kind', [{ kind: 'known', versions: [1] }]],
+      [
+        'several kinds',
+        [
+          { kind: 'known', versions: [1, 2] },
+          { kind: 'other', versions: [1] },
+        ],
+      ],
+    ])(
+      'still claims the known jobs, reading only them (%s)',
+      async (_, kinds) => {
+        const queue = uniqueQueue('backlog');
+        await run(
+          t.db,
+          sql`INSERT INTO leasehold.jobs (id, queue, kind, run_at, claim_at)
+            SELECT gen_random_uuid(), ${queue}, 'unknown', now() - interval '1 hour', now() - interval '1 hour'
+            FROM generate_series(1, 100000) g`,
+        );
+        await enqueueMany(
+          t.db,
+          Array.from({ length: 10 }, () => ({ queue, kind: 'known' })),
+        );
+        await run(t.db, sql`ANALYZE leasehold.ready_jobs`);
+        const options = { queues: [queue], workerId: 'w', limit: 10, kinds };
+        const client = await t.pool.connect();
+        try {
+          // As the worker runs it: prepared, on its generic plan.
+          await client.query('BEGIN');
+          await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+          const { sql: text, params } = new PgDialect().sqlToQuery(claimStatement(options));
+          const started = performance.now();
+          const result = await client.query({
+            name: `backlog_claim_${kinds.length}`,
+            text: `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`,
+            values: params,
+          });
+          const ms = performance.now() - started;
+          await client.query('ROLLBACK');
+          const scans = flatten(result.rows[0]['QUERY PLAN'][0].Plan).filter(
+            (n) => n['Relation Name'] === 'ready_jobs',
+          );
+          const read = scans.reduce(
+            (sum, n) => sum + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1),
+            0,
+          );
+          expect(scans.length).toBeGreaterThan(0);
+          // The 10 known jobs (twice with several kinds: the count pass and the locking pass), and
+          // the ready rows deleted by address; none of the 100,000.
+          expect(read).toBeLessThanOrEqual(40);
+          expect(ms).toBeLessThan(1000);
+        } finally {
+          client.release();
+        }
+        const got = await claim(t.db, options);
+        expect(got).toHaveLength(10);
+        expect(new Set(got.map((j) => j.kind))).toEqual(new Set(['known']));
+        expect(await readyOf(queue)).toEqual([{ kind: 'unknown', kind_version: 1, n: 100000 }]);
+      },
+      60_000,
+    );
+  });
+});

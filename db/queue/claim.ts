@@ -6,7 +6,10 @@
  *   `FOR UPDATE SKIP LOCKED` and the UPDATE only touches rows still `ready`;
  * - every claim is a new attempt (`attempts + 1`) with a fresh random lease token and a
  *   deadline in database time, committed before the handler starts;
- * - paused queues give nothing.
+ * - paused queues give nothing;
+ * - with `kinds` (a worker passes its handlers'), only jobs of those kind versions are taken:
+ *   a job of another kind or version stays `ready` for a worker that runs it, and the walk never
+ *   reads it (a backlog of such jobs ahead costs the claim nothing).
  *
  * The statement itself, and why it is shaped as it is (a CTE fence, a walk of the narrow
  * `ready_jobs` alone, rows taken by address, a HOT update of the jobs, one lease row per
@@ -29,10 +32,18 @@ import type { SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { autocommits, runText, sqlText, toDate, type Executor } from './executor.ts';
 import { mapClaimedJob, type ClaimColumnsRow, type ClaimedJob } from './job.ts';
-import { claimText } from './transitions.ts';
+import { LeaseholdInputError } from './errors.ts';
+import { claimText, type ClaimShape } from './transitions.ts';
 import { nameSchema, parseInput, textSchema } from './validate.ts';
 
 export const MAX_CLAIM_BATCH = 1000;
+/** Most (queue, kind version) pairs one claim walks: each is an index descent per claim. */
+export const MAX_CLAIM_ARMS = 1000;
+
+const claimKindSchema = z.strictObject({
+  kind: nameSchema,
+  versions: z.array(z.int().min(1).max(1_000_000)).min(1).max(1000),
+});
 
 const claimOptionsSchema = z.strictObject({
   queues: z.array(nameSchema).min(1).max(100),
@@ -45,6 +56,11 @@ const claimOptionsSchema = z.strictObject({
     .default(60),
   /** Commit without waiting for the WAL flush (docs/contract.md §4); ignored in the caller's transaction. */
   asyncCommit: z.boolean().default(false),
+  /**
+   * Only jobs of these kinds and versions (a worker's handlers). Without it, every kind of the
+   * queues (tests, tools): a worker must pass it, or it takes jobs it has no handler for.
+   */
+  kinds: z.array(claimKindSchema).min(1).max(10_000).optional(),
 });
 
 export type ClaimOptions = z.input<typeof claimOptionsSchema>;
@@ -83,20 +99,29 @@ export function claimStatement(options: ClaimOptions): SQL {
   return sqlText(text, params);
 }
 
-/** The texts and their statement names, by shape and by whether the commit waits for its flush. */
-const SHAPES = {
-  oneQueue: {
-    flush: { text: claimText('one', true), name: 'leasehold_claim_one_queue' },
-    noFlush: { text: claimText('one', false), name: 'leasehold_claim_one_queue_async' },
-  },
-  queues: {
-    flush: { text: claimText('many', true), name: 'leasehold_claim' },
-    noFlush: { text: claimText('many', false), name: 'leasehold_claim_async' },
-  },
+const NAMES: Record<ClaimShape, string> = {
+  one: 'leasehold_claim_one_queue',
+  many: 'leasehold_claim',
+  kind: 'leasehold_claim_one_kind',
+  kinds: 'leasehold_claim_kinds',
 };
 
+/** The texts and their statement names, by shape and by whether the commit waits for its flush. */
+const SHAPES = Object.fromEntries(
+  (Object.keys(NAMES) as ClaimShape[]).map((shape) => [
+    shape,
+    {
+      flush: { text: claimText(shape, true), name: NAMES[shape] },
+      noFlush: { text: claimText(shape, false), name: `${NAMES[shape]}_async` },
+    },
+  ]),
+) as Record<ClaimShape, Record<'flush' | 'noFlush', { text: string; name: string }>>;
+
 type ParsedClaimOptions = {
-  wanted: string[];
+  shape: ClaimShape;
+  /** The parameters before and after the four of every shape ($2–$5). */
+  head: unknown;
+  tail: unknown[];
   workerId: string;
   limit: number;
   leaseSeconds: number;
@@ -104,8 +129,38 @@ type ParsedClaimOptions = {
 };
 
 function parseClaimOptions(options: ClaimOptions): ParsedClaimOptions {
-  const { queues, workerId, limit, leaseSeconds, asyncCommit } = parseInput('claim', claimOptionsSchema, options);
-  return { wanted: [...new Set(queues)], workerId, limit, leaseSeconds, asyncCommit };
+  const { queues, workerId, limit, leaseSeconds, asyncCommit, kinds } = parseInput(
+    'claim',
+    claimOptionsSchema,
+    options,
+  );
+  const wanted = [...new Set(queues)];
+  const common = { workerId, limit, leaseSeconds, asyncCommit };
+  if (!kinds) {
+    const one = wanted.length === 1;
+    return { ...common, shape: one ? 'one' : 'many', head: one ? wanted[0] : wanted, tail: [] };
+  }
+  // One arm per queue and kind version, in a stable order (the same options, the same text).
+  const pairs = new Map<string, { kind: string; version: number }>();
+  for (const { kind, versions } of kinds) {
+    for (const version of versions) pairs.set(`${kind}\u0000${version}`, { kind, version });
+  }
+  const arms = wanted.flatMap((queue) => [...pairs.values()].map((p) => ({ queue, ...p })));
+  if (arms.length > MAX_CLAIM_ARMS) {
+    throw new LeaseholdInputError('claim', [
+      `queues × kinds: ${wanted.length} queues × ${pairs.size} kind versions is ${arms.length} pairs; at most ${MAX_CLAIM_ARMS}`,
+    ]);
+  }
+  if (arms.length === 1) {
+    const [arm] = arms as [{ queue: string; kind: string; version: number }];
+    return { ...common, shape: 'kind', head: arm.queue, tail: [arm.kind, arm.version] };
+  }
+  return {
+    ...common,
+    shape: 'kinds',
+    head: arms.map((a) => a.queue),
+    tail: [arms.map((a) => a.kind), arms.map((a) => a.version)],
+  };
 }
 
 /**
@@ -129,6 +184,8 @@ export class ClaimOptionsCache {
       Array.isArray(options.queues) &&
       options.queues.length === last.given.queues.length &&
       options.queues.every((q, i) => q === last.given.queues[i]) &&
+      // By identity: a worker passes the same (unchanged) array every time.
+      options.kinds === last.given.kinds &&
       Object.keys(options).every((key) => Object.hasOwn(last.given, key))
     ) {
       return last.parsed;
@@ -148,14 +205,12 @@ function claimQuery(
   executor?: Executor,
   cache?: ClaimOptionsCache,
 ): { text: string; params: unknown[]; name: string; leaseToken: string; workerId: string } {
-  const { wanted, workerId, limit, leaseSeconds, asyncCommit } = cache
+  const { shape, head, tail, workerId, limit, leaseSeconds, asyncCommit } = cache
     ? cache.parse(options)
     : parseClaimOptions(options);
   const leaseToken = randomUUID();
-  const tail = [limit, leaseToken, leaseSeconds, workerId];
   // Only a statement that is its own transaction may decide how that transaction commits.
   const flush = !asyncCommit || (executor !== undefined && !autocommits(executor));
-  const one = wanted.length === 1;
-  const { text, name } = (one ? SHAPES.oneQueue : SHAPES.queues)[flush ? 'flush' : 'noFlush'];
-  return { text, params: [one ? wanted[0] : wanted, ...tail], name, leaseToken, workerId };
+  const { text, name } = SHAPES[shape][flush ? 'flush' : 'noFlush'];
+  return { text, params: [head, limit, leaseToken, leaseSeconds, workerId, ...tail], name, leaseToken, workerId };
 }

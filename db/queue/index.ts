@@ -25,7 +25,7 @@ export { DEFAULT_DEDUPE_WINDOW_SECONDS } from './enqueue-spec.ts';
 export type { EnqueueSpec } from './enqueue-spec.ts';
 export { WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake.ts';
 export type { EnqueueOptions } from './wake.ts';
-export { claim, ClaimOptionsCache, claimStatement, MAX_CLAIM_BATCH } from './claim.ts';
+export { claim, ClaimOptionsCache, claimStatement, MAX_CLAIM_ARMS, MAX_CLAIM_BATCH } from './claim.ts';
 export type { ClaimOptions } from './claim.ts';
 export {
   completeIfLeaseHeld,
@@ -37,8 +37,8 @@ export {
   MAX_ERROR_LENGTH,
 } from './settle.ts';
 export type { FailInput, FailOutcome, HeartbeatOutcome } from './settle.ts';
-export { reapExpiredLeases, reapStatement } from './reap.ts';
-export type { ReapOptions, ReapResult } from './reap.ts';
+export { reapExpiredLeases, reapStatement, deadIfKindUnrun, DEFAULT_UNKNOWN_KIND_GRACE_MS } from './reap.ts';
+export type { ReapOptions, ReapResult, UnrunKindOptions } from './reap.ts';
 export { decideRetry, backoffDelayMs, isRetryable, DEFAULT_RETRY_POLICY } from './retry-policy.ts';
 export type { RetryPolicy, RetryDecision, RetryInput } from './retry-policy.ts';
 export {
@@ -62,7 +62,14 @@ export type { RetentionOptions, RetentionResult } from './retention.ts';
 export { heartbeatManyIfLeaseHeld } from './settle.ts';
 export { findReceipt, recordReceipt, removeOldReceipts } from './receipts.ts';
 export type { Receipt } from './receipts.ts';
-export { registerWorker, touchWorker, deregisterWorker, removeStaleWorkers, listWorkers } from './worker-registry.ts';
+export {
+  registerWorker,
+  touchWorker,
+  deregisterWorker,
+  removeStaleWorkers,
+  listWorkers,
+  LIVE_WORKER_SECONDS,
+} from './worker-registry.ts';
 export type { WorkerInfo } from './worker-registry.ts';
 export { withMaintenanceLock } from './maintenance.ts';
 export {

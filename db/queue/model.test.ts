@@ -14,6 +14,7 @@ import {
   cancelIfUnchanged,
   claim,
   completeIfLeaseHeld,
+  deadIfKindUnrun,
   enqueue,
   failIfLeaseHeld,
   heartbeatIfLeaseHeld,
@@ -79,6 +80,7 @@ const MODEL_MOVES: Record<string, readonly (readonly [State, State])[]> = {
     ['ready', 'cancelled'],
     ['running', 'cancelled'],
   ],
+  unrunKind: [['ready', 'dead']],
 };
 const move = (from: string, to: string) => `${from} → ${to}`;
 
@@ -240,6 +242,22 @@ class Reap implements fc.AsyncCommand<Model, Real> {
   toString = () => 'reap';
 }
 
+/** The grace (0 here) has passed for kind `model`, which no live worker runs: due ready jobs die. */
+class UnrunKind implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(m: Model) {
+    const { dead } = await deadIfKindUnrun(t.db, { graceMs: 0, limit: 10_000 });
+    const ended = new Set(dead);
+    for (const job of m.jobs) {
+      const expected = job.state === 'ready' && job.due;
+      if (expected !== ended.has(job.id)) fail(`unrun kind: job ${job.id} ${expected ? 'not ended' : 'ended'}`);
+      if (expected) Object.assign(job, { state: 'dead', token: null });
+    }
+    await compare(m);
+  }
+  toString = () => 'unrunKind';
+}
+
 class Retry implements fc.AsyncCommand<Model, Real> {
   constructor(readonly pick: number) {}
   check = (m: Readonly<Model>) => m.jobs.length > 0;
@@ -284,6 +302,7 @@ const commands = [
   fc.nat().map((i) => new Heartbeat(i)),
   fc.nat().map((i) => new TimePasses(i)),
   fc.constant(new Reap()),
+  fc.constant(new UnrunKind()),
   fc.nat().map((i) => new Retry(i)),
   fc.tuple(fc.nat(), fc.option(fc.nat(), { nil: null })).map(([i, l]) => new Cancel(i, l)),
 ];

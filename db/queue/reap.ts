@@ -16,8 +16,9 @@ import type { SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { run, type Executor } from './executor.ts';
 import { DEFAULT_RETRY_POLICY } from './retry-policy.ts';
-import { reapStatement as reapStatementText } from './transitions.ts';
+import { deadIfKindUnrunStatement, reapStatement as reapStatementText } from './transitions.ts';
 import { parseInput } from './validate.ts';
+import { LIVE_WORKER_SECONDS } from './worker-registry.ts';
 
 const reapOptionsSchema = z.strictObject({
   limit: z.int().min(1).max(10_000).default(500),
@@ -52,4 +53,34 @@ export async function reapExpiredLeases(executor: Executor, options: ReapOptions
 export function reapStatement(options: ReapOptions = {}): SQL {
   const { limit, leaseExpiredDelayMs } = parseInput('reap', reapOptionsSchema, options);
   return reapStatementText(limit, leaseExpiredDelayMs / 1000);
+}
+
+const unrunOptionsSchema = z.strictObject({
+  /** How long a due job waits for a live worker that runs its kind version. */
+  graceMs: z
+    .number()
+    .min(0)
+    .max(365 * 86_400_000),
+  /** A worker is live while its registry entry was refreshed this recently. */
+  liveSeconds: z.number().min(1).max(86_400).default(LIVE_WORKER_SECONDS),
+  limit: z.int().min(1).max(10_000).default(1000),
+});
+
+export type UnrunKindOptions = z.input<typeof unrunOptionsSchema>;
+
+/** The default grace before a job of a kind version no live worker runs ends `dead`. */
+export const DEFAULT_UNKNOWN_KIND_GRACE_MS = 24 * 3600 * 1000;
+
+/**
+ * Ends `dead` (class `permanent`, with a sentence saying why) up to `limit` ready jobs whose
+ * kind version no live worker has run for `graceMs` (the statement: transitions.ts). Until
+ * then such a job waits: a worker claims only the kind versions it runs. Returns their ids.
+ */
+export async function deadIfKindUnrun(executor: Executor, options: UnrunKindOptions): Promise<{ dead: string[] }> {
+  const { graceMs, liveSeconds, limit } = parseInput('deadIfKindUnrun', unrunOptionsSchema, options);
+  const rows = await run<{ id: string }>(
+    executor,
+    deadIfKindUnrunStatement({ graceSeconds: graceMs / 1000, liveSeconds, limit }),
+  );
+  return { dead: rows.map((r) => r.id) };
 }

@@ -49,6 +49,7 @@ export const EDGES: readonly Edge[] = [
   { from: 'running', to: 'ready', by: 'releaseIfLeaseHeld (graceful shutdown, attempt not charged)' },
   { from: 'running', to: 'ready', by: 'reapExpiredLeases (lease_until <= now(), attempts left)' },
   { from: 'running', to: 'dead', by: 'reapExpiredLeases (no attempts left, or max age)' },
+  { from: 'ready', to: 'dead', by: 'deadIfKindUnrun (no live worker ran its kind version for the grace period)' },
   { from: 'running', to: 'cancelled', by: 'cancelIfUnchanged (operator, with the token they saw)' },
   { from: 'ready', to: 'cancelled', by: 'cancelIfUnchanged (operator)' },
   { from: 'dead', to: 'ready', by: 'retryIfTerminal (operator)' },
@@ -117,20 +118,29 @@ function rollup(finished: string): string {
 // ready → running: the claim
 
 /**
- * The claim ($1 the queue or queues, $2 the limit, $3 token, $4 lease seconds, $5 worker id).
+ * The claim ($1 the queue or queues, $2 the limit, $3 token, $4 lease seconds, $5 worker id;
+ * by kind also $6 the kind or kinds and $7 the version or versions).
  *
  * Why the CTEs: the locking SELECT with its LIMIT must run before the writes and by itself;
  * a CTE that locks rows is materialised once, so it is a fence (as `IN (SELECT … LIMIT n)` the
  * planner may re-evaluate it and take more rows than asked for).
  *
- * The walk is over `ready_jobs` alone (queue, claim_at, id), so it reads O(limit) narrow
- * entries however many jobs wait or have finished; its rows are taken by address
- * (`ctid = ANY(ARRAY(…))`, a TID scan: they are locked by this statement, so their addresses
- * hold). The jobs are then found by primary key and updated only while `ready` and due: a
- * ready row left by a cancel or a move is deleted here and leases nothing. The UPDATE names no
- * indexed column, so each job's new version stays on its page (HOT) and writes no index entry.
- * The lease rows (one per queue of the batch) record the token, the jobs and the deadline for
- * the reaper.
+ * The walk is over `ready_jobs` alone, so it reads O(limit) narrow entries however many jobs
+ * wait or have finished; its rows are taken by address (`ctid = ANY(ARRAY(…))`, a TID scan:
+ * they are locked by this statement, so their addresses hold). The jobs are then found by
+ * primary key and updated only while `ready` and due: a ready row left by a cancel or a move is
+ * deleted here and leases nothing. The UPDATE names no indexed column, so each job's new
+ * version stays on its page (HOT) and writes no index entry. The lease rows (one per queue of
+ * the batch) record the token, the jobs and the deadline for the reaper.
+ *
+ * Shapes: `one` and `many` take any kind of their queues, walking (queue, claim_at, id); `kind`
+ * and `kinds` take only the kind versions given (a worker's handlers), walking
+ * (kind, kind_version, queue, claim_at, id) one arm (queue, kind, version) at a time, so jobs
+ * of other kinds are never read, however many wait ahead of them (db/queue/claim.test.ts,
+ * "backlog"). With several arms, a first pass without locks finds how many of the `limit`
+ * first due jobs in the aging order each arm holds, and each arm then locks only that many
+ * (skipping rows other claims hold, walking on past them): a claim locks no more rows than it
+ * takes, where a LIMIT per arm would lock up to arms × limit (each lock a WAL record).
  *
  * Why `claim_at <= now()` as well as `run_at <= now()`: priorities are never negative, so a due
  * job always has claim_at <= run_at <= now(). The bound ends the index walk there.
@@ -138,9 +148,11 @@ function rollup(finished: string): string {
  * `flush = false` (the worker's `--async-claims`): the statement sets synchronous_commit off
  * for its own transaction as an initplan of the UPDATE (docs/contract.md §4).
  */
-export function claimText(queues: 'one' | 'many', flush: boolean): string {
+export type ClaimShape = 'one' | 'many' | 'kind' | 'kinds';
+
+export function claimText(shape: ClaimShape, flush: boolean): string {
   return `
-    WITH candidate AS (${queues === 'one' ? ONE_QUEUE : QUEUES}),
+    WITH ${CANDIDATES[shape]},
     taken AS (
       DELETE FROM leasehold.ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM candidate)) RETURNING r.id
     ),
@@ -177,11 +189,13 @@ export const CLAIM_LEASE_ROWS = `
       RETURNING 1
     )`;
 
+const DUE = 'r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()';
+
 const ONE_QUEUE = `
       SELECT r.ctid
       FROM leasehold.ready_jobs r
       WHERE r.queue = $1::text
-        AND r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()
+        AND ${DUE}
         AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = $1::text AND q.paused)
       ORDER BY r.claim_at, r.id
       LIMIT $2::int
@@ -198,13 +212,70 @@ const QUEUES = `
         SELECT r.ctid, r.id, r.claim_at
         FROM leasehold.ready_jobs r
         WHERE r.queue = wanted.name
-          AND r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()
+          AND ${DUE}
         ORDER BY r.claim_at, r.id
         LIMIT $2::int
         FOR UPDATE SKIP LOCKED
       ) c
       ORDER BY c.claim_at, c.id
       LIMIT $2::int`;
+
+// One queue, one kind version ($6, $7): a single walk of the kind index.
+const ONE_KIND = `
+      SELECT r.ctid
+      FROM leasehold.ready_jobs r
+      WHERE r.kind = $6::text AND r.kind_version = $7::int AND r.queue = $1::text
+        AND ${DUE}
+        AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = $1::text AND q.paused)
+      ORDER BY r.claim_at, r.id
+      LIMIT $2::int
+      FOR UPDATE SKIP LOCKED`;
+
+// Arms (queue $1[i], kind $6[i], version $7[i]): `share` counts, without locking, how many of
+// the first $2 due jobs in the aging order each arm holds; `candidate` locks that many per arm.
+const KINDS = `
+      arm AS (
+        SELECT a.i, a.queue, a.kind, a.version
+        FROM unnest($1::text[], $6::text[], $7::int[]) WITH ORDINALITY AS a(queue, kind, version, i)
+        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = a.queue AND q.paused)
+      ),
+      share AS (
+        SELECT f.i, count(*)::int AS n
+        FROM (
+          SELECT arm.i, p.claim_at, p.id FROM arm
+          CROSS JOIN LATERAL (
+            SELECT r.claim_at, r.id
+            FROM leasehold.ready_jobs r
+            WHERE r.kind = arm.kind AND r.kind_version = arm.version AND r.queue = arm.queue
+              AND ${DUE}
+            ORDER BY r.claim_at, r.id
+            LIMIT $2::int
+          ) p
+          ORDER BY p.claim_at, p.id
+          LIMIT $2::int
+        ) f
+        GROUP BY f.i
+      ),
+      candidate AS (
+        SELECT c.ctid FROM share s JOIN arm ON arm.i = s.i
+        CROSS JOIN LATERAL (
+          SELECT r.ctid
+          FROM leasehold.ready_jobs r
+          WHERE r.kind = arm.kind AND r.kind_version = arm.version AND r.queue = arm.queue
+            AND ${DUE}
+          ORDER BY r.claim_at, r.id
+          LIMIT s.n
+          FOR UPDATE SKIP LOCKED
+        ) c
+      )`;
+
+/** The CTEs up to and including `candidate` (the rows to take), by shape. */
+const CANDIDATES: Record<ClaimShape, string> = {
+  one: `candidate AS (${ONE_QUEUE})`,
+  many: `candidate AS (${QUEUES})`,
+  kind: `candidate AS (${ONE_KIND})`,
+  kinds: KINDS.trim(),
+};
 
 // ---------------------------------------------------------------------------------------------
 // running → done: the batch acknowledgement
@@ -378,6 +449,68 @@ export function reapStatement(limit: number, delaySeconds: number): SQL {
       RETURNING 1
     )
     SELECT id, state FROM settled`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ready → dead: jobs of a kind version no live worker runs, after the grace period
+
+/**
+ * Ends `dead` (class `permanent`) up to `limit` due ready jobs whose kind version no live
+ * worker has run for `graceSeconds`: no worker seen within `liveSeconds` has registered it
+ * (worker_kinds), and the job has been due, the kind version last seen live (kinds.live_at)
+ * and last registered (kinds.last_seen_at) all longer than the grace ago. A job of a kind that
+ * was never registered waits the grace from when it became due.
+ *
+ * First it records `live_at = now` on the kind versions live workers run (so a worker that
+ * dies starts the grace then, not at its start), taking those rows in registerKinds' order so
+ * the two never deadlock. Then, as the claim does, it locks the ready rows (SKIP LOCKED: a
+ * claim holding one is about to run it), deletes them and updates the jobs still ready and due
+ * (by primary key): a ready row before its job.
+ *
+ * Cost: a walk of every ready row not of a live kind version (the set is small, and the
+ * maintenance round that calls it runs once a minute).
+ */
+export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds: number; limit: number }): SQL {
+  const since = sql`(statement_timestamp() - make_interval(secs => ${p.graceSeconds}::float8))`;
+  return sql`
+    WITH live AS (
+      SELECT DISTINCT wk.kind, wk.version FROM leasehold.worker_kinds wk
+      JOIN leasehold.workers w ON w.id = wk.worker_id
+      WHERE w.last_seen_at >= statement_timestamp() - make_interval(secs => ${p.liveSeconds}::float8)
+    ),
+    seen AS (
+      UPDATE leasehold.kinds k SET live_at = statement_timestamp()
+      FROM (
+        SELECT k2.kind, k2.version FROM leasehold.kinds k2 JOIN live l ON l.kind = k2.kind AND l.version = k2.version
+        ORDER BY k2.kind COLLATE "C", k2.version
+        FOR UPDATE OF k2
+      ) s
+      WHERE k.kind = s.kind AND k.version = s.version
+      RETURNING 1
+    ),
+    unrun AS (
+      SELECT r.ctid FROM leasehold.ready_jobs r
+      LEFT JOIN leasehold.kinds k ON k.kind = r.kind AND k.version = r.kind_version
+      WHERE r.kind_version IS NOT NULL AND r.run_at <= ${since}
+        AND NOT EXISTS (SELECT 1 FROM live l WHERE l.kind = r.kind AND l.version = r.kind_version)
+        AND coalesce(greatest(k.live_at, k.last_seen_at) <= ${since}, true)
+      LIMIT ${p.limit}
+      FOR UPDATE OF r SKIP LOCKED
+    ),
+    gone AS (
+      DELETE FROM leasehold.ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM unrun)) RETURNING r.id
+    ),
+    settled AS (
+      UPDATE leasehold.jobs j SET
+        state = 'dead', failure_class = 'permanent',
+        last_error = format('no live worker ran kind %s version %s for the unknown-kind grace period (%s): '
+                            'start a worker with a handler for it, then retry the job', j.kind, j.kind_version,
+                            justify_interval(make_interval(secs => ${p.graceSeconds}::float8))),
+        finished_at = statement_timestamp(), updated_at = statement_timestamp()
+      WHERE j.id = ANY(ARRAY(SELECT id FROM gone)) AND j.state = 'ready' AND j.run_at <= ${since}
+      RETURNING j.id, j.queue, j.kind, j.state, j.attempts
+    ),${sql.raw(rollup('settled'))}
+    SELECT id FROM settled`;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,9 +2,17 @@
  * The worker registry: live worker processes, for operators and the dashboard. A worker
  * records itself at start, refreshes `last_seen_at` while it runs and removes itself on a
  * graceful stop; entries that stop refreshing (SIGKILL, lost host) are removed as stale.
+ *
+ * With its entry a worker records the kind versions it runs (`worker_kinds`, removed with the
+ * entry): "a live worker runs kind K version V" is such a row of a worker seen within
+ * LIVE_WORKER_SECONDS. The dashboard counts the ready jobs no live worker runs, and
+ * maintenance ends them `dead` after the grace period (deadIfKindUnrun, reap.ts).
  */
 import { sql } from 'drizzle-orm';
 import { run, toDate, type Executor, type PgTimestamp } from './executor.ts';
+
+/** A worker is live while its entry was refreshed this recently (it refreshes every 10 s). */
+export const LIVE_WORKER_SECONDS = 60;
 
 export interface WorkerInfo {
   id: string;
@@ -13,15 +21,30 @@ export interface WorkerInfo {
   queues: string[];
   concurrency: number;
   version?: string | null;
+  /** The kind versions it runs (its handlers'). */
+  kinds?: readonly { kind: string; version: number }[] | undefined;
 }
 
+/** Records (or re-records) the entry and exactly the kind versions given, in one statement. */
 export async function registerWorker(executor: Executor, info: WorkerInfo): Promise<void> {
+  const kinds = JSON.stringify((info.kinds ?? []).map((k) => ({ kind: k.kind, version: k.version })));
   await run(
     executor,
-    sql`INSERT INTO leasehold.workers (id, host, pid, queues, concurrency, version)
-        VALUES (${info.id}, ${info.host}, ${info.pid}, ${sql.param(info.queues)}::text[], ${info.concurrency}, ${info.version ?? null})
-        ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
-          concurrency = excluded.concurrency, version = excluded.version, last_seen_at = statement_timestamp()`,
+    sql`WITH entry AS (
+          INSERT INTO leasehold.workers (id, host, pid, queues, concurrency, version)
+          VALUES (${info.id}, ${info.host}, ${info.pid}, ${sql.param(info.queues)}::text[], ${info.concurrency}, ${info.version ?? null})
+          ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+            concurrency = excluded.concurrency, version = excluded.version, last_seen_at = statement_timestamp()
+          RETURNING id
+        ),
+        given AS (SELECT DISTINCT k.kind, k.version FROM jsonb_to_recordset(${kinds}::jsonb) AS k(kind text, version int)),
+        dropped AS (
+          DELETE FROM leasehold.worker_kinds wk WHERE wk.worker_id = ${info.id}
+            AND NOT EXISTS (SELECT 1 FROM given g WHERE g.kind = wk.kind AND g.version = wk.version)
+        )
+        INSERT INTO leasehold.worker_kinds (worker_id, kind, version)
+        SELECT e.id, g.kind, g.version FROM entry e, given g
+        ON CONFLICT DO NOTHING`,
   );
 }
 

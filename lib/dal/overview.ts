@@ -22,6 +22,7 @@ export async function getOverview(): Promise<OverviewDTO> {
       startedAt: w.startedAt.toISOString(),
       lastSeenAt: w.lastSeenAt.toISOString(),
     })),
+    waitingForKind: o.waitingForKind,
     can: { pause: permits(user, 'setQueuePaused') },
   };
 }
