@@ -8,7 +8,7 @@
  * with the install command.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { DASHBOARD_SOURCE_DIRS, DASHBOARD_SOURCE_FILES, buildIsStale } from '../scripts/build-state.ts';
@@ -115,6 +115,38 @@ function copySources(root: string, dir: string, version: string): void {
   );
 }
 
+/**
+ * Makes the copy resolve Leasehold's own dependencies, not the project's: the copy sits in the
+ * user's project, where `zod` may be the app's zod 3 while Leasehold's zod 4 is nested under
+ * node_modules/leasehold. For every dependency that resolves to another folder from the copy
+ * than from the package, the copy gets a node_modules link to the package's one (inside the
+ * project, so within Turbopack's root).
+ */
+function linkOwnDependencies(root: string, dir: string): string[] {
+  const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
+  const fromPackage = createRequire(path.join(root, 'package.json'));
+  const fromCopy = createRequire(path.join(dir, 'package.json'));
+  const folderOf = (require: NodeJS.Require, name: string): string | null => {
+    try {
+      return realpathSync(path.dirname(require.resolve(`${name}/package.json`)));
+    } catch {
+      return null;
+    }
+  };
+  const linked: string[] = [];
+  for (const name of Object.keys(manifest.dependencies ?? {})) {
+    const own = folderOf(fromPackage, name);
+    if (!own || folderOf(fromCopy, name) === own) continue;
+    const link = path.join(dir, 'node_modules', name);
+    mkdirSync(path.dirname(link), { recursive: true });
+    symlinkSync(own, link, 'dir');
+    linked.push(name);
+  }
+  return linked;
+}
+
 async function checkDatabase(url: string, migrate: boolean): Promise<void> {
   if (migrate) await migrateDatabase(url);
   const { db, close } = createDb(url, { max: 1, applicationName: 'leasehold-cli' });
@@ -174,6 +206,11 @@ export const dashboardCommand: Command = {
         );
         rmSync(path.join(dir, MARKER), { force: true });
         copySources(root, dir, context.version);
+        const linked = linkOwnDependencies(root, dir);
+        if (linked.length > 0)
+          console.error(
+            `leasehold dashboard: the build uses Leasehold's own ${linked.join(', ')} (your project has others)`,
+          );
         const build = spawnSync(process.execPath, [next, 'build'], {
           cwd: dir,
           env,

@@ -220,6 +220,7 @@ export function scratchDatabase(serverUrl: string, prefix: string): Promise<Scra
   return createScratchDatabase(serverUrl, prefix);
 }
 
+/** Polls `probe` until it returns something truthy (a row count of 0 is not), or throws. */
 export async function until<T>(
   what: string,
   probe: () => Promise<T | null | undefined>,
@@ -228,7 +229,7 @@ export async function until<T>(
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => null);
-    if (value !== null && value !== undefined && value !== false) return value;
+    if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
