@@ -21,6 +21,7 @@ export default defineConfig({
       'scripts/**/*.test.ts',
       'testing/**/*.test.ts',
       'cli/**/*.test.ts',
+      'demo/**/*.test.ts',
     ],
     // Type tests (`*.test-d.ts`, expectTypeOf) run under `tsc` with every `vitest run`.
     typecheck: { enabled: true, include: ['db/**/*.test-d.ts', 'workers/**/*.test-d.ts'] },

@@ -3,14 +3,19 @@
  * Each order is saved and its receipt job enqueued in the same transaction, so a receipt job
  * exists exactly when its order does. `--rate` paces orders per second; `--forever` keeps
  * going (the trickle that keeps the dashboard moving).
+ *
+ * It uses Leasehold as a service of one's own would: the `leasehold` package for the schema and
+ * enqueue, its own pg pool and Drizzle for its own table (scripts/database.ts only picks the
+ * database: DATABASE_URL, else the embedded development server).
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import { enqueue, migrateDatabase } from 'leasehold';
+import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
-import { createDb } from '../db/client.ts';
-import { migrateDatabase } from '../db/migrate.ts';
-import { enqueue } from '../db/queue/index.ts';
 import { databaseFromEnv } from '../scripts/database.ts';
+import { receiptJob } from './jobs.ts';
 import { DEMO_MIGRATE_OPTIONS } from './migrations.ts';
 import { orders } from './schema.ts';
 
@@ -33,7 +38,9 @@ if (!Number.isInteger(count) || count < 0 || count > 10_000_000 || (rate !== nul
 const database = await databaseFromEnv(process.env, { embedded: true });
 await migrateDatabase(database.url);
 await migrateDatabase(database.url, DEMO_MIGRATE_OPTIONS);
-const { db, close } = createDb(database.url, { max: 4, applicationName: 'leasehold-demo-orders' });
+const pool = new pg.Pool({ connectionString: database.url, max: 4, application_name: 'leasehold-demo-orders' });
+pool.on('error', () => {}); // an idle connection the server ended: the pool opens another
+const db = drizzle(pool);
 
 let stopped = false;
 process.on('SIGINT', () => (stopped = true));
@@ -47,12 +54,7 @@ while (!stopped && (values.forever || made < count)) {
   const email = `customer-${randomUUID().slice(0, 8)}@example.com`;
   await db.transaction(async (tx) => {
     await tx.insert(orders).values({ id: orderId, customerEmail: email, totalCents });
-    await enqueue(tx, {
-      queue: 'receipts',
-      kind: 'receipt.send',
-      payload: { orderId, email, totalCents },
-      idempotencyKey: `receipt:${orderId}`,
-    });
+    await enqueue(tx, receiptJob, { orderId, email, totalCents }, { idempotencyKey: `receipt:${orderId}` });
   });
   made += 1;
   if (rate) {
@@ -64,5 +66,5 @@ while (!stopped && (values.forever || made < count)) {
 console.log(
   JSON.stringify({ msg: 'orders saved with their receipt jobs', orders: made, seconds: (Date.now() - started) / 1000 }),
 );
-await close();
+await pool.end();
 await database.stop();

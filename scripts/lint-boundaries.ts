@@ -99,6 +99,16 @@ export const BOUNDARIES: Boundary[] = [
     maxDepth: 1,
   },
   {
+    // The demo is a user's code: Leasehold through the package's names (`leasehold`,
+    // `leasehold/worker`), never db/, workers/ or entry/ directly; scripts/ picks its database.
+    folder: 'demo',
+    may: ['scripts'],
+    testsMay: ['test'],
+    packages: [],
+    // demo/drizzle/meta/ holds the demo's migration journal.
+    maxDepth: 3,
+  },
+  {
     folder: 'entry',
     may: ['db', 'workers', 'testing'],
     packages: NOT_IN_WORKERS,

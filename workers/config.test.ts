@@ -66,6 +66,83 @@ describe('worker settings', () => {
     });
   });
 
+  it('serves metrics on 127.0.0.1 and /healthz on every interface unless told otherwise, neither by default', () => {
+    expect(parseWorkerConfig([], {})).toMatchObject({
+      metricsPort: 0,
+      metricsHost: '127.0.0.1',
+      healthPort: 0,
+      healthHost: '0.0.0.0',
+    });
+    expect(
+      parseWorkerConfig(['--health-port', '8081', '--metrics-host', '0.0.0.0'], {
+        LEASEHOLD_METRICS_PORT: '9464',
+        LEASEHOLD_HEALTH_HOST: '10.0.0.7',
+      }),
+    ).toMatchObject({ metricsPort: 9464, metricsHost: '0.0.0.0', healthPort: 8081, healthHost: '10.0.0.7' });
+    expect(parseWorkerConfig(['--health-host', '::', '--metrics-host', 'localhost'], {})).toMatchObject({
+      healthHost: '::',
+      metricsHost: 'localhost',
+    });
+  });
+
+  it('takes one port for /metrics and /healthz only with one host for both', () => {
+    expect(
+      parseWorkerConfig(['--health-port', '9464', '--metrics-port', '9464', '--health-host', '127.0.0.1'], {}),
+    ).toMatchObject({ healthPort: 9464, metricsPort: 9464, healthHost: '127.0.0.1', metricsHost: '127.0.0.1' });
+    const differing = () => parseWorkerConfig(['--health-port', '9464', '--metrics-port', '9464'], {});
+    expect(differing).toThrow(ConfigError);
+    expect(differing).toThrow(
+      /--health-port and --metrics-port are both 9464.*--health-host \(LEASEHOLD_HEALTH_HOST\) is 0\.0\.0\.0 and --metrics-host \(LEASEHOLD_METRICS_HOST\) 127\.0\.0\.1/,
+    );
+  });
+
+  it('bounds a stale claim loop at max(30 s, 5 polls) unless told, and above a poll and its jitter', () => {
+    expect(parseWorkerConfig([], {}).claimStaleMs).toBe(30_000);
+    expect(parseWorkerConfig(['--poll-ms', '10000'], {}).claimStaleMs).toBe(50_000);
+    expect(parseWorkerConfig([], { LEASEHOLD_CLAIM_STALE_MS: '4000' }).claimStaleMs).toBe(4000);
+    const tight = () => parseWorkerConfig(['--poll-ms', '5000', '--claim-stale-ms', '6000'], {});
+    expect(tight).toThrow(ConfigError);
+    expect(tight).toThrow(
+      '--claim-stale-ms (LEASEHOLD_CLAIM_STALE_MS) = 6000 must exceed --poll-ms × 1.2 (6000 ms: a poll may take that long)',
+    );
+  });
+
+  it('gives jobs of a kind no live worker runs 24 h before they end dead, unless told', () => {
+    expect(parseWorkerConfig([], {}).maintenance.unknownKindGraceMs).toBe(86_400_000);
+    expect(parseWorkerConfig(['--unknown-kind-grace-ms', '0'], {}).maintenance.unknownKindGraceMs).toBe(0);
+    expect(parseWorkerConfig([], { LEASEHOLD_UNKNOWN_KIND_GRACE_MS: '3600000' }).maintenance.unknownKindGraceMs).toBe(
+      3_600_000,
+    );
+  });
+
+  it.each([
+    [['--health-port', '70000'], /--health-port \(LEASEHOLD_HEALTH_PORT\) = "70000"/],
+    [['--health-port', 'http'], /--health-port \(LEASEHOLD_HEALTH_PORT\) = "http"/],
+    [['--health-host', 'every interface'], /--health-host \(LEASEHOLD_HEALTH_HOST\) = "every interface": not an IP/],
+    [['--metrics-host', 'http://0.0.0.0'], /--metrics-host \(LEASEHOLD_METRICS_HOST\) = "http:\/\/0.0.0.0": not an IP/],
+    [['--claim-stale-ms', 'soon'], /--claim-stale-ms \(LEASEHOLD_CLAIM_STALE_MS\) = "soon"/],
+    [['--claim-stale-ms', '50'], /--claim-stale-ms \(LEASEHOLD_CLAIM_STALE_MS\) = "50"/],
+    [['--unknown-kind-grace-ms=-1'], /--unknown-kind-grace-ms \(LEASEHOLD_UNKNOWN_KIND_GRACE_MS\) = "-1"/],
+    [['--unknown-kind-grace-ms', '1.5'], /--unknown-kind-grace-ms \(LEASEHOLD_UNKNOWN_KIND_GRACE_MS\) = "1.5"/],
+    [
+      ['--unknown-kind-grace-ms', String(366 * 86_400_000)],
+      /--unknown-kind-grace-ms \(LEASEHOLD_UNKNOWN_KIND_GRACE_MS\) = "31622400000"/,
+    ],
+  ])('refuses a bad health, metrics or grace setting, naming it: %j', (argv, message) => {
+    expect(() => parseWorkerConfig(argv as string[], {})).toThrow(ConfigError);
+    expect(() => parseWorkerConfig(argv as string[], {})).toThrow(message);
+  });
+
+  it.each([
+    ['LEASEHOLD_HEALTH_PORT', '-1'],
+    ['LEASEHOLD_HEALTH_HOST', 'a b'],
+    ['LEASEHOLD_METRICS_HOST', '127.0.0.1:9464'],
+    ['LEASEHOLD_CLAIM_STALE_MS', '1e99'],
+    ['LEASEHOLD_UNKNOWN_KIND_GRACE_MS', 'a day'],
+  ])('names the variable when %s is bad (%s)', (name, value) => {
+    expect(() => parseWorkerConfig([], { [name]: value })).toThrow(`(${name}) = ${JSON.stringify(value)}`);
+  });
+
   it('names a bad environment variable too', () => {
     expect(() => parseWorkerConfig([], { LEASEHOLD_LISTEN: 'maybe' })).toThrow(/LEASEHOLD_LISTEN/);
   });

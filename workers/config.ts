@@ -13,9 +13,17 @@
  *   --no-prepared-statements LEASEHOLD_PREPARED_STATEMENTS=false every statement unnamed (PgBouncer in transaction mode)
  *   --async-claims          LEASEHOLD_ASYNC_CLAIMS=true claims commit without waiting for the WAL flush (default off)
  *   --metrics-port N        LEASEHOLD_METRICS_PORT      Prometheus /metrics and /healthz (0 = off, default)
+ *   --metrics-host H        LEASEHOLD_METRICS_HOST      where metrics listen (default 127.0.0.1: this host's scraper)
+ *   --health-port N         LEASEHOLD_HEALTH_PORT       /healthz alone, served from before the start (0 = off, default)
+ *   --health-host H         LEASEHOLD_HEALTH_HOST       where /healthz listens (default 0.0.0.0: probes come from outside)
+ *                                                       (one port for both: one listener, and both hosts must agree)
+ *   --claim-stale-ms N      LEASEHOLD_CLAIM_STALE_MS    /healthz: claim loop stale after this long with a free slot
+ *                                                       (default max(30000, 5 × poll-ms); above poll-ms × 1.2)
  *   --grace-ms N            LEASEHOLD_GRACE_MS          shutdown grace period (default 10000)
  *   --reap-interval-ms N    LEASEHOLD_REAP_INTERVAL_MS  reaper period (default 5000)
  *   --retention-interval-ms N LEASEHOLD_RETENTION_INTERVAL_MS (default 60000)
+ *   --unknown-kind-grace-ms N LEASEHOLD_UNKNOWN_KIND_GRACE_MS how long a job whose kind version no live worker
+ *                                                       runs waits before it ends dead (default 86400000: 24 h)
  *   --no-maintenance        LEASEHOLD_MAINTENANCE=false no reaper/retention in this process
  *   --retry-base-ms N       LEASEHOLD_RETRY_BASE_MS     first backoff step (default 1000)
  *   --retry-max-ms N        LEASEHOLD_RETRY_MAX_MS      backoff cap (default 3600000)
@@ -26,14 +34,24 @@
  *   --migrate               LEASEHOLD_MIGRATE=true      apply migrations at start (always on the embedded database)
  */
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { MAX_CLAIM_BATCH } from '../db/queue/claim.ts';
+import { DEFAULT_UNKNOWN_KIND_GRACE_MS } from '../db/queue/reap.ts';
 import { NAME_PATTERN } from '../db/queue/validate.ts';
+import { claimStaleDefault } from './health.ts';
+import { DEFAULT_HEALTH_HOST, DEFAULT_METRICS_HOST } from './metrics.ts';
 import type { WorkerSettings } from './worker.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** A host name (`localhost`, `worker-3.internal`) or an IP address, as `server.listen` takes it. */
+const HOSTNAME =
+  /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const host = z
+  .string()
+  .refine((s) => net.isIP(s) !== 0 || HOSTNAME.test(s), 'not an IP address or host name (e.g. 0.0.0.0, 127.0.0.1, ::)');
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v));
 
 const schema = z.strictObject({
@@ -59,9 +77,14 @@ const schema = z.strictObject({
   preparedStatements: bool,
   asyncClaims: bool,
   metricsPort: int(0, 65535),
+  metricsHost: host,
+  healthPort: int(0, 65535),
+  healthHost: host,
+  claimStaleMs: int(100, 86_400_000).optional(),
   graceMs: int(0, 3_600_000),
   reapIntervalMs: int(100, 3_600_000),
   retentionIntervalMs: int(1000, 86_400_000),
+  unknownKindGraceMs: int(0, 365 * 86_400_000),
   maintenance: bool,
   retryBaseMs: int(0, 86_400_000),
   retryMaxMs: int(0, 30 * 86_400_000),
@@ -81,6 +104,12 @@ export type WorkerConfig = WorkerSettings & {
   /** Where LISTEN and migrations connect, when DATABASE_URL is a pooler's. */
   directUrl: string | undefined;
   metricsPort: number;
+  metricsHost: string;
+  /** `/healthz` on its own listener (0: none; equal to metricsPort: the metrics listener serves it). */
+  healthPort: number;
+  healthHost: string;
+  /** /healthz reports the claim loop stale after this long without a claim while a slot is free. */
+  claimStaleMs: number;
   handlerModules: string[];
   logLevel: string;
   migrate: boolean;
@@ -94,9 +123,13 @@ const DEFAULTS: Record<string, string> = {
   preparedStatements: 'true',
   asyncClaims: 'false',
   metricsPort: '0',
+  metricsHost: DEFAULT_METRICS_HOST,
+  healthPort: '0',
+  healthHost: DEFAULT_HEALTH_HOST,
   graceMs: '10000',
   reapIntervalMs: '5000',
   retentionIntervalMs: '60000',
+  unknownKindGraceMs: String(DEFAULT_UNKNOWN_KIND_GRACE_MS),
   maintenance: 'true',
   retryBaseMs: '1000',
   retryMaxMs: '3600000',
@@ -117,9 +150,14 @@ const FLAGS = {
   'prepared-statements': 'LEASEHOLD_PREPARED_STATEMENTS',
   'async-claims': 'LEASEHOLD_ASYNC_CLAIMS',
   'metrics-port': 'LEASEHOLD_METRICS_PORT',
+  'metrics-host': 'LEASEHOLD_METRICS_HOST',
+  'health-port': 'LEASEHOLD_HEALTH_PORT',
+  'health-host': 'LEASEHOLD_HEALTH_HOST',
+  'claim-stale-ms': 'LEASEHOLD_CLAIM_STALE_MS',
   'grace-ms': 'LEASEHOLD_GRACE_MS',
   'reap-interval-ms': 'LEASEHOLD_REAP_INTERVAL_MS',
   'retention-interval-ms': 'LEASEHOLD_RETENTION_INTERVAL_MS',
+  'unknown-kind-grace-ms': 'LEASEHOLD_UNKNOWN_KIND_GRACE_MS',
   maintenance: 'LEASEHOLD_MAINTENANCE',
   'retry-base-ms': 'LEASEHOLD_RETRY_BASE_MS',
   'retry-max-ms': 'LEASEHOLD_RETRY_MAX_MS',
@@ -131,11 +169,17 @@ const FLAGS = {
 } as const;
 const BOOLEAN_FLAGS = new Set(['listen', 'prepared-statements', 'async-claims', 'maintenance', 'migrate']);
 
+/** Defaults made from other settings, as the help shows them. */
+const COMPUTED_DEFAULTS: Record<string, string> = {
+  batchSize: 'concurrency, at most 1000',
+  claimStaleMs: 'max(30000, 5 × poll-ms)',
+};
+
 /** One line per setting (flag, variable, default), for `leasehold workers --help`. */
 export function workerSettingsHelp(): string {
   const rows = Object.entries(FLAGS).map(([flag, envName]) => {
     const boolean = BOOLEAN_FLAGS.has(flag);
-    const fallback = DEFAULTS[camel(flag)];
+    const fallback = DEFAULTS[camel(flag)] ?? COMPUTED_DEFAULTS[camel(flag)];
     const name = boolean ? `--${flag} / --no-${flag}` : `--${flag} <value>`;
     return [name, envName, fallback === undefined || fallback === '' ? '' : `default ${fallback}`];
   });
@@ -184,6 +228,18 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
   const c = parsed.data;
   if (c.retryMaxMs < c.retryBaseMs)
     throw new ConfigError('invalid worker settings: --retry-max-ms is below --retry-base-ms');
+  const claimStaleMs = c.claimStaleMs ?? claimStaleDefault(c.pollMs);
+  // With a free slot the loop claims at least every pollMs ± 20 %: a shorter bound reports a
+  // healthy worker stale between two polls.
+  if (claimStaleMs <= c.pollMs * 1.2)
+    throw new ConfigError(
+      `invalid worker settings: --claim-stale-ms (LEASEHOLD_CLAIM_STALE_MS) = ${claimStaleMs} must exceed --poll-ms × 1.2 (${c.pollMs * 1.2} ms: a poll may take that long)`,
+    );
+  // One port is one listener, and a listener has one address.
+  if (c.healthPort > 0 && c.healthPort === c.metricsPort && c.healthHost !== c.metricsHost)
+    throw new ConfigError(
+      `invalid worker settings: --health-port and --metrics-port are both ${c.healthPort}, which is one listener, but --health-host (LEASEHOLD_HEALTH_HOST) is ${c.healthHost} and --metrics-host (LEASEHOLD_METRICS_HOST) ${c.metricsHost}: give both the same host, or use two ports`,
+    );
   return {
     workerId: c.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     // None given: the worker serves its handlers' queues (workers/producer.ts, handlerQueues).
@@ -207,8 +263,13 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
       staleWorkerSeconds: 60,
       receiptsRetentionSeconds: 30 * 86_400,
       retention: {},
+      unknownKindGraceMs: c.unknownKindGraceMs,
     },
     metricsPort: c.metricsPort,
+    metricsHost: c.metricsHost,
+    healthPort: c.healthPort,
+    healthHost: c.healthHost,
+    claimStaleMs,
     handlerModules: c.handlers,
     logLevel: c.logLevel,
     migrate: c.migrate,

@@ -86,36 +86,14 @@ export function serveMetrics(
   port: number,
   host: string,
   registry: Registry,
-  options?: { health?: HealthSource | undefined },
-): Promise<http.Server>;
-/**
- * @deprecated The old form: on every interface, with `/healthz` from the worker's own snapshot
- * (no database check). Use `serveMetrics(port, host, registry, { health })` and `serveHealth`.
- */
-export function serveMetrics(
-  port: number,
-  registry: Registry,
-  health: () => Record<string, unknown>,
-): Promise<http.Server>;
-export function serveMetrics(
-  port: number,
-  hostOrRegistry: string | Registry,
-  registryOrHealth: Registry | (() => Record<string, unknown>),
   options: { health?: HealthSource | undefined } = {},
 ): Promise<http.Server> {
-  if (typeof hostOrRegistry !== 'string') {
-    const snapshot = registryOrHealth as () => Record<string, unknown>;
-    return listen('metrics', port, '0.0.0.0', metricsRoute(hostOrRegistry), (res) => {
-      const body = snapshot();
-      reply(res, body.status === 'ok' ? 200 : 503, body);
-    });
-  }
   const health = options.health;
   return listen(
     'metrics',
     port,
-    hostOrRegistry,
-    metricsRoute(registryOrHealth as Registry),
+    host,
+    metricsRoute(registry),
     health ? (res) => void answerHealth(health, res) : undefined,
   );
 }

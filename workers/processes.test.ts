@@ -50,7 +50,7 @@ describe('worker processes', () => {
     const providerEnv = { RECEIPT_PROVIDER_URL: url, RECEIPT_CALL_TIMEOUT_MS: '500' };
     const flags = [
       '--handlers',
-      'workers/handlers/receipt-send.ts',
+      'demo/handlers.ts',
       '--concurrency',
       '25',
       '--retry-base-ms',

@@ -8,15 +8,20 @@
  * Start-up checks in order, each stopping with a sentence and exit code 2 before anything is
  * written: the settings, that a database is named, the handler files. Only then is the
  * caller's fallback database (the embedded server, where the caller's policy allows it)
- * started and the worker connected.
+ * started and the worker connected. The `/healthz` and `/metrics` listeners come up next,
+ * before the migrations (`--migrate`) and the worker's start, so that a probe is answered
+ * (503, "worker not started") while the worker waits for its database; a port that cannot be
+ * listened on stops start-up (exit code 1).
  */
+import type http from 'node:http';
 import pino from 'pino';
 import { createDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { ConfigError, parseWorkerConfig } from './config.ts';
 import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
 import { HandlerFileError, loadHandlerFiles } from './handler-files.ts';
-import { createMetrics, serveMetrics } from './metrics.ts';
+import { workerHealth } from './health.ts';
+import { createMetrics, serveHealth, serveMetrics } from './metrics.ts';
 import { Worker } from './worker.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -79,8 +84,6 @@ export async function runWorkerProcess(
     databaseUrl = fallback.url;
     migrate ||= fallback.migrate;
   }
-  // Migrations hold a session advisory lock: behind a transaction pooler they need the direct URL.
-  if (migrate) await migrateDatabase(config.directUrl ?? databaseUrl);
 
   const handle = createDb(databaseUrl, {
     max: Math.min(config.concurrency + 4, 30),
@@ -110,14 +113,20 @@ export async function runWorkerProcess(
   // starts (a rolling deploy) stops it gracefully once started, instead of killing it midway.
   let started = false;
   let stopRequested = false;
-  let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | null = null;
+  const servers: http.Server[] = [];
+  const closeServers = () => {
+    for (const server of servers.splice(0)) {
+      server.close();
+      server.closeAllConnections();
+    }
+  };
   let resolveStopped: (code: number) => void = () => {};
   const stopped = new Promise<number>((resolve) => (resolveStopped = resolve));
   const shutdown = async () => {
     let code = 0;
     try {
       await worker.stop();
-      metricsServer?.close();
+      closeServers();
       await handle.close();
     } catch (error) {
       logger.error({ err: error }, 'error while stopping');
@@ -142,6 +151,57 @@ export async function runWorkerProcess(
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   };
+  const release = async () => {
+    closeServers();
+    await handle.close().catch(() => {});
+    detach();
+  };
+
+  // The listeners come up before the migrations and the start, so that a probe gets an answer
+  // (503, "worker not started") while the worker waits for its database, rather than a refused
+  // connection. Until start() has returned the worker reports itself not started: Worker counts
+  // itself running from the call on, while it may still be waiting for the database.
+  const health = workerHealth(
+    { health: () => (started ? worker.health() : { ...worker.health(), status: 'new' }) },
+    handle.db,
+    { claimStaleMs: config.claimStaleMs },
+  );
+  const sharedPort = config.healthPort > 0 && config.healthPort === config.metricsPort;
+  try {
+    if (config.metricsPort > 0) {
+      servers.push(await serveMetrics(config.metricsPort, config.metricsHost, metrics.registry, { health }));
+      logger.info(
+        { host: config.metricsHost, port: config.metricsPort, ...address(servers.at(-1)!) },
+        'metrics on /metrics, health on /healthz',
+      );
+    }
+    if (config.healthPort > 0 && !sharedPort) {
+      servers.push(await serveHealth(config.healthPort, config.healthHost, health));
+      logger.info(
+        { host: config.healthHost, port: config.healthPort, ...address(servers.at(-1)!) },
+        'health on /healthz',
+      );
+    }
+  } catch (error) {
+    logger.fatal({ err: error }, 'could not serve metrics or health on that port; stopping');
+    await release();
+    return 1;
+  }
+
+  if (migrate) {
+    try {
+      // Migrations hold a session advisory lock: behind a transaction pooler they need the direct URL.
+      await migrateDatabase(config.directUrl ?? databaseUrl);
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    if (stopRequested) {
+      // Stopped while migrating: nothing of the worker was started.
+      await release();
+      return 0;
+    }
+  }
 
   try {
     await worker.start();
@@ -150,25 +210,18 @@ export async function runWorkerProcess(
       { err: error },
       'worker could not start (is the database DATABASE_URL names reachable and migrated? run leasehold migrate)',
     );
-    await handle.close();
-    detach();
+    await release();
     return 1;
-  }
-  if (config.metricsPort > 0) {
-    try {
-      metricsServer = await serveMetrics(config.metricsPort, metrics.registry, () => worker.health());
-      logger.info({ port: config.metricsPort }, 'metrics on /metrics, health on /healthz');
-    } catch (error) {
-      logger.fatal({ err: error, port: config.metricsPort }, 'could not serve metrics on that port; stopping');
-      await worker.stop(0);
-      await handle.close().catch(() => {});
-      detach();
-      return 1;
-    }
   }
   started = true;
   if (stopRequested) void shutdown();
   const code = await stopped;
   detach();
   return code;
+}
+
+/** The address a listener is bound to, for the log line. */
+function address(server: http.Server): { bound?: string } {
+  const a = server.address();
+  return a && typeof a === 'object' ? { bound: `${a.address}:${a.port}` } : {};
 }

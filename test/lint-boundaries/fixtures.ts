@@ -71,8 +71,8 @@ export const FORBIDDEN: Arrow[] = [
       { file: 'app/api/metrics/route.ts', from: '../../../workers/metrics' },
       { file: 'app/api/metrics/route.ts', from: '@/workers/metrics' },
       // The dashboard learns kinds from leasehold.kinds (lib/dal/kinds.ts), never from handler code.
-      { file: 'app/(console)/kinds/page.tsx', from: '../../../workers/handlers' },
-      { file: 'app/(console)/jobs/[id]/page.tsx', from: '@/workers/handlers/receipt-send' },
+      { file: 'app/(console)/kinds/page.tsx', from: '../../../workers/handler-files' },
+      { file: 'app/(console)/jobs/[id]/page.tsx', from: '@/workers/handler' },
     ],
   },
   {
@@ -114,8 +114,8 @@ export const FORBIDDEN: Arrow[] = [
       { file: 'lib/env.ts', from: '../workers/config' },
       { file: 'lib/env.ts', from: '@/scripts/build-state' },
       // Redaction reads the kinds registry; loading handlers in the web process is refused.
-      { file: 'lib/dal/jobs.ts', from: '../../workers/handlers' },
-      { file: 'lib/redaction.ts', from: '../workers/handlers/receipt-send' },
+      { file: 'lib/dal/jobs.ts', from: '../../workers/handler-files' },
+      { file: 'lib/redaction.ts', from: '../workers/handler' },
       { file: 'lib/dal/kinds.ts', from: '@/workers/handler' },
       // test/ only from lib's tests.
       { file: 'lib/dal/jobs.ts', from: '../../test/db' },
@@ -127,7 +127,7 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'workers/worker.ts', from: '../lib/db' },
       { file: 'workers/worker.ts', from: '@/lib/db' },
-      { file: 'workers/handlers/receipt-send.ts', from: '../../lib/redaction' },
+      { file: 'workers/services/reaper.ts', from: '../../lib/redaction' },
     ],
   },
   {
@@ -160,10 +160,24 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'workers/worker.ts', from: 'next/server' },
       { file: 'workers/worker.ts', from: 'next' },
-      { file: 'workers/handlers/receipt-send.ts', from: 'next-auth' },
-      { file: 'workers/handlers/receipt-send.ts', from: 'react' },
-      { file: 'workers/handlers/receipt-send.ts', from: 'react-dom/server' },
+      { file: 'workers/services/reaper.ts', from: 'next-auth' },
+      { file: 'workers/services/reaper.ts', from: 'react' },
+      { file: 'workers/services/reaper.ts', from: 'react-dom/server' },
       { file: 'workers/main.ts', from: 'server-only', source: sideEffect('server-only') },
+    ],
+  },
+  {
+    name: 'demo -> db, workers, entry (Leasehold only by the package names)',
+    message: 'demo/ may import only demo/ and scripts/',
+    forbidden: [
+      { file: 'demo/orders.ts', from: '../db/queue' },
+      { file: 'demo/orders.ts', from: '@/db/client' },
+      { file: 'demo/orders.ts', from: './../db/migrate' },
+      { file: 'demo/handlers.ts', from: '../workers/errors' },
+      { file: 'demo/handlers.ts', from: '@/workers/handler' },
+      { file: 'demo/handlers.ts', from: '../entry/worker' },
+      { file: 'demo/jobs.ts', from: '@/entry/index' },
+      { file: 'demo/orders.ts', from: '../test/db' },
     ],
   },
   {
@@ -266,14 +280,14 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
     fixtures: [
       { file: 'workers/worker.ts', from: '../db/client' },
       { file: 'workers/worker.ts', from: '@/db/client' },
-      { file: 'workers/handlers/receipt-send.ts', from: '../handler' },
-      { file: 'workers/handlers/receipt-send.ts', from: '@/workers/errors' },
-      { file: 'workers/handlers/receipt-send.ts', from: '../../db/queue' },
+      { file: 'workers/services/reaper.ts', from: '../handler' },
+      { file: 'workers/services/reaper.ts', from: '@/workers/errors' },
+      { file: 'workers/services/reaper.ts', from: '../../db/queue' },
       // workers/lib/, not the root lib/.
-      { file: 'workers/handlers/receipt-send.ts', from: '../lib/retry' },
+      { file: 'workers/services/reaper.ts', from: '../lib/retry' },
       { file: 'workers/worker.test.ts', from: '../test/db' },
       { file: 'workers/worker.test.ts', from: '@/test/wait' },
-      { file: 'workers/handlers/receipt-send.test.ts', from: '../../test/factories' },
+      { file: 'workers/services/reaper.test.ts', from: '../../test/factories' },
       { file: 'workers/main.ts', from: 'pino' },
     ],
   },
@@ -290,6 +304,21 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
       { file: 'db/migrate.test.ts', from: '../test/db' },
       { file: 'db/client.ts', from: 'drizzle-orm/node-postgres' },
       { file: 'db/client.ts', from: 'pg' },
+    ],
+  },
+  {
+    folder: 'demo',
+    fixtures: [
+      // Leasehold by the package's names, as a user's code imports it (tsconfig paths here).
+      { file: 'demo/orders.ts', from: 'leasehold' },
+      { file: 'demo/handlers.ts', from: 'leasehold/worker' },
+      { file: 'demo/handlers.test.ts', from: 'leasehold/testing' },
+      { file: 'demo/orders.ts', from: './jobs' },
+      { file: 'demo/orders.ts', from: '@/demo/schema' },
+      { file: 'demo/orders.ts', from: '../scripts/database' },
+      { file: 'demo/handlers.test.ts', from: '../test/wait' },
+      { file: 'demo/orders.ts', from: 'pg' },
+      { file: 'demo/orders.ts', from: 'drizzle-orm/node-postgres' },
     ],
   },
 ];

@@ -1,19 +1,27 @@
 /**
+ * The demo's handlers file (`--handlers demo/handlers.ts`; scripts/demo-handlers.ts names it
+ * for npm start and npm run workers). It imports Leasehold only through `leasehold/worker`,
+ * as a user's handlers file would.
+ *
  * `receipt.send` (the seed's demo): send the receipt for one order through the receipt
  * provider, with the stable delivery key `receipt:<order_id>` on every attempt so that the
  * provider delivers once however often we call. The job's contract (kind, version, queue,
- * payload schema) is in receipt-job.ts, which the enqueueing side imports instead of this.
+ * payload schema) is in demo/jobs.ts, which the enqueueing side imports instead of this.
  */
-import { defineHandler } from '../handler.ts';
-import { PermanentError, RateLimitedError, TransientError, UnknownOutcomeError } from '../errors.ts';
-import { receiptJob } from './receipt-job.ts';
-
-export { receiptJob, receiptPayload } from './receipt-job.ts';
+import {
+  defineHandler,
+  type Handler,
+  PermanentError,
+  RateLimitedError,
+  TransientError,
+  UnknownOutcomeError,
+} from 'leasehold/worker';
+import { receiptJob } from './jobs.ts';
 
 const providerUrl = () => process.env.RECEIPT_PROVIDER_URL ?? 'http://127.0.0.1:4010';
 const callTimeoutMs = () => Number(process.env.RECEIPT_CALL_TIMEOUT_MS ?? 2000);
 
-export default defineHandler(
+export const receiptSend = defineHandler(
   receiptJob,
   async ({ payload, attempt, signal, receipt }) => {
     const key = `receipt:${payload.orderId}`;
@@ -76,3 +84,6 @@ export default defineHandler(
     timeoutMs: 30_000,
   },
 );
+
+/** What the worker loads from this file: every handler of the demo. */
+export const handlers: readonly Handler[] = [receiptSend];
