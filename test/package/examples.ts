@@ -1,0 +1,51 @@
+/**
+ * The testing kit's examples (docs/examples/testing-vitest, docs/examples/testing-jest) run as a
+ * user's project would run them: copied into a scratch folder outside this checkout, their
+ * `leasehold` dependency pointed at the packed tarball (the one rewrite, printed), installed,
+ * and `npm test` against a PostgreSQL whose user may CREATE DATABASE (each test file makes its
+ * own with createTestDatabase).
+ */
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { PROJECT_DIR } from '../../scripts/database.ts';
+import { log, nodeFolder, pack, run, scratchFolder, server } from './common.ts';
+
+const EXAMPLES = ['testing-vitest', 'testing-jest'];
+
+const { values } = parseArgs({
+  options: { node: { type: 'string', default: '20,22,24' }, keep: { type: 'boolean', default: false } },
+});
+const packed = pack();
+const pgServer = await server();
+try {
+  for (const major of values.node.split(',').map((v) => v.trim())) {
+    const node = nodeFolder(major);
+    for (const example of EXAMPLES) {
+      const t0 = Date.now();
+      const project = scratchFolder(`${example}-node${major}`);
+      try {
+        cpSync(path.join(PROJECT_DIR, 'docs', 'examples', example), project, { recursive: true });
+        const manifestFile = path.join(project, 'package.json');
+        const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { dependencies: Record<string, string> };
+        log(`node ${major}, ${example}: "leasehold": "${manifest.dependencies.leasehold}" → file:${packed.file}`);
+        manifest.dependencies.leasehold = `file:${packed.file}`;
+        writeFileSync(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
+        run('npm', ['install', '--no-audit', '--no-fund'], { cwd: project, node });
+        const result = run('npm', ['test'], { cwd: project, node, env: { DATABASE_URL: pgServer.url } });
+        const summary = `${result.stdout}\n${result.stderr}`
+          // Without the colour codes the runners print.
+          .replace(/\u001b\[[0-9;]*m/g, '')
+          .split('\n')
+          .filter((line) => /Tests?:|passed|failed/.test(line))
+          .slice(-3)
+          .join(' | ');
+        log(`node ${major}, ${example}: passed in ${Math.round((Date.now() - t0) / 1000)} s (${summary.trim()})`);
+      } finally {
+        if (!values.keep) rmSync(project, { recursive: true, force: true });
+      }
+    }
+  }
+} finally {
+  await pgServer.stop();
+}
