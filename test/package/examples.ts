@@ -7,7 +7,7 @@
  */
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, stripVTControlCharacters } from 'node:util';
 import { PROJECT_DIR } from '../../scripts/database.ts';
 import { log, nodeFolder, pack, run, scratchFolder, server } from './common.ts';
 
@@ -33,9 +33,7 @@ try {
         writeFileSync(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
         run('npm', ['install', '--no-audit', '--no-fund'], { cwd: project, node });
         const result = run('npm', ['test'], { cwd: project, node, env: { DATABASE_URL: pgServer.url } });
-        const summary = `${result.stdout}\n${result.stderr}`
-          // Without the colour codes the runners print.
-          .replace(/\u001b\[[0-9;]*m/g, '')
+        const summary = stripVTControlCharacters(`${result.stdout}\n${result.stderr}`)
           .split('\n')
           .filter((line) => /Tests?:|passed|failed/.test(line))
           .slice(-3)
