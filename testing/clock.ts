@@ -39,7 +39,7 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   job_attempts: ['started_at', 'ended_at'],
   dedupe_keys: ['created_at', 'expires_at'],
   receipts: ['created_at'],
-  kinds: ['first_seen_at', 'last_seen_at'],
+  kinds: ['first_seen_at', 'last_seen_at', 'live_at'],
   workers: ['started_at', 'last_seen_at'],
   queues: ['paused_at', 'created_at', 'updated_at'],
   users: ['created_at', 'updated_at'],
@@ -81,7 +81,8 @@ const SHIFT = `
   ),
   receipts AS (UPDATE leasehold.receipts r SET created_at = r.created_at - d.by FROM d RETURNING 1),
   kinds AS (
-    UPDATE leasehold.kinds k SET first_seen_at = k.first_seen_at - d.by, last_seen_at = k.last_seen_at - d.by FROM d
+    UPDATE leasehold.kinds k SET first_seen_at = k.first_seen_at - d.by, last_seen_at = k.last_seen_at - d.by,
+      live_at = k.live_at - d.by FROM d
     RETURNING 1
   ),
   workers AS (
