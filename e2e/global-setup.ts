@@ -77,6 +77,9 @@ export default async function globalSetup() {
     'e2e-work',
     '--handlers',
     'test/handlers.ts',
+    // The demo's receipt.send too: the kinds page's spec reads what its handler registered.
+    '--handlers',
+    'demo/handlers.ts',
     '--lease-seconds',
     '4',
     '--poll-ms',

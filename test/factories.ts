@@ -40,6 +40,14 @@ export async function claimOne(
   return job;
 }
 
+/** A probe for test/wait's until(): the job once it is in one of `states`, else undefined. */
+export function jobInState(db: Executor, id: string, ...states: string[]): () => Promise<Job | undefined> {
+  return async () => {
+    const job = await getJob(db, id);
+    return states.includes(job.state) ? job : undefined;
+  };
+}
+
 export async function getJob(db: Executor, id: string): Promise<Job> {
   const rows = await run<JobColumnsRow>(
     db,

@@ -23,6 +23,14 @@ describe('worker settings', () => {
     expect(parseWorkerConfig([], { LEASEHOLD_QUEUES: 'mail' }).queues).toEqual(['mail']);
   });
 
+  it('loads every handlers file named, whether repeated or comma-separated', () => {
+    expect(parseWorkerConfig(['--handlers', 'a.mjs', '--handlers', 'b.mjs'], {}).handlerModules).toEqual([
+      'a.mjs',
+      'b.mjs',
+    ]);
+    expect(parseWorkerConfig(['--handlers', 'a.mjs,b.mjs'], {}).handlerModules).toEqual(['a.mjs', 'b.mjs']);
+  });
+
   it.each([
     [['--concurrency', 'lots'], /--concurrency \(LEASEHOLD_CONCURRENCY\) = "lots"/],
     [['--queues', 'bad queue'], /--queues/],

@@ -197,12 +197,18 @@ const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.to
 export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, string | undefined>>): WorkerConfig {
   let values: Record<string, string | boolean | undefined>;
   try {
-    const options: Record<string, { type: 'string' | 'boolean' }> = {};
+    const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
     for (const flag of Object.keys(FLAGS)) {
       options[flag] = { type: BOOLEAN_FLAGS.has(flag) ? 'boolean' : 'string' };
       if (BOOLEAN_FLAGS.has(flag)) options[`no-${flag}`] = { type: 'boolean' };
     }
-    values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
+    // `--handlers a.ts --handlers b.ts` loads both (as `--handlers a.ts,b.ts` does), rather than
+    // the last one alone.
+    options.handlers = { type: 'string', multiple: true };
+    const parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
+    values = Object.fromEntries(
+      Object.entries(parsed).map(([key, value]) => [key, Array.isArray(value) ? value.join(',') : value]),
+    );
   } catch (error) {
     throw new ConfigError(`${(error as Error).message} (the settings: leasehold workers --help, or workers/config.ts)`);
   }

@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { enqueue } from '../db/queue/index.ts';
 import { silentLogger } from '../test/attempts.ts';
 import { useTestDatabase } from '../test/db.ts';
-import { getJob, uniqueQueue } from '../test/factories.ts';
+import { getJob, uniqueQueue, jobInState } from '../test/factories.ts';
 import { freePort, takeDatabaseDown } from '../test/outage.ts';
 import { until } from '../test/wait.ts';
 import { workerSettings } from '../test/workers.ts';
@@ -58,12 +58,7 @@ function embedded(options: Partial<CreateWorkerOptions> & Pick<CreateWorkerOptio
   return worker;
 }
 
-const stateIs =
-  (id: string, ...states: string[]) =>
-  async () => {
-    const job = await getJob(t.db, id);
-    return states.includes(job.state) ? job : undefined;
-  };
+const stateIs = (id: string, ...states: string[]) => jobInState(t.db, id, ...states);
 
 /** Backends of the test database with this application name. */
 async function backends(applicationName: string): Promise<number> {

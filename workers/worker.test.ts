@@ -6,7 +6,7 @@ import { cancelIfUnchanged, enqueue, retryIfTerminal, WAKE_CHANNEL, withMaintena
 import { run } from '../db/queue/executor.ts';
 import type { Db } from '../db/client.ts';
 import { aroundExecute, testDatabase, type TestDatabase } from '../test/db.ts';
-import { attemptsOf, getJob, uniqueQueue } from '../test/factories.ts';
+import { attemptsOf, getJob, uniqueQueue, jobInState } from '../test/factories.ts';
 import { silentLogger } from '../test/attempts.ts';
 import { until } from '../test/wait.ts';
 import { PermanentError, RateLimitedError, TransientError } from './errors.ts';
@@ -66,12 +66,7 @@ async function startWorker(queue: string, handlers: Handler[], overrides: Partia
   return worker;
 }
 
-const stateIs =
-  (id: string, ...states: string[]) =>
-  async () => {
-    const job = await getJob(t.db, id);
-    return states.includes(job.state) ? job : undefined;
-  };
+const stateIs = (id: string, ...states: string[]) => jobInState(t.db, id, ...states);
 /** The job once its first attempt failed and it waits for the retry. */
 const waitingForRetry = (id: string) => async () => {
   const job = await getJob(t.db, id);

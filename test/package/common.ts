@@ -12,10 +12,19 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createScratchDatabase, PROJECT_DIR, type ScratchDatabase, selectDatabase } from '../../scripts/database.ts';
 
 export const PINNED_NODE: Record<string, string> = { '22': '22.23.5', '24': '24.22.3' };
+
+/** The package tests' flags: `--node 20,22` limits the versions; `--keep` leaves the scratch folders. */
+export function packageTestArgs(): { versions: string[]; keep: boolean } {
+  const { values } = parseArgs({
+    options: { node: { type: 'string', default: '20,22,24' }, keep: { type: 'boolean', default: false } },
+  });
+  return { versions: values.node.split(',').map((v) => v.trim()), keep: values.keep };
+}
 
 export function log(line: string): void {
   console.log(`[package-test] ${line}`);

@@ -20,8 +20,8 @@
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { DASHBOARD_PACKAGES } from '../../cli/dashboard.ts';
 import { PROJECT_DIR } from '../../scripts/database.ts';
 import { catalogOutside } from '../catalog.ts';
 import {
@@ -31,6 +31,7 @@ import {
   log,
   nodeFolder,
   pack,
+  packageTestArgs,
   run,
   scratchDatabase,
   scratchFolder,
@@ -41,24 +42,12 @@ import {
 import { freePort } from '../../scripts/database.ts';
 import { signIn } from './session.ts';
 
-const { values } = parseArgs({
-  options: { node: { type: 'string', default: '20,22,24' }, keep: { type: 'boolean', default: false } },
-});
-const versions = values.node.split(',').map((v) => v.trim());
+const { versions, keep } = packageTestArgs();
 const manifest = JSON.parse(readFileSync(path.join(PROJECT_DIR, 'package.json'), 'utf8')) as {
   version: string;
   peerDependencies: Record<string, string>;
   dependencies: Record<string, string>;
 };
-const DASHBOARD_PACKAGES = [
-  'next',
-  'react',
-  'react-dom',
-  'next-auth',
-  '@tanstack/react-query',
-  'recharts',
-  'server-only',
-];
 const figures: Record<string, unknown> = {};
 const began = Date.now();
 
@@ -130,6 +119,11 @@ async function consumer(major: string): Promise<void> {
       ],
       { cwd: project, node },
     );
+    // And from CommonJS: Node >= 20.19 require()s ES modules (engines says so).
+    run('node', ['-e', "for (const e of ['leasehold', 'leasehold/worker', 'leasehold/testing']) require(e)"], {
+      cwd: project,
+      node,
+    });
 
     // 2. Which Node ran, and the schema.
     const version = run('npx', ['leasehold', '--version'], { cwd: project, node, env }).stdout;
@@ -265,6 +259,6 @@ await pool.end();
   } finally {
     await app.end();
     await database.drop();
-    if (!values.keep) rmSync(project, { recursive: true, force: true });
+    if (!keep) rmSync(project, { recursive: true, force: true });
   }
 }

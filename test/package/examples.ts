@@ -7,19 +7,17 @@
  */
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs, stripVTControlCharacters } from 'node:util';
+import { stripVTControlCharacters } from 'node:util';
 import { PROJECT_DIR } from '../../scripts/database.ts';
-import { log, nodeFolder, pack, run, scratchFolder, server } from './common.ts';
+import { log, nodeFolder, pack, packageTestArgs, run, scratchFolder, server } from './common.ts';
 
 const EXAMPLES = ['testing-vitest', 'testing-jest'];
 
-const { values } = parseArgs({
-  options: { node: { type: 'string', default: '20,22,24' }, keep: { type: 'boolean', default: false } },
-});
+const { versions, keep } = packageTestArgs();
 const packed = pack();
 const pgServer = await server();
 try {
-  for (const major of values.node.split(',').map((v) => v.trim())) {
+  for (const major of versions) {
     const node = nodeFolder(major);
     for (const example of EXAMPLES) {
       const t0 = Date.now();
@@ -40,7 +38,7 @@ try {
           .join(' | ');
         log(`node ${major}, ${example}: passed in ${Math.round((Date.now() - t0) / 1000)} s (${summary.trim()})`);
       } finally {
-        if (!values.keep) rmSync(project, { recursive: true, force: true });
+        if (!keep) rmSync(project, { recursive: true, force: true });
       }
     }
   }

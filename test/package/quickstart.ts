@@ -15,7 +15,6 @@
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { PROJECT_DIR } from '../../scripts/database.ts';
 import {
@@ -23,6 +22,7 @@ import {
   log,
   nodeFolder,
   pack,
+  packageTestArgs,
   run,
   scratchDatabase,
   scratchFolder,
@@ -123,9 +123,7 @@ async function quickstart(major: string, tarball: string, serverUrl: string, kee
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({
-    options: { node: { type: 'string', default: '20,22,24' }, keep: { type: 'boolean', default: false } },
-  });
+  const { versions, keep } = packageTestArgs();
   const markdown = readFileSync(DOC, 'utf8');
   const list = steps(markdown);
   log(`docs/quickstart.md has ${list.length} steps: ${list.join(' | ')}`);
@@ -134,8 +132,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const packed = pack();
   const pgServer = await server();
   try {
-    for (const major of values.node.split(',').map((v) => v.trim()))
-      await quickstart(major, packed.file, pgServer.url, values.keep);
+    for (const major of versions) await quickstart(major, packed.file, pgServer.url, keep);
   } finally {
     await pgServer.stop();
   }
