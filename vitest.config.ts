@@ -22,6 +22,7 @@ export default defineConfig({
       'testing/**/*.test.ts',
       'cli/**/*.test.ts',
       'demo/**/*.test.ts',
+      'chaos/**/*.test.ts',
     ],
     // Type tests (`*.test-d.ts`, expectTypeOf) run under `tsc` with every `vitest run`.
     typecheck: { enabled: true, include: ['db/**/*.test-d.ts', 'workers/**/*.test-d.ts'] },

@@ -10,7 +10,9 @@
  * Scenarios: kill-storm, crash-points, zombie, connection-loss, listen-cut, db-restart, db-crash,
  * poison, priority-flood, duplicate-enqueue (the default set), and drain (jobs enqueued every way
  * and drained, no faults: the baseline the others are held against). Prints a table and writes
- * chaos-results.json; exits 1 when any figure fails.
+ * chaos-results.json; exits 1 when any figure fails. The figures, their rules, each scenario's
+ * evidence that its fault happened, and the verdict are chaos/checker.ts's (judged by
+ * chaos/judge.ts): no figure passes by default, and a scenario without its evidence fails.
  *
  * Besides its own figures, every scenario ends with the layout's invariants (layoutFigures):
  * ready jobs and ready rows agree, no lease row counts running jobs once every job is terminal,
@@ -40,23 +42,39 @@ import { migrateDatabase } from '../db/migrate.ts';
 import { enqueue, enqueueMany, type Executor } from '../db/queue/index.ts';
 import { TERMINAL_STATES } from '../db/states.ts';
 import { startPgBouncer, type PgBouncer } from '../test/pgbouncer.ts';
+import {
+  count,
+  crashPointFigures,
+  duplicateEnqueueFigures,
+  exitCode,
+  figure,
+  FIGURES,
+  harnessError,
+  injectedFigure,
+  layoutFigures,
+  ledgerFigures,
+  listenCutFigures,
+  poisonFigures,
+  poolerFigures,
+  priorityFloodFigures,
+  selfTestVerdict,
+  verdicts,
+  zombieFigures,
+  LEASE_EXPIRED_DELAY_MS,
+  LEASE_S,
+  POLL_MS,
+  REAP_MS,
+  RECOVERY_BOUND_MS,
+  SCENARIOS,
+  SELF_TEST_ARMED,
+  SELF_TEST_SHIPPED,
+  type Checked,
+  type Result,
+  type Scenario,
+} from './checker.ts';
 import { SilentCutProxy } from './proxy.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SCENARIOS = [
-  'kill-storm',
-  'crash-points',
-  'zombie',
-  'connection-loss',
-  'listen-cut',
-  'db-restart',
-  'db-crash',
-  'poison',
-  'priority-flood',
-  'duplicate-enqueue',
-  'drain',
-] as const;
-type Scenario = (typeof SCENARIOS)[number];
 const DEFAULT_SCENARIOS = SCENARIOS.filter((s) => s !== 'drain');
 /** What runs through the pooler: the others cut, stop or proxy connections the pooler now owns. */
 const POOLED_SCENARIOS: readonly Scenario[] = ['drain', 'kill-storm'];
@@ -93,31 +111,7 @@ if (problems.length > 0) {
 /** Seconds of fault injection per scenario: the run's minutes shared among the scenarios. */
 const secondsEach = Math.max(8, Math.floor((minutes * 60) / chosen.length) - 6);
 
-// Settings the recovery bound is computed from.
-const LEASE_S = 3;
-const REAP_MS = 500;
-const POLL_MS = 300;
-const LEASE_EXPIRED_DELAY_MS = 0;
-const RECOVERY_BOUND_MS = LEASE_S * 1000 + REAP_MS + POLL_MS + LEASE_EXPIRED_DELAY_MS + 2_000; // + 2 s for process restarts
-
-/** The figure the self-test must see fail (its name, as printed). */
-const OVERLAP = 'overlapping valid leases';
-
-interface Figure {
-  name: string;
-  value: number;
-  pass: boolean;
-  rule: string;
-}
-type SelfTestRun = 'self-test: as shipped' | 'self-test: unguarded_claim armed';
-interface Result {
-  scenario: Scenario | SelfTestRun;
-  skipped?: string;
-  jobs: number;
-  seconds: number;
-  faults: number;
-  figures: Figure[];
-}
+type SelfTestRun = typeof SELF_TEST_SHIPPED | typeof SELF_TEST_ARMED;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (line: string) => console.error(`[chaos] ${line}`);
@@ -133,6 +127,11 @@ class Fleet {
   /** Workers that exited on their own with an error (not killed by the harness or a failpoint). */
   crashes = 0;
   crashOutput: string[] = [];
+  /** Workers the harness SIGKILLed (killRandom()). */
+  killed = 0;
+  /** Workers killed by a signal the harness did not send: a failpoint's or a poison job's SIGKILL. */
+  selfKilled = 0;
+  private readonly killedByHarness = new Set<number>();
   private stopped = false;
 
   private readonly url: string;
@@ -198,6 +197,7 @@ class Fleet {
     // 'close', not 'exit': by then the output pipes are drained, so the tail is complete.
     child.on('close', () => {
       this.procs.delete(child.pid!);
+      if (!this.stopped && child.signalCode !== null && !this.killedByHarness.has(child.pid!)) this.selfKilled += 1;
       if (!this.stopped && child.signalCode === null && child.exitCode !== 0) {
         this.crashes += 1;
         this.crashOutput.push(tail);
@@ -212,6 +212,16 @@ class Fleet {
   random(): ChildProcess | undefined {
     const all = [...this.procs.values()];
     return all[Math.floor(Math.random() * all.length)];
+  }
+
+  /** SIGKILLs a random worker; returns how many it killed (0 when none is running). */
+  killRandom(): number {
+    const victim = this.random();
+    if (!victim || victim.exitCode !== null || victim.signalCode !== null) return 0;
+    this.killedByHarness.add(victim.pid!);
+    if (!victim.kill('SIGKILL')) return 0;
+    this.killed += 1;
+    return 1;
   }
 
   async stop() {
@@ -291,32 +301,17 @@ class PoolerWatch {
     this.samples += 1;
   }
 
-  async figures(): Promise<Figure[]> {
+  async figures(): Promise<Result['figures']> {
     if (!bouncer) return [];
     this.lastAt = 0;
     await this.sample();
     const stats = (await bouncer.admin('SHOW STATS')).find((r) => r.database === this.db.name);
-    const transactions = Number(stats?.total_xact_count ?? 0);
-    return [
-      {
-        name: `worker and enqueuer backends not through PgBouncer (${this.samples} samples)`,
-        value: this.bypassing.size,
-        pass: this.bypassing.size === 0 && this.samples > 1,
-        rule: '= 0',
-      },
-      {
-        name: 'transactions PgBouncer carried',
-        value: transactions,
-        pass: transactions > 0,
-        rule: '> 0 (the pooler carried the work)',
-      },
-    ];
+    return poolerFigures({
+      bypassing: this.bypassing.size,
+      samples: this.samples,
+      transactions: Number(stats?.total_xact_count ?? 0),
+    });
   }
-}
-
-async function count(client: pg.Client, text: string, params: unknown[] = []): Promise<number> {
-  const result = await client.query(text, params);
-  return Number(Object.values(result.rows[0] ?? { n: 0 })[0] ?? 0);
 }
 
 /** Waits until every job is terminal (or the deadline passes); returns when the last one ended. */
@@ -332,217 +327,28 @@ async function drain(client: pg.Client, timeoutMs: number): Promise<void> {
   }
 }
 
-/**
- * The layout's invariants (db/queue/transitions.ts, drizzle/0001_leasehold_v1_invariants.sql),
- * read in one statement, so that one snapshot sees a job and its rows together (a claim or a
- * settlement changes both at once):
- * - every ready job has its ready row (queue, claim_at, run_at, kind, attempts as the job's),
- *   and no ready row is left for a job that is not ready, nor a second one for a job: a job
- *   without one is never claimed again, a row too many fills a claim's LIMIT;
- * - once every job is terminal, no lease row still counts running jobs;
- * - finished_rollup counts exactly the terminal jobs, per queue, kind, state and attempts (the
- *   harness never removes or retries finished jobs, so nothing may have left the rollup).
- *
- * A lease row's count is set by the reaper from its snapshot, so a settlement committing
- * between the reaper's snapshot and its lock on the row leaves it one too high until the
- * row's deadline, when the reaper counts again (db/queue/transitions.ts, reapStatement). So the
- * lease figure waits a lease and two reaper rounds for rows still counting, and reports how
- * many there were when the check began.
- */
-async function layoutFigures(client: pg.Client, jobsTerminal: boolean): Promise<Figure[]> {
-  const read = async () =>
-    (
-      await client.query<Record<string, string>>(
-        `SELECT
-           (SELECT count(*) FROM leasehold.jobs j WHERE j.state = 'ready' AND NOT EXISTS (
-              SELECT 1 FROM leasehold.ready_jobs r WHERE r.id = j.id AND r.queue = j.queue AND r.claim_at = j.claim_at
-                AND r.run_at = j.run_at AND r.kind = j.kind AND r.attempts = j.attempts)) AS ready_without_row,
-           (SELECT count(*) FROM leasehold.ready_jobs r
-             WHERE NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.id = r.id AND j.state = 'ready'))
-             + (SELECT count(*) - count(DISTINCT id) FROM leasehold.ready_jobs) AS stray_rows,
-           (SELECT count(*) FROM leasehold.leases WHERE running > 0) AS counting,
-           (SELECT coalesce(sum(abs(coalesce(f.jobs, 0) - coalesce(t.jobs, 0))), 0)
-              FROM (SELECT queue, kind, state, attempts, sum(jobs) AS jobs FROM leasehold.finished_rollup GROUP BY 1, 2, 3, 4) f
-              FULL JOIN (SELECT queue, kind, state, attempts, count(*) AS jobs FROM leasehold.jobs
-                          WHERE state = ANY($1::text[]) GROUP BY 1, 2, 3, 4) t USING (queue, kind, state, attempts)
-           ) AS rollup_off`,
-        [TERMINAL_STATES],
-      )
-    ).rows[0]!;
-  const first = await read();
-  const figures: Figure[] = [
-    {
-      name: 'ready jobs without their ready row',
-      value: Number(first.ready_without_row),
-      pass: Number(first.ready_without_row) === 0,
-      rule: '= 0',
-    },
-    {
-      name: 'ready rows of jobs not ready, or a second one of a job',
-      value: Number(first.stray_rows),
-      pass: Number(first.stray_rows) === 0,
-      rule: '= 0',
-    },
-    {
-      name: 'finished_rollup jobs off from the terminal jobs (per queue, kind, state, attempts)',
-      value: Number(first.rollup_off),
-      pass: Number(first.rollup_off) === 0,
-      rule: '= 0',
-    },
-  ];
-  if (jobsTerminal) {
-    const atFirst = Number(first.counting);
-    let counting = atFirst;
-    const settleBy = Date.now() + LEASE_S * 1000 + 2 * REAP_MS + 1000;
-    while (counting > 0 && Date.now() < settleBy) {
-      await sleep(200);
-      counting = Number((await read()).counting);
-    }
-    figures.push(
-      {
-        name: 'lease rows counting running jobs, every job terminal (when checked)',
-        value: atFirst,
-        pass: true,
-        rule: 'reported',
-      },
-      {
-        name: 'lease rows still counting running jobs a lease and two reaper rounds later',
-        value: counting,
-        pass: counting === 0,
-        rule: '= 0',
-      },
-    );
-  }
-  return figures;
-}
-
-/** layoutFigures, knowing whether every job is terminal now. */
-async function layoutFiguresNow(client: pg.Client): Promise<Figure[]> {
-  const live = await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state <> ALL($1::text[])`, [
-    TERMINAL_STATES,
-  ]);
-  return layoutFigures(client, live === 0);
-}
-
-/** The figures every scenario is held to. */
-async function ledgerFigures(
+/** The ledger figures of `fleet`'s run on `client`'s database. */
+function ledger(
   client: pg.Client,
   fleet: Fleet,
   enqueued: number,
   lastFault: number,
   bound = RECOVERY_BOUND_MS,
   recoverySince = 0,
-): Promise<Figure[]> {
-  const lastEnd = await count(
-    client,
-    `SELECT coalesce(extract(epoch FROM max(finished_at)) * 1000, 0) FROM leasehold.jobs`,
-  );
-  const recovery = Math.max(0, Math.round(lastEnd - lastFault));
-  return [
-    {
-      name: 'lost jobs',
-      value: enqueued - (await count(client, 'SELECT count(*) FROM leasehold.jobs')),
-      pass: true,
-      rule: '= 0',
-    },
-    {
-      name: OVERLAP,
-      value:
-        fleet.exclusionErrors +
-        (await count(
-          client,
-          `SELECT count(*) FROM chaos.lease_log a JOIN chaos.lease_log b ON a.job_id = b.job_id AND a.token < b.token AND a.valid && b.valid`,
-        )),
-      pass: true,
-      rule: '= 0',
-    },
-    {
-      name: 'stale settlements applied',
-      // Failures and releases are attempt rows; a completion is the done job row (its attempt
-      // number names the lease it ended).
-      value: await count(
-        client,
-        `SELECT (SELECT count(*) FROM leasehold.job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
-                                          WHERE a.outcome IN ('completed', 'failed', 'released') AND a.ended_at > l.deadline)
-                                       + (SELECT count(*) FROM leasehold.jobs j JOIN chaos.lease_log l ON l.job_id = j.id AND l.attempt = j.attempts
-                                          WHERE j.state = 'done' AND j.finished_at > l.deadline)`,
-      ),
-      pass: true,
-      rule: '= 0',
-    },
-    {
-      // The fence only works if attempt numbers come from the queue: a write naming a number the
-      // job never reached means a worker made one up or reused a stale job object.
-      name: 'sink writes naming an attempt the queue never issued',
-      value: await count(
-        client,
-        `SELECT count(*) FROM chaos.sink s JOIN leasehold.jobs j ON j.id = s.job_id WHERE s.highest_attempt > j.attempts`,
-      ),
-      pass: true,
-      rule: '= 0',
-    },
-    {
-      // At-least-once: a re-run reaches the side effect again; the delivery key makes it one effect.
-      name: 'repeated sink writes absorbed by the delivery key',
-      value: await count(client, 'SELECT coalesce(sum(replays), 0) FROM chaos.sink'),
-      pass: true,
-      rule: 'reported',
-    },
-    {
-      name: 'done jobs without their effect',
-      value: await count(
-        client,
-        `SELECT count(*) FROM leasehold.jobs j WHERE j.state = 'done' AND j.kind = 'chaos.work' AND NOT EXISTS (SELECT 1 FROM chaos.sink s WHERE s.job_id = j.id)`,
-      ),
-      pass: true,
-      rule: '= 0',
-    },
-    {
-      name: 'jobs not terminal',
-      value: await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state <> ALL($1::text[])`, [
-        TERMINAL_STATES,
-      ]),
-      pass: true,
-      rule: '= 0',
-    },
-    {
-      name: 'ms from last fault to last job end',
-      value: recovery,
-      pass: recovery <= bound,
-      rule: Number.isFinite(bound) ? `<= ${bound}` : 'reported',
-    },
-    await (async () => {
-      // Recovery of each crashed attempt: from its lease's end to the job's next attempt.
-      const worst = await count(
-        client,
-        `SELECT coalesce(max(extract(epoch FROM lower(n.valid) - l.deadline) * 1000), 0)
-        FROM leasehold.job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
-        JOIN chaos.lease_log n ON n.job_id = l.job_id AND n.attempt = l.attempt + 1
-        WHERE a.outcome = 'lease_expired' AND l.deadline > to_timestamp($1::float8 / 1000)`,
-        [recoverySince],
-      );
-      // Reported, not judged: while faults go on every worker may be dead or backing off at once.
-      return {
-        name: 'max ms from a crashed lease’s end to the next attempt',
-        value: Math.round(worst),
-        pass: true,
-        rule: 'reported',
-      };
-    })(),
-    {
-      name: 'worker processes that crashed on their own',
-      value: fleet.crashes,
-      pass: fleet.crashes === 0,
-      rule: '= 0',
-    },
-    {
-      name: 'handler executions beyond one per job',
-      value: await count(client, 'SELECT count(*) - count(DISTINCT job_id) FROM chaos.effects'),
-      pass: true,
-      rule: 'reported',
-    },
-    ...(await layoutFiguresNow(client)),
-  ].map((f) => (f.rule === '= 0' ? { ...f, pass: f.value === 0 } : f));
+): Promise<Checked> {
+  return ledgerFigures(client, {
+    enqueued,
+    exclusionErrors: fleet.exclusionErrors,
+    crashes: fleet.crashes,
+    lastFault,
+    bound,
+    recoverySince,
+  });
+}
+
+/** A scenario's checked figures and observations, as its Result carries them. */
+function merge(...parts: Checked[]): Pick<Result, 'figures' | 'observations'> {
+  return { figures: parts.flatMap((p) => p.figures), observations: parts.flatMap((p) => p.observations) };
 }
 
 /**
@@ -567,7 +373,7 @@ async function serverFault(name: Scenario, how: 'restart' | 'crash', args: strin
     args,
     jobs: secondsEach * 50,
     faultEveryMs: Math.max(4000, (secondsEach * 1000) / 3),
-    fault: (_fleet, db) => serverAway(db, takeAway),
+    fault: async (_fleet, db) => ({ injected: 1, lastedMs: await serverAway(db, takeAway) }),
   });
 }
 
@@ -582,6 +388,11 @@ async function serverAway(db: { url: string; client: pg.Client }, how: () => Pro
   return Date.now() - began; // the server was away this long
 }
 
+interface FaultOutcome {
+  injected: number;
+  lastedMs?: number;
+}
+
 async function workload(
   name: Scenario,
   options: {
@@ -590,11 +401,15 @@ async function workload(
     env?: Record<string, string>;
     jobs: number;
     faultEveryMs: number;
-    /** Injects one fault; may return how many ms the fault itself lasted (added to the bound). */
+    /**
+     * Injects one fault; returns how many it really injected (the scenario's evidence: a kill
+     * with no worker running, a terminate that found no backend, count 0) and may say how many
+     * ms the fault itself lasted (added to the bound).
+     */
     fault(
       fleet: Fleet,
       db: { url: string; client: pg.Client; enqueuer: Executor },
-    ): Promise<number | void> | number | void;
+    ): Promise<FaultOutcome> | FaultOutcome;
   },
 ): Promise<Result> {
   const db = await freshDatabase();
@@ -629,8 +444,7 @@ async function workload(
       }
       await watch.sample();
       if (Date.now() >= nextFault) {
-        await options.fault(fleet, db);
-        faults += 1;
+        faults += (await options.fault(fleet, db)).injected;
         lastFault = Date.now();
         backlogAtLastFault = await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`).catch(
           () => -1,
@@ -641,17 +455,23 @@ async function workload(
       waiting = await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`).catch(() => 1);
     }
     // One last fault now that nothing waits: it hits only jobs in flight.
-    const lasted = (await options.fault(fleet, db)) ?? 0;
-    faults += 1;
+    const last = await options.fault(fleet, db);
+    const lasted = last.lastedMs ?? 0;
+    faults += last.injected;
     lastFault = Date.now();
     backlogAtLastFault = await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`).catch(
       () => -1,
     );
     await drain(db.client, RECOVERY_BOUND_MS + 60_000);
-    const figures = await ledgerFigures(db.client, fleet, enqueued, lastFault - lasted, RECOVERY_BOUND_MS + lasted);
-    figures.push({ name: 'jobs waiting at the last fault', value: backlogAtLastFault, pass: true, rule: 'reported' });
-    figures.push(...(await watch.figures()));
-    return { scenario: name, jobs: enqueued, seconds: Math.round((Date.now() - started) / 1000), faults, figures };
+    const checked = await ledger(db.client, fleet, enqueued, lastFault - lasted, RECOVERY_BOUND_MS + lasted);
+    return {
+      scenario: name,
+      jobs: enqueued,
+      seconds: Math.round((Date.now() - started) / 1000),
+      faults,
+      figures: [injectedFigure(name, faults), ...checked.figures, ...(await watch.figures())],
+      observations: [...checked.observations, { name: 'jobs waiting at the last fault', value: backlogAtLastFault }],
+    };
   } finally {
     await fleet.stop();
     await db.drop();
@@ -666,9 +486,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       workers: 4,
       jobs: secondsEach * 25,
       faultEveryMs: 1500,
-      fault: (fleet) => {
-        fleet.random()?.kill('SIGKILL');
-      },
+      fault: (fleet) => ({ injected: fleet.killRandom() }),
     }),
 
   'crash-points': async () => {
@@ -701,21 +519,17 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       await drain(db.client, RECOVERY_BOUND_MS + 60_000);
       // While failpoints are armed every worker may be dead at once; recovery is held to the
       // bound from the moment the clean workers take over.
-      const figures = await ledgerFigures(db.client, clean, jobs, lastFault, RECOVERY_BOUND_MS + 5_000, lastFault);
+      const checked = await ledger(db.client, clean, jobs, lastFault, RECOVERY_BOUND_MS + 5_000, lastFault);
+      const failpointDeaths = fleets.reduce((n, f) => n + f.selfKilled, 0);
       const crashed = fleets.reduce((n, f) => n + f.crashes, 0);
-      figures.push({
-        name: 'armed workers that crashed other than at a failpoint',
-        value: crashed,
-        pass: crashed === 0,
-        rule: '= 0',
-      });
       await clean.stop();
       return {
         scenario: 'crash-points',
         jobs,
         seconds: Math.round((Date.now() - started) / 1000),
-        faults: points.length,
-        figures,
+        faults: failpointDeaths,
+        figures: [...crashPointFigures({ failpointDeaths, crashed }), ...checked.figures],
+        observations: checked.observations,
       };
     } finally {
       await db.drop();
@@ -749,22 +563,12 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       proc.kill('SIGCONT');
       const lastFault = Date.now();
       await sleep(4000); // the zombie wakes, finishes its handlers and tries to settle
-      const figures = await ledgerFigures(db.client, healthy, 4, lastFault, Number.POSITIVE_INFINITY);
-      const zombieEffects = await count(db.client, `SELECT count(*) FROM chaos.effects WHERE pid = $1`, [proc.pid]);
-      figures.push({
-        name: 'zombie attempts that ran',
-        value: zombieEffects,
-        pass: zombieEffects > 0,
-        rule: '> 0 (the fault happened)',
-      });
-      figures.push({
-        name: 'late zombie sink writes refused by the fence',
-        value: await count(db.client, `SELECT coalesce(sum(fenced), 0) FROM chaos.sink`),
-        pass: true,
-        rule: 'reported',
-      });
+      const checked = merge(
+        await zombieFigures(db.client, { pid: proc.pid! }),
+        await ledger(db.client, healthy, 4, lastFault, Number.POSITIVE_INFINITY),
+      );
       await zombie.stop();
-      return { scenario: 'zombie', jobs: 4, seconds: Math.round((Date.now() - started) / 1000), faults: 1, figures };
+      return { scenario: 'zombie', jobs: 4, seconds: Math.round((Date.now() - started) / 1000), faults: 1, ...checked };
     } finally {
       await healthy.stop();
       await zombie.stop();
@@ -779,12 +583,14 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       faultEveryMs: 500,
       fault: async (_fleet, db) => {
         // Cut a random worker connection: a pooled one, the claim loop's own or the LISTEN one.
-        await db.client.query(
-          `SELECT pg_terminate_backend(pid) FROM (
+        const cut = await count(
+          db.client,
+          `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM (
              SELECT pid FROM pg_stat_activity
              WHERE datname = current_database() AND application_name IN ('leasehold-worker', 'leasehold-claim', 'leasehold-listen')
              ORDER BY random() LIMIT 1) p`,
         );
+        return { injected: cut };
       },
     }),
 
@@ -835,41 +641,18 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
         db.client,
         `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'leasehold-listen' AND datname = current_database()`,
       );
-      // Health query every 15 s, 5 s to answer, then a reconnect: about 21 s at worst.
-      const bound = 25_000;
+      // Health query every 15 s, 5 s to answer, then a reconnect: about 21 s at worst (LISTEN_CUT_BOUND_MS).
+      const layout = await layoutFigures(db.client);
       return {
         scenario: 'listen-cut',
         jobs: 2,
         seconds: Math.round((Date.now() - started) / 1000),
         faults: cut,
         figures: [
-          { name: 'LISTEN connections cut silently', value: cut, pass: cut === 1, rule: '= 1 (the fault happened)' },
-          {
-            name: 'ms to start a job before the cut (LISTEN)',
-            value: beforeMs,
-            pass: beforeMs >= 0 && beforeMs < 2_000,
-            rule: '< 2000',
-          },
-          {
-            name: 'ms to start a job enqueued after the silent cut',
-            value: afterMs,
-            pass: afterMs >= 0 && afterMs <= bound,
-            rule: `<= ${bound} (poll is 60000)`,
-          },
-          {
-            name: 'LISTEN backends seen after (old half-open + new)',
-            value: listenBackends,
-            pass: listenBackends >= 1,
-            rule: 'reported',
-          },
-          {
-            name: 'worker processes that crashed on their own',
-            value: fleet.crashes,
-            pass: fleet.crashes === 0,
-            rule: '= 0',
-          },
-          ...(await layoutFiguresNow(db.client)),
+          ...listenCutFigures({ cut, beforeMs, afterMs, listenBackends, crashes: fleet.crashes }),
+          ...layout.figures,
         ],
+        observations: layout.observations,
       };
     } finally {
       await fleet.stop();
@@ -901,19 +684,19 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       );
       await drain(db.client, 120_000);
       const lastFault = Date.now();
-      const figures = await ledgerFigures(db.client, fleet, 103, lastFault, Number.POSITIVE_INFINITY);
-      const deadAtMax = await count(
-        db.client,
-        `SELECT count(*) FROM leasehold.jobs WHERE id = ANY($1::uuid[]) AND state = 'dead' AND attempts = 3`,
-        [poison.map((p) => p.id)],
-      );
-      figures.push({
-        name: 'poison jobs dead at max attempts',
-        value: deadAtMax,
-        pass: deadAtMax === 3,
-        rule: '= 3 of 3',
-      });
-      return { scenario: 'poison', jobs: 103, seconds: Math.round((Date.now() - started) / 1000), faults: 9, figures };
+      const checked = await ledger(db.client, fleet, 103, lastFault, Number.POSITIVE_INFINITY);
+      const poisonKills = fleet.selfKilled;
+      return {
+        scenario: 'poison',
+        jobs: 103,
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: poisonKills,
+        figures: [
+          ...(await poisonFigures(db.client, { ids: poison.map((p) => p.id), maxAttempts: 3, poisonKills })),
+          ...checked.figures,
+        ],
+        observations: checked.observations,
+      };
     } finally {
       await fleet.stop();
       await db.drop();
@@ -951,41 +734,18 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
         await sleep(100);
       }
       // The bound: claimed before every flood job that became due more than 3 × 1 s after it.
-      const overtaken = await count(
-        db.client,
-        `SELECT count(*) FROM leasehold.jobs f, leasehold.jobs l WHERE l.id = $1 AND f.priority = 3 AND f.run_at > l.run_at + interval '3 seconds'
-           AND f.started_at IS NOT NULL AND f.started_at < l.started_at`,
-        [low.id],
-      );
-      const waited = await count(
-        db.client,
-        `SELECT coalesce(extract(epoch FROM started_at - run_at), -1) FROM leasehold.jobs WHERE id = $1`,
-        [low.id],
-      );
       const backlog = await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`);
+      // The backlog is still being drained: the ready rows and the rollup, not the leases.
+      const checked = merge(
+        await priorityFloodFigures(db.client, { lowId: low.id, lowStarted, backlog }),
+        await layoutFigures(db.client),
+      );
       return {
         scenario: 'priority-flood',
         jobs: await count(db.client, 'SELECT count(*) FROM leasehold.jobs'),
         seconds: Math.round((Date.now() - started) / 1000),
         faults: 0,
-        figures: [
-          { name: 'low-priority job started', value: lowStarted ? 1 : 0, pass: lowStarted, rule: '= 1' },
-          {
-            name: 'seconds it waited under the flood',
-            value: Math.round(waited * 10) / 10,
-            pass: true,
-            rule: 'reported',
-          },
-          { name: 'flood jobs due > 3 s later that overtook it', value: overtaken, pass: overtaken === 0, rule: '= 0' },
-          {
-            name: 'flood backlog when it started',
-            value: backlog,
-            pass: true,
-            rule: 'reported (> 0: the flood was on)',
-          },
-          // The backlog is still being drained: the ready rows and the rollup, not the leases.
-          ...(await layoutFiguresNow(db.client)),
-        ],
+        ...checked,
       };
     } finally {
       await fleet.stop();
@@ -1002,36 +762,29 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       const processes = Array.from({ length: 4 }, () =>
         spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'chaos', 'enqueue-keys.ts'), db.url, '300', '2'], {
           cwd: ROOT,
-          stdio: ['ignore', 'ignore', 'inherit'],
+          stdio: ['ignore', 'pipe', 'inherit'],
         }),
       );
+      // Each process prints, last, how many of its enqueues it rolled back (chaos/enqueue-keys.ts).
+      const outputs = processes.map((p) => {
+        let out = '';
+        p.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        return () => out;
+      });
       const codes = await Promise.all(
-        processes.map((p) => new Promise<number | null>((r) => p.once('exit', (code) => r(code)))),
+        processes.map((p) => new Promise<number | null>((r) => p.once('close', (code) => r(code)))),
       );
       if (codes.some((c) => c !== 0)) throw new Error(`an enqueuing process failed: exit codes ${codes.join(', ')}`);
-      const committed = await count(db.client, 'SELECT count(*) FROM chaos.committed_keys');
-      const jobs = await count(db.client, 'SELECT count(*) FROM leasehold.jobs');
-      const missing = await count(
-        db.client,
-        `SELECT count(*) FROM chaos.committed_keys k WHERE NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.idempotency_key = k.key)`,
-      );
-      const extra = await count(
-        db.client,
-        `SELECT count(*) FROM (SELECT idempotency_key FROM leasehold.jobs GROUP BY 1 HAVING count(*) > 1) d`,
-      );
+      const rolledBack = outputs.reduce((n, out) => n + Number(/rolled back (\d+)/.exec(out())?.[1] ?? Number.NaN), 0);
+      // Nothing claims here: every job is ready, each inserted by a statement that also took keys.
+      const layout = await layoutFigures(db.client);
       return {
         scenario: 'duplicate-enqueue',
-        jobs,
+        jobs: await count(db.client, 'SELECT count(*) FROM leasehold.jobs'),
         seconds: Math.round((Date.now() - started) / 1000),
-        faults: 0,
-        figures: [
-          { name: 'keys whose enqueue committed', value: committed, pass: committed > 0, rule: 'reported' },
-          { name: 'committed keys without a job', value: missing, pass: missing === 0, rule: '= 0' },
-          { name: 'keys with more than one job', value: extra, pass: extra === 0, rule: '= 0' },
-          { name: 'jobs minus committed keys', value: jobs - committed, pass: jobs === committed, rule: '= 0' },
-          // Nothing claims here: every job is ready, each inserted by a statement that also took keys.
-          ...(await layoutFiguresNow(db.client)),
-        ],
+        faults: rolledBack,
+        figures: [...(await duplicateEnqueueFigures(db.client, { rolledBack })), ...layout.figures],
+        observations: layout.observations,
       };
     } finally {
       await db.drop();
@@ -1108,14 +861,14 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
         await sleep(200);
       }
       await draining;
-      const figures = await ledgerFigures(db.client, fleet, enqueued, lastEnqueue, Number.POSITIVE_INFINITY);
-      figures.push(...(await watch.figures()));
+      const checked = await ledger(db.client, fleet, enqueued, lastEnqueue, Number.POSITIVE_INFINITY);
       return {
         scenario: 'drain',
         jobs: enqueued,
         seconds: Math.round((Date.now() - started) / 1000),
         faults: 0,
-        figures,
+        figures: [...checked.figures, ...(await watch.figures())],
+        observations: checked.observations,
       };
     } finally {
       await fleet.stop();
@@ -1151,19 +904,14 @@ async function selfTestRun(armed: boolean): Promise<Result> {
     second.start(1);
     await drain(db.client, 120_000);
     // The second worker's figures (its refused claims are the overlaps), the first's crashes.
-    const figures = await ledgerFigures(db.client, second, jobs, Date.now(), Number.POSITIVE_INFINITY);
-    figures.push({
-      name: 'first worker processes that crashed on their own',
-      value: first.crashes,
-      pass: first.crashes === 0,
-      rule: '= 0',
-    });
+    const checked = await ledger(db.client, second, jobs, Date.now(), Number.POSITIVE_INFINITY);
     return {
-      scenario: armed ? 'self-test: unguarded_claim armed' : 'self-test: as shipped',
+      scenario: armed ? SELF_TEST_ARMED : SELF_TEST_SHIPPED,
       jobs,
       seconds: Math.round((Date.now() - started) / 1000),
       faults: armed ? 1 : 0,
-      figures,
+      figures: [...checked.figures, figure('first-crashed', first.crashes)],
+      observations: checked.observations,
     };
   } finally {
     await second.stop();
@@ -1187,19 +935,12 @@ try {
   }
   if (selfTest) {
     for (const armed of [false, true]) {
-      const name: SelfTestRun = armed ? 'self-test: unguarded_claim armed' : 'self-test: as shipped';
+      const name: SelfTestRun = armed ? SELF_TEST_ARMED : SELF_TEST_SHIPPED;
       log(`${name}…`);
       try {
         results.push(await selfTestRun(armed));
       } catch (error) {
-        const message = `harness error: ${(error as Error).message}`;
-        results.push({
-          scenario: name,
-          jobs: 0,
-          seconds: 0,
-          faults: 0,
-          figures: [{ name: message, value: 1, pass: false, rule: 'no error' }],
-        });
+        results.push(harnessError(name, error));
       }
     }
   }
@@ -1208,13 +949,7 @@ try {
     try {
       results.push(await scenarios[name]());
     } catch (error) {
-      results.push({
-        scenario: name,
-        jobs: 0,
-        seconds: 0,
-        faults: 0,
-        figures: [{ name: `harness error: ${(error as Error).message}`, value: 1, pass: false, rule: 'no error' }],
-      });
+      results.push(harnessError(name, error));
     }
   }
 } finally {
@@ -1222,7 +957,9 @@ try {
   await server.stop();
 }
 
-const failed = results.flatMap((r) => r.figures.filter((f) => !f.pass).map((f) => `${r.scenario}: ${f.name}`));
+// Every figure judged again from its rule and value (verdicts), evidence a scenario lacks failing it.
+const judged = verdicts(results);
+const failed = judged.filter((v) => !v.pass).map((v) => `${v.scenario}: ${v.name}`);
 console.log(
   `\nLeasehold failure harness: ${minutes} min, lease ${LEASE_S} s, reaper ${REAP_MS} ms, poll ${POLL_MS} ms (recovery bound ${RECOVERY_BOUND_MS} ms)` +
     `${pooledRun ? ', every worker and the enqueuer through PgBouncer 1.18 in transaction mode (polling, unnamed statements)' : ''}\n`,
@@ -1230,11 +967,14 @@ console.log(
 console.log('| scenario | jobs | faults | figure | value | rule | pass |\n|---|---:|---:|---|---:|---|---|');
 for (const r of results) {
   if (r.skipped) console.log(`| ${r.scenario} | | | skipped: ${r.skipped} | | | — |`);
-  for (const f of r.figures)
+  for (const v of judged.filter((j) => j.scenario === r.scenario))
     console.log(
-      `| ${r.scenario} | ${r.jobs} | ${r.faults} | ${f.name} | ${f.value} | ${f.rule} | ${f.pass ? 'yes' : '**NO**'} |`,
+      `| ${r.scenario} | ${r.jobs} | ${r.faults} | ${v.name} | ${v.value} | ${v.rule} | ${v.pass ? 'yes' : '**NO**'} |`,
     );
+  for (const o of r.observations ?? [])
+    console.log(`| ${r.scenario} | ${r.jobs} | ${r.faults} | ${o.name} | ${o.value} | reported | — |`);
 }
+const skipped = results.filter((r) => r.skipped).map((r) => r.scenario);
 mkdirSync(values.out!, { recursive: true });
 const file = path.join(values.out!, 'chaos-results.json');
 writeFileSync(
@@ -1248,6 +988,7 @@ writeFileSync(
       recoveryBoundMs: RECOVERY_BOUND_MS,
       pgbouncer: pooledRun,
       results,
+      verdicts: judged,
     },
     null,
     2,
@@ -1255,17 +996,17 @@ writeFileSync(
 );
 if (selfTest) {
   // As shipped every figure passes; armed, the overlap figure is non-zero and fails the run.
-  const shipped = results.find((r) => r.scenario === 'self-test: as shipped');
-  const armed = results.find((r) => r.scenario === 'self-test: unguarded_claim armed');
-  const shippedFailed = shipped ? shipped.figures.filter((f) => !f.pass).map((f) => f.name) : ['did not run'];
-  const overlap = armed?.figures.find((f) => f.name === OVERLAP);
-  const caught = overlap !== undefined && overlap.value > 0 && !overlap.pass;
+  const verdict = selfTestVerdict(results);
+  const overlapName = FIGURES.overlap.name;
   console.log(
-    `\nself-test: as shipped, ${shippedFailed.length === 0 ? 'every figure passes' : `FAILED: ${shippedFailed.join('; ')}`};` +
-      ` with unguarded_claim armed, "${OVERLAP}" = ${overlap?.value ?? 'not measured'}:` +
-      ` ${caught ? 'the run fails, as it must' : 'NOT CAUGHT: the harness would pass a claim without its guard'} (${file})`,
+    `\nself-test: as shipped, ${verdict.shippedFailed.length === 0 ? 'every figure passes' : `FAILED: ${verdict.shippedFailed.join('; ')}`};` +
+      ` with unguarded_claim armed, "${overlapName}" = ${verdict.overlap ?? 'not measured'}:` +
+      ` ${verdict.caught ? 'the run fails, as it must' : 'NOT CAUGHT: the harness would pass a claim without its guard'} (${file})`,
   );
-  process.exit(shippedFailed.length === 0 && caught ? 0 : 1);
+  process.exit(verdict.code);
 }
-console.log(`\n${failed.length === 0 ? 'all figures pass' : `FAILED: ${failed.join('; ')}`} (${file})`);
-process.exit(failed.length === 0 ? 0 : 1);
+console.log(
+  `\n${failed.length === 0 ? 'all figures pass' : `FAILED: ${failed.join('; ')}`}` +
+    `${skipped.length > 0 ? `; skipped (not run, not passed): ${skipped.join(', ')}` : ''} (${file})`,
+);
+process.exit(exitCode(results));

@@ -1,0 +1,447 @@
+/**
+ * The chaos checker fails a run for every violation it is meant to detect. For each figure in
+ * the harness's catalogue (FIGURES), `violations[id]` builds the checker's inputs twice, clean
+ * and with that figure's violation injected (rows written into a real database where the
+ * checker reads one, counters where it reads the harness's), and the figure must pass clean
+ * and fail, with the run's exit code 1, broken. A figure added to the catalogue without a case
+ * here fails its test (and tsc: the map is keyed by every FigureId).
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { claim, completeIfLeaseHeld, enqueue, enqueueMany } from '../db/queue/index.ts';
+import { useTestDatabase } from '../test/db.ts';
+import {
+  crashPointFigures,
+  duplicateEnqueueFigures,
+  EVIDENCE,
+  exitCode,
+  figure,
+  FIGURE_IDS,
+  FIGURES,
+  harnessError,
+  injectedFigure,
+  ledgerFigures,
+  listenCutFigures,
+  poisonFigures,
+  poolerFigures,
+  priorityFloodFigures,
+  RECOVERY_BOUND_MS,
+  SCENARIOS,
+  SELF_TEST_ARMED,
+  SELF_TEST_SHIPPED,
+  selfTestVerdict,
+  verdicts,
+  zombieFigures,
+  type Figure,
+  type FigureId,
+  type LedgerInputs,
+  type Result,
+  type Scenario,
+} from './checker.ts';
+import { judge } from './judge.ts';
+
+const t = useTestDatabase({ max: 4 });
+const SCHEMA = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
+const PID = 4242;
+
+const result = (figures: Figure[], scenario = 'checker test'): Result => ({
+  scenario,
+  jobs: 0,
+  seconds: 0,
+  faults: 0,
+  figures,
+});
+
+/** An empty queue and a fresh harness schema. */
+async function reset(): Promise<void> {
+  await t.pool.query(`DROP SCHEMA IF EXISTS chaos CASCADE`);
+  await t.pool.query(
+    `TRUNCATE leasehold.jobs, leasehold.ready_jobs, leasehold.job_attempts, leasehold.leases,
+              leasehold.finished_rollup, leasehold.dedupe_keys CASCADE`,
+  );
+  await t.pool.query(SCHEMA);
+}
+
+/**
+ * `n` chaos.work jobs run as the harness's workers run them: claimed through the queue, the
+ * handler's ledger rows and sink write (chaos/handlers.ts), completed under the lease.
+ */
+async function baseline(n: number): Promise<void> {
+  await reset();
+  if (n === 0) return;
+  await enqueueMany(
+    t.db,
+    Array.from({ length: n }, () => ({ queue: 'chaos', kind: 'chaos.work' })),
+  );
+  const jobs = await claim(t.db, { queues: ['chaos'], workerId: 'checker-test', limit: n, leaseSeconds: 30 });
+  expect(jobs).toHaveLength(n);
+  for (const job of jobs) {
+    await t.pool.query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
+      job.id,
+      job.attempt,
+      job.leaseToken,
+      PID,
+    ]);
+    await t.pool.query('INSERT INTO chaos.sink (job_id, highest_attempt) VALUES ($1, $2)', [job.id, job.attempt]);
+    await t.pool.query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE job_id = $1', [job.id]);
+    expect(await completeIfLeaseHeld(t.db, job)).toEqual({ applied: true });
+  }
+}
+
+const JOBS = 3;
+
+/**
+ * The ledger figures of the baseline, clean, or with `inject` run on it (returning how many
+ * jobs it enqueued more) and `inputs` changed.
+ */
+async function ledgerCase(
+  broken: boolean,
+  violation: { inject?: () => Promise<number | void>; inputs?: Partial<LedgerInputs>; jobs?: number },
+): Promise<Figure[]> {
+  await baseline(broken && violation.jobs !== undefined ? violation.jobs : JOBS);
+  const extra = broken ? ((await violation.inject?.()) ?? 0) : 0;
+  const inputs: LedgerInputs = {
+    enqueued: (broken && violation.jobs !== undefined ? violation.jobs : JOBS) + extra,
+    exclusionErrors: 0,
+    crashes: 0,
+    lastFault: Date.now(),
+    bound: RECOVERY_BOUND_MS,
+    settleMs: 400,
+    ...(broken ? violation.inputs : {}),
+  };
+  return (await ledgerFigures(t.pool, inputs)).figures;
+}
+
+const oneDoneJob = async () =>
+  (await t.pool.query<{ id: string }>(`SELECT id FROM leasehold.jobs WHERE state = 'done' LIMIT 1`)).rows[0]!.id;
+
+/** A job row written as the queue writes one, in any state (the CHECKs still hold it). */
+async function insertJob(columns: Record<string, unknown>): Promise<string> {
+  // claim_at <= run_at (a CHECK): a job written with its own run_at is claimable from then.
+  const due = columns.run_at === undefined ? {} : { claim_at: columns.run_at };
+  const row = { id: randomUUID(), queue: 'chaos', kind: 'chaos.work', ...due, ...columns };
+  const names = Object.keys(row);
+  await t.pool.query(
+    `INSERT INTO leasehold.jobs (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})`,
+    Object.values(row),
+  );
+  return row.id;
+}
+
+const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000);
+const secondsAfter = (base: Date, s: number) => new Date(base.getTime() + s * 1000);
+
+const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
+  // The ledger, read from the database.
+  lost: (broken) => ledgerCase(broken, { inputs: { enqueued: JOBS + 1 } }), // enqueued, never a row
+  overlap: (broken) =>
+    ledgerCase(broken, {
+      // The constraint would refuse it (and the harness count the refusal); without it, the
+      // checker's own join must see the second valid lease.
+      inject: async () => {
+        await t.pool.query(`ALTER TABLE chaos.lease_log DROP CONSTRAINT lease_log_job_id_valid_excl`);
+        await t.pool.query(
+          `INSERT INTO chaos.lease_log (token, job_id, attempt, valid, deadline)
+           SELECT gen_random_uuid(), job_id, attempt + 1, valid, deadline FROM chaos.lease_log LIMIT 1`,
+        );
+      },
+    }),
+  stale: (broken) =>
+    ledgerCase(broken, {
+      // A failure recorded after its lease's deadline.
+      inject: async () => {
+        await t.pool.query(
+          `INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, lease_token, started_at, ended_at, outcome, duration_ms)
+           SELECT job_id, attempt, 'chaos', 'chaos.work', token, lower(valid), deadline + interval '1 second', 'failed', 0
+             FROM chaos.lease_log LIMIT 1
+           ON CONFLICT (job_id, attempt, lease_token) DO UPDATE SET ended_at = excluded.ended_at, outcome = 'failed'`,
+        );
+      },
+    }),
+  'unissued-attempt': (broken) =>
+    ledgerCase(broken, {
+      inject: async () => {
+        await t.pool.query(`UPDATE chaos.sink SET highest_attempt = highest_attempt + 5 WHERE job_id = $1`, [
+          await oneDoneJob(),
+        ]);
+      },
+    }),
+  'done-without-effect': (broken) =>
+    ledgerCase(broken, {
+      inject: async () => {
+        await t.pool.query(`DELETE FROM chaos.sink WHERE job_id = $1`, [await oneDoneJob()]);
+      },
+    }),
+  'not-terminal': (broken) =>
+    ledgerCase(broken, {
+      inject: async () => {
+        await enqueue(t.db, { queue: 'chaos', kind: 'chaos.work' });
+        return 1;
+      },
+    }),
+  recovery: (broken) => ledgerCase(broken, { inputs: { lastFault: Date.now() - 60_000 } }), // the last job ended a minute after the fault
+  crashed: (broken) => ledgerCase(broken, { inputs: { crashes: 1 } }),
+  'jobs-done': (broken) => ledgerCase(broken, { jobs: 0 }), // a workload that ran nothing
+  // The layout's invariants, through the ledger.
+  'ready-without-row': (broken) =>
+    ledgerCase(broken, {
+      inject: async () => {
+        const { id } = await enqueue(t.db, { queue: 'chaos', kind: 'chaos.work' });
+        await t.pool.query(`DELETE FROM leasehold.ready_jobs WHERE id = $1`, [id]);
+        return 1;
+      },
+    }),
+  'stray-ready-rows': (broken) =>
+    ledgerCase(broken, {
+      inject: async () => {
+        await t.pool.query(
+          `INSERT INTO leasehold.ready_jobs (queue, claim_at, run_at, id, kind, attempts)
+           SELECT queue, claim_at, run_at, id, kind, attempts FROM leasehold.jobs WHERE id = $1`,
+          [await oneDoneJob()],
+        );
+      },
+    }),
+  'rollup-off': (broken) =>
+    ledgerCase(broken, {
+      inject: async () => {
+        await t.pool.query(
+          `UPDATE leasehold.finished_rollup SET jobs = jobs + 1 WHERE ctid = (SELECT ctid FROM leasehold.finished_rollup LIMIT 1)`,
+        );
+      },
+    }),
+  'leases-still-counting': (broken) =>
+    ledgerCase(broken, {
+      inject: async () => {
+        await t.pool.query(
+          `INSERT INTO leasehold.leases (token, queue, worker_id, lease_until, running, job_ids)
+           VALUES (gen_random_uuid(), 'chaos', 'ghost', now() + interval '1 hour', 1, '{}')`,
+        );
+      },
+    }),
+
+  // Evidence of the faults: the harness's own counts.
+  'workers-killed': async (broken) => [injectedFigure('kill-storm', broken ? 0 : 7)],
+  'connections-terminated': async (broken) => [injectedFigure('connection-loss', broken ? 0 : 20)],
+  'server-restarts': async (broken) => [injectedFigure('db-restart', broken ? 0 : 2)],
+  'server-crashes': async (broken) => [injectedFigure('db-crash', broken ? 0 : 2)],
+  'failpoint-deaths': async (broken) => crashPointFigures({ failpointDeaths: broken ? 0 : 4, crashed: 0 }),
+  'armed-crashed': async (broken) => crashPointFigures({ failpointDeaths: 4, crashed: broken ? 1 : 0 }),
+  'zombie-ran': async (broken) => {
+    await baseline(JOBS);
+    return (await zombieFigures(t.pool, { pid: broken ? PID + 1 : PID })).figures; // the stopped worker ran nothing
+  },
+  'zombie-reaped': async (broken) => {
+    await baseline(JOBS);
+    if (!broken)
+      await t.pool.query(
+        `INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, lease_token, started_at, ended_at, outcome, duration_ms)
+         VALUES ($1, 1, 'chaos', 'chaos.work', gen_random_uuid(), now() - interval '5 seconds', now(), 'lease_expired', 5000)`,
+        [await oneDoneJob()],
+      );
+    return (await zombieFigures(t.pool, { pid: PID })).figures;
+  },
+  'listen-cut': async (broken) => listenCut({ cut: broken ? 0 : 1 }),
+  'listen-before-ms': async (broken) => listenCut({ beforeMs: broken ? -1 : 150 }), // never started
+  'listen-after-ms': async (broken) => listenCut({ afterMs: broken ? 30_000 : 21_000 }),
+  'listen-backends': async (broken) => listenCut({ listenBackends: broken ? 0 : 2 }),
+  'poison-dead': async (broken) => {
+    await reset();
+    const id = await insertJob({
+      kind: 'chaos.poison',
+      state: 'dead',
+      attempts: broken ? 2 : 3, // dead before its max attempts
+      max_attempts: 3,
+      failure_class: 'lease_expired',
+      finished_at: new Date(),
+    });
+    return poisonFigures(t.pool, { ids: [id], maxAttempts: 3, poisonKills: 3 });
+  },
+  'poison-kills': async (broken) => {
+    await reset();
+    return poisonFigures(t.pool, { ids: [], maxAttempts: 3, poisonKills: broken ? 0 : 3 });
+  },
+  'low-started': async (broken) => priorityFlood(false, { lowStarted: !broken }),
+  overtaken: async (broken) => priorityFlood(broken, {}),
+  'flood-backlog': async (broken) => priorityFlood(false, { backlog: broken ? 0 : 150 }),
+  'enqueue-rollbacks': async (broken) => duplicateEnqueue({ rolledBack: broken ? 0 : 12 }),
+  'keys-committed': async (broken) => duplicateEnqueue({ keys: broken ? 0 : 3 }),
+  'keys-missing': async (broken) =>
+    duplicateEnqueue({
+      inject: broken ? () => t.pool.query(`INSERT INTO chaos.committed_keys VALUES ('k-missing')`) : undefined,
+    }),
+  'keys-doubled': async (broken) =>
+    duplicateEnqueue({
+      inject: broken ? () => insertJob({ idempotency_key: 'k0' }) : undefined,
+    }),
+  'jobs-minus-keys': async (broken) =>
+    duplicateEnqueue({
+      // A job whose enqueue never committed its key (a rolled-back enqueue that left a job).
+      inject: broken
+        ? () => enqueue(t.db, { queue: 'chaos', kind: 'chaos.work', idempotencyKey: 'k-ghost' })
+        : undefined,
+    }),
+  'pooler-bypassed': async (broken) => poolerFigures({ bypassing: broken ? 1 : 0, samples: 10, transactions: 500 }),
+  'pooler-samples': async (broken) => poolerFigures({ bypassing: 0, samples: broken ? 1 : 10, transactions: 500 }),
+  'pooler-transactions': async (broken) => poolerFigures({ bypassing: 0, samples: 10, transactions: broken ? 0 : 500 }),
+  'first-crashed': async (broken) => [figure('first-crashed', broken ? 1 : 0)],
+  'harness-error': async (broken) =>
+    broken ? harnessError('checker test', new Error('boom')).figures : [figure('harness-error', 0)],
+};
+
+function listenCut(
+  over: Partial<{ cut: number; beforeMs: number; afterMs: number; listenBackends: number; crashes: number }>,
+) {
+  return listenCutFigures({ cut: 1, beforeMs: 150, afterMs: 21_000, listenBackends: 2, crashes: 0, ...over });
+}
+
+/** A low-priority job due at t0 that started at t0 + 10 s, and a flood job due at t0 + 5 s. */
+async function priorityFlood(
+  overtaken: boolean,
+  over: Partial<{ lowStarted: boolean; backlog: number }>,
+): Promise<Figure[]> {
+  await reset();
+  const t0 = minutesAgo(5);
+  const done = { state: 'done', attempts: 1, finished_at: secondsAfter(t0, 30) };
+  const lowId = await insertJob({ ...done, priority: 0, run_at: t0, started_at: secondsAfter(t0, 10) });
+  // Started before the low job (overtook it), or after.
+  await insertJob({
+    ...done,
+    priority: 3,
+    run_at: secondsAfter(t0, 5),
+    started_at: secondsAfter(t0, overtaken ? 6 : 11),
+  });
+  return (await priorityFloodFigures(t.pool, { lowId, lowStarted: true, backlog: 150, ...over })).figures;
+}
+
+/** Keys k0.. enqueued and committed, as chaos/enqueue-keys.ts records them; then `inject`. */
+async function duplicateEnqueue(options: {
+  keys?: number;
+  rolledBack?: number;
+  inject?: () => Promise<unknown>;
+}): Promise<Figure[]> {
+  await reset();
+  for (let k = 0; k < (options.keys ?? 3); k++) {
+    await enqueue(t.db, { queue: 'chaos', kind: 'chaos.work', idempotencyKey: `k${k}` });
+    await t.pool.query(`INSERT INTO chaos.committed_keys VALUES ($1)`, [`k${k}`]);
+  }
+  await options.inject?.();
+  return duplicateEnqueueFigures(t.pool, { rolledBack: options.rolledBack ?? 12 });
+}
+
+const only = (figures: Figure[], id: FigureId): Figure => {
+  const found = figures.filter((f) => f.id === id);
+  expect(found, `the checker reported ${id} once`).toHaveLength(1);
+  return found[0]!;
+};
+
+describe('every figure fails the run when its violation is injected', () => {
+  it.each(FIGURE_IDS)('%s', async (id) => {
+    const build = violations[id];
+    expect(build, `figure ${id} has no violation case in chaos/checker.test.ts`).toBeTypeOf('function');
+    const clean = only(await build(false), id);
+    expect(clean, 'clean').toMatchObject({ pass: true });
+    expect(exitCode([result([clean])])).toBe(0);
+    const brokenFigures = await build(true);
+    const broken = only(brokenFigures, id);
+    expect(judge(broken.rule, broken.value), `${broken.name} = ${broken.value} (${broken.rule})`).toBe(false);
+    expect(broken.pass).toBe(false);
+    expect(exitCode([result([broken])])).toBe(1);
+    expect(exitCode([result(brokenFigures)])).toBe(1);
+    expect(verdicts([result(brokenFigures)]).find((v) => v.name === broken.name)?.pass).toBe(false);
+  });
+
+  it('the baseline ledger passes every figure it reports (so each failure above is its violation’s)', async () => {
+    const figures = await ledgerCase(false, {});
+    expect(figures.filter((f) => !f.pass)).toEqual([]);
+    expect(exitCode([result(figures)])).toBe(0);
+  });
+
+  it('an overlap the exclusion constraint refused (counted from the workers’ output) fails the run', async () => {
+    const figures = await ledgerCase(true, { inputs: { exclusionErrors: 1 } });
+    expect(only(figures, 'overlap')).toMatchObject({ value: 1, pass: false });
+    expect(exitCode([result(figures)])).toBe(1);
+  });
+});
+
+describe('verdicts', () => {
+  it('judge every figure again: a stored pass: true on a violating value fails the run', () => {
+    const lying: Figure = { id: 'lost', name: FIGURES.lost.name, value: 2, rule: '= 0', pass: true };
+    expect(exitCode([result([lying])])).toBe(1);
+  });
+
+  it('fail a figure that is not in the catalogue, and a figure whose rule is not one the judge knows', () => {
+    const made = { id: 'made-up', name: 'made up', value: 0, rule: '= 0', pass: true } as unknown as Figure;
+    expect(exitCode([result([made])])).toBe(1);
+    expect(exitCode([result([{ ...figure('lost', 0), rule: 'reported', pass: true }])])).toBe(1);
+  });
+
+  it('a run with no verdicts at all does not pass', () => {
+    expect(exitCode([])).toBe(1);
+    expect(exitCode([result([])])).toBe(1);
+  });
+
+  it('observations are printed, never judged: they neither pass nor fail a run', () => {
+    const r = { ...result([figure('lost', 0)]), observations: [{ name: 'anything', value: Number.NaN }] };
+    expect(exitCode([r])).toBe(0);
+  });
+});
+
+describe('a scenario whose fault did not happen fails', () => {
+  const evidenceAt = (scenario: Scenario, value: number): Result =>
+    result(
+      EVIDENCE[scenario].map((id) => figure(id, value)),
+      scenario,
+    );
+
+  it.each(SCENARIOS)('%s declares evidence that fails at 0 and passes once the fault happened', (scenario) => {
+    expect(EVIDENCE[scenario].length).toBeGreaterThan(0);
+    for (const id of EVIDENCE[scenario]) {
+      expect(judge(FIGURES[id].rule, 0), `${id} at 0`).toBe(false);
+      expect(judge(FIGURES[id].rule, 1), `${id} at 1`).toBe(true);
+    }
+    expect(exitCode([evidenceAt(scenario, 0)])).toBe(1);
+    expect(exitCode([evidenceAt(scenario, 1)])).toBe(0);
+  });
+
+  it.each(SCENARIOS)('%s without its evidence figures fails even when every other figure passes', (scenario) => {
+    const r = result([figure('lost', 0), figure('overlap', 0)], scenario);
+    expect(exitCode([r])).toBe(1);
+    expect(
+      verdicts([r])
+        .filter((v) => !v.pass)
+        .map((v) => v.name),
+    ).toEqual(EVIDENCE[scenario].map((id) => `${FIGURES[id].name} (evidence not measured)`));
+  });
+
+  it('a kill storm that killed no worker fails, however clean its ledger', async () => {
+    const ledger = await ledgerCase(false, {});
+    expect(exitCode([result([injectedFigure('kill-storm', 0), ...ledger], 'kill-storm')])).toBe(1);
+    expect(exitCode([result([injectedFigure('kill-storm', 3), ...ledger], 'kill-storm')])).toBe(0);
+  });
+
+  it('a skipped scenario is not judged for evidence, but cannot make an empty run pass', () => {
+    const skipped: Result = { ...result([], 'db-restart'), skipped: 'needs the embedded server' };
+    expect(verdicts([skipped])).toEqual([]);
+    expect(exitCode([skipped])).toBe(1);
+    expect(exitCode([skipped, evidenceAt('kill-storm', 2)])).toBe(0);
+  });
+});
+
+describe('selfTestVerdict', () => {
+  const shipped = () =>
+    result([figure('lost', 0), figure('overlap', 0), figure('first-crashed', 0)], SELF_TEST_SHIPPED);
+  const armed = (overlap: number) => result([figure('lost', 0), figure('overlap', overlap)], SELF_TEST_ARMED);
+
+  it('exits 0 when the shipped run passes and the armed run’s overlap is non-zero and fails', () => {
+    expect(selfTestVerdict([shipped(), armed(7)])).toMatchObject({ code: 0, caught: true, overlap: 7 });
+  });
+
+  it('exits 1 when the armed run saw no overlap, when the shipped run failed, or when either did not run', () => {
+    expect(selfTestVerdict([shipped(), armed(0)]).code).toBe(1);
+    const failing = result([figure('lost', 1), figure('overlap', 0)], SELF_TEST_SHIPPED);
+    expect(selfTestVerdict([failing, armed(7)]).code).toBe(1);
+    expect(selfTestVerdict([armed(7)]).code).toBe(1);
+    expect(selfTestVerdict([shipped()]).code).toBe(1);
+  });
+});

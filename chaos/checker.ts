@@ -1,0 +1,543 @@
+/**
+ * The failure harness's checker: the catalogue of every figure a run can report (FIGURES), the
+ * evidence each scenario must show that its fault happened (EVIDENCE), the functions that read
+ * the figures from a scenario's database and counters, and the verdict and exit code of a run.
+ *
+ * A figure is made only by `figure(id, value)`, which judges it from its catalogued rule
+ * (judge.ts); `verdicts()` judges every figure of a run again from its rule and value (a
+ * figure's stored `pass` counts for nothing), fails a figure the catalogue does not know, and
+ * fails a scenario that lacks one of its evidence figures. What is only reported (no rule) is
+ * an observation: printed, never a verdict.
+ */
+import type pg from 'pg';
+import { TERMINAL_STATES } from '../db/states.ts';
+import { judge } from './judge.ts';
+
+export const SCENARIOS = [
+  'kill-storm',
+  'crash-points',
+  'zombie',
+  'connection-loss',
+  'listen-cut',
+  'db-restart',
+  'db-crash',
+  'poison',
+  'priority-flood',
+  'duplicate-enqueue',
+  'drain',
+] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+// Settings the recovery bound is computed from.
+export const LEASE_S = 3;
+export const REAP_MS = 500;
+export const POLL_MS = 300;
+export const LEASE_EXPIRED_DELAY_MS = 0;
+export const RECOVERY_BOUND_MS = LEASE_S * 1000 + REAP_MS + POLL_MS + LEASE_EXPIRED_DELAY_MS + 2_000; // + 2 s for process restarts
+/** How long the lease-row figure waits for rows still counting: a lease and two reaper rounds, and a second. */
+export const LEASE_SETTLE_MS = LEASE_S * 1000 + 2 * REAP_MS + 1000;
+/** The bound on starting a job after its worker's LISTEN connection was cut silently (poll is 60 s). */
+export const LISTEN_CUT_BOUND_MS = 25_000;
+
+interface Entry {
+  name: string;
+  /** The rule as catalogued; a figure may state a bound of its own run (recovery, listen-cut). */
+  rule: string;
+}
+
+/** Every figure the harness can report. A new figure goes here, and gets a violation test (checker.test.ts). */
+export const FIGURES = {
+  // The ledger: every scenario with workers.
+  lost: { name: 'lost jobs', rule: '= 0' },
+  overlap: { name: 'overlapping valid leases', rule: '= 0' },
+  stale: { name: 'stale settlements applied', rule: '= 0' },
+  'unissued-attempt': { name: 'sink writes naming an attempt the queue never issued', rule: '= 0' },
+  'done-without-effect': { name: 'done jobs without their effect', rule: '= 0' },
+  'not-terminal': { name: 'jobs not terminal', rule: '= 0' },
+  recovery: { name: 'ms from last fault to last job end', rule: `≤ ${RECOVERY_BOUND_MS}` },
+  crashed: { name: 'worker processes that crashed on their own', rule: '= 0' },
+  'jobs-done': { name: 'jobs done', rule: '> 0 (the workload ran)' },
+  // The layout's invariants.
+  'ready-without-row': { name: 'ready jobs without their ready row', rule: '= 0' },
+  'stray-ready-rows': { name: 'ready rows of jobs not ready, or a second one of a job', rule: '= 0' },
+  'rollup-off': {
+    name: 'finished_rollup jobs off from the terminal jobs (per queue, kind, state, attempts)',
+    rule: '= 0',
+  },
+  'leases-still-counting': {
+    name: 'lease rows still counting running jobs a lease and two reaper rounds later',
+    rule: '= 0',
+  },
+  // Evidence that a scenario's fault happened.
+  'workers-killed': { name: 'workers the harness SIGKILLed', rule: '> 0 (the fault happened)' },
+  'failpoint-deaths': { name: 'armed workers that died at a failpoint', rule: '> 0 (the fault happened)' },
+  'zombie-ran': { name: 'zombie attempts that ran', rule: '> 0 (the fault happened)' },
+  'zombie-reaped': { name: 'attempts whose lease expired and was reaped', rule: '> 0 (the fault happened)' },
+  'connections-terminated': { name: 'worker connections terminated', rule: '> 0 (the fault happened)' },
+  'listen-cut': { name: 'LISTEN connections cut silently', rule: '= 1 (the fault happened)' },
+  'server-restarts': { name: 'server restarts performed', rule: '> 0 (the fault happened)' },
+  'server-crashes': { name: 'server crashes performed', rule: '> 0 (the fault happened)' },
+  'poison-kills': { name: 'workers the poison jobs killed', rule: '> 0 (the fault happened)' },
+  'flood-backlog': { name: 'flood backlog when it started', rule: '> 0 (the flood was on)' },
+  'enqueue-rollbacks': { name: 'keyed enqueues rolled back', rule: '> 0 (the fault happened)' },
+  // Scenarios' own.
+  'armed-crashed': { name: 'armed workers that crashed other than at a failpoint', rule: '= 0' },
+  'listen-before-ms': { name: 'ms to start a job before the cut (LISTEN)', rule: '0..1999' },
+  'listen-after-ms': {
+    name: 'ms to start a job enqueued after the silent cut',
+    rule: `0..${LISTEN_CUT_BOUND_MS} (poll is 60000)`,
+  },
+  'listen-backends': { name: 'LISTEN backends seen after (old half-open + new)', rule: '≥ 1' },
+  'poison-dead': { name: 'poison jobs dead at max attempts', rule: '= 3' },
+  'low-started': { name: 'low-priority job started', rule: '= 1' },
+  overtaken: { name: 'flood jobs due > 3 s later that overtook it', rule: '= 0' },
+  'keys-committed': { name: 'keys whose enqueue committed', rule: '> 0' },
+  'keys-missing': { name: 'committed keys without a job', rule: '= 0' },
+  'keys-doubled': { name: 'keys with more than one job', rule: '= 0' },
+  'jobs-minus-keys': { name: 'jobs minus committed keys', rule: '= 0' },
+  // --pgbouncer.
+  'pooler-bypassed': { name: 'worker and enqueuer backends not through PgBouncer', rule: '= 0' },
+  'pooler-samples': { name: 'samples of the backends taken', rule: '≥ 2' },
+  'pooler-transactions': { name: 'transactions PgBouncer carried', rule: '> 0 (the pooler carried the work)' },
+  // --self-test.
+  'first-crashed': { name: 'first worker processes that crashed on their own', rule: '= 0' },
+  // A scenario that threw.
+  'harness-error': { name: 'harness error', rule: '= 0' },
+} as const satisfies Record<string, Entry>;
+export type FigureId = keyof typeof FIGURES;
+export const FIGURE_IDS = Object.keys(FIGURES) as FigureId[];
+
+/** What each scenario must show that its fault happened (figures with a rule 0 fails). */
+export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
+  'kill-storm': ['workers-killed'],
+  'crash-points': ['failpoint-deaths'],
+  zombie: ['zombie-ran', 'zombie-reaped'],
+  'connection-loss': ['connections-terminated'],
+  'listen-cut': ['listen-cut'],
+  'db-restart': ['server-restarts'],
+  'db-crash': ['server-crashes'],
+  poison: ['poison-kills'],
+  'priority-flood': ['flood-backlog'],
+  'duplicate-enqueue': ['enqueue-rollbacks', 'keys-committed'],
+  drain: ['jobs-done'],
+};
+
+export interface Figure {
+  id: FigureId;
+  name: string;
+  value: number;
+  rule: string;
+  pass: boolean;
+}
+/** A value reported for the reader, never judged. */
+export interface Observation {
+  name: string;
+  value: number;
+}
+export interface Result {
+  scenario: string;
+  skipped?: string;
+  jobs: number;
+  seconds: number;
+  faults: number;
+  figures: Figure[];
+  observations?: Observation[];
+}
+
+/** The figure `id` with `value`, judged by its rule (`rule`: a bound of this run in place of the catalogue's). */
+export function figure(id: FigureId, value: number, options: { rule?: string; detail?: string } = {}): Figure {
+  const entry: Entry = FIGURES[id];
+  const rule = options.rule ?? entry.rule;
+  const name = options.detail ? `${entry.name}: ${options.detail}` : entry.name;
+  return { id, name, value, rule, pass: judge(rule, value) };
+}
+
+export interface Verdict {
+  scenario: string;
+  name: string;
+  value: number;
+  rule: string;
+  pass: boolean;
+}
+
+/**
+ * Every figure of the run judged again from its rule and value; a figure whose id is not in the
+ * catalogue fails, and so does a scenario (not skipped) without one of its evidence figures.
+ */
+export function verdicts(results: readonly Result[]): Verdict[] {
+  const out: Verdict[] = [];
+  for (const r of results) {
+    for (const f of r.figures) {
+      const known = Object.hasOwn(FIGURES, f.id);
+      out.push({
+        scenario: r.scenario,
+        name: known ? f.name : `${f.name} (not a catalogued figure)`,
+        value: f.value,
+        rule: f.rule,
+        pass: known && judge(f.rule, f.value),
+      });
+    }
+    const evidence = (SCENARIOS as readonly string[]).includes(r.scenario) ? EVIDENCE[r.scenario as Scenario] : [];
+    if (r.skipped) continue;
+    for (const id of evidence)
+      if (!r.figures.some((f) => f.id === id))
+        out.push({
+          scenario: r.scenario,
+          name: `${FIGURES[id].name} (evidence not measured)`,
+          value: Number.NaN,
+          rule: FIGURES[id].rule,
+          pass: false,
+        });
+  }
+  return out;
+}
+
+/** 0 when every verdict passes (and there is at least one), else 1. */
+export function exitCode(results: readonly Result[]): 0 | 1 {
+  const all = verdicts(results);
+  return all.length > 0 && all.every((v) => v.pass) ? 0 : 1;
+}
+
+export const SELF_TEST_SHIPPED = 'self-test: as shipped';
+export const SELF_TEST_ARMED = 'self-test: unguarded_claim armed';
+
+/**
+ * The self-test's verdict: as shipped every figure passes; armed with `unguarded_claim`, the
+ * overlap figure is measured, non-zero and fails.
+ */
+export function selfTestVerdict(results: readonly Result[]): {
+  code: 0 | 1;
+  shippedFailed: string[];
+  overlap: number | undefined;
+  caught: boolean;
+} {
+  const shipped = results.find((r) => r.scenario === SELF_TEST_SHIPPED);
+  const armed = results.find((r) => r.scenario === SELF_TEST_ARMED);
+  const shippedFailed = shipped
+    ? verdicts([shipped])
+        .filter((v) => !v.pass)
+        .map((v) => v.name)
+    : ['did not run'];
+  const overlap = armed?.figures.find((f) => f.id === 'overlap');
+  const caught = overlap !== undefined && overlap.value > 0 && !judge(overlap.rule, overlap.value);
+  return { code: shippedFailed.length === 0 && caught ? 0 : 1, shippedFailed, overlap: overlap?.value, caught };
+}
+
+/** The result of a scenario that threw: one failing figure naming the error. */
+export function harnessError(scenario: string, error: unknown): Result {
+  return {
+    scenario,
+    jobs: 0,
+    seconds: 0,
+    faults: 0,
+    figures: [figure('harness-error', 1, { detail: (error as Error)?.message ?? String(error) })],
+  };
+}
+
+/** What the checker reads the database through. */
+export type Queryable = Pick<pg.ClientBase, 'query'>;
+
+export async function count(client: Queryable, text: string, params: unknown[] = []): Promise<number> {
+  const result = await client.query(text, params);
+  return Number(Object.values(result.rows[0] ?? { n: 0 })[0] ?? 0);
+}
+
+export interface Checked {
+  figures: Figure[];
+  observations: Observation[];
+}
+
+/**
+ * The layout's invariants (db/queue/transitions.ts, drizzle/0001_leasehold_v1_invariants.sql),
+ * read in one statement, so that one snapshot sees a job and its rows together (a claim or a
+ * settlement changes both at once):
+ * - every ready job has its ready row (queue, claim_at, run_at, kind, attempts as the job's),
+ *   and no ready row is left for a job that is not ready, nor a second one for a job: a job
+ *   without one is never claimed again, a row too many fills a claim's LIMIT;
+ * - once every job is terminal, no lease row still counts running jobs;
+ * - finished_rollup counts exactly the terminal jobs, per queue, kind, state and attempts (the
+ *   harness never removes or retries finished jobs, so nothing may have left the rollup).
+ *
+ * A lease row's count is set by the reaper from its snapshot, so a settlement committing
+ * between the reaper's snapshot and its lock on the row leaves it one too high until the
+ * row's deadline, when the reaper counts again (db/queue/transitions.ts, reapStatement). So the
+ * lease figure waits `settleMs` (a lease and two reaper rounds) for rows still counting, and
+ * reports how many there were when the check began. `terminal` undefined: read it now.
+ */
+export async function layoutFigures(
+  client: Queryable,
+  options: { terminal?: boolean; settleMs?: number } = {},
+): Promise<Checked> {
+  const terminal =
+    options.terminal ??
+    (await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state <> ALL($1::text[])`, [TERMINAL_STATES])) ===
+      0;
+  const read = async () =>
+    (
+      await client.query<Record<string, string>>(
+        `SELECT
+           (SELECT count(*) FROM leasehold.jobs j WHERE j.state = 'ready' AND NOT EXISTS (
+              SELECT 1 FROM leasehold.ready_jobs r WHERE r.id = j.id AND r.queue = j.queue AND r.claim_at = j.claim_at
+                AND r.run_at = j.run_at AND r.kind = j.kind AND r.attempts = j.attempts)) AS ready_without_row,
+           (SELECT count(*) FROM leasehold.ready_jobs r
+             WHERE NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.id = r.id AND j.state = 'ready'))
+             + (SELECT count(*) - count(DISTINCT id) FROM leasehold.ready_jobs) AS stray_rows,
+           (SELECT count(*) FROM leasehold.leases WHERE running > 0) AS counting,
+           (SELECT coalesce(sum(abs(coalesce(f.jobs, 0) - coalesce(t.jobs, 0))), 0)
+              FROM (SELECT queue, kind, state, attempts, sum(jobs) AS jobs FROM leasehold.finished_rollup GROUP BY 1, 2, 3, 4) f
+              FULL JOIN (SELECT queue, kind, state, attempts, count(*) AS jobs FROM leasehold.jobs
+                          WHERE state = ANY($1::text[]) GROUP BY 1, 2, 3, 4) t USING (queue, kind, state, attempts)
+           ) AS rollup_off`,
+        [TERMINAL_STATES],
+      )
+    ).rows[0]!;
+  const first = await read();
+  const figures = [
+    figure('ready-without-row', Number(first.ready_without_row)),
+    figure('stray-ready-rows', Number(first.stray_rows)),
+    figure('rollup-off', Number(first.rollup_off)),
+  ];
+  const observations: Observation[] = [];
+  if (terminal) {
+    const atFirst = Number(first.counting);
+    let counting = atFirst;
+    const settleBy = Date.now() + (options.settleMs ?? LEASE_SETTLE_MS);
+    while (counting > 0 && Date.now() < settleBy) {
+      await new Promise((r) => setTimeout(r, 200));
+      counting = Number((await read()).counting);
+    }
+    observations.push({ name: 'lease rows counting running jobs, every job terminal (when checked)', value: atFirst });
+    figures.push(figure('leases-still-counting', counting));
+  }
+  return { figures, observations };
+}
+
+/** What the ledger figures read besides the database: the harness's own counts and times. */
+export interface LedgerInputs {
+  /** Jobs the harness enqueued. */
+  enqueued: number;
+  /** Claims the lease log's exclusion constraint refused (counted from the workers' output). */
+  exclusionErrors: number;
+  /** Workers that exited on their own with an error. */
+  crashes: number;
+  /** When (ms since the epoch) the last fault ended. */
+  lastFault: number;
+  /** The recovery bound in ms; infinite: the recovery time is reported, not judged. */
+  bound?: number;
+  /** Crashed leases ending after this instant (ms) count toward the worst recovery. */
+  recoverySince?: number;
+  /** Passed on to layoutFigures. */
+  settleMs?: number;
+}
+
+/** The figures every scenario with workers is held to, read from its database. */
+export async function ledgerFigures(client: Queryable, inputs: LedgerInputs): Promise<Checked> {
+  const bound = inputs.bound ?? RECOVERY_BOUND_MS;
+  const lastEnd = await count(
+    client,
+    `SELECT coalesce(extract(epoch FROM max(finished_at)) * 1000, 0) FROM leasehold.jobs`,
+  );
+  const recovery = Math.max(0, Math.round(lastEnd - inputs.lastFault));
+  const figures = [
+    figure('lost', inputs.enqueued - (await count(client, 'SELECT count(*) FROM leasehold.jobs'))),
+    figure(
+      'overlap',
+      inputs.exclusionErrors +
+        (await count(
+          client,
+          `SELECT count(*) FROM chaos.lease_log a JOIN chaos.lease_log b ON a.job_id = b.job_id AND a.token < b.token AND a.valid && b.valid`,
+        )),
+    ),
+    // Failures and releases are attempt rows; a completion is the done job row (its attempt
+    // number names the lease it ended).
+    figure(
+      'stale',
+      await count(
+        client,
+        `SELECT (SELECT count(*) FROM leasehold.job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
+                  WHERE a.outcome IN ('completed', 'failed', 'released') AND a.ended_at > l.deadline)
+              + (SELECT count(*) FROM leasehold.jobs j JOIN chaos.lease_log l ON l.job_id = j.id AND l.attempt = j.attempts
+                  WHERE j.state = 'done' AND j.finished_at > l.deadline)`,
+      ),
+    ),
+    // The fence only works if attempt numbers come from the queue: a write naming a number the
+    // job never reached means a worker made one up or reused a stale job object.
+    figure(
+      'unissued-attempt',
+      await count(
+        client,
+        `SELECT count(*) FROM chaos.sink s JOIN leasehold.jobs j ON j.id = s.job_id WHERE s.highest_attempt > j.attempts`,
+      ),
+    ),
+    figure(
+      'done-without-effect',
+      await count(
+        client,
+        `SELECT count(*) FROM leasehold.jobs j WHERE j.state = 'done' AND j.kind = 'chaos.work' AND NOT EXISTS (SELECT 1 FROM chaos.sink s WHERE s.job_id = j.id)`,
+      ),
+    ),
+    figure(
+      'not-terminal',
+      await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state <> ALL($1::text[])`, [TERMINAL_STATES]),
+    ),
+    figure('crashed', inputs.crashes),
+    figure('jobs-done', await count(client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'done'`)),
+  ];
+  const observations: Observation[] = [];
+  // Judged against the bound; with none (no faults, or faults where every worker may be down) only reported.
+  if (Number.isFinite(bound)) figures.push(figure('recovery', recovery, { rule: `≤ ${bound}` }));
+  else observations.push({ name: FIGURES.recovery.name, value: recovery });
+  // At-least-once: a re-run reaches the side effect again; the delivery key makes it one effect.
+  observations.push({
+    name: 'repeated sink writes absorbed by the delivery key',
+    value: await count(client, 'SELECT coalesce(sum(replays), 0) FROM chaos.sink'),
+  });
+  // Recovery of each crashed attempt, from its lease's end to the job's next attempt. Reported,
+  // not judged: while faults go on every worker may be dead or backing off at once.
+  const worst = await count(
+    client,
+    `SELECT coalesce(max(extract(epoch FROM lower(n.valid) - l.deadline) * 1000), 0)
+       FROM leasehold.job_attempts a JOIN chaos.lease_log l ON l.token = a.lease_token AND l.job_id = a.job_id
+       JOIN chaos.lease_log n ON n.job_id = l.job_id AND n.attempt = l.attempt + 1
+      WHERE a.outcome = 'lease_expired' AND l.deadline > to_timestamp($1::float8 / 1000)`,
+    [inputs.recoverySince ?? 0],
+  );
+  observations.push({ name: 'max ms from a crashed lease’s end to the next attempt', value: Math.round(worst) });
+  observations.push({
+    name: 'handler executions beyond one per job',
+    value: await count(client, 'SELECT count(*) - count(DISTINCT job_id) FROM chaos.effects'),
+  });
+  const layout = await layoutFigures(client, { settleMs: inputs.settleMs });
+  return { figures: [...figures, ...layout.figures], observations: [...observations, ...layout.observations] };
+}
+
+/** The evidence of a workload scenario's faults: how many it injected (kills, terminated connections, server faults). */
+export function injectedFigure(scenario: Scenario, injected: number): Figure {
+  const id = (
+    {
+      'kill-storm': 'workers-killed',
+      'connection-loss': 'connections-terminated',
+      'db-restart': 'server-restarts',
+      'db-crash': 'server-crashes',
+    } as Partial<Record<Scenario, FigureId>>
+  )[scenario];
+  if (!id) throw new Error(`scenario ${scenario} has no injected-fault figure`);
+  return figure(id, injected);
+}
+
+/** crash-points: the armed workers died at their failpoints, and of nothing else. */
+export function crashPointFigures(inputs: { failpointDeaths: number; crashed: number }): Figure[] {
+  return [figure('failpoint-deaths', inputs.failpointDeaths), figure('armed-crashed', inputs.crashed)];
+}
+
+/** zombie: the stopped worker ran attempts (`pid`), its leases expired and were reaped, its late writes fenced. */
+export async function zombieFigures(client: Queryable, inputs: { pid: number }): Promise<Checked> {
+  return {
+    figures: [
+      figure('zombie-ran', await count(client, `SELECT count(*) FROM chaos.effects WHERE pid = $1`, [inputs.pid])),
+      figure(
+        'zombie-reaped',
+        await count(client, `SELECT count(*) FROM leasehold.job_attempts WHERE outcome = 'lease_expired'`),
+      ),
+    ],
+    observations: [
+      {
+        name: 'late zombie sink writes refused by the fence',
+        value: await count(client, `SELECT coalesce(sum(fenced), 0) FROM chaos.sink`),
+      },
+    ],
+  };
+}
+
+/** listen-cut: the cut happened, jobs started promptly before and after it, and no worker crashed. */
+export function listenCutFigures(inputs: {
+  cut: number;
+  beforeMs: number;
+  afterMs: number;
+  listenBackends: number;
+  crashes: number;
+}): Figure[] {
+  return [
+    figure('listen-cut', inputs.cut),
+    figure('listen-before-ms', inputs.beforeMs),
+    figure('listen-after-ms', inputs.afterMs),
+    figure('listen-backends', inputs.listenBackends),
+    figure('crashed', inputs.crashes),
+  ];
+}
+
+/** poison: each poison job (`ids`) dead at its max attempts (`maxAttempts`), having killed workers. */
+export async function poisonFigures(
+  client: Queryable,
+  inputs: { ids: string[]; maxAttempts: number; poisonKills: number },
+): Promise<Figure[]> {
+  const deadAtMax = await count(
+    client,
+    `SELECT count(*) FROM leasehold.jobs WHERE id = ANY($1::uuid[]) AND state = 'dead' AND attempts = $2`,
+    [inputs.ids, inputs.maxAttempts],
+  );
+  return [
+    figure('poison-dead', deadAtMax, { rule: `= ${inputs.ids.length}` }),
+    figure('poison-kills', inputs.poisonKills),
+  ];
+}
+
+/** priority-flood: the low-priority job (`lowId`) started, and no flood job due more than 3 s after it overtook it. */
+export async function priorityFloodFigures(
+  client: Queryable,
+  inputs: { lowId: string; lowStarted: boolean; backlog: number },
+): Promise<Checked> {
+  const overtaken = await count(
+    client,
+    `SELECT count(*) FROM leasehold.jobs f, leasehold.jobs l WHERE l.id = $1 AND f.priority = 3 AND f.run_at > l.run_at + interval '3 seconds'
+       AND f.started_at IS NOT NULL AND f.started_at < l.started_at`,
+    [inputs.lowId],
+  );
+  const waited = await count(
+    client,
+    `SELECT coalesce(extract(epoch FROM started_at - run_at), -1) FROM leasehold.jobs WHERE id = $1`,
+    [inputs.lowId],
+  );
+  return {
+    figures: [
+      figure('low-started', inputs.lowStarted ? 1 : 0),
+      figure('overtaken', overtaken),
+      figure('flood-backlog', inputs.backlog),
+    ],
+    observations: [{ name: 'seconds it waited under the flood', value: Math.round(waited * 10) / 10 }],
+  };
+}
+
+/** duplicate-enqueue: one job per committed key, none for the rest, and the rollbacks happened. */
+export async function duplicateEnqueueFigures(client: Queryable, inputs: { rolledBack: number }): Promise<Figure[]> {
+  const committed = await count(client, 'SELECT count(*) FROM chaos.committed_keys');
+  const jobs = await count(client, 'SELECT count(*) FROM leasehold.jobs');
+  return [
+    figure('enqueue-rollbacks', inputs.rolledBack),
+    figure('keys-committed', committed),
+    figure(
+      'keys-missing',
+      await count(
+        client,
+        `SELECT count(*) FROM chaos.committed_keys k WHERE NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.idempotency_key = k.key)`,
+      ),
+    ),
+    figure(
+      'keys-doubled',
+      await count(
+        client,
+        `SELECT count(*) FROM (SELECT idempotency_key FROM leasehold.jobs GROUP BY 1 HAVING count(*) > 1) d`,
+      ),
+    ),
+    figure('jobs-minus-keys', jobs - committed),
+  ];
+}
+
+/** --pgbouncer: no worker or enqueuer backend bypassed the pooler (over enough samples), and it carried transactions. */
+export function poolerFigures(inputs: { bypassing: number; samples: number; transactions: number }): Figure[] {
+  return [
+    figure('pooler-bypassed', inputs.bypassing),
+    figure('pooler-samples', inputs.samples),
+    figure('pooler-transactions', inputs.transactions),
+  ];
+}
