@@ -269,6 +269,12 @@ export const jobAttempts = leasehold.table(
     outcome: text('outcome', { enum: ATTEMPT_OUTCOMES }).notNull(),
     failureClass: text('failure_class', { enum: FAILURE_CLASSES }),
     error: text('error'),
+    /**
+     * A failed attempt's stack and cause chain, bounded and scrubbed of the payload's secrets
+     * (db/queue/error-detail.ts, ErrorDetail); NULL for other outcomes and for errors without
+     * either. Schema version 3 (drizzle/0005).
+     */
+    errorDetail: jsonb('error_detail'),
     durationMs: integer('duration_ms').notNull(),
   },
   (t) => [

@@ -41,6 +41,9 @@ export {
   releaseIfLeaseHeld,
 } from '../db/queue/settle.ts';
 export type { FailInput, FailOutcome, HeartbeatOutcome } from '../db/queue/settle.ts';
+// What a failed attempt records besides its message (docs/contract.md §6), for clients that fail jobs themselves.
+export { errorDetail, redactedValues } from '../db/queue/error-detail.ts';
+export type { ErrorDetail, ErrorCause } from '../db/queue/error-detail.ts';
 export type { Job, ClaimedJob, LeaseRef, SettleOutcome } from '../db/queue/job.ts';
 export { LEASE_LOST } from '../db/queue/job.ts';
 export { DEFAULT_RETRY_POLICY } from '../db/queue/retry-policy.ts';

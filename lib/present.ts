@@ -4,6 +4,7 @@
  * and calls these to word them, in the pg-boss manner: `affected = 0` becomes a sentence a
  * person understands. Pure functions, no I/O.
  */
+import { MAX_CAUSE_DEPTH, MAX_DETAIL_CHARS, MAX_STACK_FRAMES, type ErrorDetail } from '../db/queue/error-detail.ts';
 import type { ActionResult, Job, SetRedactedPathsOutcome, SingleActionOutcome } from '../db/queue/index.ts';
 
 export type OperatorAction = 'retry' | 'cancel';
@@ -84,4 +85,29 @@ export function redactionOutcomeMessage(kind: string, version: number, outcome: 
       ? ` Unmasked ${removed.join(', ')}; a worker whose handler still declares a path adds it back when it starts.`
       : '')
   );
+}
+
+/** What a failed attempt's detail shows: its stack, then each cause, then why the chain stops. */
+export function errorDetailText(detail: ErrorDetail): string {
+  const parts: string[] = [];
+  if (detail.code !== undefined) parts.push(`code: ${detail.code}`);
+  if (detail.stack) parts.push(detail.stack);
+  for (const c of detail.causes) {
+    parts.push(`Caused by: ${c.name}: ${c.message}${c.code !== undefined ? ` (code ${c.code})` : ''}`);
+    if (c.stack) parts.push(c.stack);
+  }
+  if (detail.chainEnd === 'depth') parts.push(`… the cause chain goes on past ${MAX_CAUSE_DEPTH} causes.`);
+  if (detail.chainEnd === 'cycle') parts.push('… the next cause is one shown above (the chain loops).');
+  if (detail.chainEnd === 'size') parts.push('… more causes, not kept (the detail is full).');
+  if (detail.truncated)
+    parts.push(`(cut to fit: at most ${MAX_STACK_FRAMES} frames per stack, ${MAX_DETAIL_CHARS} characters in all)`);
+  return parts.join('\n');
+}
+
+/** The summary line of an attempt's detail: "stack, 2 causes". */
+export function errorDetailSummary(detail: ErrorDetail): string {
+  const what = [detail.stack ? 'stack' : '', detail.causes.length > 0 ? plural(detail.causes.length, 'cause') : '']
+    .filter(Boolean)
+    .join(', ');
+  return what || 'detail';
 }

@@ -5,9 +5,10 @@
  * process does not load handlers. A kind version no worker has registered has no known paths,
  * so its payload is hidden whole rather than guessed at.
  */
-export const DEFAULT_REDACTED_KEYS = ['password', 'token', 'secret', 'apiKey', 'authorization', 'card', 'ssn'];
+import { DEFAULT_REDACTED_KEYS, MASK } from '../db/queue/error-detail.ts';
 
-export const MASK = '••••••';
+// One list and one mark for the payload and for error text (db/queue/error-detail.ts scrubs the latter).
+export { DEFAULT_REDACTED_KEYS, MASK };
 
 export interface Redaction {
   payload: unknown;

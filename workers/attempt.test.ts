@@ -110,6 +110,8 @@ describe('one attempt', () => {
       failureClass: 'rate_limited',
       message: 'RateLimitedError: slow down',
       retryAfterMs: 7000,
+      // Its stack's frames, without the message line; no cause.
+      detail: { stack: expect.stringMatching(/^\s+at .*attempt\.test\.ts:\d+/), causes: [], truncated: false },
     });
     expect(await outcomeOf(new Error('boom'))).toMatchObject({ failureClass: 'transient', message: 'Error: boom' });
     expect(await outcomeOf('a string')).toMatchObject({ failureClass: 'transient', message: 'thrown: a string' });
@@ -281,6 +283,7 @@ describe("an attempt's payload check (the handler's Standard Schema)", () => {
       kind: 'failed',
       failureClass: 'transient',
       message: 'Error: lookup service down',
+      detail: { stack: expect.stringMatching(/^\s+at .*attempt\.test\.ts:\d+/), causes: [], truncated: false },
     });
     expect(calls).toBe(0);
   });

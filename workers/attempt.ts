@@ -19,6 +19,8 @@ import {
   type Executor,
   type PayloadCheck,
 } from '../db/queue/index.ts';
+import { boundedScrub, redactedValues, type ErrorDetail } from '../db/queue/error-detail.ts';
+import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
 import type { FailureClass } from '../db/schema.ts';
 import { classify } from './errors.ts';
 import type { Failpoints } from './failpoints.ts';
@@ -51,7 +53,14 @@ export function leaseDeadlineFrom(sentAt: number, leaseSeconds: number): number 
 /** What came of an attempt; the completer turns it into a settlement (not db/states' stored outcomes). */
 export type AttemptResult =
   | { kind: 'completed' }
-  | { kind: 'failed'; failureClass: FailureClass; message: string; retryAfterMs?: number | undefined }
+  | {
+      kind: 'failed';
+      failureClass: FailureClass;
+      message: string;
+      retryAfterMs?: number | undefined;
+      /** The thrown error's stack and cause chain, bounded and scrubbed (db/queue/error-detail.ts). */
+      detail?: ErrorDetail | null | undefined;
+    }
   /** Stopped for shutdown: handed back to `ready` for another worker. */
   | { kind: 'released' }
   /** The lease was gone while it ran: nothing may be settled. */
@@ -195,6 +204,11 @@ export interface AttemptDeps {
   failpoints?: Failpoints | undefined;
 }
 
+/** The job's payload values that error text must not show: at the handler's `redact` paths and the well-known secret keys. */
+function secretsOf(job: ClaimedJob, handler: Handler): string[] {
+  return redactedValues(job.payload, handler.redact ?? []);
+}
+
 const permanent = (message: string): AttemptResult => ({ kind: 'failed', failureClass: 'permanent', message });
 // The results without fields are shared: one object each, not one per job.
 const COMPLETED: AttemptResult = Object.freeze({ kind: 'completed' });
@@ -232,7 +246,9 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
     }
     if ('problems' in checked) {
       entry.timeoutAt = Number.POSITIVE_INFINITY;
-      return permanent(`invalid payload for ${job.kind} v${job.kindVersion}: ${checked.problems.join('; ')}`);
+      // A validator's problems may quote the payload: its secrets are scrubbed like a thrown error's.
+      const problems = `invalid payload for ${job.kind} v${job.kindVersion}: ${checked.problems.join('; ')}`;
+      return permanent(boundedScrub(problems, MAX_ERROR_LENGTH, secretsOf(job, handler)).text);
     }
     const payload = checked.value;
     await entry.run(() => handler.handle(new AttemptContext(entry, payload, deps.db, deps.leaseSeconds)));
@@ -258,7 +274,8 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
     metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: 'completed' }, seconds);
     return COMPLETED;
   }
-  const { failureClass, message, retryAfterMs } = classify(result.error);
+  // The failure path only: the payload is walked for its secrets when something was thrown.
+  const { failureClass, message, retryAfterMs, detail } = classify(result.error, secretsOf(job, handler));
   metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: 'failed' }, seconds);
-  return { kind: 'failed', failureClass, message, retryAfterMs };
+  return { kind: 'failed', failureClass, message, retryAfterMs, detail };
 }

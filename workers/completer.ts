@@ -23,6 +23,7 @@ import {
   type SettleOutcome,
 } from '../db/queue/index.ts';
 import type { FailureClass } from '../db/schema.ts';
+import type { ErrorDetail } from '../db/queue/error-detail.ts';
 import type { Attempt, AttemptResult } from './attempt.ts';
 import type { WorkerEvents } from './events.ts';
 import type { Failpoints } from './failpoints.ts';
@@ -82,7 +83,7 @@ export class Completer {
       case 'completed':
         return this.acknowledge(entry);
       case 'failed':
-        return this.fail(entry, result.failureClass, result.message, result.retryAfterMs);
+        return this.fail(entry, result.failureClass, result.message, result.retryAfterMs, result.detail ?? null);
       case 'released':
         return this.release(entry);
       case 'lost': {
@@ -150,6 +151,7 @@ export class Completer {
     failureClass: FailureClass,
     message: string,
     retryAfterMs: number | undefined,
+    detail: ErrorDetail | null = null,
   ): Promise<void> {
     const { job, handler, log } = entry;
     const { metrics } = this.deps;
@@ -163,6 +165,7 @@ export class Completer {
             error: message,
             failureClass,
             ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+            ...(detail ? { detail } : {}),
             policy: { ...this.settings.retry, ...handler?.retry },
           },
         ),

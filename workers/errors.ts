@@ -2,6 +2,8 @@
  * Typed errors a handler throws to say how an attempt failed; the failure class decides the
  * retry (docs/contract.md §6). Anything else thrown counts as `transient`.
  */
+import { boundedScrub, errorDetail, type ErrorDetail } from '../db/queue/error-detail.ts';
+import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
 import type { FailureClass } from '../db/schema.ts';
 
 export class JobError extends Error {
@@ -58,14 +60,27 @@ export class CancelledJobError extends JobError {
   }
 }
 
-export function classify(error: unknown): { failureClass: FailureClass; retryAfterMs?: number; message: string } {
+/**
+ * How an attempt failed, as stored: the class, the one-line error (`Name: message`, at most
+ * MAX_ERROR_LENGTH characters) and its detail (stack frames and `cause` chain, bounded:
+ * db/queue/error-detail.ts), both with every value of `secrets` (redactedValues of the job's
+ * payload) replaced by MASK.
+ */
+export function classify(
+  error: unknown,
+  secrets: readonly string[] = [],
+): { failureClass: FailureClass; retryAfterMs?: number; message: string; detail: ErrorDetail | null } {
+  const detail = errorDetail(error, secrets);
+  const line = (raw: string) => boundedScrub(raw, MAX_ERROR_LENGTH, secrets).text;
   if (error instanceof JobError) {
     return {
       failureClass: error.failureClass,
       ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
-      message: `${error.name}: ${error.message}`,
+      message: line(`${error.name}: ${error.message}`),
+      detail,
     };
   }
-  if (error instanceof Error) return { failureClass: 'transient', message: `${error.name}: ${error.message}` };
-  return { failureClass: 'transient', message: `thrown: ${String(error)}` };
+  if (error instanceof Error)
+    return { failureClass: 'transient', message: line(`${error.name}: ${error.message}`), detail };
+  return { failureClass: 'transient', message: line(`thrown: ${String(error)}`), detail };
 }

@@ -12,6 +12,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AttemptOutcome } from '../schema.ts';
 import { ATTEMPT_OUTCOMES, oneOf } from '../states.ts';
+import type { ErrorDetail } from './error-detail.ts';
 import { run, toDate, type Executor, type PgTimestamp } from './executor.ts';
 
 /**
@@ -24,12 +25,14 @@ export function recordAttempts(
   token: SQL,
   failureClass: SQL,
   error: SQL,
+  /** The error's stack and causes (jsonb), a failed attempt's only; NULL for the others. */
+  detail: SQL = sql`NULL`,
 ): SQL {
   return sql`
     INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at,
-                              outcome, failure_class, error, duration_ms)
+                              outcome, failure_class, error, error_detail, duration_ms)
     SELECT s.id, s.attempts, s.queue, s.kind, s.worker_id, ${token}, s.started_at, statement_timestamp(), ${outcome},
-           ${failureClass}, ${error}, least(greatest(0, extract(epoch FROM statement_timestamp() - s.started_at) * 1000), 2147483647)::int
+           ${failureClass}, ${error}, ${detail}, least(greatest(0, extract(epoch FROM statement_timestamp() - s.started_at) * 1000), 2147483647)::int
     FROM settled s`;
 }
 
@@ -43,6 +46,8 @@ export interface AttemptRow {
   outcome: AttemptOutcome;
   failureClass: string | null;
   error: string | null;
+  /** A failed attempt's stack and cause chain (db/queue/error-detail.ts), when it had any. */
+  errorDetail: ErrorDetail | null;
   durationMs: number;
 }
 
@@ -57,14 +62,15 @@ export async function attemptHistory(executor: Executor, jobId: string): Promise
     outcome: string;
     failure_class: string | null;
     error: string | null;
+    error_detail: ErrorDetail | null;
     duration_ms: number;
   }>(
     executor,
     sql`
-    SELECT attempt, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, duration_ms
+    SELECT attempt, worker_id, lease_token, started_at, ended_at, outcome, failure_class, error, error_detail, duration_ms
     FROM leasehold.job_attempts WHERE job_id = ${jobId}::uuid
     UNION ALL
-    SELECT attempts, worker_id, NULL, started_at, finished_at, 'completed', NULL, NULL,
+    SELECT attempts, worker_id, NULL, started_at, finished_at, 'completed', NULL, NULL, NULL::jsonb,
            least(greatest(0, extract(epoch FROM finished_at - started_at) * 1000), 2147483647)::int
     FROM leasehold.jobs j WHERE id = ${jobId}::uuid AND state = 'done' AND started_at IS NOT NULL
       -- Jobs completed before this design have a 'completed' row of their own.
@@ -80,6 +86,7 @@ export async function attemptHistory(executor: Executor, jobId: string): Promise
     outcome: oneOf(a.outcome, ATTEMPT_OUTCOMES, 'attempt outcome'),
     failureClass: a.failure_class,
     error: a.error,
+    errorDetail: a.error_detail,
     durationMs: a.duration_ms,
   }));
 }

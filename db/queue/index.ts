@@ -37,6 +37,17 @@ export {
   MAX_ERROR_LENGTH,
 } from './settle.ts';
 export type { FailInput, FailOutcome, HeartbeatOutcome } from './settle.ts';
+export {
+  errorDetail,
+  errorDetailSchema,
+  redactedValues,
+  scrubText,
+  scrubDetail,
+  MAX_CAUSE_DEPTH,
+  MAX_DETAIL_CHARS,
+  MAX_STACK_FRAMES,
+} from './error-detail.ts';
+export type { ErrorDetail, ErrorCause } from './error-detail.ts';
 export { reapExpiredLeases, reapStatement, deadIfKindUnrun, DEFAULT_UNKNOWN_KIND_GRACE_MS } from './reap.ts';
 export type { ReapOptions, ReapResult, UnrunKindOptions } from './reap.ts';
 export { decideRetry, backoffDelayMs, isRetryable, DEFAULT_RETRY_POLICY } from './retry-policy.ts';

@@ -22,8 +22,9 @@ import { APPLIED, LEASE_LOST, type LeaseLost, type LeaseRef, type SettleOutcome 
 import { COMPLETE_MANY, failStatement, heartbeatStatement, releaseStatement } from './transitions.ts';
 import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy.ts';
 import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate.ts';
+import { errorDetailSchema, type ErrorDetail } from './error-detail.ts';
 
-/** Longest error text stored; longer messages are cut (stack traces belong in logs). */
+/** Longest error text stored; longer messages are cut (the stack and causes go to `error_detail`). */
 export const MAX_ERROR_LENGTH = 4000;
 
 const leaseSchema = z.object({ id: uuidSchema, leaseToken: uuidSchema });
@@ -32,6 +33,11 @@ const leaseSchema = z.object({ id: uuidSchema, leaseToken: uuidSchema });
 export function truncateError(message: string): string {
   const text = storableText(String(message));
   return text.length <= MAX_ERROR_LENGTH ? text : `${text.slice(0, MAX_ERROR_LENGTH - 1)}…`;
+}
+
+/** The detail as a jsonb parameter: U+0000 (which jsonb refuses) replaced, as in truncateError. */
+function storableDetail(detail: ErrorDetail): string {
+  return JSON.stringify(detail, (_key, value: unknown) => (typeof value === 'string' ? storableText(value) : value));
 }
 
 /** Marks the job `done` if this attempt still holds its lease (a batch of one). */
@@ -106,6 +112,7 @@ const DAY_MS = 24 * 3600 * 1000;
 const failSchema = z.strictObject({
   error: z.string(),
   failureClass: z.enum(FAILURE_CLASSES),
+  detail: errorDetailSchema.nullable().optional(),
   retryAfterMs: z
     .number()
     .min(0)
@@ -138,6 +145,12 @@ export interface FailInput {
   /** What went wrong, for people: stored (cut to 4,000 characters) on the job and its attempt. */
   error: string;
   failureClass: FailureClass;
+  /**
+   * The error's stack and cause chain (errorDetail(error, secrets)), stored on the attempt's
+   * row only; within the bounds of db/queue/error-detail.ts, else refused. Already scrubbed:
+   * nothing here knows the payload's secrets.
+   */
+  detail?: ErrorDetail | null;
   /** For `rate_limited`: the provider's Retry-After, in milliseconds. */
   retryAfterMs?: number;
   policy?: Partial<RetryPolicy>;
@@ -180,6 +193,7 @@ export async function failIfLeaseHeld(
       endState: input.failureClass === 'cancelled' ? 'cancelled' : 'dead',
       failureClass: input.failureClass,
       error: truncateError(input.error),
+      detail: input.detail ? storableDetail(input.detail) : null,
     }),
   );
   const row = rows[0];

@@ -311,6 +311,8 @@ export function failStatement(p: {
   endState: 'dead' | 'cancelled';
   failureClass: string;
   error: string;
+  /** The attempt's error detail as JSON text, or null (written to its job_attempts row only). */
+  detail: string | null;
 }): SQL {
   const next = sql`(statement_timestamp() + make_interval(secs => ${p.delaySeconds}::float8))`;
   const expired = sql`(${p.retry}::boolean AND coalesce(j.expires_at <= ${next}, false))`;
@@ -330,7 +332,7 @@ export function failStatement(p: {
       WHERE j.id = ${p.id}::uuid AND ${sql.raw(leaseHeld('j', 't.token'))}
       RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.failure_class, j.run_at, t.token
     ),
-    history AS (${recordAttempts('failed', sql`s.token`, sql`s.failure_class`, sql`${p.error}`)}),
+    history AS (${recordAttempts('failed', sql`s.token`, sql`s.failure_class`, sql`${p.error}`, sql`${p.detail}::jsonb`)}),
     ${sql.raw(leaseCountdown('settled'))},${sql.raw(rollup('settled'))}
     SELECT state, failure_class, run_at FROM settled`;
 }

@@ -1,5 +1,6 @@
 import 'server-only';
 /** Reading jobs: the list, one job's detail, its unredacted payload, the failure groups. */
+import { redactedValues, scrubDetail, scrubText } from '../../db/queue/error-detail.ts';
 import { uuidSchema } from '../../db/queue/validate.ts';
 import { failureGroups, jobDetail, jobListSchema, listJobs, recordAudit } from '../../db/queries/jobs.ts';
 import { redactedPathsOf } from '../../db/queries/kinds.ts';
@@ -34,9 +35,16 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   if (!detail) return null;
   const { job } = detail;
   // The paths the workers registered for this kind version; none registered hides it whole.
-  const masked = redact(job.payload, await redactedPathsOf(database(), job.kind, job.kindVersion));
+  const paths = await redactedPathsOf(database(), job.kind, job.kindVersion);
+  const masked = redact(job.payload, paths);
+  // Error text gets the payload's redaction too, for every role: the worker scrubbed it with its
+  // handler's paths when it wrote; this pass adds the registry's (paths added since, rows
+  // written by other clients), and every value when the kind version is not registered.
+  const secrets = redactedValues(job.payload, paths);
+  const scrub = (text: string | null) => (text === null ? null : scrubText(text, secrets));
+  const dto = jobDto(job, permits(user, 'cancelJob'));
   return {
-    job: jobDto(job, permits(user, 'cancelJob')),
+    job: { ...dto, lastError: scrub(dto.lastError) },
     payload: masked.payload,
     redactedPaths: masked.redacted,
     payloadHidden: masked.hidden ? payloadHiddenMessage(job.kind, job.kindVersion) : null,
@@ -47,7 +55,8 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
       endedAt: a.endedAt.toISOString(),
       outcome: a.outcome,
       failureClass: a.failureClass,
-      error: a.error,
+      error: scrub(a.error),
+      errorDetail: a.errorDetail && scrubDetail(a.errorDetail, secrets),
       durationMs: a.durationMs,
     })),
     audit: detail.audit.map(auditDto),

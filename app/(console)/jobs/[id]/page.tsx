@@ -6,6 +6,7 @@ import { PageError } from '../../../../components/page-error.tsx';
 import { StateBadge } from '../../../../components/state-badge.tsx';
 import { getJobDetail } from '../../../../lib/dal/index.ts';
 import { load } from '../../../../lib/page.ts';
+import { errorDetailSummary, errorDetailText } from '../../../../lib/present.ts';
 
 export default async function JobPage(props: { params: Promise<{ id: string }> }) {
   const { id } = await props.params;
@@ -92,16 +93,30 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
         </thead>
         <tbody>
           {attempts.map((a) => (
-            <tr key={`${a.attempt}-${a.startedAt}`}>
-              <td className="num">{a.attempt}</td>
-              <td>{a.outcome}</td>
-              <td>{a.workerId ?? ''}</td>
-              <td>{new Date(a.startedAt).toLocaleString()}</td>
-              <td>{new Date(a.endedAt).toLocaleTimeString()}</td>
-              <td className="num">{a.durationMs}</td>
-              <td>{a.failureClass ?? ''}</td>
-              <td className="mono">{a.error ?? ''}</td>
-            </tr>
+            <Fragment key={`${a.attempt}-${a.startedAt}`}>
+              <tr>
+                <td className="num">{a.attempt}</td>
+                <td>{a.outcome}</td>
+                <td>{a.workerId ?? ''}</td>
+                <td>{new Date(a.startedAt).toLocaleString()}</td>
+                <td>{new Date(a.endedAt).toLocaleTimeString()}</td>
+                <td className="num">{a.durationMs}</td>
+                <td>{a.failureClass ?? ''}</td>
+                <td className="mono">{a.error ?? ''}</td>
+              </tr>
+              {a.errorDetail && (
+                <tr>
+                  <td colSpan={8}>
+                    <details data-testid={`attempt-detail-${a.attempt}`}>
+                      <summary>
+                        Attempt {a.attempt}: {errorDetailSummary(a.errorDetail)}
+                      </summary>
+                      <pre>{errorDetailText(a.errorDetail)}</pre>
+                    </details>
+                  </td>
+                </tr>
+              )}
+            </Fragment>
           ))}
           {attempts.length === 0 && (
             <tr>
