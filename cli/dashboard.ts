@@ -25,7 +25,11 @@ import {
 } from './command.ts';
 import { commandDatabase, refuseUnsuitableSchema } from './database.ts';
 
-/** What the dashboard's code imports beyond the queue's own dependencies. */
+/**
+ * What the dashboard's build needs beyond the queue's own dependencies: what its code imports,
+ * and TypeScript with the React and Node types, which next build demands of a TypeScript app
+ * even when it skips type checking (and, outside CI, would install into the project itself).
+ */
 export const DASHBOARD_PACKAGES = [
   'next',
   'react',
@@ -34,6 +38,9 @@ export const DASHBOARD_PACKAGES = [
   '@tanstack/react-query',
   'recharts',
   'server-only',
+  'typescript',
+  '@types/react',
+  '@types/node',
 ] as const;
 
 /** Written into the build folder after a build succeeds: the version it was built from. */

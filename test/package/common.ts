@@ -229,6 +229,9 @@ export function scratchDatabase(serverUrl: string, prefix: string): Promise<Scra
   return createScratchDatabase(serverUrl, prefix);
 }
 
+/** Thrown by an until() probe to end the wait at once. */
+export class Stop extends Error {}
+
 /** Polls `probe` until it returns something truthy (a row count of 0 is not), or throws. */
 export async function until<T>(
   what: string,
@@ -237,7 +240,11 @@ export async function until<T>(
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = await probe().catch(() => null);
+    // A probe that throws Stop ends the wait at once (the process it waits on has exited).
+    const value = await probe().catch((error: unknown) => {
+      if (error instanceof Stop) throw error;
+      return null;
+    });
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 250));

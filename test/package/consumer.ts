@@ -36,6 +36,7 @@ import {
   scratchDatabase,
   scratchFolder,
   server,
+  Stop,
   start,
   until,
 } from './common.ts';
@@ -233,7 +234,15 @@ await pool.end();
       env: { ...env, NEXTAUTH_URL: base, NEXTAUTH_SECRET: 'consumer-test-secret-0123456789abcdef' },
     });
     try {
-      await until('the dashboard to answer', async () => (await fetch(`${base}/login`)).ok, 420_000);
+      await until(
+        'the dashboard to answer',
+        async () => {
+          if (dashboard.child.exitCode !== null)
+            throw new Stop(`leasehold dashboard exited ${dashboard.child.exitCode}`);
+          return (await fetch(`${base}/login`)).ok;
+        },
+        420_000,
+      );
       const cookie = await signIn(base, 'support@example.com', 'consumer-password-1');
       const page = await fetch(`${base}/jobs/${ids.committed}`, { headers: { cookie } });
       const html = await page.text();

@@ -28,6 +28,7 @@ import {
   scratchFolder,
   server,
   start,
+  Stop,
   until,
 } from './common.ts';
 
@@ -110,7 +111,15 @@ async function quickstart(major: string, tarball: string, serverUrl: string, kee
     }
     const dashboard = /http:\/\/(localhost|127\.0\.0\.1):(\d+)/.exec(markdown);
     if (dashboard)
-      await until('the dashboard to answer', async () => (await fetch(`${dashboard[0]}/login`)).ok, 420_000);
+      await until(
+        'the dashboard to answer',
+        async () => {
+          const ended = running.find((r) => r.child.exitCode !== null);
+          if (ended) throw new Stop(`a background command exited ${ended.child.exitCode}`);
+          return (await fetch(`${dashboard[0]}/login`)).ok;
+        },
+        420_000,
+      );
     log(`node ${major}: the quickstart ran in ${Math.round((Date.now() - t0) / 1000)} s`);
   } catch (error) {
     const outputs = running.map((r) => r.output().slice(-3000)).join('\n---\n');
