@@ -167,8 +167,8 @@ BEGIN
   -- registry (kinds.ts) and the schema check at start (db/schema-version.ts). Column lists are
   -- what those statements set; what a job was enqueued with stays the producer's.
   GRANT SELECT, DELETE ON leasehold.jobs TO leasehold_worker;
-  GRANT UPDATE (state, attempts, max_attempts, run_at, claim_at, failure_class, last_error, worker_id, started_at,
-                lease_token, lease_until, finished_at, updated_at) ON leasehold.jobs TO leasehold_worker;
+  GRANT UPDATE (state, attempts, released, max_attempts, run_at, claim_at, failure_class, last_error, worker_id,
+                started_at, lease_token, lease_until, finished_at, updated_at) ON leasehold.jobs TO leasehold_worker;
   -- The claim locks ready rows FOR UPDATE, which needs UPDATE on one column: `attempts`, a
   -- copy kept for the dashboard's split (the claim order and the link to the job stay fixed).
   GRANT SELECT, DELETE, UPDATE (attempts) ON leasehold.ready_jobs TO leasehold_worker;
@@ -180,8 +180,8 @@ BEGIN
   GRANT SELECT, INSERT, DELETE, UPDATE (host, pid, queues, concurrency, version, last_seen_at)
     ON leasehold.workers TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.receipts TO leasehold_worker;
-  GRANT SELECT, INSERT, UPDATE (default_queue, display_name, rerun_safe, redacted_paths, last_seen_at, live_at)
-    ON leasehold.kinds TO leasehold_worker;
+  GRANT SELECT, INSERT, UPDATE (default_queue, display_name, rerun_safe, redacted_paths, last_seen_at, live_at,
+    max_attempts) ON leasehold.kinds TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.worker_kinds TO leasehold_worker;
   GRANT SELECT ON leasehold.migrations TO leasehold_worker;
 

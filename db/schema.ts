@@ -4,7 +4,8 @@
  *
  * - `running` ⇔ a lease token ⇔ a lease deadline (one attempt owns a running row, nobody else);
  * - terminal states (done, dead, cancelled) carry `finished_at`;
- * - `0 <= attempts <= max_attempts`, and a `ready` job still has an attempt left;
+ * - `0 <= attempts - released <= max_attempts` (released attempts are not charged), and a
+ *   `ready` job still has an attempt left;
  * - the payload is bounded (large data goes by reference).
  *
  * Invariants that span tables (every ready job has a `ready_jobs` row; every running job is
@@ -97,6 +98,12 @@ export const jobs = leasehold.table(
     lastError: text('last_error'),
     state: text('state', { enum: JOB_STATES }).notNull().default('ready'),
     attempts: integer('attempts').notNull().default(0),
+    /**
+     * Attempts given back by their worker at shutdown (releaseIfLeaseHeld, drizzle/0006): the
+     * claim still counts them in `attempts` (the fence only grows), but they are not charged,
+     * so the budget compares `attempts - released` with the cap.
+     */
+    released: integer('released').notNull().default(0),
     workerId: text('worker_id'),
     startedAt: tstz('started_at'),
     leaseToken: uuid('lease_token'),
@@ -125,7 +132,7 @@ export const jobs = leasehold.table(
     check('jobs_finished_check', sql`(state IN (${quoted(TERMINAL_STATES)})) = (finished_at IS NOT NULL)`),
     check(
       'jobs_attempts_check',
-      sql`attempts >= 0 AND attempts <= max_attempts AND (state <> 'ready' OR attempts < max_attempts)`,
+      sql`released >= 0 AND attempts >= released AND attempts - released <= max_attempts AND (state <> 'ready' OR attempts - released < max_attempts)`,
     ),
     check('jobs_max_attempts_check', sql`max_attempts BETWEEN 1 AND 1000`),
     // Dead and cancelled jobs say why: the dashboard finds them through the class indexes.
@@ -247,10 +254,17 @@ export const kinds = leasehold.table(
      * ready job of it ends `dead` only once no live worker has run it for the grace period.
      */
     liveAt: tstz('live_at'),
+    /**
+     * The handler's `maxAttempts` cap, as the last worker to register this kind version
+     * declared it (drizzle/0006); null: no cap below the job's own. The reaper applies it, as
+     * the worker's fail path does.
+     */
+    maxAttempts: integer('max_attempts'),
   },
   (t) => [
     primaryKey({ name: 'kinds_pkey', columns: [t.kind, t.version] }),
     check('kinds_version_check', sql`version >= 1`),
+    check('kinds_max_attempts_check', sql`max_attempts IS NULL OR max_attempts BETWEEN 1 AND 1000`),
   ],
 );
 

@@ -38,6 +38,7 @@ describe('defineHandler with a job contract', () => {
         displayName: 'Receipt',
         redactedPaths: ['email'],
         rerunSafe: true,
+        maxAttempts: 4,
       },
     ]);
   });

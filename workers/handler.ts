@@ -18,6 +18,7 @@ import {
   type JobKind,
   type JobOutput,
   type KindRegistration,
+  MAX_ATTEMPTS,
   parseKindRegistrations,
   type RetryPolicy,
   type StandardSchemaV1,
@@ -87,6 +88,8 @@ export function kindRegistrations(handler: Handler): KindRegistration[] {
     displayName: handler.displayName ?? handler.kind,
     redactedPaths: [...(handler.redact ?? [])],
     rerunSafe: handler.rerunSafe ?? false,
+    // The reaper applies the same cap as the worker's fail path (docs/contract.md, "Attempts").
+    maxAttempts: handler.maxAttempts === undefined ? null : Math.min(handler.maxAttempts, MAX_ATTEMPTS),
   }));
 }
 

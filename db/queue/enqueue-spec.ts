@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema.ts';
+import { MAX_ATTEMPTS, overAttemptLimit } from './attempt-cap.ts';
 import { LeaseholdInputError } from './errors.ts';
 import { newJobId } from './ids.ts';
 import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate.ts';
@@ -34,7 +35,11 @@ const enqueueSpecSchema = z
       .min(0)
       .max(10 * 365 * 24 * 3600 * 1000)
       .optional(),
-    maxAttempts: z.int().min(1).max(1000).default(DEFAULT_MAX_ATTEMPTS),
+    maxAttempts: z
+      .int()
+      .min(1)
+      .max(MAX_ATTEMPTS, { error: (issue) => overAttemptLimit(Number(issue.input)) })
+      .default(DEFAULT_MAX_ATTEMPTS),
     /** After this many seconds from enqueue a failing job goes `dead` (expired) instead of retrying. */
     maxAgeSeconds: z
       .number()

@@ -50,6 +50,7 @@ export {
 export type { ErrorDetail, ErrorCause } from './error-detail.ts';
 export { reapExpiredLeases, reapStatement, deadIfKindUnrun, DEFAULT_UNKNOWN_KIND_GRACE_MS } from './reap.ts';
 export type { ReapOptions, ReapResult, UnrunKindOptions } from './reap.ts';
+export { MAX_ATTEMPTS, ATTEMPT_LIMIT_SENTENCE, noAttemptsLeft } from './attempt-cap.ts';
 export { decideRetry, backoffDelayMs, isRetryable, DEFAULT_RETRY_POLICY } from './retry-policy.ts';
 export type { RetryPolicy, RetryDecision, RetryInput } from './retry-policy.ts';
 export {

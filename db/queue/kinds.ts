@@ -16,6 +16,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { run, type Executor } from './executor.ts';
 import { actorSchema, nameSchema, parseInput, textSchema } from './validate.ts';
+import { MAX_ATTEMPTS } from './attempt-cap.ts';
 
 /** Most redacted paths one kind version may have. */
 export const MAX_REDACTED_PATHS = 100;
@@ -48,6 +49,8 @@ export interface KindRegistration {
   redactedPaths: readonly string[];
   /** Whether running a job of this kind again after it succeeded does no harm. */
   rerunSafe: boolean;
+  /** The handler's attempt cap (below the job's own), which the reaper applies; null or absent: none. */
+  maxAttempts?: number | null | undefined;
 }
 
 export const kindRegistrationSchema = z.strictObject({
@@ -57,6 +60,7 @@ export const kindRegistrationSchema = z.strictObject({
   displayName: textSchema(200).pipe(z.string().min(1)),
   redactedPaths: redactedPathsSchema.readonly(),
   rerunSafe: z.boolean(),
+  maxAttempts: z.int().min(1).max(MAX_ATTEMPTS).nullable().optional(),
 });
 
 const registrationsSchema = z
@@ -75,7 +79,8 @@ export function parseKindRegistrations(kinds: readonly KindRegistration[]): Kind
 /**
  * Records the kinds a worker runs, in one statement: new kind versions are inserted, known ones
  * get the worker's description, `last_seen_at = now` and the union of the stored and the
- * declared redacted paths (sorted, without repeats).
+ * declared redacted paths (sorted, without repeats), and the handler's attempt cap as this
+ * worker declares it (the last registration wins: workers of one kind version should agree).
  */
 export async function registerKinds(executor: Executor, kinds: readonly KindRegistration[]): Promise<void> {
   const parsed = parseKindRegistrations(kinds);
@@ -87,23 +92,26 @@ export async function registerKinds(executor: Executor, kinds: readonly KindRegi
     display_name: k.displayName,
     redacted_paths: k.redactedPaths,
     rerun_safe: k.rerunSafe,
+    max_attempts: k.maxAttempts ?? null,
   }));
   // ORDER BY: two workers starting together upsert the same rows; taking the row locks in the
   // same order keeps them from deadlocking. COLLATE "C": the stored order does not depend on
   // the database's collation.
   await run(
     executor,
-    sql`INSERT INTO leasehold.kinds AS k (kind, version, default_queue, display_name, redacted_paths, rerun_safe)
+    sql`INSERT INTO leasehold.kinds AS k (kind, version, default_queue, display_name, redacted_paths, rerun_safe, max_attempts)
         SELECT r.kind, r.version, r.default_queue, r.display_name,
                ARRAY(SELECT DISTINCT p COLLATE "C" FROM jsonb_array_elements_text(r.redacted_paths) AS e(p) ORDER BY 1),
-               r.rerun_safe
+               r.rerun_safe, r.max_attempts
         FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-             AS r(kind text, version int, default_queue text, display_name text, redacted_paths jsonb, rerun_safe boolean)
+             AS r(kind text, version int, default_queue text, display_name text, redacted_paths jsonb, rerun_safe boolean,
+                  max_attempts int)
         ORDER BY r.kind COLLATE "C", r.version
         ON CONFLICT (kind, version) DO UPDATE SET
           default_queue = excluded.default_queue,
           display_name = excluded.display_name,
           rerun_safe = excluded.rerun_safe,
+          max_attempts = excluded.max_attempts,
           redacted_paths = ARRAY(SELECT DISTINCT p COLLATE "C" FROM unnest(k.redacted_paths || excluded.redacted_paths) AS u(p) ORDER BY 1),
           last_seen_at = statement_timestamp()`,
   );

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import {
   cancelIfUnchanged,
@@ -9,6 +10,7 @@ import {
   releaseIfLeaseHeld,
   removeExpiredHistory,
 } from '.';
+import { run } from './executor.ts';
 import { useTestDatabase } from '../../test/db.ts';
 import { addJob, attemptsOf, claimOne, expireLease, getJob, makeDue, uniqueQueue } from '../../test/factories.ts';
 
@@ -103,7 +105,12 @@ describe('release', () => {
     const first = await claimOne(t.db, queue);
     expect(await releaseIfLeaseHeld(t.db, first, { reason: 'shutting down' })).toEqual({ applied: true });
     const released = await getJob(t.db, first.id);
-    expect(released).toMatchObject({ state: 'ready', attempts: 1, maxAttempts: 3, leaseToken: null });
+    expect(released).toMatchObject({ state: 'ready', attempts: 1, maxAttempts: 2, leaseToken: null });
+    const [row] = await run<{ released: number }>(
+      t.db,
+      sql`SELECT released FROM leasehold.jobs WHERE id = ${first.id}::uuid`,
+    );
+    expect(row!.released).toBe(1);
     const second = await claimOne(t.db, queue);
     expect(second.attempt).toBe(2);
     expect(await completeIfLeaseHeld(t.db, second)).toEqual({ applied: true });

@@ -20,6 +20,7 @@ import { oneOf } from '../states.ts';
 import { run, runText, toDate, type Executor, type PgTimestamp } from './executor.ts';
 import { APPLIED, LEASE_LOST, type LeaseLost, type LeaseRef, type SettleOutcome } from './job.ts';
 import { COMPLETE_MANY, failStatement, heartbeatStatement, releaseStatement } from './transitions.ts';
+import { MAX_ATTEMPTS } from './attempt-cap.ts';
 import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy.ts';
 import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate.ts';
 import { errorDetailSchema, type ErrorDetail } from './error-detail.ts';
@@ -175,10 +176,12 @@ export async function failIfLeaseHeld(
 ): Promise<FailOutcome> {
   parseInput('fail', failLeaseSchema, lease);
   parseInput('fail', failSchema, input);
+  // The policy picks by class and delay; the budget (charged attempts, `attempts - released`,
+  // against the cap) is decided by the statement, which alone sees how many were released.
   const decision: RetryDecision = decideRetry({
     failureClass: input.failureClass,
     attempt: lease.attempt,
-    maxAttempts: lease.maxAttempts,
+    maxAttempts: Number.POSITIVE_INFINITY,
     retryAfterMs: input.retryAfterMs,
     policy: input.policy,
   });
@@ -189,6 +192,7 @@ export async function failIfLeaseHeld(
       id: lease.id,
       token: lease.leaseToken,
       retry,
+      cap: Math.min(lease.maxAttempts, MAX_ATTEMPTS),
       delaySeconds: retry ? decision.delayMs / 1000 : 0,
       endState: input.failureClass === 'cancelled' ? 'cancelled' : 'dead',
       failureClass: input.failureClass,
@@ -241,8 +245,9 @@ export async function heartbeatIfLeaseHeld(
 
 /**
  * Gives the job back (graceful shutdown): `ready` again after `delayMs` (default 0). The
- * released attempt is not charged to the retry budget: `max_attempts` grows by one, so the
- * attempt number (the fence) still only grows.
+ * released attempt is not charged to the retry budget, the job's nor the handler's: the job's
+ * `released` count grows by one and the budget is `attempts - released`, while the attempt
+ * number (the fence) still only grows. Refused only when the lease is lost, never for the cap.
  */
 export async function releaseIfLeaseHeld(
   executor: Executor,

@@ -27,6 +27,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { TERMINAL_STATES, type JobState } from '../states.ts';
+import { MAX_ATTEMPTS, noAttemptsLeftSql } from './attempt-cap.ts';
 import { recordAttempts } from './history.ts';
 import { CLAIM_COLUMNS, qualified } from './job.ts';
 
@@ -46,9 +47,9 @@ export const EDGES: readonly Edge[] = [
   { from: 'running', to: 'ready', by: 'failIfLeaseHeld, retryable class and attempts left' },
   { from: 'running', to: 'dead', by: 'failIfLeaseHeld, permanent/validation, attempts spent or max age' },
   { from: 'running', to: 'cancelled', by: 'failIfLeaseHeld with class cancelled' },
-  { from: 'running', to: 'ready', by: 'releaseIfLeaseHeld (graceful shutdown, attempt not charged)' },
-  { from: 'running', to: 'ready', by: 'reapExpiredLeases (lease_until <= now(), attempts left)' },
-  { from: 'running', to: 'dead', by: 'reapExpiredLeases (no attempts left, or max age)' },
+  { from: 'running', to: 'ready', by: 'releaseIfLeaseHeld (graceful shutdown, attempt not charged: released + 1)' },
+  { from: 'running', to: 'ready', by: 'reapExpiredLeases (lease_until <= now(), attempts left under the handler cap)' },
+  { from: 'running', to: 'dead', by: 'reapExpiredLeases (no attempts left under the handler cap, or max age)' },
   { from: 'ready', to: 'dead', by: 'deadIfKindUnrun (no live worker ran its kind version for the grace period)' },
   { from: 'running', to: 'cancelled', by: 'cancelIfUnchanged (operator, with the token they saw)' },
   { from: 'ready', to: 'cancelled', by: 'cancelIfUnchanged (operator)' },
@@ -301,12 +302,16 @@ export const COMPLETE_MANY = `
 /**
  * Ends the attempt (`id`, `token`) as failed: `ready` after `delaySeconds` when `retry` and
  * attempts and max age allow, else `endState` (class `expired` when only the max age stood
- * in the way). The budget is re-checked here, in the guarded row, not only in the policy.
+ * in the way). The budget is decided here, in the guarded row: the charged attempts
+ * (`attempts - released`) against `least(max_attempts, cap)`, `cap` being the handler's
+ * (the worker passes min(job's, handler's)); spent, the error gets noAttemptsLeft's sentence.
  */
 export function failStatement(p: {
   id: string;
   token: string;
   retry: boolean;
+  /** The attempt cap besides the job's own max_attempts (the handler's). */
+  cap: number;
   delaySeconds: number;
   endState: 'dead' | 'cancelled';
   failureClass: string;
@@ -316,13 +321,16 @@ export function failStatement(p: {
 }): SQL {
   const next = sql`(statement_timestamp() + make_interval(secs => ${p.delaySeconds}::float8))`;
   const expired = sql`(${p.retry}::boolean AND coalesce(j.expires_at <= ${next}, false))`;
-  const retrying = sql`(${p.retry}::boolean AND j.attempts < j.max_attempts AND NOT coalesce(j.expires_at <= ${next}, false))`;
+  const cap = sql`least(j.max_attempts, ${p.cap}::int)`;
+  const spent = sql`(j.attempts - j.released >= ${cap})`;
+  const retrying = sql`(${p.retry}::boolean AND NOT ${spent} AND NOT coalesce(j.expires_at <= ${next}, false))`;
   return sql`
     WITH settled AS (
       UPDATE leasehold.jobs j SET
         state = CASE WHEN ${retrying} THEN 'ready' ELSE ${p.endState}::text END,
-        failure_class = CASE WHEN ${expired} THEN 'expired' ELSE ${p.failureClass} END,
-        last_error = CASE WHEN ${expired} THEN ${p.error} || ' (max age reached: not retried)' ELSE ${p.error} END,
+        failure_class = CASE WHEN ${expired} AND NOT ${spent} THEN 'expired' ELSE ${p.failureClass} END,
+        last_error = CASE WHEN ${p.retry}::boolean AND ${spent} THEN ${p.error} || '; ' || ${noAttemptsLeftSql(sql`j.attempts - j.released`, cap)}
+                          WHEN ${expired} THEN ${p.error} || ' (max age reached: not retried)' ELSE ${p.error} END,
         run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,
         claim_at = CASE WHEN ${retrying} THEN ${next} - (j.run_at - j.claim_at) ELSE j.claim_at END,
         ${sql.raw(END_LEASE)},
@@ -341,8 +349,10 @@ export function failStatement(p: {
 // running → ready: a release (graceful shutdown)
 
 /**
- * Gives the job back: `ready` after `delaySeconds`, the attempt not charged (`max_attempts`
- * grows by one, so the attempt number, the fence, still only grows).
+ * Gives the job back: `ready` after `delaySeconds`, the attempt not charged (`released` grows
+ * by one, so the budget `attempts - released` is what it was before the claim, while the
+ * attempt number, the fence, still only grows). Never refused for the budget: the job was
+ * ready with an attempt left when it was claimed, so it still has that attempt.
  */
 export function releaseStatement(p: { id: string; token: string; delaySeconds: number; reason: string }): SQL {
   const at = sql`statement_timestamp() + make_interval(secs => ${p.delaySeconds}::float8)`;
@@ -350,13 +360,12 @@ export function releaseStatement(p: { id: string; token: string; delaySeconds: n
     WITH settled AS (
       UPDATE leasehold.jobs j SET
         state = 'ready',
-        max_attempts = least(j.max_attempts + 1, 1000),
+        released = j.released + 1,
         run_at = ${at},
         claim_at = ${at} - (j.run_at - j.claim_at),
         ${sql.raw(END_LEASE)}, updated_at = statement_timestamp()
       FROM (SELECT ${p.token}::uuid AS token) t
       WHERE j.id = ${p.id}::uuid AND ${sql.raw(leaseHeld('j', 't.token'))}
-        AND j.attempts < least(j.max_attempts + 1, 1000)
       RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, t.token
     ),
     history AS (${recordAttempts('released', sql`s.token`, sql`NULL`, sql`${p.reason}`)}),
@@ -392,11 +401,15 @@ export function heartbeatStatement(ids: string[], tokens: string[], leaseSeconds
  * due lease row to what is left: deleted when none of its jobs runs, else its count and the
  * earliest remaining deadline (which also repairs a count that writes from outside put wrong).
  * A crash consumes an attempt: `ready` (class `lease_expired`) while attempts and max age
- * allow, else `dead`.
+ * allow, else `dead`. The attempts are the charged ones (`attempts - released`) against the
+ * same cap as a failure's: the job's max_attempts, or the handler's `maxAttempts` when lower
+ * (the kinds registry's `max_attempts`, written by the workers that run the kind version).
  */
 export function reapStatement(limit: number, delaySeconds: number): SQL {
   const next = sql`(statement_timestamp() + make_interval(secs => ${delaySeconds}::float8))`;
-  const retrying = sql`(j.attempts < j.max_attempts AND NOT coalesce(j.expires_at <= ${next}, false))`;
+  const cap = sql`least(j.max_attempts, coalesce(e.handler_cap, ${sql.raw(String(MAX_ATTEMPTS))}))`;
+  const left = sql`(j.attempts - j.released < ${cap})`;
+  const retrying = sql`(${left} AND NOT coalesce(j.expires_at <= ${next}, false))`;
   return sql`
     WITH due AS (
       SELECT l.token, l.queue, l.job_ids FROM leasehold.leases l
@@ -406,7 +419,8 @@ export function reapStatement(limit: number, delaySeconds: number): SQL {
       FOR UPDATE SKIP LOCKED
     ),
     expired AS (
-      SELECT j.id, d.token FROM due d JOIN leasehold.jobs j ON j.id = ANY(d.job_ids)
+      SELECT j.id, d.token, k.max_attempts AS handler_cap FROM due d JOIN leasehold.jobs j ON j.id = ANY(d.job_ids)
+      LEFT JOIN leasehold.kinds k ON k.kind = j.kind AND k.version = j.kind_version
       WHERE j.lease_token = d.token AND j.state = 'running' AND j.lease_until <= statement_timestamp()
       LIMIT ${limit}
       FOR UPDATE OF j SKIP LOCKED
@@ -414,10 +428,10 @@ export function reapStatement(limit: number, delaySeconds: number): SQL {
     settled AS (
       UPDATE leasehold.jobs j SET
         state = CASE WHEN ${retrying} THEN 'ready' ELSE 'dead' END,
-        failure_class = CASE WHEN j.attempts < j.max_attempts AND NOT ${retrying} THEN 'expired' ELSE 'lease_expired' END,
+        failure_class = CASE WHEN ${left} AND NOT ${retrying} THEN 'expired' ELSE 'lease_expired' END,
         last_error = format('lease expired: attempt %s (worker %s) did not settle before its lease ended at %s%s',
                             j.attempts, coalesce(j.worker_id, '?'), j.lease_until,
-                            CASE WHEN ${retrying} THEN '' WHEN j.attempts >= j.max_attempts THEN '; no attempts left'
+                            CASE WHEN ${retrying} THEN '' WHEN NOT ${left} THEN '; ' || ${noAttemptsLeftSql(sql`j.attempts - j.released`, cap)}
                                  ELSE '; max age reached' END),
         run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,
         claim_at = CASE WHEN ${retrying} THEN ${next} - (j.run_at - j.claim_at) ELSE j.claim_at END,
@@ -519,16 +533,17 @@ export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds:
 // Operator actions: CTE fragments for operator.ts's actAndAudit (CTE `input` holds the ids)
 
 /**
- * dead | cancelled → ready (CTE `changed_retry`): at least one more attempt; a max age
- * restarts from now. The ready row comes from the trigger.
+ * dead | cancelled → ready (CTE `changed_retry`): at least one more attempt (charged ones:
+ * `attempts - released`), never past MAX_ATTEMPTS; a max age restarts from now. The ready row
+ * comes from the trigger.
  */
 export const OPERATOR_RETRY = sql`changed_retry AS (
       UPDATE leasehold.jobs j SET state = 'ready', run_at = statement_timestamp(), claim_at = statement_timestamp() - (j.run_at - j.claim_at),
-             max_attempts = greatest(j.max_attempts, j.attempts + 1),
+             max_attempts = greatest(j.max_attempts, j.attempts - j.released + 1),
              expires_at = CASE WHEN j.expires_at IS NULL THEN NULL ELSE statement_timestamp() + (j.expires_at - j.created_at) END,
              finished_at = NULL, updated_at = statement_timestamp()
       FROM input i
-      WHERE j.id = i.id AND j.state IN ('dead', 'cancelled') AND j.attempts < 1000
+      WHERE j.id = i.id AND j.state IN ('dead', 'cancelled') AND j.attempts - j.released < ${sql.raw(String(MAX_ATTEMPTS))}
       RETURNING j.id, j.queue
     )`;
 
