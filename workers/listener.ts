@@ -4,6 +4,11 @@
  * a periodic health query (a connection cut silently answers nothing: the query times out and
  * the connection is replaced) and reconnects with jittered backoff; after every (re)connect
  * the worker is woken once, for notifications missed while disconnected.
+ *
+ * The health query also reads how full the server's NOTIFY queue is
+ * (`pg_notification_queue_usage()`, 0 to 1), at connect and every health round, and hands it
+ * to `onQueueUsage`: a LISTENing session that stops reading fills it, and above
+ * NOTIFY_QUEUE_LIMIT enqueues stop sending wake-ups (db/queue/wake.ts).
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -16,6 +21,8 @@ export interface WakeListenerOptions {
   logger: Logger;
   healthIntervalMs?: number;
   healthTimeoutMs?: number;
+  /** The NOTIFY queue's usage (0 to 1), read at connect and on every health round. */
+  onQueueUsage?: (usage: number) => void;
 }
 
 export class WakeListener {
@@ -77,6 +84,7 @@ export class WakeListener {
     stable.unref();
     logger.info({ channel: this.options.channel }, 'listening for wake-ups');
     this.options.onWake('*'); // anything enqueued while we were not listening
+    void this.checkHealth(client);
     if (this.healthTimer) clearInterval(this.healthTimer);
     this.healthTimer = setInterval(() => void this.checkHealth(client), this.options.healthIntervalMs ?? 15_000);
     this.healthTimer.unref();
@@ -86,12 +94,14 @@ export class WakeListener {
     const timeoutMs = this.options.healthTimeoutMs ?? 5_000;
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
-        client.query('SELECT 1'),
-        new Promise((_, reject) => {
+      const result = await Promise.race([
+        client.query<{ usage: number }>('SELECT pg_catalog.pg_notification_queue_usage() AS usage'),
+        new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
+      const usage = Number(result.rows[0]?.usage);
+      if (Number.isFinite(usage)) this.options.onQueueUsage?.(usage);
     } catch (error) {
       this.drop(client, `health check failed: ${(error as Error).message}`);
     } finally {

@@ -63,6 +63,11 @@ export function createMetrics(registry = new Registry()) {
       help: 'Attempts running in this process.',
       registers: [registry],
     }),
+    notifyQueueUsage: new Gauge({
+      name: 'leasehold_notify_queue_usage',
+      help: 'Share of the server’s NOTIFY queue in use (0 to 1), sampled by the LISTEN connection; at 0.5 or more enqueues send no wake-ups.',
+      registers: [registry],
+    }),
     startDelay: new Histogram({
       name: 'leasehold_enqueue_to_start_seconds',
       help: 'From a job becoming due (enqueue, or its run_at) to its first attempt starting.',

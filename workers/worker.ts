@@ -21,7 +21,7 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { createDb, type Db, type DbHandle } from '../db/client.ts';
-import { WAKE_CHANNEL } from '../db/queue/index.ts';
+import { NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
 import { refuseIncompatibleSchema } from '../db/schema-version.ts';
 import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt.ts';
 import { Completer, type CompleterSettings, type SettlementCounts } from './completer.ts';
@@ -212,6 +212,15 @@ export class Worker {
         logger,
         onWake: (queue) => {
           if (queue === '*' || s.queues.includes(queue)) this.producer.wake();
+        },
+        onQueueUsage: (usage) => {
+          this.deps.metrics?.notifyQueueUsage.set(usage);
+          if (usage >= NOTIFY_QUEUE_LIMIT) {
+            logger.warn(
+              { notifyQueueUsage: usage, limit: NOTIFY_QUEUE_LIMIT },
+              'NOTIFY queue over the limit: enqueues send no wake-ups, workers find jobs by polling (a LISTEN session is not reading: look for one idle in transaction)',
+            );
+          }
         },
       });
       await this.listener.start();

@@ -8,11 +8,12 @@ import { DEFAULT_AGING_SECONDS } from '../schema.ts';
 import type { PreparedSpec } from './enqueue-spec.ts';
 import { run, runText, type Executor, type PgTimestamp } from './executor.ts';
 import { JOB_COLUMNS, jobColumns, mapJob, type Job, type JobColumnsRow } from './job.ts';
-import { WAKE_CHANNEL } from './wake.ts';
+import { NOTIFY_QUEUE_HAS_ROOM, WAKE_CHANNEL } from './wake.ts';
 
 /**
  * One statement for one or many jobs: unnest the columns, claim the idempotency keys, insert
- * the jobs whose key was free (or that have none), wake the queues. Returns the inserted jobs
+ * the jobs whose key was free (or that have none), wake the queues (unless the NOTIFY queue is
+ * past NOTIFY_QUEUE_LIMIT: wake.ts). Returns the inserted jobs
  * (or their ids) and the keys this statement took, as JSON aggregates in one row.
  *
  * Jobs without keys (`returns: 'count'`) skip the key step: the input is then read once, so
@@ -119,7 +120,8 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
            ${keyed ? sql`(SELECT coalesce(json_agg(json_build_object('key', key, 'job_id', job_id)), '[]'::json) FROM keyed)` : sql`'[]'::json`} AS keys,
            ${
              notify
-               ? sql`(SELECT count(pg_notify(${WAKE_CHANNEL}, queue)) FROM (SELECT DISTINCT queue FROM inserted) woken)`
+               ? sql`(SELECT count(pg_notify(${WAKE_CHANNEL}, queue)) FROM (SELECT DISTINCT queue FROM inserted) woken
+                      WHERE ${sql.raw(NOTIFY_QUEUE_HAS_ROOM)})`
                : sql`0`
            } AS woken
     `;
@@ -142,7 +144,7 @@ function insertOneText(aging: boolean): string {
       FROM (SELECT coalesce($10::timestamptz, statement_timestamp() + make_interval(secs => $11::float8)) AS run_at) s
       RETURNING queue, run_at, expires_at, created_at
     )
-    SELECT run_at, expires_at, created_at, CASE WHEN $12::boolean THEN pg_notify('${WAKE_CHANNEL}', queue) END AS woken FROM inserted`;
+    SELECT run_at, expires_at, created_at, CASE WHEN $12::boolean AND ${NOTIFY_QUEUE_HAS_ROOM} THEN pg_notify('${WAKE_CHANNEL}', queue) END AS woken FROM inserted`;
 }
 const INSERT_ONE = { aging: insertOneText(true), plain: insertOneText(false) };
 

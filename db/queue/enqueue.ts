@@ -9,8 +9,9 @@
  * a separate statement because the conflicting row may have committed after our statement's
  * snapshot was taken (READ COMMITTED: the next statement sees it).
  */
+import type pg from 'pg';
 import { LeaseholdInputError } from './errors.ts';
-import { prepareSpecs, type EnqueueSpec } from './enqueue-spec.ts';
+import { prepareSpecs, type EnqueueSpec, type PreparedSpec } from './enqueue-spec.ts';
 import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql.ts';
 import { field, inPoolTransaction, ownPool, run, type Executor } from './executor.ts';
 import { checkPayload, isJobContract, type JobContract, type JobInput, type PayloadCheck } from './job-contract.ts';
@@ -214,18 +215,46 @@ async function enqueueSpec(
 export const BULK_CHUNK = 20_000;
 
 /**
+ * Most payload bytes (UTF-8 JSON, summed) in one enqueueMany statement: 64 MiB. The payloads
+ * travel as one JSON text parameter, which must stay far below what a JavaScript string and a
+ * PostgreSQL parameter can hold (about 512 MiB and 1 GB): 100,000 payloads of 256 KiB would be
+ * 25 GB. A part is cut at BULK_CHUNK jobs or at this many bytes, whichever comes first. One
+ * payload is at most MAX_PAYLOAD_BYTES (256 KiB), so every part holds at least one job.
+ */
+export const BULK_CHUNK_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Whether `jobs`' payloads may pass `limit` bytes: a UTF-16 code unit is at most 3 bytes of
+ * UTF-8, so when 3 × their characters fit, no byte needs counting (the common case).
+ */
+function mayPassBytes(jobs: readonly PreparedSpec[], limit: number): boolean {
+  let chars = 0;
+  for (const job of jobs) chars += job.payloadText.length;
+  return chars * 3 > limit;
+}
+
+/** The payload bytes of `jobs` together. */
+function totalPayloadBytes(jobs: readonly PreparedSpec[]): number {
+  let total = 0;
+  for (const job of jobs) total += Buffer.byteLength(job.payloadText, 'utf8');
+  return total;
+}
+
+/**
  * Adds many jobs (up to 100,000), all or none. Results are in input order; repeated keys,
  * within the call or against earlier jobs, give `created: false` and the owning job's id.
  *
- * Through a pool (a `pg.Pool`, or a Drizzle database over one), more than BULK_CHUNK jobs
- * without idempotency keys go in parts of BULK_CHUNK within one transaction of this call's
- * own, so validating and encoding the next part overlaps the database's writing of this one:
+ * Through a pool (a `pg.Pool`, or a Drizzle database over one), more than BULK_CHUNK jobs, or
+ * more than BULK_CHUNK_BYTES of payloads, without idempotency keys go in parts (of at most
+ * BULK_CHUNK jobs and BULK_CHUNK_BYTES) within one transaction of this call's own, so
+ * validating and encoding the next part overlaps the database's writing of this one:
  * about 1.2 × as fast for 100,000 jobs. A bad job anywhere rolls the whole call back; its error
  * names the problems of the first part that has any. Everything else goes as one statement:
  * jobs with keys (it takes the keys in key order, which keeps two overlapping calls from
  * deadlocking); calls in the caller's transaction (a refused call must leave nothing in it);
  * and calls on a client, which other code may share (its statements would run inside this
- * call's transaction).
+ * call's transaction). Such a call whose payloads total more than BULK_CHUNK_BYTES is refused
+ * (LeaseholdInputError naming `jobs`) and writes nothing.
  */
 async function enqueueSpecs(
   executor: Executor,
@@ -238,14 +267,11 @@ async function enqueueSpecs(
   }
   if (specs.length === 0) return [];
   const pool = ownPool(executor);
-  if (
-    pool &&
-    specs.length > BULK_CHUNK &&
-    // `?.`: a caller without types may pass null for a job; prepareSpecs names it.
-    !specs.some((spec) => spec?.idempotencyKey !== undefined)
-  ) {
+  // `?.`: a caller without types may pass null for a job; prepareSpecs names it.
+  const inParts = pool && !specs.some((spec) => spec?.idempotencyKey !== undefined) ? pool : null;
+  const partsThrough = async (prepared: PreparedSpec[] | null, pool: pg.Pool) => {
     const { ids, queues } = await translateConflicts('enqueueMany', () =>
-      inPoolTransaction(pool, (tx) => insertInParts(tx, specs)),
+      inPoolTransaction(pool, (tx) => insertInParts(tx, specs, prepared)),
     );
     // After the commit, debounced as any enqueue through a pool. A lost wake-up only delays the
     // jobs until the next poll; the jobs are committed, so it must not fail the call.
@@ -253,8 +279,17 @@ async function enqueueSpecs(
     if (wake.inStatement) await run(executor, wakeStatement(queues)).catch(() => {});
     wake.afterCommit();
     return ids.map((id) => ({ id, created: true }));
-  }
+  };
+  if (inParts && specs.length > BULK_CHUNK) return partsThrough(null, inParts);
   const jobs = prepareSpecs('enqueueMany', specs);
+  const bytes = mayPassBytes(jobs, BULK_CHUNK_BYTES) ? totalPayloadBytes(jobs) : 0;
+  if (bytes > BULK_CHUNK_BYTES) {
+    if (inParts) return partsThrough(jobs, inParts);
+    throw new LeaseholdInputError('enqueueMany', [
+      `jobs: the payloads total ${bytes} bytes of JSON, more than the ${BULK_CHUNK_BYTES} one statement takes ` +
+        '(idempotency keys, a transaction or a client make the call one statement: split it into smaller calls)',
+    ]);
+  }
   return translateConflicts('enqueueMany', async () => {
     const wake = planWake(executor, [...new Set(jobs.map((j) => j.queue))], options.notify ?? true);
     if (!jobs.some((j) => j.idempotencyKey !== null)) {
@@ -288,28 +323,57 @@ async function enqueueSpecs(
 }
 
 /**
- * enqueueMany's parts (jobs without keys), in input order: each part is validated and its
+ * `jobs` cut into statements of at most BULK_CHUNK_BYTES of payloads each (a payload is at
+ * most 256 KiB, so each holds at least one job), in order.
+ */
+export function byPayloadBytes(jobs: PreparedSpec[], limit = BULK_CHUNK_BYTES): PreparedSpec[][] {
+  if (!mayPassBytes(jobs, limit)) return [jobs];
+  const parts: PreparedSpec[][] = [];
+  let part: PreparedSpec[] = [];
+  let bytes = 0;
+  for (const job of jobs) {
+    const size = Buffer.byteLength(job.payloadText, 'utf8');
+    if (part.length > 0 && bytes + size > limit) {
+      parts.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(job);
+    bytes += size;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
+}
+
+/**
+ * enqueueMany's parts (jobs without keys), in input order, each at most BULK_CHUNK jobs and
+ * BULK_CHUNK_BYTES of payloads: each part is validated (unless `prepared` already is) and its
  * statement built while the database writes the one before. Returns the ids and the queues.
  */
 async function insertInParts(
   tx: Executor,
   specs: readonly EnqueueSpec[],
+  prepared: PreparedSpec[] | null,
 ): Promise<{ ids: string[]; queues: string[] }> {
   const ids: string[] = [];
   const queues = new Set<string>();
   let writing: Promise<void> | null = null;
   try {
     for (let from = 0; from < specs.length; from += BULK_CHUNK) {
-      const jobs = prepareSpecs('enqueueMany', specs.slice(from, from + BULK_CHUNK), from);
-      const statement = insertStatement(jobs, 'count', false);
-      await writing;
-      writing = run<InsertRow<'count'>>(tx, statement).then(([row]) => {
-        if (row?.inserted !== jobs.length)
-          throw new Error(`Leasehold enqueueMany: ${JSON.stringify(row?.inserted)} of ${jobs.length} jobs inserted`);
-      });
-      for (const j of jobs) {
-        ids.push(j.id);
-        queues.add(j.queue);
+      const chunk = prepared
+        ? prepared.slice(from, from + BULK_CHUNK)
+        : prepareSpecs('enqueueMany', specs.slice(from, from + BULK_CHUNK), from);
+      for (const jobs of byPayloadBytes(chunk)) {
+        const statement = insertStatement(jobs, 'count', false);
+        await writing;
+        writing = run<InsertRow<'count'>>(tx, statement).then(([row]) => {
+          if (row?.inserted !== jobs.length)
+            throw new Error(`Leasehold enqueueMany: ${JSON.stringify(row?.inserted)} of ${jobs.length} jobs inserted`);
+        });
+        for (const j of jobs) {
+          ids.push(j.id);
+          queues.add(j.queue);
+        }
       }
     }
     await writing;

@@ -23,7 +23,7 @@ export type {
 } from './job-contract.ts';
 export { DEFAULT_DEDUPE_WINDOW_SECONDS } from './enqueue-spec.ts';
 export type { EnqueueSpec } from './enqueue-spec.ts';
-export { WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake.ts';
+export { NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake.ts';
 export type { EnqueueOptions } from './wake.ts';
 export { claim, ClaimOptionsCache, claimStatement, MAX_CLAIM_ARMS, MAX_CLAIM_BATCH } from './claim.ts';
 export type { ClaimOptions } from './claim.ts';

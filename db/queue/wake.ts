@@ -7,6 +7,14 @@
  * process or in two test files, never share a window. Within a pool it is keyed by queue: an
  * enqueue that sends no NOTIFY of its own still gets the window's trailing one, sent through the
  * same pool, so no wake-up depends on another pool staying open.
+ *
+ * Back-pressure: PostgreSQL's NOTIFY queue is bounded (8 GB by default; `max_notify_queue_pages`
+ * on PostgreSQL 17+), and one LISTENing session that stops reading (a paused worker, a listener
+ * idle in a transaction) keeps it from draining. Once it is full, every transaction that
+ * NOTIFYs fails at COMMIT ("too many notifications in the NOTIFY queue"), and an enqueue in a
+ * business transaction would take the business write down with it. So every wake-up NOTIFY is
+ * guarded in its own statement: above NOTIFY_QUEUE_LIMIT of the queue in use it is not sent,
+ * and workers find the jobs at their next poll.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type pg from 'pg';
@@ -30,6 +38,19 @@ export interface EnqueueOptions {
    */
   notify?: boolean;
 }
+
+/**
+ * The share of the server's NOTIFY queue in use (`pg_notification_queue_usage()`, 0 to 1) at
+ * and above which enqueues send no wake-up. Half leaves the other half for what is in flight
+ * between the check and the commits, and for other users of NOTIFY on the server.
+ */
+export const NOTIFY_QUEUE_LIMIT = 0.5;
+
+/**
+ * The guard, as SQL text: true while the NOTIFY queue has room for wake-ups. One function call
+ * (a shared lock on the queue's head and tail) in the statement that NOTIFYs: no round trip.
+ */
+export const NOTIFY_QUEUE_HAS_ROOM = `pg_catalog.pg_notification_queue_usage() < ${NOTIFY_QUEUE_LIMIT}`;
 
 /** Wake-ups through a pool are debounced per queue over this window. */
 export const WAKE_DEBOUNCE_MS = 5;
@@ -113,7 +134,8 @@ export function planWake(executor: Executor, queues: string[], requested: boolea
   return wakeDebouncerFor(pool).plan(executor, queues);
 }
 
-/** A bare wake-up NOTIFY for each of `queues`. */
+/** A bare wake-up NOTIFY for each of `queues`, unless the NOTIFY queue is past NOTIFY_QUEUE_LIMIT. */
 export function wakeStatement(queues: string[]): SQL {
-  return sql`SELECT count(pg_notify(${WAKE_CHANNEL}, q)) FROM unnest(${sql.param(queues)}::text[]) q`;
+  return sql`SELECT count(pg_notify(${WAKE_CHANNEL}, q)) FROM unnest(${sql.param(queues)}::text[]) q
+             WHERE ${sql.raw(NOTIFY_QUEUE_HAS_ROOM)}`;
 }
