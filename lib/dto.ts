@@ -93,6 +93,8 @@ export type OverviewDTO = Jsonified<Overview> & { can: { pause: boolean } };
 export interface MetricsDTO {
   queues: QueueDTO[];
   dead: Awaited<ReturnType<typeof deadByClass>>;
+  /** pg_notification_queue_usage(), 0–1. */
+  notifyQueueUsage: number;
 }
 
 export type FailureGroupDTO = Jsonified<Awaited<ReturnType<typeof failureGroups>>[number]>;

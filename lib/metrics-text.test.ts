@@ -18,7 +18,13 @@ const queue = {
 
 describe('Prometheus text for /api/metrics', () => {
   it('renders every family in the order and spelling scrapers query', () => {
-    expect(metricsText({ queues: [queue], dead: [{ queue: 'mail', failureClass: 'permanent', count: 6 }] })).toBe(
+    expect(
+      metricsText({
+        queues: [queue],
+        dead: [{ queue: 'mail', failureClass: 'permanent', count: 6 }],
+        notifyQueueUsage: 0.25,
+      }),
+    ).toBe(
       [
         '# HELP leasehold_queue_jobs Jobs by queue and (sub-)state.',
         '# TYPE leasehold_queue_jobs gauge',
@@ -44,6 +50,9 @@ describe('Prometheus text for /api/metrics', () => {
         '# HELP leasehold_dead_jobs Dead jobs by queue and failure class.',
         '# TYPE leasehold_dead_jobs gauge',
         'leasehold_dead_jobs{queue="mail",failure_class="permanent"} 6',
+        '# HELP leasehold_notify_queue_usage Share of the server’s NOTIFY queue in use (0 to 1); at 0.5 or more enqueues send no wake-ups.',
+        '# TYPE leasehold_notify_queue_usage gauge',
+        'leasehold_notify_queue_usage 0.25',
         '',
       ].join('\n'),
     );
@@ -53,9 +62,10 @@ describe('Prometheus text for /api/metrics', () => {
     const text = metricsText({
       queues: [{ ...queue, queue: 'a"b\\c\nd', paused: false, oldestReadyAgeSeconds: null }],
       dead: [],
+      notifyQueueUsage: 0,
     });
     expect(text).toContain('leasehold_queue_paused{queue="a\\"b\\\\c\\nd"} 0\n');
     expect(text).toContain('leasehold_queue_oldest_ready_age_seconds{queue="a\\"b\\\\c\\nd"} 0\n');
-    expect(text.endsWith('# TYPE leasehold_dead_jobs gauge\n')).toBe(true);
+    expect(text).toContain('# TYPE leasehold_dead_jobs gauge\n# HELP leasehold_notify_queue_usage');
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Prometheus text exposition (format 0.0.4) of the metrics DTO: depth by queue and (sub-)state,
  * completions in the last hour, oldest ready age, paused flags, jobs waiting for a kind no live
- * worker runs, dead jobs by class. The names,
+ * worker runs, dead jobs by class, the NOTIFY queue's usage. The names,
  * order and label spelling are what scrapers and dashboards already query: change none lightly.
  */
 import type { MetricsDTO, QueueDTO } from './dto.ts';
@@ -19,7 +19,7 @@ const STATE_LABELS = [
   ['cancelled', 'cancelled'],
 ] as const satisfies readonly (readonly [keyof QueueDTO, string])[];
 
-export function metricsText({ queues, dead }: MetricsDTO): string {
+export function metricsText({ queues, dead, notifyQueueUsage }: MetricsDTO): string {
   const lines = [
     '# HELP leasehold_queue_jobs Jobs by queue and (sub-)state.',
     '# TYPE leasehold_queue_jobs gauge',
@@ -45,6 +45,9 @@ export function metricsText({ queues, dead }: MetricsDTO): string {
     ...dead.map(
       (d) => `leasehold_dead_jobs{queue="${label(d.queue)}",failure_class="${label(d.failureClass)}"} ${d.count}`,
     ),
+    '# HELP leasehold_notify_queue_usage Share of the server’s NOTIFY queue in use (0 to 1); at 0.5 or more enqueues send no wake-ups.',
+    '# TYPE leasehold_notify_queue_usage gauge',
+    `leasehold_notify_queue_usage ${notifyQueueUsage}`,
   ];
   return `${lines.join('\n')}\n`;
 }

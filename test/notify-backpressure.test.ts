@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DbHandle } from '../db/client.ts';
 import { run } from '../db/queue/executor.ts';
+import { notifyQueueUsage } from '../db/queries/overview.ts';
 import { enqueue, enqueueMany, NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { selectDatabase } from '../scripts/database.ts';
@@ -119,6 +120,8 @@ describe('a stalled listener cannot make enqueues fail at commit', () => {
     if (skipReason) return context.skip(skipReason);
     expect(fullError?.message).toMatch(/too many notifications in the NOTIFY queue/);
     expect(await usage()).toBeGreaterThanOrEqual(NOTIFY_QUEUE_LIMIT);
+    // The dashboard's /api/metrics reads the same figure.
+    expect(await notifyQueueUsage(handle!.db)).toBeGreaterThanOrEqual(NOTIFY_QUEUE_LIMIT);
   });
 
   it('still commits enqueues in a business transaction, through a pool and through leasehold.enqueue()', async (context) => {

@@ -221,3 +221,12 @@ export async function deadByClass(executor: Executor) {
   );
   return rows.map((r) => ({ queue: r.queue, failureClass: r.failure_class, count: r.n }));
 }
+
+/**
+ * How full the cluster's NOTIFY queue is (0–1), for /api/metrics: past NOTIFY_QUEUE_LIMIT
+ * enqueues stop sending wake-ups and workers find jobs by polling (db/queue/wake.ts).
+ */
+export async function notifyQueueUsage(executor: Executor): Promise<number> {
+  const rows = await run<{ usage: number }>(executor, sql`SELECT pg_catalog.pg_notification_queue_usage() AS usage`);
+  return Number(rows[0]?.usage ?? 0);
+}

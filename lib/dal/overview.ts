@@ -3,7 +3,7 @@ import 'server-only';
  * The overview (backlog per queue, throughput, attempts, failure classes, live workers) and
  * the metrics /api/metrics renders from the same read models.
  */
-import { backlog, deadByClass, overview } from '../../db/queries/overview.ts';
+import { backlog, deadByClass, notifyQueueUsage, overview } from '../../db/queries/overview.ts';
 import { database } from '../db.ts';
 import type { MetricsDTO, OverviewDTO } from '../dto.ts';
 import { authorize, authorizeMetricsToken, permits } from './policy.ts';
@@ -30,6 +30,10 @@ export async function getOverview(): Promise<OverviewDTO> {
 /** For a scraper: `authorization` is the request's Authorization header (`Bearer <token>`). */
 export async function getMetrics(authorization: string | null): Promise<MetricsDTO> {
   authorizeMetricsToken('getMetrics', authorization);
-  const [queues, dead] = await Promise.all([backlog(database()), deadByClass(database())]);
-  return { queues, dead };
+  const [queues, dead, notifyUsage] = await Promise.all([
+    backlog(database()),
+    deadByClass(database()),
+    notifyQueueUsage(database()),
+  ]);
+  return { queues, dead, notifyQueueUsage: notifyUsage };
 }
