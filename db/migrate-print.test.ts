@@ -5,6 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ScratchDatabase } from '../test/db.ts';
+import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from './advisory-locks.ts';
+import { BUSY_MESSAGE } from './migrate-print.ts';
 import { migrateDatabase, MIGRATIONS_FOLDER, pendingMigrationsSql, readMigrations } from './migrate.ts';
 import { catalogOutside } from '../test/catalog.ts';
 import { buildUpgradeFolder } from '../test/fixtures/migrations-upgrade.ts';
@@ -78,5 +80,24 @@ describe('the pending migrations as SQL (npm run db:migrate -- --print)', () => 
       `Leasehold: migration ${readMigrations(MIGRATIONS_FOLDER)[0]!.name} must follow exactly 0 applied migrations; this SQL was printed for another state of the database: print it again`,
     );
     expect(await query(url, 'SELECT name, applied_at FROM leasehold.migrations ORDER BY position')).toEqual(before);
+  });
+
+  it('stops with a sentence, applying nothing, while another runner holds the migration lock', async () => {
+    const url = await fresh();
+    const sql = await pendingMigrationsSql(url);
+    // Waiting inside pg_advisory_lock would be a running statement that another runner's
+    // CREATE INDEX CONCURRENTLY waits for: the script must not wait at all.
+    await withClient(url, async (holder) => {
+      await holder.query('SELECT pg_advisory_lock($1, $2)', [LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY]);
+      const { code, stderr } = await psql(url, sql);
+      expect(code).not.toBe(0);
+      expect(stderr).toContain(BUSY_MESSAGE);
+    });
+    expect(await query(url, "SELECT to_regclass('leasehold.jobs') IS NULL AS absent")).toEqual([{ absent: true }]);
+
+    // Once the lock is free the same file applies.
+    const { code } = await psql(url, sql);
+    expect(code).toBe(0);
+    expect(await journal(url)).toEqual(readMigrations(MIGRATIONS_FOLDER).map((m) => m.name));
   });
 });

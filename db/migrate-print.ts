@@ -33,6 +33,10 @@ export interface PendingSqlOptions {
   lockTimeoutMs?: number;
 }
 
+/** What the printed script says, and stops with, while another runner holds the migration lock. */
+export const BUSY_MESSAGE =
+  'Leasehold: another migration runner holds the migration lock; nothing was applied: run this file again when it is done';
+
 /** The SQL that brings the database at `target` (a URL, or an executor on it) up to date. */
 export async function pendingMigrationsSql(
   target: string | Executor,
@@ -69,10 +73,19 @@ async function printFor(executor: Executor, options: PendingSqlOptions): Promise
   const out: string[] = [
     `-- Leasehold: ${pending.length} pending migration${pending.length === 1 ? '' : 's'} of ${folder},`,
     `-- printed ${new Date().toISOString()} for a database with ${applied.length} applied.`,
-    '-- Apply with `psql -v ON_ERROR_STOP=1 -f <this file>` (not --single-transaction: steps outside',
-    '-- a transaction cannot run inside one), on a direct connection, not through a pooler.',
+    '-- Apply with `psql -v ON_ERROR_STOP=1 -f <this file>` (psql: the lock uses \\gset and \\if; not',
+    '-- --single-transaction: steps outside a transaction cannot run inside one), on a direct',
+    '-- connection, not through a pooler.',
     '',
-    `SELECT pg_advisory_lock(${LEASEHOLD_LOCK_CLASS}, ${MIGRATION_LOCK_KEY});`,
+    // Tried, not waited for (as the runner polls): psql waiting inside pg_advisory_lock is a
+    // running statement, which another runner's CREATE INDEX CONCURRENTLY waits for in turn,
+    // while that runner holds the lock this one waits on (a deadlock). So the script stops
+    // with a sentence when another runner holds it, and is run again after.
+    `SELECT pg_try_advisory_lock(${LEASEHOLD_LOCK_CLASS}, ${MIGRATION_LOCK_KEY}) AS leasehold_locked \\gset`,
+    '\\if :leasehold_locked',
+    '\\else',
+    `DO $busy$ BEGIN RAISE EXCEPTION '${BUSY_MESSAGE}'; END $busy$;`,
+    '\\endif',
     ...bootstrapStatements(table).map(terminated),
   ];
   if (repairs.length > 0) {
