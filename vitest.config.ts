@@ -23,6 +23,7 @@ export default defineConfig({
       'cli/**/*.test.ts',
       'demo/**/*.test.ts',
       'chaos/**/*.test.ts',
+      'bench/**/*.test.ts',
     ],
     // Type tests (`*.test-d.ts`, expectTypeOf) run under `tsc` with every `vitest run`.
     typecheck: { enabled: true, include: ['db/**/*.test-d.ts', 'workers/**/*.test-d.ts'] },

@@ -19,6 +19,14 @@ import { COST_VARIANTS, costLoop, type CostVariant } from './costs.ts';
 import { claimThroughput, dashboardTimes, historyDatabase } from './history.ts';
 import { forkChild, median, percentile, round, sleep } from './lib.ts';
 import { ANCHORS, SYSTEMS, type BenchSystem, type SystemName, type WorkerMode } from './systems/index.ts';
+import {
+  postmasterPid,
+  readable,
+  SERVER_CPU_GROUP_TEXT,
+  SERVER_CPU_GROUPS,
+  type ServerCpuGroup,
+  watchServerCpu,
+} from './server-cpu.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -196,6 +204,12 @@ interface DrainFigures {
   otherCpuUs: number;
   /** WAL the server wrote per job, bytes. */
   walBytes: number;
+  /**
+   * The database server's CPU per job, µs, read from its own processes (bench/server-cpu.ts):
+   * client backends, autovacuum, the background processes (checkpointer, writers, postmaster),
+   * processes that ended unseen; null when the server's /proc is not readable from here.
+   */
+  serverCpuUs: (Record<ServerCpuGroup, number> & { total: number }) | null;
 }
 
 /** CPU time all cores of this machine spent busy since boot, ms (os.cpus(), so any OS). */
@@ -227,6 +241,9 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
       const childCpuUs = async () => (await Promise.all(children.map((c) => c.cpuMicros()))).reduce((a, b) => a + b, 0);
       const walLsn = async () =>
         (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+      const postmaster = (await readable(client)) ? await postmasterPid(client) : null;
+      const server = postmaster === null ? null : watchServerCpu(client, postmaster);
+      await server?.start();
       const [cpu0, lsn0] = [await childCpuUs(), await walLsn()];
       const own0 = process.cpuUsage();
       const busy0 = machineBusyMs();
@@ -239,6 +256,7 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
       const busyUs = (machineBusyMs() - busy0) * 1000;
       const own = process.cpuUsage(own0);
       const workerUs = (await childCpuUs()) - cpu0;
+      const serverUs = await server?.stop();
       const wal = await client.query<{ bytes: string }>(
         'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
         [lsn0],
@@ -248,6 +266,11 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
         workerCpuUs: workerUs / total,
         otherCpuUs: Math.max(0, busyUs - workerUs - own.user - own.system) / total,
         walBytes: Number(wal.rows[0]!.bytes) / total,
+        serverCpuUs: serverUs
+          ? (Object.fromEntries(
+              Object.entries(serverUs).map(([k, v]) => [k, v / total]),
+            ) as DrainFigures['serverCpuUs'])
+          : null,
       };
     } finally {
       await Promise.all(children.map((c) => c.stop()));
@@ -367,6 +390,23 @@ if (want('drain')) {
           system.name,
           figures.otherCpuUs,
         );
+        if (figures.serverCpuUs) {
+          const { total, ...groups } = figures.serverCpuUs;
+          record(
+            `${name}-server-cpu`,
+            perJob('µs/job', `the database server's CPU per job in ${name}, read from its processes' /proc times`),
+            system.name,
+            total,
+          );
+          for (const group of SERVER_CPU_GROUPS) {
+            record(
+              `${name}-server-cpu-${group}`,
+              perJob('µs/job', `the database server's CPU per job in ${name}: ${SERVER_CPU_GROUP_TEXT[group]}`),
+              system.name,
+              groups[group],
+            );
+          }
+        }
         record(
           `${name}-wal`,
           perJob('bytes/job', `WAL the whole server wrote per job in ${name} (other databases' writes count too)`),
