@@ -5,8 +5,8 @@
  *
  * It loads everything, says `loaded`, and starts its worker only on `go`, so process start-up is
  * not timed. While draining it reports how many handlers ran; for pickup it enqueues one job
- * every `intervalMs` itself (a separate connection) and reports each job's delay from the
- * enqueue's commit to its handler's start. `cpu` asks for the CPU time it has used (µs);
+ * (or a burst of `burst` jobs in one statement) every `intervalMs` itself (a separate
+ * connection) and reports each job's delay from the enqueue's commit to its handler's start. `cpu` asks for the CPU time it has used (µs);
  * `stop` stops the worker and exits.
  */
 import { SYSTEMS, type SystemName, type WorkerMode } from './systems/index.ts';
@@ -55,21 +55,31 @@ async function go() {
     }, 10).unref();
     return;
   }
-  const { durationMs, intervalMs, settleMs } = JSON.parse(extra!) as {
+  const {
+    durationMs,
+    intervalMs,
+    settleMs,
+    burst = 1,
+  } = JSON.parse(extra!) as {
     durationMs: number;
     intervalMs: number;
     settleMs: number;
+    burst?: number;
   };
   await new Promise((r) => setTimeout(r, 1000)); // the worker is idle and listening by now
   const enqueuer = await system.enqueuer(url, 1, mode !== 'poll');
   const committed = new Map<number, number>();
-  const count = Math.floor(durationMs / intervalMs);
+  const ticks = Math.floor(durationMs / intervalMs);
+  const count = ticks * burst;
   const t0 = performance.now();
-  for (let seq = 0; seq < count; seq++) {
-    const wait = t0 + seq * intervalMs - performance.now();
+  for (let tick = 0; tick < ticks; tick++) {
+    const wait = t0 + tick * intervalMs - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    await enqueuer.send(seq);
-    committed.set(seq, performance.now());
+    const seqs = Array.from({ length: burst }, (_, i) => tick * burst + i);
+    if (burst === 1) await enqueuer.send(seqs[0]!);
+    else await enqueuer.sendMany(seqs);
+    const at = performance.now();
+    for (const seq of seqs) committed.set(seq, at);
   }
   const deadline = performance.now() + settleMs;
   while (started.size < count && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));

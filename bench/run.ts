@@ -47,6 +47,9 @@ const SIZE = {
   drain: QUICK ? 2_000 : 100_000,
   pickupMs: QUICK ? 2_000 : 20_000,
   pickupIntervalMs: 10,
+  /** The bursty pickup case: `burst` jobs in one statement every `burstIntervalMs`. */
+  burst: 100,
+  burstIntervalMs: 100,
   history: QUICK ? 20_000 : 1_000_000,
   claimJobs: QUICK ? 2_000 : 20_000,
   costJobs: QUICK ? 2_000 : 50_000,
@@ -284,6 +287,7 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
 async function pickup(
   system: BenchSystem,
   mode: WorkerMode,
+  burst = 1,
 ): Promise<{ p50: number; p95: number; p99: number; missing: number }> {
   const db = await freshDatabase(system);
   try {
@@ -292,7 +296,12 @@ async function pickup(
       system.name,
       mode,
       db.url,
-      JSON.stringify({ durationMs: SIZE.pickupMs, intervalMs: SIZE.pickupIntervalMs, settleMs }),
+      JSON.stringify({
+        durationMs: SIZE.pickupMs,
+        intervalMs: burst === 1 ? SIZE.pickupIntervalMs : SIZE.burstIntervalMs,
+        settleMs,
+        burst,
+      }),
     ]);
     try {
       child.process.send({ type: 'go' });
@@ -424,8 +433,22 @@ if (want('pickup')) {
     'listen-async-claims': "LISTEN/NOTIFY on, Leasehold's claims without waiting for their WAL flush (--async-claims)",
     poll: 'polling only',
   } as const;
-  for (const mode of ['listen', 'listen-async-claims', 'poll'] as const) {
-    const base = `one job every ${SIZE.pickupIntervalMs} ms for ${SIZE.pickupMs / 1000} s to an idle worker, enqueue commit to handler start, ${how[mode]}`;
+  const shapes = [
+    ...(['listen', 'listen-async-claims', 'poll'] as const).map((mode) => ({
+      mode,
+      name: mode as string,
+      burst: 1,
+      what: `one job every ${SIZE.pickupIntervalMs} ms`,
+    })),
+    ...(['listen', 'listen-async-claims'] as const).map((mode) => ({
+      mode,
+      name: `burst-${mode}`,
+      burst: SIZE.burst,
+      what: `${SIZE.burst} jobs in one statement every ${SIZE.burstIntervalMs} ms`,
+    })),
+  ];
+  for (const { mode, name: shape, burst, what } of shapes) {
+    const base = `${what} for ${SIZE.pickupMs / 1000} s to an idle worker, enqueue commit to handler start, ${how[mode]}`;
     const metas = Object.fromEntries(
       (['p50', 'p95', 'p99'] as const).map((p) => [
         p,
@@ -439,17 +462,19 @@ if (want('pickup')) {
     for (const system of QUEUES) {
       const reason = why(system);
       if (reason)
-        for (const p of ['p50', 'p95', 'p99'] as const) note(`pickup-${mode}-${p}`, metas[p], system.name, reason);
+        for (const p of ['p50', 'p95', 'p99'] as const) note(`pickup-${shape}-${p}`, metas[p], system.name, reason);
     }
     const runnable = QUEUES.filter((s) => !why(s));
     for (let rep = 0; rep < RUNS; rep++) {
       for (const system of rotation(runnable, rep)) {
-        log(`pickup-${mode} ${system.name} run ${rep + 1}`);
-        const figures = await measured(`pickup-${mode}-p99`, metas.p99, system.name, () => pickup(system, mode));
+        log(`pickup-${shape} ${system.name} run ${rep + 1}`);
+        const figures = await measured(`pickup-${shape}-p99`, metas.p99, system.name, () =>
+          pickup(system, mode, burst),
+        );
         if (!figures) continue;
         if (figures.missing > 0) log(`  ${figures.missing} jobs did not start within the settle time`);
         for (const p of ['p50', 'p95', 'p99'] as const)
-          record(`pickup-${mode}-${p}`, metas[p], system.name, figures[p]);
+          record(`pickup-${shape}-${p}`, metas[p], system.name, figures[p]);
       }
     }
   }

@@ -50,6 +50,14 @@ export const bareSql: BenchSystem = {
       send: async (seq) => {
         await pool.query(text, [QUEUE, { seq }]);
       },
+      sendMany: async (seqs) => {
+        await pool.query(
+          wake
+            ? `WITH i AS (INSERT INTO bare_jobs (queue, payload) SELECT $1, p FROM unnest($2::jsonb[]) p RETURNING queue) SELECT pg_notify('bare', queue) FROM (SELECT DISTINCT queue FROM i) q`
+            : 'INSERT INTO bare_jobs (queue, payload) SELECT $1, p FROM unnest($2::jsonb[]) p',
+          [QUEUE, seqs.map((seq) => JSON.stringify({ seq }))],
+        );
+      },
       close: () => pool.end(),
     };
   },

@@ -47,6 +47,9 @@ export const graphileWorker: BenchSystem = {
       send: async (seq) => {
         await utils.addJob(QUEUE, { seq });
       },
+      sendMany: async (seqs) => {
+        await utils.addJobs(seqs.map((seq) => ({ identifier: QUEUE, payload: { seq } })));
+      },
       close: async () => {
         await utils.release();
         await pool.end();

@@ -39,6 +39,13 @@ export const leasehold: BenchSystem = {
       send: async (seq) => {
         await enqueue(pool, { queue: QUEUE, kind: KIND, payload: { seq } }, { notify: wake });
       },
+      sendMany: async (seqs) => {
+        await enqueueMany(
+          pool,
+          seqs.map((seq) => ({ queue: QUEUE, kind: KIND, payload: { seq } })),
+          { notify: wake },
+        );
+      },
       close: () => pool.end(),
     };
   },

@@ -50,6 +50,12 @@ export const pgBoss: BenchSystem = {
       send: async (seq) => {
         await instance.send(QUEUE, { seq });
       },
+      sendMany: async (seqs) => {
+        await instance.insert(
+          QUEUE,
+          seqs.map((seq) => ({ data: { seq } })),
+        );
+      },
       close: () => instance.stop({ graceful: false, close: true }),
     };
   },

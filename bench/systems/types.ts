@@ -14,6 +14,8 @@ export const QUEUE = 'bench';
 export interface Enqueuer {
   /** Adds one job (its own transaction) whose payload carries `seq`. */
   send(seq: number): Promise<void>;
+  /** Adds one job per `seqs` entry in one statement and transaction (the bursty pickup case). */
+  sendMany(seqs: number[]): Promise<void>;
   close(): Promise<void>;
 }
 
