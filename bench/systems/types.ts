@@ -2,7 +2,8 @@
  * What the benchmark needs from each queue it compares. Every system runs on its own fresh
  * database of the same server; timed parts never include connecting or installing.
  */
-export type SystemName = 'leasehold' | 'pg-boss' | 'graphile-worker' | 'bare-sql';
+/** `floor`: Leasehold's own claim and acknowledgement statements in a bare loop (systems/floor.ts). */
+export type SystemName = 'leasehold' | 'pg-boss' | 'graphile-worker' | 'bare-sql' | 'floor';
 /** The modes every queue has. */
 export type CommonMode = 'drain' | 'listen' | 'poll';
 /** Plus modes of one system only (`listen-async-claims`: Leasehold's LISTEN pickup with `--async-claims`). */
