@@ -1,7 +1,7 @@
 /**
  * One worker process of a benchmark case (forked by bench/run.ts, same Node binary).
  *
- *   child.ts <system> <mode> <url> [<pickup JSON>]
+ *   child.ts <system> <mode> <url> [<pickup JSON> | <hold JSON>]
  *
  * It loads everything, says `loaded`, and starts its worker only on `go`, so process start-up is
  * not timed. While draining it reports how many handlers ran; for pickup it enqueues one job
@@ -9,9 +9,14 @@
  * connection) and reports each job's delay from the enqueue's commit to its handler's start. `cpu` asks for the CPU time it has used (µs);
  * `stop` stops the worker and exits.
  */
-import { SYSTEMS, type SystemName, type WorkerMode } from './systems/index.ts';
+import { type HoldOptions, SYSTEMS, type SystemName, type WorkerMode } from './systems/index.ts';
 
-const [systemName, mode, url, extra] = process.argv.slice(2) as [SystemName, WorkerMode, string, string | undefined];
+const [systemName, mode, url, extra] = process.argv.slice(2) as [
+  SystemName,
+  WorkerMode | 'hold',
+  string,
+  string | undefined,
+];
 const system = SYSTEMS[systemName];
 const send = (message: unknown) => process.send!(message);
 
@@ -41,6 +46,18 @@ async function onMessage(message: { type: string }) {
 let worker: Awaited<ReturnType<typeof system.startWorker>> | undefined;
 
 async function go() {
+  if (mode === 'hold') {
+    let startedCount = 0;
+    worker = await system.hold!.start(url, JSON.parse(extra!) as HoldOptions, {
+      onStart: () => void startedCount++,
+      onHandled: () => {},
+    });
+    let sent = -1;
+    setInterval(() => {
+      if (startedCount !== sent) send({ type: 'started', total: (sent = startedCount) });
+    }, 50).unref();
+    return;
+  }
   worker = await system.startWorker(url, mode, {
     onStart: (seq) => {
       if (mode !== 'drain') started.set(seq, performance.now());

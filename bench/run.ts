@@ -18,7 +18,14 @@ import { PROJECT_DIR } from '../scripts/database.ts';
 import { COST_VARIANTS, costLoop, type CostVariant } from './costs.ts';
 import { claimThroughput, dashboardTimes, historyDatabase } from './history.ts';
 import { forkChild, median, percentile, round, sleep } from './lib.ts';
-import { ANCHORS, SYSTEMS, type BenchSystem, type SystemName, type WorkerMode } from './systems/index.ts';
+import {
+  ANCHORS,
+  SYSTEMS,
+  type BenchSystem,
+  type HoldOptions,
+  type SystemName,
+  type WorkerMode,
+} from './systems/index.ts';
 import {
   postmasterPid,
   readable,
@@ -47,6 +54,10 @@ const SIZE = {
   drain: QUICK ? 2_000 : 100_000,
   pickupMs: QUICK ? 2_000 : 20_000,
   pickupIntervalMs: 10,
+  /** The heartbeat-heavy case: `holdJobs` in flight for `holdMs` on a `holdLeaseSeconds` lease. */
+  holdJobs: QUICK ? 200 : 2_000,
+  holdMs: QUICK ? 25_000 : 60_000,
+  holdLeaseSeconds: 30,
   /** The bursty pickup case: `burst` jobs in one statement every `burstIntervalMs`. */
   burst: 100,
   burstIntervalMs: 100,
@@ -315,6 +326,78 @@ async function pickup(
   }
 }
 
+/** What one heartbeat cost, from the window in which every job waited in its handler. */
+interface HoldFigures {
+  beats: number;
+  walPerBeat: number;
+  serverCpuPerBeat: number | null;
+  workerCpuPerBeat: number;
+}
+
+async function heartbeatHeavy(system: BenchSystem): Promise<HoldFigures> {
+  const hold = system.hold!;
+  const db = await freshDatabase(system);
+  const client = new pg.Client({ connectionString: db.url });
+  try {
+    await bulkEnqueue(system, db.url, SIZE.holdJobs);
+    await client.connect();
+    await client.query('VACUUM ANALYZE');
+    const options: HoldOptions = {
+      concurrency: SIZE.holdJobs,
+      holdMs: SIZE.holdMs,
+      leaseSeconds: SIZE.holdLeaseSeconds,
+      beatSeconds: SIZE.holdLeaseSeconds / 3,
+    };
+    const child = await forkChild([system.name, 'hold', db.url, JSON.stringify(options)]);
+    try {
+      let started = 0;
+      let allStarted: () => void = () => {};
+      const startedAll = new Promise<void>((resolve) => (allStarted = resolve));
+      child.onMessage((m) => {
+        if (m.type !== 'started') return;
+        started = m.total as number;
+        if (started >= SIZE.holdJobs) allStarted();
+      });
+      const t0 = performance.now();
+      child.process.send({ type: 'go' });
+      await Promise.race([startedAll, child.crashed, sleep(SIZE.holdMs / 2)]);
+      if (started < SIZE.holdJobs)
+        throw new Error(`only ${started} of ${SIZE.holdJobs} jobs started within ${SIZE.holdMs / 2} ms`);
+      // The window: from every job waiting until shortly before the first handler returns.
+      const windowMs = SIZE.holdMs - (performance.now() - t0) - 3000;
+      const beatsNow = async () => Number((await client.query<{ n: string }>(hold.beatTablesSql)).rows[0]!.n);
+      const walLsn = async () =>
+        (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+      const postmaster = (await readable(client)) ? await postmasterPid(client) : null;
+      const server = postmaster === null ? null : watchServerCpu(client, postmaster);
+      await server?.start();
+      const [beats0, lsn0, cpu0] = [await beatsNow(), await walLsn(), await child.cpuMicros()];
+      await sleep(windowMs);
+      const workerUs = (await child.cpuMicros()) - cpu0;
+      const serverUs = await server?.stop();
+      const wal = await client.query<{ bytes: string }>(
+        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
+        [lsn0],
+      );
+      // Backends report their counts when they go idle, at most once a second: wait for that.
+      await sleep(1500);
+      const beats = (await beatsNow()) - beats0;
+      if (beats <= 0) throw new Error(`no heartbeat was counted in a ${Math.round(windowMs / 1000)} s window`);
+      return {
+        beats,
+        walPerBeat: Number(wal.rows[0]!.bytes) / beats,
+        serverCpuPerBeat: serverUs ? serverUs.total / beats : null,
+        workerCpuPerBeat: workerUs / beats,
+      };
+    } finally {
+      await child.stop();
+    }
+  } finally {
+    await client.end().catch(() => {});
+    await db.drop();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 const ALL = chosen(['leasehold', 'pg-boss', 'graphile-worker', 'bare-sql']);
@@ -425,6 +508,39 @@ if (want('drain')) {
           figures.walBytes,
         );
       }
+    }
+  }
+}
+
+if (want('heartbeats')) {
+  const what = `${SIZE.holdJobs.toLocaleString('en')} jobs in flight for ${SIZE.holdMs / 1000} s on a ${SIZE.holdLeaseSeconds} s lease, beats due every ${SIZE.holdLeaseSeconds / 3} s`;
+  const metas = {
+    wal: perJob('bytes/beat', `WAL per heartbeat of one job: ${what}`),
+    server: perJob('µs/beat', `the database server's CPU per heartbeat of one job: ${what}`),
+    worker: perJob('µs/beat', `the worker process's CPU per heartbeat of one job: ${what}`),
+    beats: {
+      description: `heartbeats of one job counted in the window: ${what}`,
+      unit: 'beats',
+      higherIsBetter: false,
+    },
+  };
+  for (const system of QUEUES) {
+    const reason = system.hold ? undefined : system.unsupported?.hold;
+    if (reason)
+      for (const key of ['wal', 'server', 'worker'] as const)
+        note(`heartbeats-${key}`, metas[key], system.name, reason);
+  }
+  const runnable = QUEUES.filter((s) => s.hold);
+  for (let rep = 0; rep < RUNS; rep++) {
+    for (const system of rotation(runnable, rep)) {
+      log(`heartbeats ${system.name} run ${rep + 1}`);
+      const figures = await measured('heartbeats-wal', metas.wal, system.name, () => heartbeatHeavy(system));
+      if (!figures) continue;
+      record('heartbeats-wal', metas.wal, system.name, figures.walPerBeat);
+      if (figures.serverCpuPerBeat !== null)
+        record('heartbeats-server', metas.server, system.name, figures.serverCpuPerBeat);
+      record('heartbeats-worker', metas.worker, system.name, figures.workerCpuPerBeat);
+      record('heartbeats-per-job', metas.beats, system.name, figures.beats / SIZE.holdJobs);
     }
   }
 }

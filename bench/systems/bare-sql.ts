@@ -22,6 +22,7 @@ export const bareSql: BenchSystem = {
   unsupported: {
     listen: 'not measured: the ceiling is for throughput',
     poll: 'not measured: the ceiling is for throughput',
+    hold: 'not measured: the ceiling is for throughput',
   },
 
   async install(url) {

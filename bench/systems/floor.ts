@@ -29,6 +29,7 @@ export const floor: BenchSystem = {
   unsupported: {
     listen: 'not measured: the floor is for throughput',
     poll: 'not measured: the floor is for throughput',
+    hold: 'not measured: the floor is for throughput',
   },
   install: leasehold.install,
   enqueuer: leasehold.enqueuer,

@@ -34,6 +34,7 @@ export const graphileWorker: BenchSystem = {
   unsupported: {
     poll: 'graphile-worker always LISTENs; it has no polling-only mode',
     'enqueue-wake-off': 'add_job always NOTIFYs',
+    hold: 'no heartbeat: a job stays locked for 4 hours (locked_at), however long it runs',
   },
 
   async install(url) {

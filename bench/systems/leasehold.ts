@@ -8,7 +8,7 @@ import { parseWorkerConfig } from '../../workers/config.ts';
 import { defineHandler, HandlerRegistry } from '../../workers/handler.ts';
 import { Worker } from '../../workers/worker.ts';
 import { benchPool } from './db.ts';
-import { QUEUE, type BenchSystem, type WorkerMode } from './types.ts';
+import { QUEUE, type BenchSystem, type WorkerHooks, type WorkerMode } from './types.ts';
 
 const KIND = 'bench.noop';
 
@@ -68,29 +68,58 @@ export const leasehold: BenchSystem = {
   // what is left, without a scan of every job every few milliseconds while the drain ends.
   unsettledSql: `SELECT ((SELECT count(*) FROM leasehold.ready_jobs) + (SELECT coalesce(sum(running), 0) FROM leasehold.leases))::int AS n`,
 
+  hold: {
+    settings: 'Worker --concurrency N --batch-size 1000 --lease-seconds L; heartbeats of every lease in flight at L/3',
+    async start(url, { concurrency, holdMs, leaseSeconds }, hooks) {
+      const flags = [
+        '--concurrency',
+        String(concurrency),
+        '--batch-size',
+        '1000',
+        '--lease-seconds',
+        String(leaseSeconds),
+      ];
+      return startLeasehold(url, flags, hooks, holdMs);
+    },
+    beatTablesSql: `SELECT coalesce(sum(n_tup_upd), 0)::bigint AS n FROM pg_catalog.pg_stat_user_tables WHERE schemaname = 'leasehold' AND relname = 'jobs'`,
+  },
+
   async startWorker(url, mode, hooks) {
-    const config = parseWorkerConfig(['--queues', QUEUE, '--log-level', 'warn', ...WORKER_FLAGS[mode]], {});
-    const logger = pino({ level: config.logLevel });
-    const handle = createDb(url, { max: Math.min(config.concurrency + 4, 30), applicationName: 'leasehold-bench' });
-    const registry = new HandlerRegistry([
-      defineHandler({
-        kind: KIND,
-        versions: [1],
-        schema: z.object({ seq: z.number() }),
-        timeoutMs: 30_000,
-        handle: async ({ payload }) => {
-          hooks.onStart(payload.seq);
-          hooks.onHandled(1);
-        },
-      }),
-    ]);
-    const worker = new Worker(config, { db: handle.db, databaseUrl: url, registry, logger });
-    await worker.start();
-    return {
-      stop: async () => {
-        await worker.stop(5000);
-        await handle.close();
-      },
-    };
+    return startLeasehold(url, WORKER_FLAGS[mode], hooks, 0);
   },
 };
+
+/** A Worker on `flags` whose handler reports its start and waits `holdMs` (0: returns at once). */
+async function startLeasehold(url: string, flags: string[], hooks: WorkerHooks, holdMs: number) {
+  const config = parseWorkerConfig(['--queues', QUEUE, '--log-level', 'warn', ...flags], {});
+  const logger = pino({ level: config.logLevel });
+  const handle = createDb(url, { max: Math.min(config.concurrency + 4, 30), applicationName: 'leasehold-bench' });
+  const registry = new HandlerRegistry([
+    defineHandler({
+      kind: KIND,
+      versions: [1],
+      schema: z.object({ seq: z.number() }),
+      timeoutMs: 30_000 + holdMs,
+      handle: async ({ payload, signal }) => {
+        hooks.onStart(payload.seq);
+        if (holdMs > 0) await sleepUnless(holdMs, signal);
+        hooks.onHandled(1);
+      },
+    }),
+  ]);
+  const worker = new Worker(config, { db: handle.db, databaseUrl: url, registry, logger });
+  await worker.start();
+  return {
+    stop: async () => {
+      await worker.stop(5000);
+      await handle.close();
+    },
+  };
+}
+
+function sleepUnless(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+}

@@ -75,6 +75,42 @@ export const pgBoss: BenchSystem = {
 
   unsettledSql: `SELECT count(*)::int AS n FROM pgboss.job WHERE name = '${QUEUE}' AND state IN ('created', 'retry', 'active')`,
 
+  hold: {
+    settings:
+      'queue heartbeatSeconds L, work({ batchSize: 500, localConcurrency: N/500, heartbeatRefreshSeconds: L/3 }) with a batch handler',
+    async start(url, { concurrency, holdMs, leaseSeconds, beatSeconds }, hooks) {
+      const instance = boss(url, 10);
+      await instance.start();
+      await instance.updateQueue(QUEUE, { heartbeatSeconds: leaseSeconds });
+      const controller = new AbortController();
+      const batchSize = Math.min(500, concurrency);
+      await instance.work<{ seq: number }>(
+        QUEUE,
+        {
+          batchSize,
+          localConcurrency: Math.max(1, Math.round(concurrency / batchSize)),
+          heartbeatRefreshSeconds: beatSeconds,
+          pollingIntervalSeconds: 0.5,
+        },
+        async (jobs) => {
+          for (const job of jobs) hooks.onStart(job.data.seq);
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, holdMs);
+            controller.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+          });
+          hooks.onHandled(jobs.length);
+        },
+      );
+      return {
+        stop: async () => {
+          controller.abort();
+          await instance.stop({ graceful: true, close: true, timeout: 5000 });
+        },
+      };
+    },
+    beatTablesSql: `SELECT coalesce(sum(n_tup_upd), 0)::bigint AS n FROM pg_catalog.pg_stat_user_tables WHERE schemaname = 'pgboss' AND relname LIKE 'job%'`,
+  },
+
   async startWorker(url, mode, hooks) {
     const instance = boss(url, 10, mode === 'listen');
     await instance.start();

@@ -39,8 +39,27 @@ export interface BenchSystem {
   unsettledSql: string;
   /** Runs in a worker process: `onStart(seq)` per handler start, `onHandled(n)` as handlers finish. */
   startWorker(url: string, mode: WorkerMode, hooks: WorkerHooks): Promise<RunningWorker>;
+  /**
+   * The heartbeat-heavy case: a worker whose handlers all wait `holdMs`, `concurrency` at once,
+   * renewing their claims as the system does (absent: the system does not heartbeat).
+   */
+  hold?: {
+    settings: string;
+    start(url: string, options: HoldOptions, hooks: WorkerHooks): Promise<RunningWorker>;
+    /** The tables a heartbeat updates: their updated rows (pg_stat_user_tables) count the beats. */
+    beatTablesSql: string;
+  };
   /** Which modes the system can run; a missing one is reported as n/a with the reason. */
-  unsupported?: Partial<Record<WorkerMode | 'enqueue-wake-off', string>>;
+  unsupported?: Partial<Record<WorkerMode | 'enqueue-wake-off' | 'hold', string>>;
+}
+
+export interface HoldOptions {
+  concurrency: number;
+  holdMs: number;
+  /** The lease (Leasehold) or heartbeat timeout (pg-boss) the beats keep alive. */
+  leaseSeconds: number;
+  /** How often a beat is due, s: a third of the lease, as Leasehold beats. */
+  beatSeconds: number;
 }
 
 export interface WorkerHooks {
