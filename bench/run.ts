@@ -17,6 +17,7 @@ import { createScratchDatabase, selectDatabase } from '../scripts/database.ts';
 import { PROJECT_DIR } from '../scripts/database.ts';
 import { COST_VARIANTS, costLoop, type CostVariant } from './costs.ts';
 import { claimThroughput, dashboardTimes, historyDatabase } from './history.ts';
+import { HOT_TABLES, heldHorizon } from './horizon.ts';
 import { forkChild, median, percentile, round, sleep } from './lib.ts';
 import {
   ANCHORS,
@@ -58,6 +59,9 @@ const SIZE = {
   holdJobs: QUICK ? 200 : 2_000,
   holdMs: QUICK ? 25_000 : 60_000,
   holdLeaseSeconds: 30,
+  /** The held-horizon case: rounds of `horizonRound` jobs, drained back to back. */
+  horizonRounds: 6,
+  horizonRound: QUICK ? 2_000 : 20_000,
   /** The bursty pickup case: `burst` jobs in one statement every `burstIntervalMs`. */
   burst: 100,
   burstIntervalMs: 100,
@@ -615,6 +619,61 @@ if (want('costs') && wantedSystems.includes('leasehold')) {
   }
 }
 
+if (want('horizon') && wantedSystems.includes('leasehold')) {
+  const what = (held: boolean) =>
+    `${SIZE.horizonRounds} rounds of ${SIZE.horizonRound.toLocaleString('en')} jobs (bulk enqueue, claims of 500 and batched acks until empty), ${held ? 'while another session holds a transaction with an xid' : 'nothing else running'}`;
+  for (let rep = 0; rep < RUNS; rep++) {
+    for (const held of rep % 2 ? [true, false] : [false, true]) {
+      const name = held ? 'horizon-held' : 'horizon-free';
+      log(`${name} run ${rep + 1}`);
+      const db = await createScratchDatabase(server.url, 'bench_horizon');
+      try {
+        const figures = await heldHorizon(db.url, { rounds: SIZE.horizonRounds, perRound: SIZE.horizonRound, held });
+        const first = figures.rounds[0]!;
+        const last = figures.rounds.at(-1)!;
+        const ms = (round: string) => ({
+          description: `claim p50 in the ${round} round: ${what(held)}`,
+          unit: 'ms',
+          higherIsBetter: false,
+        });
+        record(`${name}-claim-p50-first`, ms('first'), 'leasehold', first.claimP50Ms);
+        record(`${name}-claim-p50-last`, ms(`last (${SIZE.horizonRounds}th)`), 'leasehold', last.claimP50Ms);
+        record(
+          `${name}-last-round`,
+          throughput(`the last round's drain rate: ${what(held)}`),
+          'leasehold',
+          last.jobsPerSecond,
+        );
+        record(
+          `${name}-dead-tuples`,
+          {
+            description: `dead row versions in ${HOT_TABLES.join(', ')} at the end: ${what(held)}`,
+            unit: 'rows',
+            higherIsBetter: false,
+          },
+          'leasehold',
+          figures.tables.reduce((sum, t) => sum + t.deadTuples, 0),
+        );
+        record(
+          `${name}-hot-bytes`,
+          {
+            description: `total size of ${HOT_TABLES.join(', ')} (with indexes) at the end: ${what(held)}`,
+            unit: 'bytes',
+            higherIsBetter: false,
+          },
+          'leasehold',
+          figures.tables.reduce((sum, t) => sum + t.bytes, 0),
+        );
+        log(
+          `  rounds: ${figures.rounds.map((r) => `${Math.round(r.jobsPerSecond)}/s p50 ${r.claimP50Ms.toFixed(2)} ms`).join('; ')}`,
+        );
+      } finally {
+        await db.drop();
+      }
+    }
+  }
+}
+
 if ((want('history') || want('dashboard')) && wantedSystems.includes('leasehold')) {
   const empty = await createScratchDatabase(server.url, 'bench_history_0');
   const full = await createScratchDatabase(server.url, 'bench_history_full');
@@ -814,6 +873,11 @@ const targets: Target[] = [
       medianOf('claim-history-0', 'leasehold'),
     ),
     (v) => v >= 0.9,
+  ),
+  check(
+    'held horizon: the last round’s claim p50 ≤ 1.5 × the first’s',
+    ratio(medianOf('horizon-held-claim-p50-last', 'leasehold'), medianOf('horizon-held-claim-p50-first', 'leasehold')),
+    (v) => v <= 1.5,
   ),
   check(
     'slowest dashboard query ≤ 250 ms',
