@@ -118,7 +118,10 @@ export const FIGURES = {
   'db-blips': { name: 'times the database went away for a second', rule: '> 0 (the fault happened)' },
   'skew-ahead-ms': { name: "the ahead worker's clock against the database's, ms", rule: '28000..32000' },
   'skew-behind-ms': { name: "the behind worker's clock against the database's, ms", rule: '-32000..-28000' },
-  'completed-reruns': { name: 'jobs whose handler completed that ran again', rule: '= 0' },
+  'completed-reruns': {
+    name: 'jobs whose handler completed with ≥ 2 s of lease left that ran again',
+    rule: '= 0',
+  },
   'late-settlements': { name: "settlements by the cut worker's attempts that applied", rule: '= 0' },
   'unlocked-leases-expired': {
     name: 'lease_expired attempts of jobs whose row was not locked',
