@@ -198,6 +198,9 @@ class Fleet {
         // stdout too: at --log-level warn it carries only warnings and the fatal line that says
         // why a worker exited on its own.
         stdio: ['ignore', 'pipe', 'pipe'],
+        // faketime forks the worker and waits for it: signalling faketime alone would leave the
+        // worker running, so a wrapped worker gets a process group of its own (see send()).
+        detached: this.wrap.length > 0,
       },
     );
     let tail = '';
@@ -236,7 +239,7 @@ class Fleet {
     const victim = this.random();
     if (!victim || victim.exitCode !== null || victim.signalCode !== null) return 0;
     this.killedByHarness.add(victim.pid!);
-    if (!victim.kill('SIGKILL')) return 0;
+    if (!this.send(victim, 'SIGKILL')) return 0;
     this.killed += 1;
     return 1;
   }
@@ -245,19 +248,49 @@ class Fleet {
   async kill() {
     this.stopped = true;
     const all = [...this.procs.values()];
-    for (const p of all) p.kill('SIGKILL');
+    for (const p of all) this.send(p, 'SIGKILL');
     await Promise.all(
       all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))),
     );
   }
 
+  /** Signals a worker: a wrapped one (faketime and the worker it forked) as its whole process group. */
+  private send(p: ChildProcess, signal: NodeJS.Signals): boolean {
+    if (this.wrap.length === 0 || p.pid === undefined) return p.kill(signal);
+    try {
+      process.kill(-p.pid, signal);
+      return true;
+    } catch {
+      return false; // the group is gone
+    }
+  }
+
+  /** Waits up to `ms` for a wrapped worker's process group to end, then SIGKILLs what is left. */
+  private async groupGone(p: ChildProcess, ms: number): Promise<void> {
+    if (this.wrap.length === 0 || p.pid === undefined) return;
+    const until = Date.now() + ms;
+    for (;;) {
+      try {
+        process.kill(-p.pid, 0);
+      } catch {
+        return;
+      }
+      if (Date.now() > until) {
+        this.send(p, 'SIGKILL');
+        return;
+      }
+      await sleep(100);
+    }
+  }
+
   async stop() {
     this.stopped = true;
     const all = [...this.procs.values()];
-    for (const p of all) p.kill('SIGTERM');
+    for (const p of all) this.send(p, 'SIGTERM');
     await Promise.all(
       all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))),
     );
+    await Promise.all(all.map((p) => this.groupGone(p, 20_000)));
   }
 }
 
