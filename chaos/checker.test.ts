@@ -22,6 +22,8 @@ import {
   harnessError,
   injectedFigure,
   ledgerFigures,
+  clockSkewFigures,
+  heartbeatCutFigures,
   listenCutFigures,
   poisonFigures,
   poolerFigures,
@@ -35,6 +37,7 @@ import {
   zombieFigures,
   type Figure,
   type FigureId,
+  type HeartbeatCutInputs,
   type LedgerInputs,
   type Result,
   type Scenario,
@@ -245,6 +248,22 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   'listen-before-ms': async (broken) => listenCut({ beforeMs: broken ? -1 : 150 }), // never started
   'listen-after-ms': async (broken) => listenCut({ afterMs: broken ? 30_000 : 21_000 }),
   'listen-backends': async (broken) => listenCut({ listenBackends: broken ? 0 : 2 }),
+  'heartbeat-cut': async (broken) => heartbeatCut({ cut: broken ? 0 : 3 }),
+  'cut-handlers-stopped': async (broken) =>
+    // One handler never stopped (its signal never fired): the re-run overlapped it too.
+    heartbeatCut(broken ? { stops: CUT_STOPS.slice(1) } : {}),
+  'cut-stop-ms': async (broken) =>
+    heartbeatCut(broken ? { stops: CUT_STOPS.map((s) => ({ ...s, at: s.at + 60_000 })) } : {}),
+  'cut-jobs-rerun': async (broken) => heartbeatCut(broken ? { reruns: CUT_RERUNS.slice(1) } : {}),
+  'cut-overlapping-runs': async (broken) =>
+    heartbeatCut(broken ? { reruns: CUT_RERUNS.map((r) => ({ ...r, startedAt: CUT_AT + 500 })) } : {}),
+  'db-blips': async (broken) => clockSkew({ cuts: broken ? 0 : 4 }),
+  'skew-ahead-ms': async (broken) => clockSkew({ aheadMs: broken ? 12 : 30_004 }), // faketime did not apply
+  'skew-behind-ms': async (broken) => clockSkew({ behindMs: broken ? -3 : -29_990 }),
+  'completed-reruns': async (broken) => clockSkew({ completedRerun: broken ? 7 : 0 }),
+  'late-settlements': async (broken) => heartbeatCut({ lateSettlements: broken ? 1 : 0 }),
+  'row-lock-held-ms': async (broken) => heartbeatCut({ rowLockHeldMs: broken ? 1000 : 5000 }),
+  'unlocked-leases-expired': async (broken) => heartbeatCut({ unlockedLeasesExpired: broken ? 3 : 0 }),
   'poison-dead': async (broken) => {
     await reset();
     const id = await insertJob({
@@ -288,6 +307,30 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   'harness-error': async (broken) =>
     broken ? harnessError('checker test', new Error('boom')).figures : [figure('harness-error', 0)],
 };
+
+// A cut at CUT_AT of four running jobs, each stopped as lease lost 2.5 s later and re-run 4 s later.
+const CUT_AT = 1_700_000_000_000;
+const CUT_JOBS = ['a', 'b', 'c', 'd'].map((c) => ({ jobId: `00000000-0000-4000-8000-00000000000${c}`, attempt: 1 }));
+const CUT_STOPS = CUT_JOBS.map((j) => ({ ...j, reason: 'lease_lost', at: CUT_AT + 2500 }));
+const CUT_RERUNS = CUT_JOBS.map((j) => ({ jobId: j.jobId, startedAt: CUT_AT + 4000 }));
+
+function clockSkew(over: Partial<{ cuts: number; aheadMs: number; behindMs: number; completedRerun: number }>) {
+  return clockSkewFigures({ cuts: 4, aheadMs: 30_004, behindMs: -29_990, completedRerun: 0, ...over });
+}
+
+function heartbeatCut(over: Partial<HeartbeatCutInputs>) {
+  return heartbeatCutFigures({
+    cut: 3,
+    cutAt: CUT_AT,
+    cutJobs: CUT_JOBS,
+    stops: CUT_STOPS,
+    reruns: CUT_RERUNS,
+    lateSettlements: 0,
+    rowLockHeldMs: 5000,
+    unlockedLeasesExpired: 0,
+    ...over,
+  });
+}
 
 function listenCut(
   over: Partial<{ cut: number; beforeMs: number; afterMs: number; listenBackends: number; crashes: number }>,

@@ -19,6 +19,8 @@ export const SCENARIOS = [
   'zombie',
   'connection-loss',
   'listen-cut',
+  'heartbeat-cut',
+  'clock-skew',
   'db-restart',
   'db-crash',
   'poison',
@@ -38,6 +40,13 @@ export const RECOVERY_BOUND_MS = LEASE_S * 1000 + REAP_MS + POLL_MS + LEASE_EXPI
 export const LEASE_SETTLE_MS = LEASE_S * 1000 + 2 * REAP_MS + 1000;
 /** The bound on starting a job after its worker's LISTEN connection was cut silently (poll is 60 s). */
 export const LISTEN_CUT_BOUND_MS = 25_000;
+/**
+ * heartbeat-cut: a worker cut off from the database stops its handlers once their leases have
+ * surely ended: the last heartbeat that got through was at most a beat (lease/3) before the
+ * cut, the lease runs from it, and the sweep looks every ≤ 100 ms; a second on top for timers
+ * on a loaded machine.
+ */
+export const HEARTBEAT_CUT_STOP_BOUND_MS = LEASE_S * 1000 + 1000;
 
 interface Entry {
   name: string;
@@ -75,6 +84,11 @@ export const FIGURES = {
   'zombie-reaped': { name: 'attempts whose lease expired and was reaped', rule: '> 0 (the fault happened)' },
   'connections-terminated': { name: 'worker connections terminated', rule: '> 0 (the fault happened)' },
   'listen-cut': { name: 'LISTEN connections cut silently', rule: '= 1 (the fault happened)' },
+  'heartbeat-cut': { name: 'connections of the cut worker black-holed', rule: '> 0 (the fault happened)' },
+  'row-lock-held-ms': {
+    name: 'ms one running job row was held FOR UPDATE by another session',
+    rule: `≥ ${LEASE_S * 1000} (longer than the lease)`,
+  },
   'server-restarts': { name: 'server restarts performed', rule: '> 0 (the fault happened)' },
   'server-crashes': { name: 'server crashes performed', rule: '> 0 (the fault happened)' },
   'poison-kills': { name: 'workers the poison jobs killed', rule: '> 0 (the fault happened)' },
@@ -88,6 +102,31 @@ export const FIGURES = {
     rule: `0..${LISTEN_CUT_BOUND_MS} (poll is 60000)`,
   },
   'listen-backends': { name: 'LISTEN backends seen after (old half-open + new)', rule: '≥ 1' },
+  'cut-handlers-stopped': {
+    name: "cut worker's handlers stopped as lease lost (of its running jobs)",
+    rule: '= 4',
+  },
+  'cut-stop-ms': {
+    name: "ms from the cut to the last of the cut worker's handlers stopped",
+    rule: `0..${HEARTBEAT_CUT_STOP_BOUND_MS}`,
+  },
+  'cut-jobs-rerun': { name: 'cut jobs the second worker ran again', rule: '= 4 (the reaper took them)' },
+  'cut-overlapping-runs': {
+    name: "cut jobs re-run before the cut worker's handler was stopped",
+    rule: '= 0',
+  },
+  'db-blips': { name: 'times the database went away for a second', rule: '> 0 (the fault happened)' },
+  'skew-ahead-ms': { name: "the ahead worker's clock against the database's, ms", rule: '28000..32000' },
+  'skew-behind-ms': { name: "the behind worker's clock against the database's, ms", rule: '-32000..-28000' },
+  'completed-reruns': {
+    name: 'jobs whose handler completed with ≥ 2 s of lease left that ran again',
+    rule: '= 0',
+  },
+  'late-settlements': { name: "settlements by the cut worker's attempts that applied", rule: '= 0' },
+  'unlocked-leases-expired': {
+    name: 'lease_expired attempts of jobs whose row was not locked',
+    rule: '= 0',
+  },
   'poison-dead': { name: 'poison jobs dead at max attempts', rule: '= 3' },
   'low-started': { name: 'low-priority job started', rule: '= 1' },
   overtaken: { name: 'flood jobs due > 3 s later that overtook it', rule: '= 0' },
@@ -114,6 +153,8 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   zombie: ['zombie-ran', 'zombie-reaped'],
   'connection-loss': ['connections-terminated'],
   'listen-cut': ['listen-cut'],
+  'heartbeat-cut': ['heartbeat-cut'],
+  'clock-skew': ['db-blips'],
   'db-restart': ['server-restarts'],
   'db-crash': ['server-crashes'],
   poison: ['poison-kills'],
@@ -463,6 +504,82 @@ export function listenCutFigures(inputs: {
     figure('listen-after-ms', inputs.afterMs),
     figure('listen-backends', inputs.listenBackends),
     figure('crashed', inputs.crashes),
+  ];
+}
+
+/** What the heartbeat-cut scenario measured: its stop log, its ledger, its row-lock phase. */
+export interface HeartbeatCutInputs {
+  /** Connections of the cut worker black-holed. */
+  cut: number;
+  /** When the cut happened (ms since the epoch). */
+  cutAt: number;
+  /** The cut worker's jobs that were running at the cut, with their attempt. */
+  cutJobs: { jobId: string; attempt: number }[];
+  /** The cut worker's handler stops (CHAOS_STOP_LOG): job, attempt, reason, when. */
+  stops: { jobId: string; attempt: number; reason: string; at: number }[];
+  /** Re-runs of the cut jobs by the second worker: job and start (ms since the epoch). */
+  reruns: { jobId: string; startedAt: number }[];
+  /** Settlements by the cut attempts that applied (attempt history naming them completed or failed). */
+  lateSettlements: number;
+  /** The row-lock phase: how long the row was held, and lease_expired attempts of the other jobs. */
+  rowLockHeldMs: number;
+  unlockedLeasesExpired: number;
+}
+
+/**
+ * heartbeat-cut: the cut happened; each of the cut worker's handlers was stopped as lease lost
+ * within the bound after the cut, and before the second worker re-ran its job; no settlement of
+ * a cut attempt applied; and in the row-lock phase no job but the locked one lost its lease.
+ */
+export function heartbeatCutFigures(inputs: HeartbeatCutInputs): Figure[] {
+  const stopOf = new Map<string, number>();
+  for (const s of inputs.stops) {
+    const key = `${s.jobId}/${s.attempt}`;
+    if (s.reason === 'lease_lost' && inputs.cutJobs.some((j) => `${j.jobId}/${j.attempt}` === key))
+      stopOf.set(key, Math.min(stopOf.get(key) ?? Number.POSITIVE_INFINITY, s.at));
+  }
+  const stopped = inputs.cutJobs.filter((j) => stopOf.has(`${j.jobId}/${j.attempt}`));
+  const lastStop = stopped.length ? Math.max(...stopped.map((j) => stopOf.get(`${j.jobId}/${j.attempt}`)!)) : NaN;
+  const rerun = new Map<string, number>();
+  for (const r of inputs.reruns)
+    rerun.set(r.jobId, Math.min(rerun.get(r.jobId) ?? Number.POSITIVE_INFINITY, r.startedAt));
+  // A re-run that started while the cut handler still ran (or was never stopped) overlapped it.
+  const overlapping = inputs.cutJobs.filter((j) => {
+    const again = rerun.get(j.jobId);
+    if (again === undefined) return false;
+    const stop = stopOf.get(`${j.jobId}/${j.attempt}`);
+    return stop === undefined || stop > again;
+  }).length;
+  return [
+    figure('heartbeat-cut', inputs.cut),
+    figure('cut-handlers-stopped', stopped.length, { rule: `= ${inputs.cutJobs.length}` }),
+    figure('cut-stop-ms', Math.round(lastStop - inputs.cutAt)),
+    figure('cut-jobs-rerun', inputs.cutJobs.filter((j) => rerun.has(j.jobId)).length, {
+      rule: `= ${inputs.cutJobs.length} (the reaper took them)`,
+    }),
+    figure('cut-overlapping-runs', overlapping),
+    figure('late-settlements', inputs.lateSettlements),
+    figure('row-lock-held-ms', inputs.rowLockHeldMs),
+    figure('unlocked-leases-expired', inputs.unlockedLeasesExpired),
+  ];
+}
+
+/**
+ * clock-skew: the database went away, the skew applied (the workers' clocks measured ±30 s off
+ * the database's), no completed handler ran again (its acknowledgement was retried through the
+ * blip). The ledger's figures (overlap: no job ran twice at once) come with it.
+ */
+export function clockSkewFigures(inputs: {
+  cuts: number;
+  aheadMs: number;
+  behindMs: number;
+  completedRerun: number;
+}): Figure[] {
+  return [
+    figure('db-blips', inputs.cuts),
+    figure('skew-ahead-ms', Math.round(inputs.aheadMs)),
+    figure('skew-behind-ms', Math.round(inputs.behindMs)),
+    figure('completed-reruns', inputs.completedRerun),
   ];
 }
 

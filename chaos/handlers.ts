@@ -2,7 +2,12 @@
  * Handlers for the failure harness (`--handlers chaos/handlers.ts`):
  * - `chaos.work`: records its execution in the ledger, works 20–200 ms, writes the fenced sink;
  * - `chaos.poison`: kills its own worker process every time (a poison job).
+ *
+ * With CHAOS_STOP_LOG set, a `chaos.work` handler whose signal fires appends a line (job,
+ * attempt, pid, stop reason, Date.now()) to that file: a worker cut off from the database
+ * cannot record it in the ledger (heartbeat-cut).
  */
+import { appendFileSync } from 'node:fs';
 import pg from 'pg';
 import { z } from 'zod';
 import { defineHandler } from '../workers/handler.ts';
@@ -11,7 +16,9 @@ let pool: pg.Pool | null = null;
 function db(): pg.Pool {
   if (!pool) {
     pool = new pg.Pool({
-      connectionString: process.env.DATABASE_URL,
+      // CHAOS_LEDGER_URL: the ledger straight to the database while the worker's own
+      // connections go through the harness's proxy (clock-skew cuts only the queue's).
+      connectionString: process.env.CHAOS_LEDGER_URL ?? process.env.DATABASE_URL,
       max: 4,
       application_name: 'leasehold-chaos-ledger',
     });
@@ -34,12 +41,22 @@ export const handlers = [
     schema: z.object({ ms: z.int().min(0).max(60_000).optional() }),
     timeoutMs: 120_000,
     async handle({ job, attempt, payload, signal }) {
-      await db().query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
-        job.id,
-        attempt,
-        job.leaseToken,
-        process.pid,
-      ]);
+      const stopLog = process.env.CHAOS_STOP_LOG;
+      if (stopLog) {
+        signal.addEventListener(
+          'abort',
+          () => {
+            const reason = (signal.reason as { reason?: string } | undefined)?.reason ?? 'unknown';
+            const line = { jobId: job.id, attempt, pid: process.pid, reason, at: Date.now() };
+            appendFileSync(stopLog, `${JSON.stringify(line)}\n`);
+          },
+          { once: true },
+        );
+      }
+      await db().query(
+        'INSERT INTO chaos.effects (job_id, attempt, lease_token, pid, worker_clock) VALUES ($1, $2, $3, $4, $5)',
+        [job.id, attempt, job.leaseToken, process.pid, new Date(Date.now())],
+      );
       await sleep(payload.ms ?? 20 + Math.floor(Math.random() * 180), signal);
       // The side effect: first write wins (keyed by the delivery key), stale attempts fenced.
       const written = await db().query(

@@ -7,8 +7,9 @@
  *
  *   npm run chaos [-- --minutes 1] [--scenario kill-storm,zombie] [--out DIR] [--pgbouncer]
  *
- * Scenarios: kill-storm, crash-points, zombie, connection-loss, listen-cut, db-restart, db-crash,
- * poison, priority-flood, duplicate-enqueue (the default set), and drain (jobs enqueued every way
+ * Scenarios: kill-storm, crash-points, zombie, connection-loss, listen-cut, heartbeat-cut,
+ * clock-skew (skipped without /usr/bin/faketime), db-restart, db-crash, poison, priority-flood,
+ * duplicate-enqueue (the default set), and drain (jobs enqueued every way
  * and drained, no faults: the baseline the others are held against). Prints a table and writes
  * chaos-results.json; exits 1 when any figure fails. The figures, their rules, each scenario's
  * evidence that its fault happened, and the verdict are chaos/checker.ts's (judged by
@@ -31,7 +32,8 @@
  * direct connection, and two figures more prove the pooler carried the work.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -49,7 +51,9 @@ import {
   exitCode,
   figure,
   FIGURES,
+  clockSkewFigures,
   harnessError,
+  heartbeatCutFigures,
   injectedFigure,
   layoutFigures,
   ledgerFigures,
@@ -134,15 +138,24 @@ class Fleet {
   private readonly killedByHarness = new Set<number>();
   private stopped = false;
 
+  /** Output lines saying a settlement was retried, and that an acknowledgement was given up. */
+  settlementRetries = 0;
+  acksGivenUp = 0;
+
   private readonly url: string;
   private readonly args: string[];
   private readonly env: Record<string, string>;
+  private readonly wrap: string[];
 
-  /** Workers on `url`'s database; through the pooler (unnamed statements, polling) with --pgbouncer. */
-  constructor(url: string, args: string[], env: Record<string, string> = {}) {
+  /**
+   * Workers on `url`'s database; through the pooler (unnamed statements, polling) with
+   * --pgbouncer. `wrap` runs each worker under a command (clock-skew: faketime and its options).
+   */
+  constructor(url: string, args: string[], env: Record<string, string> = {}, wrap: string[] = []) {
     this.url = bouncer ? bouncer.pooled(url) : url;
     this.args = bouncer ? ['--no-listen', ...args] : args;
     this.env = bouncer ? { LEASEHOLD_PREPARED_STATEMENTS: 'false', ...env } : env;
+    this.wrap = wrap;
   }
 
   start(n: number) {
@@ -150,9 +163,11 @@ class Fleet {
   }
 
   spawnOne(): ChildProcess {
+    const [command = process.execPath, ...wrapArgs] = this.wrap.length ? [...this.wrap, process.execPath] : [];
     const child = spawn(
-      process.execPath,
+      command,
       [
+        ...wrapArgs,
         '--import',
         'tsx',
         path.join(ROOT, 'workers', 'main.ts'),
@@ -183,6 +198,9 @@ class Fleet {
         // stdout too: at --log-level warn it carries only warnings and the fatal line that says
         // why a worker exited on its own.
         stdio: ['ignore', 'pipe', 'pipe'],
+        // faketime forks the worker and waits for it: signalling faketime alone would leave the
+        // worker running, so a wrapped worker gets a process group of its own (see send()).
+        detached: this.wrap.length > 0,
       },
     );
     let tail = '';
@@ -190,6 +208,8 @@ class Fleet {
       const text = chunk.toString();
       tail = (tail + text).slice(-2000);
       if (/exclusion constraint/i.test(text)) this.exclusionErrors += 1;
+      this.settlementRetries += text.match(/retrying the settlement/g)?.length ?? 0;
+      this.acksGivenUp += text.match(/could not acknowledge completions/g)?.length ?? 0;
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
@@ -219,18 +239,58 @@ class Fleet {
     const victim = this.random();
     if (!victim || victim.exitCode !== null || victim.signalCode !== null) return 0;
     this.killedByHarness.add(victim.pid!);
-    if (!victim.kill('SIGKILL')) return 0;
+    if (!this.send(victim, 'SIGKILL')) return 0;
     this.killed += 1;
     return 1;
+  }
+
+  /** SIGKILLs every worker, replacing none (a worker cut off from its database cannot stop cleanly). */
+  async kill() {
+    this.stopped = true;
+    const all = [...this.procs.values()];
+    for (const p of all) this.send(p, 'SIGKILL');
+    await Promise.all(
+      all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))),
+    );
+  }
+
+  /** Signals a worker: a wrapped one (faketime and the worker it forked) as its whole process group. */
+  private send(p: ChildProcess, signal: NodeJS.Signals): boolean {
+    if (this.wrap.length === 0 || p.pid === undefined) return p.kill(signal);
+    try {
+      process.kill(-p.pid, signal);
+      return true;
+    } catch {
+      return false; // the group is gone
+    }
+  }
+
+  /** Waits up to `ms` for a wrapped worker's process group to end, then SIGKILLs what is left. */
+  private async groupGone(p: ChildProcess, ms: number): Promise<void> {
+    if (this.wrap.length === 0 || p.pid === undefined) return;
+    const until = Date.now() + ms;
+    for (;;) {
+      try {
+        process.kill(-p.pid, 0);
+      } catch {
+        return;
+      }
+      if (Date.now() > until) {
+        this.send(p, 'SIGKILL');
+        return;
+      }
+      await sleep(100);
+    }
   }
 
   async stop() {
     this.stopped = true;
     const all = [...this.procs.values()];
-    for (const p of all) p.kill('SIGTERM');
+    for (const p of all) this.send(p, 'SIGTERM');
     await Promise.all(
       all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))),
     );
+    await Promise.all(all.map((p) => this.groupGone(p, 20_000)));
   }
 }
 
@@ -656,6 +716,268 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       };
     } finally {
       await fleet.stop();
+      await proxy.close();
+      await db.drop();
+    }
+  },
+
+  'heartbeat-cut': async () => {
+    // Security review B2. One worker's connections (pool, heartbeats, claims, LISTEN, its
+    // handlers' ledger) go through a proxy that then black-holes them half-open, new ones too.
+    // Its heartbeats cannot get through: it must stop its handlers once their leases have
+    // surely ended, before a second, direct worker's reaper hands the jobs on and runs them.
+    // Then a row-lock phase on the second worker: one running job's row held FOR UPDATE by
+    // another session for longer than the lease must not let the other jobs' leases expire.
+    const db = await freshDatabase();
+    const target = new URL(db.url);
+    const proxy = await SilentCutProxy.start(target.hostname, Number(target.port || 5432));
+    const proxied = new URL(db.url);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(proxy.port);
+    const stopLog = path.join(tmpdir(), `leasehold-chaos-stops-${process.pid}-${Date.now()}.jsonl`);
+    const cutFleet = new Fleet(proxied.toString(), ['--concurrency', '4'], { CHAOS_STOP_LOG: stopLog });
+    const direct = new Fleet(db.url, ['--concurrency', '4']);
+    const started = Date.now();
+    const JOBS = 4;
+    try {
+      cutFleet.start(1);
+      const cutIds = (
+        await enqueueMany(
+          db.client,
+          Array.from({ length: JOBS }, () => ({ queue: 'chaos', kind: 'chaos.work', payload: { ms: 8000 } })),
+        )
+      ).map((j) => j.id);
+      const t0 = Date.now();
+      while (
+        (await count(db.client, `SELECT count(*) FROM chaos.effects WHERE job_id = ANY($1::uuid[])`, [cutIds])) < JOBS
+      ) {
+        if (Date.now() - t0 > 30_000) throw new Error('the first worker never started its jobs');
+        await sleep(100);
+      }
+      await sleep(1200); // past a heartbeat or so: the leases were renewed through the proxy
+      const cutJobs = (
+        await db.client.query<{ job_id: string; attempt: number }>(
+          `SELECT job_id, attempt FROM chaos.effects WHERE job_id = ANY($1::uuid[])`,
+          [cutIds],
+        )
+      ).rows.map((r) => ({ jobId: r.job_id, attempt: r.attempt }));
+      const cut = proxy.blackhole('', { andNew: true });
+      const cutAt = Date.now();
+      direct.start(1);
+      await drain(db.client, 60_000);
+      const stops = existsSync(stopLog)
+        ? readFileSync(stopLog, 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as { jobId: string; attempt: number; reason: string; at: number })
+        : [];
+      const reruns = (
+        await db.client.query<{ job_id: string; started_ms: string }>(
+          `SELECT job_id, extract(epoch FROM started_at) * 1000 AS started_ms FROM chaos.effects
+           WHERE job_id = ANY($1::uuid[]) AND attempt > 1`,
+          [cutIds],
+        )
+      ).rows.map((r) => ({ jobId: r.job_id, startedAt: Number(r.started_ms) }));
+      // The cut attempts' own settlements that applied: their history rows other than the reaper's.
+      const lateSettlements = await count(
+        db.client,
+        `SELECT count(*) FROM leasehold.job_attempts a JOIN unnest($1::uuid[], $2::int[]) AS c(id, attempt)
+           ON a.job_id = c.id AND a.attempt = c.attempt WHERE a.outcome <> 'lease_expired'`,
+        [cutJobs.map((j) => j.jobId), cutJobs.map((j) => j.attempt)],
+      );
+      await cutFleet.kill();
+      const cutLedger = await ledger(db.client, direct, JOBS, cutAt, Number.POSITIVE_INFINITY);
+
+      // The row-lock phase, on the direct worker only.
+      const lockIds = (
+        await enqueueMany(
+          db.client,
+          Array.from({ length: JOBS }, () => ({ queue: 'chaos', kind: 'chaos.work', payload: { ms: 6000 } })),
+        )
+      ).map((j) => j.id);
+      const t1 = Date.now();
+      while (
+        (await count(
+          db.client,
+          `SELECT count(*) FROM leasehold.jobs WHERE id = ANY($1::uuid[]) AND state = 'running'`,
+          [lockIds],
+        )) < JOBS
+      ) {
+        if (Date.now() - t1 > 30_000) throw new Error('the second worker never started the row-lock jobs');
+        await sleep(100);
+      }
+      const locker = new pg.Client({ connectionString: db.url, application_name: 'leasehold-chaos-locker' });
+      locker.on('error', () => {});
+      await locker.connect();
+      let rowLockHeldMs = 0;
+      try {
+        await locker.query('BEGIN');
+        await locker.query('SELECT id FROM leasehold.jobs WHERE id = $1 FOR UPDATE', [lockIds[0]]);
+        const lockedAt = Date.now();
+        await sleep(LEASE_S * 1000 + 2000);
+        rowLockHeldMs = Date.now() - lockedAt;
+        await locker.query('ROLLBACK');
+      } finally {
+        await locker.end().catch(() => {});
+      }
+      await drain(db.client, 60_000);
+      const unlockedLeasesExpired = await count(
+        db.client,
+        `SELECT count(*) FROM leasehold.job_attempts WHERE job_id = ANY($1::uuid[]) AND outcome = 'lease_expired'`,
+        [lockIds.slice(1)],
+      );
+      const checked = merge(await ledger(db.client, direct, 2 * JOBS, cutAt, Number.POSITIVE_INFINITY));
+      return {
+        scenario: 'heartbeat-cut',
+        jobs: 2 * JOBS,
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: cut + 1,
+        figures: [
+          ...heartbeatCutFigures({
+            cut,
+            cutAt,
+            cutJobs,
+            stops,
+            reruns,
+            lateSettlements,
+            rowLockHeldMs,
+            unlockedLeasesExpired,
+          }),
+          ...checked.figures,
+        ],
+        observations: [
+          ...(checked.observations ?? []),
+          ...cutLedger.figures
+            .filter((f) => f.id === 'overlap' || f.id === 'stale')
+            .map((f) => ({ name: `after the cut phase: ${f.name}`, value: f.value })),
+          { name: 'cut worker handler stops logged', value: stops.length },
+        ],
+      };
+    } finally {
+      await cutFleet.kill();
+      await direct.stop();
+      await proxy.close();
+      await db.drop();
+    }
+  },
+
+  'clock-skew': async () => {
+    // Security review B7. Two workers run under faketime, one 30 s ahead of the database's
+    // clock and one 30 s behind (wall clock only: FAKETIME_DONT_FAKE_MONOTONIC keeps their
+    // timers and performance.now() true). Their queue connections go through a proxy that takes
+    // the database away for a second, again and again, while acknowledgements are due; their
+    // handlers' ledger goes straight to the database. A completed handler's acknowledgement must
+    // be retried through the blip (its deadline is local monotonic time from the database's
+    // lease left, not lease_until against a skewed clock), so it never runs again.
+    const FAKETIME = '/usr/bin/faketime';
+    if (!existsSync(FAKETIME))
+      return {
+        scenario: 'clock-skew',
+        skipped: `needs ${FAKETIME} (Debian's faketime; .ci/run installs it)`,
+        jobs: 0,
+        seconds: 0,
+        faults: 0,
+        figures: [],
+      };
+    const db = await freshDatabase();
+    const target = new URL(db.url);
+    const proxy = await SilentCutProxy.start(target.hostname, Number(target.port || 5432));
+    const proxied = new URL(db.url);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(proxy.port);
+    const env = { FAKETIME_DONT_FAKE_MONOTONIC: '1', CHAOS_LEDGER_URL: db.url };
+    const args = ['--concurrency', '8'];
+    const ahead = new Fleet(proxied.toString(), args, env, [FAKETIME, '-f', '+30s']);
+    const behind = new Fleet(proxied.toString(), args, env, [FAKETIME, '-f', '-30s']);
+    const started = Date.now();
+    const jobs = secondsEach * 40;
+    try {
+      ahead.start(1);
+      behind.start(1);
+      await enqueueMany(
+        db.client,
+        Array.from({ length: jobs }, () => ({ queue: 'chaos', kind: 'chaos.work', payload: { ms: 150 } })),
+      );
+      const t0 = Date.now();
+      // Both workers are at work (faketime makes their start slower) before the first blip.
+      while ((await count(db.client, `SELECT count(DISTINCT pid) FROM chaos.effects`)) < 2) {
+        if (Date.now() - t0 > 30_000) throw new Error('the skewed workers never started');
+        await sleep(100);
+      }
+      const until = Date.now() + secondsEach * 1000;
+      let cuts = 0;
+      while (Date.now() < until) {
+        await sleep(1500);
+        const left = await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state <> ALL($1::text[])`, [
+          TERMINAL_STATES,
+        ]);
+        if (left === 0) break;
+        await proxy.down(1000);
+        cuts += 1;
+      }
+      const lastFault = Date.now();
+      await drain(db.client, 120_000);
+      // Each worker's offset: its Date.now() at a handler's start against the database's clock then.
+      const offsets = (
+        await db.client.query<{ offset_ms: string }>(
+          `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM worker_clock - started_at) * 1000) AS offset_ms
+             FROM chaos.effects GROUP BY pid ORDER BY 1`,
+        )
+      ).rows.map((r) => Number(r.offset_ms));
+      // Jobs whose handler ran to its end (its last ledger write went through) and that ran
+      // again: all of them (reported), and those whose lease still had ACK_WINDOW_S left when
+      // the handler ended (judged). A 3 s lease under a blip a second long every 2.5 s can run
+      // out for real (its heartbeats fail too), and then a re-run is right; with two seconds
+      // left, a retried acknowledgement gets through after the blip.
+      const ACK_WINDOW_S = 2;
+      const rerunAfterCompletion = (window: number) =>
+        count(
+          db.client,
+          `SELECT count(DISTINCT e.job_id) FROM chaos.effects e
+             JOIN chaos.lease_log l ON l.token = e.lease_token AND l.job_id = e.job_id
+            WHERE e.ended_at IS NOT NULL AND l.deadline - e.ended_at >= make_interval(secs => $1)
+              AND EXISTS (SELECT 1 FROM chaos.effects later WHERE later.job_id = e.job_id AND later.attempt > e.attempt)`,
+          [window],
+        );
+      const completedRerun = await rerunAfterCompletion(ACK_WINDOW_S);
+      const completedRerunAny = await rerunAfterCompletion(-3600);
+      const checked = await ledgerFigures(db.client, {
+        enqueued: jobs,
+        exclusionErrors: ahead.exclusionErrors + behind.exclusionErrors,
+        crashes: ahead.crashes + behind.crashes,
+        lastFault,
+        bound: Number.POSITIVE_INFINITY,
+      });
+      return {
+        scenario: 'clock-skew',
+        jobs,
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: cuts,
+        figures: [
+          ...clockSkewFigures({
+            cuts,
+            behindMs: offsets[0] ?? Number.NaN,
+            aheadMs: offsets.length > 1 ? offsets[offsets.length - 1]! : Number.NaN,
+            completedRerun,
+          }),
+          ...checked.figures,
+        ],
+        observations: [
+          ...checked.observations,
+          {
+            name: 'settlements retried after a blip (log lines)',
+            value: ahead.settlementRetries + behind.settlementRetries,
+          },
+          { name: 'acknowledgements given up (log lines)', value: ahead.acksGivenUp + behind.acksGivenUp },
+          {
+            name: 'jobs whose handler completed that ran again, however little lease was left',
+            value: completedRerunAny,
+          },
+        ],
+      };
+    } finally {
+      await ahead.stop();
+      await behind.stop();
       await proxy.close();
       await db.drop();
     }

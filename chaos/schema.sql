@@ -51,7 +51,10 @@ CREATE TABLE IF NOT EXISTS chaos.effects (
   lease_token uuid NOT NULL,
   pid int NOT NULL,
   started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-  ended_at timestamptz
+  ended_at timestamptz,
+  -- The worker's own clock (Date.now()) when the handler started: clock-skew measures the
+  -- offset applied to the worker against started_at, the database's clock.
+  worker_clock timestamptz
 );
 CREATE INDEX IF NOT EXISTS effects_job_idx ON chaos.effects (job_id);
 

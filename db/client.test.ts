@@ -95,3 +95,22 @@ describe('createDb', () => {
     expect(() => createDb(t.url, { statementTimeoutMs: ms })).toThrow(/statement_timeout must be a whole number/);
   });
 });
+
+describe('createDb with queryTimeoutMs', () => {
+  it('fails a query that gets no answer in time and drops its connection from the pool', async () => {
+    const handle = createDb(t.url, { max: 1, queryTimeoutMs: 300 });
+    try {
+      const started = performance.now();
+      // pg_sleep stands in for a connection that stopped answering (half-open).
+      await expect(handle.pool.query('SELECT pg_sleep(5)')).rejects.toThrow(/timeout/i);
+      const took = performance.now() - started;
+      expect(took).toBeGreaterThanOrEqual(290);
+      expect(took).toBeLessThan(3000);
+      expect(handle.pool.totalCount).toBe(0);
+      // The next query gets a fresh connection and answers.
+      expect((await handle.pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await handle.close();
+    }
+  });
+});

@@ -46,7 +46,21 @@ export interface CreateDbOptions {
    * statements, such as PgBouncer before 1.21 in transaction mode.
    */
   preparedStatements?: boolean;
+  /**
+   * Client-side limit on each query's wait for its answer (pg's `query_timeout`; default none).
+   * A query past it fails and its connection is dropped from the pool, so a connection that
+   * went half-open (a NAT or firewall lost its state: no answer, no reset) cannot hold the
+   * caller for the ~15 min TCP takes to give up. Set it only on a pool whose statements are
+   * all short (the worker's heartbeat pool), never on one that runs handlers' own queries.
+   */
+  queryTimeoutMs?: number;
 }
+
+/**
+ * TCP keepalive starts probing a connection this long after it went quiet (the OS default is
+ * two hours), so an idle connection whose peer vanished is found and dropped.
+ */
+const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
@@ -58,7 +72,9 @@ export function createDb(url: string, options: CreateDbOptions = {}): DbHandle {
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'leasehold',
     keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
     connectionTimeoutMillis: 10_000,
+    ...(options.queryTimeoutMs !== undefined ? { query_timeout: options.queryTimeoutMs } : {}),
     idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
   });
   // An idle client that loses its server (restart, pg_terminate_backend) emits 'error' on the

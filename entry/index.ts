@@ -40,7 +40,7 @@ export {
   heartbeatIfLeaseHeld,
   releaseIfLeaseHeld,
 } from '../db/queue/settle.ts';
-export type { FailInput, FailOutcome, HeartbeatOutcome } from '../db/queue/settle.ts';
+export type { FailInput, FailOutcome, HeartbeatOutcome, HeartbeatSkipped } from '../db/queue/settle.ts';
 // What a failed attempt records besides its message (docs/contract.md §6), for clients that fail jobs themselves.
 export { errorDetail, redactedValues } from '../db/queue/error-detail.ts';
 export type { ErrorDetail, ErrorCause } from '../db/queue/error-detail.ts';

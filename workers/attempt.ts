@@ -43,11 +43,14 @@ export class AttemptAborted extends Error {
 export const leaseLost = () => new AttemptAborted('lease_lost', 'the lease was lost (expired, reaped or cancelled)');
 
 /**
- * Local monotonic time by which a lease renewed (or taken) at `sentAt` has surely ended, with a
- * second to spare for clock and network.
+ * Local monotonic time by which a lease has surely ended: `sentAt` is performance.now() read
+ * before the statement that took or renewed it was sent, `leaseSeconds` what the database says
+ * is left of it from that statement's own time (which is later than the send). Both are
+ * durations, so neither clock's offset enters. A tenth of the lease (at most a second) is kept
+ * back, so a stop at this deadline lands before the reaper can take the job.
  */
 export function leaseDeadlineFrom(sentAt: number, leaseSeconds: number): number {
-  return sentAt + leaseSeconds * 1000 - 1000;
+  return sentAt + leaseSeconds * 1000 - Math.min(1000, leaseSeconds * 100);
 }
 
 /** What came of an attempt; the completer turns it into a settlement (not db/states' stored outcomes). */
@@ -167,13 +170,16 @@ class AttemptContext implements HandlerContext<unknown> {
   get heartbeat(): () => Promise<void> {
     return (this.heartbeatFn ??= async () => {
       const { entry, job } = this;
+      const sent = performance.now(); // before the send: the renewed lease starts no earlier
       const outcome = await heartbeatIfLeaseHeld(this.db, job, { leaseSeconds: this.leaseSeconds });
+      // Row locked by another transaction: held but not renewed now; the lease keeper tries again.
+      if (!outcome.applied && outcome.reason === 'row_locked') return;
       if (!outcome.applied) {
         entry.stop(leaseLost());
         throw entry.stopped;
       }
       job.leaseUntil = outcome.leaseUntil;
-      entry.leaseDeadline = leaseDeadlineFrom(performance.now(), this.leaseSeconds);
+      entry.leaseDeadline = Math.max(entry.leaseDeadline, leaseDeadlineFrom(sent, outcome.leaseRemainingMs / 1000));
     });
   }
 

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { cancelIfUnchanged } from '../db/queue/index.ts';
 import { claimedAttempts, idleHandler, silentLogger } from '../test/attempts.ts';
 import { useTestDatabase, type WatchedStatement, watchedExecutor } from '../test/db.ts';
@@ -112,8 +112,9 @@ describe('the completer', () => {
     expect(cuts).toBe(3); // two cut, the third ran
     expect((await getJob(t.db, kept.job.id)).state).toBe('ready');
 
-    // A lease that ends in under the first backoff is not worth another try.
-    expiring.job.leaseUntil = new Date(Date.now() + 50);
+    // A lease that ends in under the first backoff is not worth another try (the attempt's
+    // local deadline, as the claim and the heartbeats set it).
+    expiring.leaseDeadline = performance.now() + 50;
     const down = completer({ fail: lost });
     await down.completer.settle(expiring, { kind: 'completed' });
     expect(down.statements).toHaveLength(1);
@@ -126,5 +127,58 @@ describe('the completer', () => {
     const { completer: c } = completer();
     await c.releaseUnstarted(attempts.map((a) => a.job));
     for (const a of attempts) expect((await getJob(t.db, a.job.id)).state).toBe('ready');
+  });
+});
+
+describe('the completer and the clocks (security review B7)', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
+
+  it('retries an acknowledgement after a blip when the worker clock runs 30 s ahead', async () => {
+    const [attempt] = (await claimAttempts(1, 30)) as [Attempt];
+    // The worker's wall clock is 31 s ahead of the database's: the 30 s lease's lease_until
+    // looks past by that clock, though a full lease is left.
+    const realNow = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 31_000);
+    let cuts = 0;
+    const blip = completer({ fail: (s) => (s.name === 'leasehold_complete_many' && cuts++ < 1 ? lost() : undefined) });
+    await blip.completer.settle(attempt, { kind: 'completed' });
+    expect(cuts).toBe(2); // one cut, then the retry ran
+    expect(blip.statements.map((s) => s.name)).toEqual(['leasehold_complete_many', 'leasehold_complete_many']);
+    expect((await getJob(t.db, attempt.job.id)).state).toBe('done');
+    expect(await counted(blip.metrics.completed)).toBe(1);
+  });
+
+  it('retries a failure after a blip when the worker clock runs 30 s ahead', async () => {
+    const [attempt] = (await claimAttempts(1, 30)) as [Attempt];
+    const realNow = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 31_000);
+    let cuts = 0;
+    const blip = completer({ fail: () => (cuts++ < 1 ? lost() : undefined) });
+    await blip.completer.settle(attempt, { kind: 'failed', failureClass: 'transient', message: 'x' });
+    expect(cuts).toBe(2);
+    expect((await getJob(t.db, attempt.job.id)).state).toBe('ready');
+  });
+
+  it('keeps retrying an acknowledgement while heartbeats extend the lease during the outage', async () => {
+    const [attempt] = (await claimAttempts(1, 30)) as [Attempt];
+    // The lease (by both clocks) ends in 300 ms, and the database is away for a second ...
+    attempt.job.leaseUntil = new Date(Date.now() + 300);
+    attempt.leaseDeadline = performance.now() + 300;
+    const downUntil = performance.now() + 1000;
+    const outage = completer({ fail: () => (performance.now() < downUntil ? lost() : undefined) });
+    // ... but 50 ms in, a heartbeat (on another connection) renews it for 30 s, as the lease
+    // keeper does for attempts waiting for their acknowledgement.
+    setTimeout(() => {
+      attempt.job.leaseUntil = new Date(Date.now() + 30_000);
+      attempt.leaseDeadline = performance.now() + 29_000;
+    }, 50);
+    await outage.completer.settle(attempt, { kind: 'completed' });
+    expect(outage.statements.length).toBeGreaterThan(2);
+    expect((await getJob(t.db, attempt.job.id)).state).toBe('done');
+    expect(await counted(outage.metrics.completed)).toBe(1);
   });
 });

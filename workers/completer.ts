@@ -112,8 +112,13 @@ export class Completer {
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, ACK_BATCH);
       const jobs = batch.map(({ entry }) => entry.job);
-      let deadline = Number.POSITIVE_INFINITY;
-      for (const job of jobs) deadline = Math.min(deadline, job.leaseUntil.getTime());
+      // The earliest local lease deadline in the batch, read at each retry: heartbeats go on
+      // meanwhile (the attempts keep their slots) and move it.
+      const deadline = () => {
+        let earliest = Number.POSITIVE_INFINITY;
+        for (const { entry } of batch) earliest = Math.min(earliest, entry.leaseDeadline);
+        return earliest;
+      };
       this.deps.failpoints?.hit('before_ack');
       let outcomes: SettleOutcome[];
       try {
@@ -157,18 +162,21 @@ export class Completer {
     const { metrics } = this.deps;
     const maxAttempts = Math.min(job.maxAttempts, handler?.maxAttempts ?? Number.POSITIVE_INFINITY);
     try {
-      const outcome = await this.retrying('fail', job.leaseUntil.getTime(), (db) =>
-        failIfLeaseHeld(
-          db,
-          { ...job, maxAttempts },
-          {
-            error: message,
-            failureClass,
-            ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-            ...(detail ? { detail } : {}),
-            policy: { ...this.settings.retry, ...handler?.retry },
-          },
-        ),
+      const outcome = await this.retrying(
+        'fail',
+        () => entry.leaseDeadline,
+        (db) =>
+          failIfLeaseHeld(
+            db,
+            { ...job, maxAttempts },
+            {
+              error: message,
+              failureClass,
+              ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+              ...(detail ? { detail } : {}),
+              policy: { ...this.settings.retry, ...handler?.retry },
+            },
+          ),
       );
       if (!outcome.applied) {
         this.counts.lost += 1;
@@ -194,8 +202,10 @@ export class Completer {
   private async release(entry: Attempt): Promise<void> {
     const { job, log } = entry;
     try {
-      const outcome = await this.retrying('release', job.leaseUntil.getTime(), (db) =>
-        releaseIfLeaseHeld(db, job, { reason: `released by ${this.settings.workerId} at shutdown` }),
+      const outcome = await this.retrying(
+        'release',
+        () => entry.leaseDeadline,
+        (db) => releaseIfLeaseHeld(db, job, { reason: `released by ${this.settings.workerId} at shutdown` }),
       );
       if (outcome.applied) {
         this.counts.released += 1;
@@ -250,12 +260,14 @@ export class Completer {
   }
 
   /**
-   * Runs a settlement, retrying connection-level failures until `deadlineMs` (the lease end:
-   * after it, the statement could not apply anyway).
+   * Runs a settlement, retrying connection-level failures until `deadline()` (the lease end:
+   * after it, the statement could not apply anyway). The deadline is the attempt's local
+   * monotonic one (Attempt.leaseDeadline, from the database's lease left at each claim and
+   * heartbeat), never `job.leaseUntil` against this machine's clock (security review B7).
    */
-  private retrying<T>(what: string, deadlineMs: number, work: (db: Executor) => Promise<T>): Promise<T> {
+  private retrying<T>(what: string, deadline: () => number, work: (db: Executor) => Promise<T>): Promise<T> {
     return retryWhileUnavailable(() => work(this.deps.db), {
-      deadlineMs,
+      deadlineMs: deadline,
       onRetry: (error) => this.deps.logger.warn({ err: error, what }, 'database unavailable; retrying the settlement'),
     });
   }

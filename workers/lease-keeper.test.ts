@@ -6,7 +6,7 @@ import { getJob } from '../test/factories.ts';
 import { until } from '../test/wait.ts';
 import { type Attempt, AttemptAborted } from './attempt.ts';
 import { HandlerRegistry } from './handler.ts';
-import { LeaseKeeper } from './lease-keeper.ts';
+import { HeartbeatTimeout, LeaseKeeper } from './lease-keeper.ts';
 
 const t = useTestDatabase();
 
@@ -108,5 +108,88 @@ describe('the lease keeper', () => {
     expect(sent).toBeGreaterThanOrEqual(1);
     await new Promise((r) => setTimeout(r, 900)); // more than a beat (667 ms): none after stop
     expect(statements).toHaveLength(sent);
+  });
+});
+
+describe('the lease keeper when the database does not answer (security review B2)', () => {
+  /** `promise`, or a rejection once `ms` passed. */
+  function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+    return Promise.race([
+      promise,
+      new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms)),
+    ]);
+  }
+
+  /** A keeper whose heartbeat statements are sent nowhere and never answered (a half-open connection). */
+  function blackHoled(attempts: Set<Attempt>, leaseSeconds: number) {
+    const statements: WatchedStatement[] = [];
+    const db = watchedExecutor(t.pool, (statement) => {
+      statements.push(statement);
+      return new Promise(() => {});
+    });
+    const warnings: unknown[] = [];
+    const logger = Object.create(silentLogger, { warn: { value: (o: unknown) => warnings.push(o) } });
+    const k = new LeaseKeeper(leaseSeconds, attempts, { db, registry: new HandlerRegistry([slow, quick]), logger });
+    return { keeper: k, statements, warnings };
+  }
+
+  it('renews the other leases at once while another session holds one job row FOR UPDATE', async () => {
+    const attempts = await running(3, 30);
+    const [locked, ...others] = [...attempts] as [Attempt, Attempt, Attempt];
+    const before = others.map((a) => a.job.leaseUntil.getTime());
+    const other = await t.pool.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT id FROM leasehold.jobs WHERE id = $1 FOR UPDATE', [locked.job.id]);
+      const started = performance.now();
+      await within(2000, keeper(attempts, 60).keeper.heartbeatAll());
+      expect(performance.now() - started).toBeLessThan(2000);
+    } finally {
+      await other.query('ROLLBACK');
+      other.release();
+    }
+    others.forEach((a, i) => {
+      expect(a.job.leaseUntil.getTime()).toBeGreaterThan(before[i]! + 25_000); // 30 s → 60 s
+      expect(a.stopped).toBeNull();
+    });
+    // Not renewed this round, but not lost either: the handler goes on.
+    expect(locked.stopped).toBeNull();
+    expect((await getJob(t.db, locked.job.id)).leaseUntil?.getTime()).toBe(locked.job.leaseUntil.getTime());
+  });
+
+  it('ends a heartbeat round on a black-holed connection at its deadline', async () => {
+    const attempts = await running(2, 6);
+    const { keeper: k, statements, warnings } = blackHoled(attempts, 6);
+    const round = 1000; // a round's deadline: half the 2 s beat of a 6 s lease
+    const started = performance.now();
+    await within(round + 1500, k.heartbeatAll());
+    const took = performance.now() - started;
+    expect(statements).toHaveLength(1);
+    expect(took).toBeGreaterThanOrEqual(round - 5);
+    expect(warnings).toHaveLength(1);
+    expect((warnings[0] as { err: unknown }).err).toBeInstanceOf(HeartbeatTimeout);
+    for (const a of attempts) expect(a.stopped).toBeNull(); // their leases have not ended yet
+  });
+
+  it('stops handlers at their lease deadline by its own timer while a heartbeat hangs', async () => {
+    const attempts = await running(2, 30);
+    const [due, later] = [...attempts] as [Attempt, Attempt];
+    const { keeper: k, statements } = blackHoled(attempts, 30);
+    const fired: unknown[] = [];
+    due.signal.addEventListener('abort', () => fired.push(due.signal.reason));
+    k.start();
+    try {
+      // The lease keeper's first beat is 10 s away and would hang: only the sweep can stop it.
+      due.leaseDeadline = performance.now() + 300;
+      await until('the handler whose lease ended was stopped', async () => due.stopped !== null, 3000);
+      expect(due.stopped?.reason).toBe('lease_lost');
+      expect(due.stopped?.message).toBe('no heartbeat got through before the lease ended');
+      expect(fired).toEqual([due.stopped]);
+      expect(performance.now()).toBeGreaterThanOrEqual(due.leaseDeadline);
+      expect(later.stopped).toBeNull();
+      expect(statements).toHaveLength(0);
+    } finally {
+      await within(15_000, k.stop());
+    }
   });
 });

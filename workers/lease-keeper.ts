@@ -4,6 +4,18 @@
  * expired, reaped, cancelled), no heartbeat through before the lease surely ended, or a handler
  * past its timeout (one sweep for all attempts instead of a timer each).
  *
+ * Invariants:
+ * - a heartbeat never waits on another transaction's row lock (the statement skips locked rows
+ *   and reports them `row_locked`: not renewed this round, not lost), so one foreign lock
+ *   cannot let every other lease run out;
+ * - each round has its own deadline (heartbeatRoundMs, well below the beat), so a half-open
+ *   connection cannot hang the loop;
+ * - the lease-deadline check runs on the sweep's timer, not after the heartbeat's await: when
+ *   no heartbeat gets through, handlers are stopped once their lease has surely ended, however
+ *   long the statement hangs;
+ * - local deadlines are local monotonic time (performance.now() before the statement was sent,
+ *   plus the lease left in database time), never the DB's timestamps against the worker's clock.
+ *
  * It runs from the worker's start until after the last release at shutdown: heartbeats go on
  * through the grace period, so a handler finishing then is not reaped and run twice.
  */
@@ -23,6 +35,9 @@ export interface LeaseKeeperDeps {
 
 export class LeaseKeeper {
   private readonly loops: Loops;
+  private heartbeatDb: Executor;
+  /** Rounds in a row that renewed nothing (failed or timed out), for the log. */
+  private failedRounds = 0;
 
   constructor(
     private readonly leaseSeconds: number,
@@ -31,10 +46,17 @@ export class LeaseKeeper {
     private readonly deps: LeaseKeeperDeps,
   ) {
     this.loops = new Loops(deps.logger);
+    this.heartbeatDb = deps.db;
   }
 
-  start(): void {
-    this.loops.every(Math.max(250, (this.leaseSeconds * 1000) / 3), () => this.heartbeatAll(), 'heartbeat');
+  /**
+   * Starts the heartbeat and the sweep. `heartbeatDb`, when given, is what heartbeats run on (the
+   * worker gives its own small pool whose client-side query timeout drops a connection that
+   * stops answering); by default they run on `deps.db`.
+   */
+  start(heartbeatDb?: Executor): void {
+    if (heartbeatDb) this.heartbeatDb = heartbeatDb;
+    this.loops.every(heartbeatEveryMs(this.leaseSeconds), () => this.heartbeatAll(), 'heartbeat');
     this.loops.every(this.timeoutSweepMs(), () => this.sweepTimeouts(), 'timeout sweep');
   }
 
@@ -50,12 +72,19 @@ export class LeaseKeeper {
     return Math.min(100, Math.max(5, Math.min(...timeouts) / 10));
   }
 
-  /** Stops every handler past its timeout. */
+  /**
+   * Stops every handler past its timeout, and every attempt whose lease has surely ended
+   * without a heartbeat getting through (the reaper may already have handed its job to another
+   * worker). On its own timer: a heartbeat that hangs does not hold this up.
+   */
   sweepTimeouts(): void {
     const now = performance.now();
     for (const entry of this.attempts) {
-      // timeoutAt is finite only while a handler runs, so the entry has one.
-      if (now >= entry.timeoutAt && !entry.stopped && entry.handler) {
+      if (entry.stopped) continue;
+      if (now >= entry.leaseDeadline) {
+        entry.stop(new AttemptAborted('lease_lost', 'no heartbeat got through before the lease ended'));
+        // timeoutAt is finite only while a handler runs, so the entry has one.
+      } else if (now >= entry.timeoutAt && entry.handler) {
         entry.stop(
           new AttemptAborted('timeout', `${entry.job.kind} did not finish within ${entry.handler.timeoutMs} ms`),
         );
@@ -63,35 +92,79 @@ export class LeaseKeeper {
     }
   }
 
-  /** Renews every running attempt's lease in one statement. */
+  /** Renews every running attempt's lease in one statement, within heartbeatRoundMs. */
   async heartbeatAll(): Promise<void> {
     const entries = [...this.attempts].filter((e) => !e.stopped);
     if (entries.length === 0) return;
+    // Before the statement is sent: the lease it grants starts no earlier than this.
     const sent = performance.now();
     this.deps.failpoints?.hit('in_heartbeat');
+    const roundMs = heartbeatRoundMs(this.leaseSeconds);
     try {
-      const outcomes = await heartbeatManyIfLeaseHeld(
-        this.deps.db,
-        entries.map((e) => e.job),
-        { leaseSeconds: this.leaseSeconds },
+      const outcomes = await withDeadline(
+        roundMs,
+        heartbeatManyIfLeaseHeld(
+          this.heartbeatDb,
+          entries.map((e) => e.job),
+          { leaseSeconds: this.leaseSeconds },
+        ),
       );
+      let skipped = 0;
       outcomes.forEach((outcome, i) => {
         const entry = entries[i]!;
         if (outcome.applied) {
           entry.job.leaseUntil = outcome.leaseUntil;
-          entry.leaseDeadline = leaseDeadlineFrom(sent, this.leaseSeconds);
-        } else entry.stop(leaseLost());
+          entry.leaseDeadline = Math.max(entry.leaseDeadline, leaseDeadlineFrom(sent, outcome.leaseRemainingMs / 1000));
+        } else if (outcome.reason === 'row_locked') skipped += 1;
+        else entry.stop(leaseLost());
       });
-    } catch (error) {
-      this.deps.logger.warn({ err: error, jobs: entries.length }, 'heartbeat failed; retrying at the next beat');
-      // Without a heartbeat the lease runs out on its own: stop handlers whose lease surely
-      // ended, because the reaper may already have handed their jobs to another worker.
-      const now = performance.now();
-      for (const entry of entries) {
-        if (now >= entry.leaseDeadline) {
-          entry.stop(new AttemptAborted('lease_lost', 'no heartbeat got through before the lease ended'));
-        }
+      if (skipped > 0) {
+        this.deps.logger.warn(
+          { jobs: skipped },
+          'heartbeat skipped rows locked by another transaction: not renewed this round, retried at the next beat',
+        );
       }
+      this.failedRounds = 0;
+    } catch (error) {
+      this.failedRounds += 1;
+      this.deps.logger.warn(
+        { err: error, jobs: entries.length, roundsFailed: this.failedRounds },
+        'heartbeat failed; retrying at the next beat',
+      );
+      // Stop at once what has surely ended (the sweep would, within its next round).
+      this.sweepTimeouts();
     }
   }
+}
+
+/** A beat every third of the lease (at least 250 ms). */
+export function heartbeatEveryMs(leaseSeconds: number): number {
+  return Math.max(250, (leaseSeconds * 1000) / 3);
+}
+
+/**
+ * How long one heartbeat round may take before it counts as failed: half a beat (a sixth of
+ * the lease; 5 s at the default 30 s lease), at least 1 s. Two more rounds still fit in the
+ * lease after one that timed out.
+ */
+export function heartbeatRoundMs(leaseSeconds: number): number {
+  return Math.max(1000, heartbeatEveryMs(leaseSeconds) / 2);
+}
+
+/** A heartbeat round that took longer than its deadline (the statement may still be in flight). */
+export class HeartbeatTimeout extends Error {
+  constructor(readonly ms: number) {
+    super(`the heartbeat did not return within ${ms} ms`);
+    this.name = 'HeartbeatTimeout';
+  }
+}
+
+/** `work`, or a HeartbeatTimeout after `ms`; a late result or failure of `work` is dropped. */
+function withDeadline<T>(ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new HeartbeatTimeout(ms)), ms);
+  });
+  work.catch(() => {}); // a failure after the deadline has nobody to tell
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }

@@ -152,6 +152,9 @@ export class Producer {
         // A wake-up from before this claim is answered by it; one that arrives while it runs
         // (a NOTIFY for a job committed after its snapshot) must start another claim.
         this.wokenMeanwhile = false;
+        // Read before the claim is sent: the lease it grants (statement_timestamp() + lease)
+        // starts no earlier, so a slow claim cannot push the local deadline past the DB's.
+        const sent = performance.now();
         try {
           jobs = this.deps.failpoints?.skips('unguarded_claim')
             ? await claimWithoutReadyGuard(claimDb, {
@@ -187,7 +190,7 @@ export class Producer {
           return;
         }
         if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');
-        for (const job of jobs) this.begin(job);
+        for (const job of jobs) this.begin(job, sent);
         if (jobs.length === limit) continue; // there may be more due right now
       }
       // Polling with jitter is the correctness path; wake-ups only make it prompt. A freed slot
@@ -199,12 +202,12 @@ export class Producer {
     }
   }
 
-  private begin(job: ClaimedJob): void {
+  private begin(job: ClaimedJob, claimSent: number): void {
     const { logger, metrics, registry } = this.deps;
     const entry = new Attempt(
       job,
       registry.get(job.kind),
-      leaseDeadlineFrom(performance.now(), this.settings.leaseSeconds),
+      leaseDeadlineFrom(claimSent, this.settings.leaseSeconds),
       logger,
     );
     this.inFlight.add(entry);

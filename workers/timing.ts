@@ -71,19 +71,31 @@ function isRetryableItself(error: unknown): boolean {
 
 /**
  * Runs `work`, trying again after connection-level failures (isRetryableDbError) with backoff
- * until `deadlineMs` (Date.now() time) or `signal` says stop; then, or on any other error, it
- * throws the last error. `onRetry` hears each failure that is tried again.
+ * until `deadlineMs` or `signal` says stop; then, or on any other error, it throws the last
+ * error. `onRetry` hears each failure that is tried again.
+ *
+ * The deadline is local monotonic time (`now`, default performance.now()), never a database
+ * timestamp set against the worker's wall clock: a clock that runs ahead would see every lease
+ * as past and retry nothing (security review B7). It may be a function, read at each failure,
+ * so a deadline that moves meanwhile (a heartbeat extended the lease) is honoured.
  */
 export async function retryWhileUnavailable<T>(
   work: () => Promise<T>,
-  options: { deadlineMs: number; onRetry: (error: unknown) => void; signal?: AbortSignal | undefined },
+  options: {
+    deadlineMs: number | (() => number);
+    onRetry: (error: unknown) => void;
+    signal?: AbortSignal | undefined;
+    now?: (() => number) | undefined;
+  },
 ): Promise<T> {
+  const now = options.now ?? (() => performance.now());
+  const deadline = typeof options.deadlineMs === 'function' ? options.deadlineMs : () => options.deadlineMs as number;
   for (let failures = 1; ; failures++) {
     try {
       return await work();
     } catch (error) {
       const wait = backoff(failures);
-      if (!isRetryableDbError(error) || Date.now() + wait > options.deadlineMs || options.signal?.aborted) throw error;
+      if (!isRetryableDbError(error) || now() + wait > deadline() || options.signal?.aborted) throw error;
       options.onRetry(error);
       await sleep(wait, options.signal);
       if (options.signal?.aborted) throw error; // stopped during the wait: no further try

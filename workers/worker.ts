@@ -28,7 +28,7 @@ import { Completer, type CompleterSettings, type SettlementCounts } from './comp
 import type { WorkerEvents } from './events.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { HandlerRegistry } from './handler.ts';
-import { LeaseKeeper } from './lease-keeper.ts';
+import { heartbeatRoundMs, LeaseKeeper } from './lease-keeper.ts';
 import { WakeListener } from './listener.ts';
 import { Maintenance, type MaintenanceRounds } from './maintenance.ts';
 import type { WorkerMetrics } from './metrics.ts';
@@ -113,6 +113,8 @@ export class Worker {
    * was most of the slowest pickups (docs/performance.md).
    */
   private claimHandle: DbHandle | null = null;
+  /** The heartbeats' own small pool, with a client-side query timeout (see start()). */
+  private heartbeatHandle: DbHandle | null = null;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   /** Aborted by stop(): what start() has not opened yet stays closed, and its wait ends. */
   private readonly stopRequested = new AbortController();
@@ -188,7 +190,7 @@ export class Worker {
     this.registering = retryWhileUnavailable(
       () => refuseIncompatibleSchema(this.deps.db).then(() => this.maintenance.register()),
       {
-        deadlineMs: Date.now() + START_TIMEOUT_MS,
+        deadlineMs: performance.now() + START_TIMEOUT_MS,
         signal: stopped,
         onRetry: (error) => logger.warn({ err: error }, 'database unavailable at start; retrying'),
       },
@@ -245,7 +247,19 @@ export class Worker {
     if (events) claimDb = reportingFailures(claimDb, (error) => this.claimFailed(events, error));
     this.claimLoopStartedAt = new Date();
     this.producer.start(claimDb);
-    this.leaseKeeper.start();
+    // Heartbeats get a pool of their own whose queries time out on the client at the round's
+    // deadline: a heartbeat on a half-open connection then drops that connection, instead of
+    // holding a connection of the shared pool until TCP gives up (security review B2). Only
+    // when the worker was given a database URL; a pool the application passed stays as it is.
+    if (this.deps.databaseUrl !== undefined && this.deps.claimDb === undefined) {
+      this.heartbeatHandle = createDb(this.deps.databaseUrl, {
+        max: 2,
+        applicationName: 'leasehold-worker',
+        queryTimeoutMs: heartbeatRoundMs(s.leaseSeconds),
+        preparedStatements: s.preparedStatements ?? true,
+      });
+    }
+    this.leaseKeeper.start(this.heartbeatHandle?.db);
     this.maintenance.start();
     logger.info(
       {
@@ -314,6 +328,9 @@ export class Worker {
     await this.claimHandle
       ?.close()
       .catch((error: unknown) => logger.warn({ err: error }, 'could not close the claim connection'));
+    await this.heartbeatHandle
+      ?.close()
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not close the heartbeat connections'));
     this.state = 'stopped';
     logger.info('worker stopped');
   }

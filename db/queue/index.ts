@@ -36,7 +36,7 @@ export {
   truncateError,
   MAX_ERROR_LENGTH,
 } from './settle.ts';
-export type { FailInput, FailOutcome, HeartbeatOutcome } from './settle.ts';
+export type { FailInput, FailOutcome, HeartbeatOutcome, HeartbeatSkipped } from './settle.ts';
 export {
   errorDetail,
   errorDetailSchema,

@@ -6,6 +6,7 @@ import {
   completeIfLeaseHeld,
   failIfLeaseHeld,
   heartbeatIfLeaseHeld,
+  heartbeatManyIfLeaseHeld,
   reapExpiredLeases,
   releaseIfLeaseHeld,
   removeExpiredHistory,
@@ -225,5 +226,60 @@ describe('edge cases found in review', () => {
     await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 });
     const outcome = await cancelIfUnchanged(t.db, { id: job.id, leaseToken: seen.leaseToken, actor: 'op' });
     expect(outcome).toMatchObject({ applied: false, reason: 'changed_since_viewed', state: 'ready' });
+  });
+});
+
+describe('heartbeats and row locks taken by other transactions (security review B2)', () => {
+  /** Runs `work` while another session holds `FOR UPDATE` on job `id`; the lock is freed after. */
+  async function whileRowLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const other = await t.pool.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT id FROM leasehold.jobs WHERE id = $1 FOR UPDATE', [id]);
+      return await work();
+    } finally {
+      await other.query('ROLLBACK').catch(() => {});
+      other.release();
+    }
+  }
+
+  /** `promise`, or a rejection once `ms` passed (the statement would otherwise wait on the lock). */
+  function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+    return Promise.race([
+      promise,
+      new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms)),
+    ]);
+  }
+
+  it('renews the other leases at once and reports the locked row as not renewed, not as lost', async () => {
+    const queue = uniqueQueue();
+    for (let i = 0; i < 3; i++) await addJob(t.db, { queue });
+    const [locked, free, cancelled] = await claim(t.db, { queues: [queue], workerId: 'w', limit: 3, leaseSeconds: 30 });
+    await cancelIfUnchanged(t.db, { id: cancelled!.id, leaseToken: cancelled!.leaseToken, actor: 'op' });
+    const started = performance.now();
+    const outcomes = await whileRowLocked(locked!.id, () =>
+      within(2000, heartbeatManyIfLeaseHeld(t.db, [locked!, free!, cancelled!], { leaseSeconds: 120 })),
+    );
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(outcomes[0]).toEqual({ applied: false, reason: 'row_locked' });
+    expect(outcomes[1]).toMatchObject({ applied: true });
+    expect(outcomes[2]).toEqual({ applied: false, reason: 'lease_lost' });
+    const renewed = outcomes[1] as { leaseUntil: Date; leaseRemainingMs: number };
+    expect(renewed.leaseRemainingMs).toBeGreaterThan(119_000);
+    expect(renewed.leaseRemainingMs).toBeLessThanOrEqual(120_000);
+    expect((await getJob(t.db, free!.id)).leaseUntil?.getTime()).toBe(renewed.leaseUntil.getTime());
+    // The locked row kept its old deadline, and its lease is still held: the next beat renews it.
+    expect((await getJob(t.db, locked!.id)).leaseUntil?.getTime()).toBe(locked!.leaseUntil.getTime());
+    expect(await heartbeatIfLeaseHeld(t.db, locked!, { leaseSeconds: 120 })).toMatchObject({ applied: true });
+  });
+
+  it('answers a single heartbeat on a locked row at once with row_locked', async () => {
+    const queue = uniqueQueue();
+    await addJob(t.db, { queue });
+    const job = await claimOne(t.db, queue);
+    const outcome = await whileRowLocked(job.id, () =>
+      within(2000, heartbeatIfLeaseHeld(t.db, job, { leaseSeconds: 60 })),
+    );
+    expect(outcome).toEqual({ applied: false, reason: 'row_locked' });
   });
 });

@@ -210,13 +210,39 @@ export async function failIfLeaseHeld(
   };
 }
 
-export type HeartbeatOutcome = { applied: true; leaseUntil: Date } | LeaseLost;
+/**
+ * A heartbeat's outcome. Renewed: the new deadline, and how long it is from the statement's
+ * own time (`leaseRemainingMs`, database time only: add it to a local clock read before the
+ * statement was sent, never compare `leaseUntil` with the worker's clock). `row_locked`: the
+ * lease is still held but its row was locked by another transaction, so it was not renewed
+ * this round (try again at the next beat; not a lost lease). `lease_lost`: stop.
+ */
+export type HeartbeatOutcome =
+  | { applied: true; leaseUntil: Date; leaseRemainingMs: number }
+  | HeartbeatSkipped
+  | LeaseLost;
 
-/** A row of heartbeatStatement: the leases still held, with their new deadline. */
+/** A lease still held whose row another transaction had locked: not renewed this round. */
+export type HeartbeatSkipped = { applied: false; reason: 'row_locked' };
+export const ROW_LOCKED: HeartbeatSkipped = Object.freeze({ applied: false, reason: 'row_locked' });
+
+/** A row of heartbeatStatement: one per requested lease. */
 interface HeartbeatRow {
   id: string;
   token: string;
-  lease_until: PgTimestamp;
+  /** Set when renewed. */
+  lease_until: PgTimestamp | null;
+  remaining_ms: number | null;
+  /** Held at the statement's snapshot (renewed or not). */
+  held: boolean;
+}
+
+function heartbeatOutcome(row: HeartbeatRow | undefined): HeartbeatOutcome {
+  if (row?.lease_until != null && row.remaining_ms != null)
+    return { applied: true, leaseUntil: toDate(row.lease_until), leaseRemainingMs: Number(row.remaining_ms) };
+  // A runner's driver may hand a boolean back as text ('t').
+  const held = row?.held === true || (row?.held as unknown) === 't' || (row?.held as unknown) === 'true';
+  return held ? ROW_LOCKED : LEASE_LOST;
 }
 
 /** A heartbeat's options, built once (not per call: heartbeats run for every job in flight). */
@@ -227,7 +253,10 @@ const heartbeatOptionsSchema = z.object({
     .max(24 * 3600),
 });
 
-/** Extends the lease to now() + `leaseSeconds` if this attempt still holds it. */
+/**
+ * Extends the lease to now() + `leaseSeconds` if this attempt still holds it. Never waits on a
+ * row lock: a row locked by another transaction comes back `row_locked` at once.
+ */
 export async function heartbeatIfLeaseHeld(
   executor: Executor,
   lease: LeaseRef,
@@ -239,8 +268,7 @@ export async function heartbeatIfLeaseHeld(
     executor,
     heartbeatStatement([lease.id], [lease.leaseToken], options.leaseSeconds),
   );
-  const row = rows[0];
-  return row ? { applied: true, leaseUntil: toDate(row.lease_until) } : LEASE_LOST;
+  return heartbeatOutcome(rows[0]);
 }
 
 /**
@@ -270,8 +298,10 @@ export async function releaseIfLeaseHeld(
 
 /**
  * Extends many leases in one statement (a worker's periodic heartbeat for all its in-flight
- * jobs). Returns, in input order, which leases are still held; the others were lost (reaped,
- * cancelled, expired) and their attempts must stop and settle nothing.
+ * jobs). Returns, in input order, which leases were renewed, which are held but were skipped
+ * this round because another transaction had their row locked (`row_locked`: one foreign lock
+ * must not hold up every other lease), and which were lost (reaped, cancelled, expired): those
+ * attempts must stop and settle nothing.
  */
 export async function heartbeatManyIfLeaseHeld(
   executor: Executor,
@@ -289,9 +319,6 @@ export async function heartbeatManyIfLeaseHeld(
       options.leaseSeconds,
     ),
   );
-  const held = new Map(rows.map((r) => [`${r.id}/${r.token}`, toDate(r.lease_until)]));
-  return leases.map((l): HeartbeatOutcome => {
-    const leaseUntil = held.get(`${l.id}/${l.leaseToken}`);
-    return leaseUntil ? { applied: true, leaseUntil } : LEASE_LOST;
-  });
+  const byLease = new Map(rows.map((r) => [`${r.id}/${r.token}`, r]));
+  return leases.map((l) => heartbeatOutcome(byLease.get(`${l.id}/${l.leaseToken}`)));
 }

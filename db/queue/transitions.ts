@@ -380,14 +380,41 @@ export function releaseStatement(p: { id: string; token: string; delaySeconds: n
  * Extends the leases of (`ids`[i], `tokens`[i]) still held to now() + `leaseSeconds`. A HOT
  * update of the job rows only: the lease row keeps its earlier deadline, which the reaper
  * moves when it reaches it (`greatest()`: a heartbeat never shortens a lease).
+ *
+ * Why this shape: a plain `UPDATE … FROM unnest(…)` over all of a worker's leases waits on any
+ * one row another transaction has locked (an application's `SELECT … FOR UPDATE`, a psql
+ * session, a bulk cancel), up to the statement timeout, and meanwhile none of the other leases
+ * is renewed: they expire and are reaped (security review B2). So the rows are locked first
+ * with `FOR UPDATE SKIP LOCKED` (a materialized CTE: a fence, locking once), and only those are
+ * updated; the UPDATE re-checks the lease on the locked row. A row skipped because it is
+ * locked is not a lost lease: the final SELECT reads every requested row by a plain MVCC read
+ * (the statement's snapshot, which never waits on a lock) and reports for each pair whether it
+ * was renewed (`lease_until`, with `remaining_ms` = lease_until − statement_timestamp() in
+ * database time), or still held but not renewed this round (`held`), or neither (lost).
  */
 export function heartbeatStatement(ids: string[], tokens: string[], leaseSeconds: number): SQL {
   return sql`
-    UPDATE leasehold.jobs j SET lease_until = greatest(j.lease_until, statement_timestamp() + make_interval(secs => ${leaseSeconds}::float8)),
-                      updated_at = statement_timestamp()
-    FROM unnest(${sql.param(ids)}::uuid[], ${sql.param(tokens)}::uuid[]) AS i(id, token)
-    WHERE j.id = i.id AND ${sql.raw(leaseHeld('j', 'i.token'))}
-    RETURNING j.id, i.token, j.lease_until`;
+    WITH requested AS (
+      SELECT i.id, i.token FROM unnest(${sql.param(ids)}::uuid[], ${sql.param(tokens)}::uuid[]) AS i(id, token)
+    ),
+    locked AS MATERIALIZED (
+      SELECT j.id, r.token FROM leasehold.jobs j JOIN requested r ON j.id = r.id
+      WHERE ${sql.raw(leaseHeld('j', 'r.token'))}
+      FOR UPDATE OF j SKIP LOCKED
+    ),
+    renewed AS (
+      UPDATE leasehold.jobs j SET lease_until = greatest(j.lease_until, statement_timestamp() + make_interval(secs => ${leaseSeconds}::float8)),
+                        updated_at = statement_timestamp()
+      FROM locked l
+      WHERE j.id = l.id AND ${sql.raw(leaseHeld('j', 'l.token'))}
+      RETURNING j.id, l.token, j.lease_until
+    )
+    SELECT r.id, r.token, n.lease_until,
+           (extract(epoch FROM n.lease_until - statement_timestamp()) * 1000)::float8 AS remaining_ms,
+           (s.id IS NOT NULL) AS held
+    FROM requested r
+    LEFT JOIN renewed n ON n.id = r.id AND n.token = r.token
+    LEFT JOIN leasehold.jobs s ON s.id = r.id AND ${sql.raw(leaseHeld('s', 'r.token'))}`;
 }
 
 // ---------------------------------------------------------------------------------------------
