@@ -133,9 +133,9 @@ export class Worker {
     this.attemptDeps = { db, registry, leaseSeconds: s.leaseSeconds, metrics, failpoints };
     this.producer = new Producer(s, {
       registry,
-      handBack: (jobs) => {
+      handBack: (jobs, options) => {
         this.claimed += jobs.length;
-        return this.completer.releaseUnstarted(jobs);
+        return this.completer.releaseUnstarted(jobs, options);
       },
       logger,
       metrics,
@@ -304,6 +304,13 @@ export class Worker {
         entry.stop(new AttemptAborted('shutdown', 'the worker is shutting down'));
       }
       await Promise.race([this.producer.whenDrained(), sleep(RELEASE_WAIT_MS)]);
+    }
+    if (this.producer.stoppedRunning.size > 0) {
+      // Their jobs are settled; the handlers are not waited for (a process exit ends them).
+      logger.warn(
+        { stoppedRunning: this.producer.stoppedRunning.size },
+        'stopping with stopped handlers that ignore their signal still running',
+      );
     }
     await this.completer.flush();
     await this.leaseKeeper.stop();
