@@ -9,13 +9,14 @@ import { Registry } from 'prom-client';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { enqueue, enqueueMany } from '../db/queue/index.ts';
+import { cancelIfUnchanged, enqueue, enqueueMany } from '../db/queue/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { testDatabase, type TestDatabase } from '../test/db.ts';
 import { getJob, jobInState, uniqueQueue } from '../test/factories.ts';
 import { workerSettings } from '../test/workers.ts';
 import { until } from '../test/wait.ts';
 import { defineHandler, HandlerRegistry } from './handler.ts';
+import { checkHealth } from './health.ts';
 import { createMetrics, type WorkerMetrics } from './metrics.ts';
 import { Worker, type WorkerSettings } from './worker.ts';
 
@@ -149,6 +150,10 @@ describe('handlers that ignore their signal', () => {
       await until('the hung job settled dead at its timeout', jobInState(t.db, hangId, 'dead'));
       const stoppedAt = performance.now();
       expect((await metrics.stoppedRunning.get()).values[0]?.value).toBe(1);
+      // Its one slot is taken: the claim loop waits, and is not stale for it.
+      expect(worker.health()).toMatchObject({ inFlight: 0, stoppedRunning: 1 });
+      const health = await checkHealth(worker, t.db, { claimStaleMs: 1 });
+      expect(health.claimLoop).toMatchObject({ freeSlots: 0, stale: false });
       const { id: nextId } = await enqueue(t.db, { queue, kind, payload: { hang: false } });
       await until('the next job done', jobInState(t.db, nextId, 'done'));
       const next = seen.starts.find((s) => s.jobId === nextId)!;
@@ -161,6 +166,54 @@ describe('handlers that ignore their signal', () => {
       const warned = lines.find((l) => String(l.msg).includes('abandon'));
       expect(warned).toMatchObject({ level: 40, jobId: hangId, attempt: 1, stop: 'timeout' });
       expect(seen.running.get(hangId)).toBe(1); // abandoned, not ended
+    } finally {
+      letGo();
+      await worker.stop();
+    }
+  }, 30_000);
+
+  it('keeps the slot of a handler whose lease was lost until the limit, and settles nothing for it', async () => {
+    const queue = uniqueQueue('lost');
+    const kind = `lost-${queue}`;
+    const seen = new Executions();
+    let letGo: () => void = () => {};
+    const hung = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
+    const handler = defineHandler({
+      kind,
+      versions: [1],
+      schema: z.object({ hang: z.boolean() }),
+      timeoutMs: 60_000,
+      async handle({ job, attempt, payload }) {
+        seen.start(job.id, attempt);
+        if (payload.hang) await hung; // deaf to the lost lease
+        seen.end(job.id);
+      },
+    });
+    const { id: hangId } = await enqueue(t.db, { queue, kind, payload: { hang: true } });
+    const { logger, lines } = capturedLogger();
+    // Lease 2 s: the lease keeper's heartbeat (every 667 ms) finds the cancelled lease.
+    const { worker, metrics } = await startWorker(
+      queue,
+      handler,
+      { concurrency: 1, leaseSeconds: 2, abandonAfterMs: 1000 },
+      logger,
+    );
+    try {
+      const running = await until('running', jobInState(t.db, hangId, 'running'));
+      const { id: nextId } = await enqueue(t.db, { queue, kind, payload: { hang: false } });
+      expect(
+        (await cancelIfUnchanged(t.db, { id: hangId, leaseToken: running.leaseToken!, actor: 'op' })).applied,
+      ).toBe(true);
+      await until('the lost lease seen', async () => worker.health().stoppedRunning === 1);
+      const lostAt = performance.now();
+      await until('the next job done', jobInState(t.db, nextId, 'done'));
+      const next = seen.starts.find((s) => s.jobId === nextId)!;
+      expect(next.at - lostAt).toBeGreaterThanOrEqual(800);
+      expect(await counter(metrics, 'abandoned')).toBe(1);
+      expect(lines.find((l) => String(l.msg).includes('abandon'))).toMatchObject({ jobId: hangId, stop: 'lease_lost' });
+      expect((await getJob(t.db, hangId)).state).toBe('cancelled');
     } finally {
       letGo();
       await worker.stop();

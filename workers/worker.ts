@@ -74,6 +74,8 @@ export type WorkerStatus = {
   status: 'ok' | 'new' | 'stopping' | 'stopped';
   workerId: string;
   inFlight: number;
+  /** Stopped attempts (settled) whose handler ignores its signal and still runs: each holds a slot. */
+  stoppedRunning?: number;
   concurrency: number;
   listening: boolean;
   /** When the last claim statement returned (whatever it claimed); null before the first. */
@@ -154,6 +156,7 @@ export class Worker {
       status: this.state === 'running' ? 'ok' : this.state,
       workerId: this.settings.workerId,
       inFlight: this.producer.inFlight.size,
+      stoppedRunning: this.producer.stoppedRunning.size,
       concurrency: this.settings.concurrency,
       listening: this.listener?.connected ?? false,
       lastClaimAt: this.producer.lastClaimAt?.toISOString() ?? null,
