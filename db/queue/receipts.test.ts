@@ -4,7 +4,7 @@ import { testDatabase, type TestDatabase } from '../../test/db.ts';
 import { addJob, expireLease, uniqueQueue } from '../../test/factories.ts';
 import { claim } from './claim.ts';
 import { run } from './executor.ts';
-import { claimReceiptIfLeaseHeld, dropReceiptClaim, recordReceipt } from './receipts.ts';
+import { claimReceiptIfLeaseHeld, dropReceiptClaim, recordReceipt, removeOldReceipts } from './receipts.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -55,5 +55,22 @@ describe('receipt claims', () => {
     await dropReceiptClaim(t.db, key, b);
     const claims = await run(t.db, sql`SELECT 1 FROM leasehold.receipt_claims WHERE key = ${key}`);
     expect(claims).toHaveLength(0);
+  });
+
+  it('removes old claims whose attempt no longer holds its lease, and keeps a held one', async () => {
+    const { a, b, key } = await twoClaimedJobs();
+    await claimReceiptIfLeaseHeld(t.db, `${key}-a`, a);
+    await claimReceiptIfLeaseHeld(t.db, `${key}-b`, b);
+    await expireLease(t.db, a.id);
+    await run(
+      t.db,
+      sql`UPDATE leasehold.receipt_claims SET claimed_at = now() - interval '2 hours' WHERE key LIKE ${`${key}-%`}`,
+    );
+    await removeOldReceipts(t.db, { olderThanSeconds: 3600 });
+    const left = await run<{ key: string }>(
+      t.db,
+      sql`SELECT key FROM leasehold.receipt_claims WHERE key LIKE ${`${key}-%`}`,
+    );
+    expect(left.map((r) => r.key)).toEqual([`${key}-b`]);
   });
 });

@@ -180,7 +180,8 @@ export async function removeOldReceipts(
     sql`DELETE FROM leasehold.receipt_claims c
         WHERE claimed_at < statement_timestamp() - make_interval(secs => ${options.olderThanSeconds}::float8)
           AND NOT EXISTS (SELECT 1 FROM leasehold.jobs j
-                          WHERE j.id = c.job_id AND j.state = 'running' AND j.lease_token = c.lease_token)`,
+                          WHERE j.id = c.job_id AND j.state = 'running' AND j.lease_token = c.lease_token
+                            AND j.lease_until > now())`,
   );
   return rows.length;
 }
