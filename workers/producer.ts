@@ -296,12 +296,14 @@ export class Producer {
     this.stoppedRunning.add(entry);
     metrics?.stoppedRunning.inc();
     const limit = this.settings.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS;
-    const left = Math.max(0, entry.stoppedAt + limit - performance.now());
+    const stoppedAt = entry.stopped ? entry.stoppedAt : performance.now();
+    const left = Math.max(0, stoppedAt + limit - performance.now());
     const timer = setTimeout(() => {
       if (!this.stoppedRunning.has(entry)) return;
       metrics?.abandoned.inc({ queue: job.queue, kind: job.kind });
+      // entry.log carries jobId, attempt, kind, queue and traceId.
       entry.log.warn(
-        { jobId: job.id, attempt: job.attempt, stop: entry.stopped?.reason, abandonAfterMs: limit },
+        { stop: entry.stopped?.reason, abandonAfterMs: limit },
         'handler still running past the abandon limit after its stop: abandoning it and freeing its slot',
       );
       this.zombieOver(entry);
