@@ -13,6 +13,10 @@ import { claim, completeIfLeaseHeld, enqueue, enqueueMany } from '../db/queue/in
 import { useTestDatabase } from '../test/db.ts';
 import {
   crashPointFigures,
+  DEAF_ABANDON_MS,
+  DEAF_CLOCK_SLACK_MS,
+  DEAF_CONCURRENCY,
+  deafFigures,
   duplicateEnqueueFigures,
   EVIDENCE,
   exitCode,
@@ -300,6 +304,23 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
         ? () => enqueue(t.db, { queue: 'chaos', kind: 'chaos.work', idempotencyKey: 'k-ghost' })
         : undefined,
     }),
+  abandoned: async (broken) => deafCase({ abandoned: broken ? 0 : 1 }),
+  // A fourth execution at once in the process, beyond its 2 slots and 1 abandoned handler.
+  'deaf-peak': async (broken) =>
+    deafCase({ inject: broken ? () => execution({ job: 'c', attempt: 1, from: 1850, to: 1950 }) : undefined }),
+  // Job a's third execution starts while its second (never stopped) still runs.
+  'deaf-job-overlap': async (broken) =>
+    deafCase({ inject: broken ? () => execution({ job: 'a', attempt: 3, from: 1000, to: 1100 }) : undefined }),
+  'receipt-repeats': async (broken) =>
+    deafCase({
+      inject: broken
+        ? () =>
+            t.pool.query(`INSERT INTO chaos.receipt_effects (key, job_id, attempt, pid) VALUES ('k0', $1, 1, $2)`, [
+              DEAF_JOBS.b,
+              PID,
+            ])
+        : undefined,
+    }),
   'pooler-bypassed': async (broken) => poolerFigures({ bypassing: broken ? 1 : 0, samples: 10, transactions: 500 }),
   'pooler-samples': async (broken) => poolerFigures({ bypassing: 0, samples: broken ? 1 : 10, transactions: 500 }),
   'pooler-transactions': async (broken) => poolerFigures({ bypassing: 0, samples: 10, transactions: broken ? 0 : 500 }),
@@ -330,6 +351,58 @@ function heartbeatCut(over: Partial<HeartbeatCutInputs>) {
     unlockedLeasesExpired: 0,
     ...over,
   });
+}
+
+const DEAF_JOBS = { a: randomUUID(), b: randomUUID(), c: randomUUID() } as const;
+const DEAF_T0 = minutesAgo(10).getTime();
+const atMs = (ms: number) => new Date(DEAF_T0 + ms);
+
+/** One execution in process PID, `from`–`to` ms after DEAF_T0, its signal fired at `aborted`. */
+async function execution(e: {
+  job: keyof typeof DEAF_JOBS;
+  attempt: number;
+  from: number;
+  to: number;
+  aborted?: number;
+}): Promise<void> {
+  await t.pool.query(
+    `INSERT INTO chaos.effects (job_id, attempt, lease_token, pid, started_at, ended_at, aborted_at)
+     VALUES ($1, $2, gen_random_uuid(), $3, $4, $5, $6)`,
+    [DEAF_JOBS[e.job], e.attempt, PID, atMs(e.from), atMs(e.to), e.aborted === undefined ? null : atMs(e.aborted)],
+  );
+}
+
+/**
+ * A deaf-handlers run in one process with 2 slots and a 1500 ms abandon limit: job a's first
+ * execution timed out (signal at 250 ms) and ran on to 800 ms, its retry started after it ended;
+ * job b's first ran on to 2500 ms, was abandoned at 1750 ms, and its retry started at 1800 ms
+ * beside it (3 at once: the slots and the abandoned one); one receipt effect for each of two keys.
+ */
+async function deafCase(options: { abandoned?: number; inject?: () => Promise<unknown> }): Promise<Figure[]> {
+  await reset();
+  await execution({ job: 'a', attempt: 1, from: 0, to: 800, aborted: 250 });
+  await execution({ job: 'a', attempt: 2, from: 900, to: 2000 });
+  await execution({ job: 'b', attempt: 1, from: 0, to: 2500, aborted: 250 });
+  await execution({ job: 'b', attempt: 2, from: 1800, to: 2100, aborted: 2050 });
+  for (const [key, job] of [
+    ['k0', DEAF_JOBS.a],
+    ['k1', DEAF_JOBS.b],
+  ])
+    await t.pool.query(`INSERT INTO chaos.receipt_effects (key, job_id, attempt, pid) VALUES ($1, $2, 1, $3)`, [
+      key,
+      job,
+      PID,
+    ]);
+  await options.inject?.();
+  return (
+    await deafFigures(t.pool, {
+      abandoned: options.abandoned ?? 1,
+      heldBack: 1,
+      concurrency: DEAF_CONCURRENCY,
+      abandonMs: DEAF_ABANDON_MS,
+      slackMs: DEAF_CLOCK_SLACK_MS,
+    })
+  ).figures;
 }
 
 function listenCut(

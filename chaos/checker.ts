@@ -26,6 +26,7 @@ export const SCENARIOS = [
   'poison',
   'priority-flood',
   'duplicate-enqueue',
+  'deaf-handlers',
   'drain',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -47,6 +48,14 @@ export const LISTEN_CUT_BOUND_MS = 25_000;
  * on a loaded machine.
  */
 export const HEARTBEAT_CUT_STOP_BOUND_MS = LEASE_S * 1000 + 1000;
+/** deaf-handlers: each worker's slots, and how long a stopped deaf handler keeps its slot (--abandon-after-ms). */
+export const DEAF_CONCURRENCY = 2;
+export const DEAF_ABANDON_MS = 1500;
+/**
+ * deaf-handlers: the slack in the same-job overlap figure, for a handler's abort time (its own
+ * clock, taken as the signal fires) against the database's clock for the next start.
+ */
+export const DEAF_CLOCK_SLACK_MS = 100;
 
 interface Entry {
   name: string;
@@ -131,6 +140,16 @@ export const FIGURES = {
   'low-started': { name: 'low-priority job started', rule: '= 1' },
   overtaken: { name: 'flood jobs due > 3 s later that overtook it', rule: '= 0' },
   'keys-committed': { name: 'keys whose enqueue committed', rule: '> 0' },
+  abandoned: { name: 'stopped deaf handlers abandoned at the limit', rule: '> 0 (the fault happened)' },
+  'deaf-peak': {
+    name: 'peak handler executions at once in one process (bound: concurrency + abandoned)',
+    rule: `≤ ${DEAF_CONCURRENCY}`,
+  },
+  'deaf-job-overlap': {
+    name: 'executions of one job in one process started while an earlier one ran, before its abandon limit',
+    rule: '= 0',
+  },
+  'receipt-repeats': { name: 'receipt side effects beyond one per key', rule: '= 0' },
   'keys-missing': { name: 'committed keys without a job', rule: '= 0' },
   'keys-doubled': { name: 'keys with more than one job', rule: '= 0' },
   'jobs-minus-keys': { name: 'jobs minus committed keys', rule: '= 0' },
@@ -160,6 +179,7 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   poison: ['poison-kills'],
   'priority-flood': ['flood-backlog'],
   'duplicate-enqueue': ['enqueue-rollbacks', 'keys-committed'],
+  'deaf-handlers': ['abandoned'],
   drain: ['jobs-done'],
 };
 
@@ -648,6 +668,64 @@ export async function duplicateEnqueueFigures(client: Queryable, inputs: { rolle
     ),
     figure('jobs-minus-keys', jobs - committed),
   ];
+}
+
+/**
+ * deaf-handlers: handlers that ignore their signal past their timeout, some past the abandon
+ * limit (`abandoned`, counted from the workers' warn lines), and receipts shared by several jobs.
+ * From chaos.effects (an execution's start and end, its process, the time its signal fired):
+ * - the peak of executions at once in one process, at most the slots plus the attempts
+ *   abandoned (an abandoned handler goes on beside the one its freed slot takes);
+ * - no execution of a job started in a process while an earlier one of it there still ran and
+ *   had not yet reached the abandon limit (`abandonMs` after its signal fired);
+ * - one receipt effect per key (chaos.receipt_effects).
+ * A recorded execution lies within the real one (its row is written after it starts, its end
+ * before it ends), so neither count sees a violation that did not happen.
+ */
+export async function deafFigures(
+  client: Queryable,
+  inputs: { abandoned: number; heldBack: number; concurrency: number; abandonMs: number; slackMs: number },
+): Promise<Checked> {
+  const peak = await count(
+    client,
+    `SELECT coalesce(max(running), 0) FROM (
+       SELECT sum(d) OVER (PARTITION BY pid ORDER BY at, d ROWS UNBOUNDED PRECEDING) AS running
+         FROM (SELECT pid, started_at AS at, 1 AS d FROM chaos.effects
+               UNION ALL
+               SELECT pid, ended_at, -1 FROM chaos.effects WHERE ended_at IS NOT NULL) e
+     ) p`,
+  );
+  const overlaps = await count(
+    client,
+    `SELECT count(*) FROM chaos.effects a JOIN chaos.effects b
+        ON b.job_id = a.job_id AND b.pid = a.pid AND b.attempt > a.attempt
+     WHERE b.started_at >= a.started_at
+       AND b.started_at < coalesce(a.ended_at, 'infinity')
+       AND b.started_at < coalesce(a.aborted_at + make_interval(secs => ($1::float8 - $2::float8) / 1000), 'infinity')`,
+    [inputs.abandonMs, inputs.slackMs],
+  );
+  return {
+    figures: [
+      figure('abandoned', inputs.abandoned),
+      figure('deaf-peak', peak, { rule: `≤ ${inputs.concurrency + inputs.abandoned}` }),
+      figure('deaf-job-overlap', overlaps),
+      figure(
+        'receipt-repeats',
+        await count(client, 'SELECT count(*) - count(DISTINCT key) FROM chaos.receipt_effects'),
+      ),
+    ],
+    observations: [
+      { name: 'retries handed back while their stopped execution still ran', value: inputs.heldBack },
+      {
+        name: 'executions stopped (signal fired) that ran on',
+        value: await count(client, 'SELECT count(*) FROM chaos.effects WHERE aborted_at IS NOT NULL'),
+      },
+      {
+        name: 'receipt keys effected',
+        value: await count(client, 'SELECT count(DISTINCT key) FROM chaos.receipt_effects'),
+      },
+    ],
+  };
 }
 
 /** --pgbouncer: no worker or enqueuer backend bypassed the pooler (over enough samples), and it carried transactions. */

@@ -1,7 +1,11 @@
 /**
  * Handlers for the failure harness (`--handlers chaos/handlers.ts`):
  * - `chaos.work`: records its execution in the ledger, works 20–200 ms, writes the fenced sink;
- * - `chaos.poison`: kills its own worker process every time (a poison job).
+ * - `chaos.poison`: kills its own worker process every time (a poison job);
+ * - `chaos.deaf`: records its execution, and when its signal fired, and sleeps `ms` without
+ *   looking at the signal (past its 250 ms timeout);
+ * - `chaos.receipt`: records its execution, and runs one side effect under `receipt(…, key)`,
+ *   the key shared by several jobs.
  *
  * With CHAOS_STOP_LOG set, a `chaos.work` handler whose signal fires appends a line (job,
  * attempt, pid, stop reason, Date.now()) to that file: a worker cut off from the database
@@ -33,6 +37,22 @@ const sleep = (ms: number, signal: AbortSignal) =>
     const timer = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
   });
+
+/** An execution's row in the ledger; its end is written by `ended()`. */
+async function started(job: { id: string; leaseToken: string }, attempt: number): Promise<void> {
+  await db().query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
+    job.id,
+    attempt,
+    job.leaseToken,
+    process.pid,
+  ]);
+}
+async function ended(job: { id: string; leaseToken: string }): Promise<void> {
+  await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1 AND job_id = $2', [
+    job.leaseToken,
+    job.id,
+  ]);
+}
 
 export const handlers = [
   defineHandler({
@@ -73,6 +93,59 @@ export const handlers = [
         job.id,
       ]);
       return { applied: written.rows[0]?.applied === true };
+    },
+  }),
+  defineHandler({
+    kind: 'chaos.deaf',
+    versions: [1],
+    schema: z.object({ ms: z.int().min(0).max(60_000) }),
+    timeoutMs: 250,
+    async handle({ job, attempt, payload, signal }) {
+      // Noted, never obeyed: the time is taken as the signal fires (the checker's abandon
+      // clock), and written once the execution's row is there.
+      let abortedAt: number | null = null;
+      let rowWritten = false;
+      const recordAbort = () =>
+        db()
+          .query(
+            'UPDATE chaos.effects SET aborted_at = to_timestamp($1::float8 / 1000) WHERE lease_token = $2 AND job_id = $3',
+            [abortedAt, job.leaseToken, job.id],
+          )
+          .catch(() => {});
+      signal.addEventListener(
+        'abort',
+        () => {
+          abortedAt = Date.now();
+          if (rowWritten) void recordAbort();
+        },
+        { once: true },
+      );
+      await started(job, attempt);
+      rowWritten = true;
+      if (abortedAt !== null) await recordAbort();
+      await new Promise((resolve) => setTimeout(resolve, payload.ms));
+      await ended(job);
+    },
+  }),
+  defineHandler({
+    kind: 'chaos.receipt',
+    versions: [1],
+    schema: z.object({ key: z.string() }),
+    timeoutMs: 30_000,
+    async handle({ job, attempt, payload, receipt }) {
+      await started(job, attempt);
+      const result = await receipt(async () => {
+        await db().query('INSERT INTO chaos.receipt_effects (key, job_id, attempt, pid) VALUES ($1, $2, $3, $4)', [
+          payload.key,
+          job.id,
+          attempt,
+          process.pid,
+        ]);
+        await new Promise((resolve) => setTimeout(resolve, 150)); // long enough for others to come
+        return { by: job.id };
+      }, payload.key);
+      await ended(job);
+      return result;
     },
   }),
   defineHandler({

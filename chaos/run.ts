@@ -64,6 +64,10 @@ import {
   selfTestVerdict,
   verdicts,
   zombieFigures,
+  deafFigures,
+  DEAF_ABANDON_MS,
+  DEAF_CLOCK_SLACK_MS,
+  DEAF_CONCURRENCY,
   LEASE_EXPIRED_DELAY_MS,
   LEASE_S,
   POLL_MS,
@@ -135,6 +139,9 @@ class Fleet {
   killed = 0;
   /** Workers killed by a signal the harness did not send: a failpoint's or a poison job's SIGKILL. */
   selfKilled = 0;
+  /** Stopped handlers abandoned at the limit, and claims handed back for a running execution (warn lines). */
+  abandoned = 0;
+  heldBack = 0;
   private readonly killedByHarness = new Set<number>();
   private stopped = false;
 
@@ -204,15 +211,23 @@ class Fleet {
       },
     );
     let tail = '';
-    const keep = (chunk: Buffer) => {
+    // Whole lines only for the counts below: a chunk may end mid-line.
+    const partial = { stdout: '', stderr: '' };
+    const keep = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
       const text = chunk.toString();
       tail = (tail + text).slice(-2000);
       if (/exclusion constraint/i.test(text)) this.exclusionErrors += 1;
       this.settlementRetries += text.match(/retrying the settlement/g)?.length ?? 0;
       this.acksGivenUp += text.match(/could not acknowledge completions/g)?.length ?? 0;
+      const lines = (partial[stream] + text).split('\n');
+      partial[stream] = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line.includes('past the abandon limit')) this.abandoned += 1;
+        if (line.includes('handing the new attempt back')) this.heldBack += 1;
+      }
     };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
+    child.stdout!.on('data', keep('stdout'));
+    child.stderr!.on('data', keep('stderr'));
     this.procs.set(child.pid!, child);
     // 'close', not 'exit': by then the output pipes are drained, so the tail is complete.
     child.on('close', () => {
@@ -1109,6 +1124,70 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
         observations: layout.observations,
       };
     } finally {
+      await db.drop();
+    }
+  },
+
+  'deaf-handlers': async () => {
+    // Handlers that ignore their signal: deaf ones sleep past their 250 ms timeout (a quarter of
+    // them past the abandon limit too), and receipt jobs share three keys. A stopped attempt
+    // settles at once (the job retries on schedule) while its handler keeps its slot; a retry
+    // claimed where its earlier execution still runs is handed back there.
+    const db = await freshDatabase();
+    const fleet = new Fleet(db.url, [
+      '--concurrency',
+      String(DEAF_CONCURRENCY),
+      '--abandon-after-ms',
+      String(DEAF_ABANDON_MS),
+    ]);
+    const started = Date.now();
+    try {
+      fleet.start(2);
+      const deaf = [
+        ...Array.from({ length: 12 }, () => ({ ms: 800 })), // past the timeout, within the limit
+        ...Array.from({ length: 4 }, () => ({ ms: DEAF_ABANDON_MS + 1000 })), // past the limit too
+      ];
+      await enqueueMany(
+        db.client,
+        deaf.map((payload) => ({ queue: 'chaos', kind: 'chaos.deaf', payload, maxAttempts: 2 })),
+      );
+      const receipts = 18;
+      await enqueueMany(
+        db.client,
+        Array.from({ length: receipts }, (_, i) => ({
+          queue: 'chaos',
+          kind: 'chaos.receipt',
+          payload: { key: `receipt-${i % 3}` },
+        })),
+      );
+      const jobs = deaf.length + receipts;
+      await drain(db.client, 120_000);
+      // Abandoned handlers still sleep: their ends are part of the peak figure.
+      const t0 = Date.now();
+      while (
+        (await count(db.client, 'SELECT count(*) FROM chaos.effects WHERE ended_at IS NULL')) > 0 &&
+        Date.now() - t0 < 10_000
+      )
+        await sleep(200);
+      const checked = merge(
+        await deafFigures(db.client, {
+          abandoned: fleet.abandoned,
+          heldBack: fleet.heldBack,
+          concurrency: DEAF_CONCURRENCY,
+          abandonMs: DEAF_ABANDON_MS,
+          slackMs: DEAF_CLOCK_SLACK_MS,
+        }),
+        await ledger(db.client, fleet, jobs, Date.now(), Number.POSITIVE_INFINITY),
+      );
+      return {
+        scenario: 'deaf-handlers',
+        jobs,
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: fleet.abandoned,
+        ...checked,
+      };
+    } finally {
+      await fleet.stop();
       await db.drop();
     }
   },

@@ -57,6 +57,17 @@ CREATE TABLE IF NOT EXISTS chaos.effects (
   worker_clock timestamptz
 );
 CREATE INDEX IF NOT EXISTS effects_job_idx ON chaos.effects (job_id);
+-- When the execution's signal fired (its attempt stopped), by the handler's clock; NULL: never.
+ALTER TABLE chaos.effects ADD COLUMN IF NOT EXISTS aborted_at timestamptz;
+
+-- The side effects run under receipt() (deaf-handlers): one row per call of the effect.
+CREATE TABLE IF NOT EXISTS chaos.receipt_effects (
+  key text NOT NULL,
+  job_id uuid NOT NULL,
+  attempt int NOT NULL,
+  pid int NOT NULL,
+  at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
 
 -- The outside system: one effect per job (delivery key = job id), fenced by the attempt: a
 -- write from an attempt older than one already seen is refused.

@@ -180,6 +180,8 @@ BEGIN
   GRANT SELECT, INSERT, DELETE, UPDATE (host, pid, queues, concurrency, version, last_seen_at)
     ON leasehold.workers TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.receipts TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE, UPDATE (job_id, attempt, lease_token, claimed_at)
+    ON leasehold.receipt_claims TO leasehold_worker;
   GRANT SELECT, INSERT, UPDATE (default_queue, display_name, rerun_safe, redacted_paths, last_seen_at, live_at,
     max_attempts) ON leasehold.kinds TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.worker_kinds TO leasehold_worker;

@@ -32,6 +32,8 @@ import {
   retryIfTerminal,
   touchWorker,
   withMaintenanceLock,
+  claimReceiptIfLeaseHeld,
+  dropReceiptClaim,
 } from './queue/index.ts';
 import { run } from './queue/executor.ts';
 import { backlog, deadByClass, overview } from './queries/overview.ts';
@@ -206,7 +208,17 @@ describe('the worker', () => {
     expect((await listWorkers(as.worker.db, 60)).map((w) => w.id)).toContain(workerId);
     const { id } = await enqueue(as.producer.db, { queue, kind: 'k', idempotencyKey: `old-${queue}` });
     const [lease] = await claim(as.worker.db, { queues: [queue], workerId });
-    await recordReceipt(as.worker.db, { key: `receipt-${queue}`, jobId: id, attempt: 1, result: { sent: true } });
+    // The receipt's claim, its takeover guard and its removal run as the worker too.
+    expect(await claimReceiptIfLeaseHeld(as.worker.db, `receipt-${queue}`, lease!)).toEqual({ kind: 'claimed' });
+    expect(await claimReceiptIfLeaseHeld(as.worker.db, `dropped-${queue}`, lease!)).toEqual({ kind: 'claimed' });
+    await dropReceiptClaim(as.worker.db, `dropped-${queue}`, lease!);
+    await recordReceipt(as.worker.db, {
+      key: `receipt-${queue}`,
+      jobId: id,
+      attempt: 1,
+      result: { sent: true },
+      leaseToken: lease!.leaseToken,
+    });
     expect(await findReceipt(as.worker.db, `receipt-${queue}`)).toMatchObject({ result: { sent: true } });
     await failIfLeaseHeld(as.worker.db, lease!, { error: 'gone', failureClass: 'permanent' });
     // As if weeks had passed.

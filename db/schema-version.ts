@@ -18,14 +18,15 @@ import { JOURNAL_TABLE, journalName } from './migrate-journal.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
  * reads) to `max` (the newest it knows). A newer schema suits it too when that schema says it
  * is compatible from this code's version or earlier.
+ * From 6 on: receipt() claims its key in receipt_claims (migration 0008).
  */
-export const SUPPORTED_SCHEMA = { min: 4, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 6, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

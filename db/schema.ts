@@ -413,6 +413,20 @@ export const receipts = leasehold.table(
   (t) => [index('receipts_created_idx').on(t.createdAt)],
 );
 
+/**
+ * Who is performing a receipt's side effect right now: claimed by an attempt (its job and lease
+ * token) before the effect and removed when the receipt is recorded, so that two attempts on one
+ * key run one effect (db/queue/receipts.ts). A claim whose attempt no longer holds its lease is
+ * taken over by the next attempt.
+ */
+export const receiptClaims = leasehold.table('receipt_claims', {
+  key: text('key').primaryKey(),
+  jobId: uuid('job_id').notNull(),
+  attempt: integer('attempt').notNull(),
+  leaseToken: uuid('lease_token').notNull(),
+  claimedAt: tstz('claimed_at').notNull().defaultNow(),
+});
+
 export type WorkerRow = typeof workers.$inferSelect;
 
 export const ROLES = ['viewer', 'operator', 'admin'] as const;

@@ -14,7 +14,7 @@
  * - the lease rows' deadlines, in the same statement, so the reaper (which walks lease rows by
  *   deadline) finds a lease that expired; the trigger `jobs_lease_moved_earlier` then finds
  *   every lease row already at or before its jobs' deadlines and changes nothing;
- * - the attempt history, dedupe keys (their window ends sooner), receipts, kinds, workers
+ * - the attempt history, dedupe keys (their window ends sooner), receipts and their claims, kinds, workers
  *   (their last_seen_at: a worker not seen for a while looks stale), queues, users, the audit
  *   log; the per-minute rollup is rebuilt on its earlier minutes.
  * It does not shift the migrations journal, the application's own tables, or times inside
@@ -39,6 +39,7 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   job_attempts: ['started_at', 'ended_at'],
   dedupe_keys: ['created_at', 'expires_at'],
   receipts: ['created_at'],
+  receipt_claims: ['claimed_at'],
   kinds: ['first_seen_at', 'last_seen_at', 'live_at'],
   workers: ['started_at', 'last_seen_at'],
   queues: ['paused_at', 'created_at', 'updated_at'],
@@ -80,6 +81,9 @@ const SHIFT = `
     UPDATE leasehold.dedupe_keys k SET created_at = k.created_at - d.by, expires_at = k.expires_at - d.by FROM d RETURNING 1
   ),
   receipts AS (UPDATE leasehold.receipts r SET created_at = r.created_at - d.by FROM d RETURNING 1),
+  receipt_claims AS (
+    UPDATE leasehold.receipt_claims c SET claimed_at = c.claimed_at - d.by FROM d RETURNING 1
+  ),
   kinds AS (
     UPDATE leasehold.kinds k SET first_seen_at = k.first_seen_at - d.by, last_seen_at = k.last_seen_at - d.by,
       live_at = k.live_at - d.by FROM d
@@ -111,7 +115,7 @@ const SHIFT = `
   )
   SELECT (SELECT count(*) FROM jobs)::int AS jobs, (SELECT count(*) FROM leases)::int AS leases,
          (SELECT count(*) FROM attempts) + (SELECT count(*) FROM dedupe) + (SELECT count(*) FROM receipts)
-         + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
+         + (SELECT count(*) FROM receipt_claims) + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
          + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM rollup_in)
          + (SELECT count(*) FROM stray_ready) AS others`;
 

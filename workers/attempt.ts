@@ -6,13 +6,16 @@
  * Invariants:
  * - an attempt is stopped at most once, and the first reason wins (lease lost, timeout,
  *   shutdown); stopping it aborts the handler's signal and ends the wait on the handler at once,
- *   whether or not the handler looks at its signal;
+ *   whether or not the handler looks at its signal, so its settlement goes out promptly;
+ * - the handler's own promise is still tracked after the stop (`handlerRunning`,
+ *   `whenHandlerSettled`): the producer keeps its slot until it settles or is abandoned;
  * - a handler that was stopped never reports `completed`, even if it returns later.
  */
 import type { Logger } from 'pino';
 import {
   checkPayload,
-  findReceipt,
+  claimReceiptIfLeaseHeld,
+  dropReceiptClaim,
   heartbeatIfLeaseHeld,
   recordReceipt,
   type ClaimedJob,
@@ -78,8 +81,14 @@ export class Attempt {
   private controller: AbortController | null = null;
   private stopRun: ((reason: AttemptAborted) => void) | null = null;
   private logger: Logger | null = null;
+  /** The handler's (or async schema's) own promise, settled or not, whatever the stop did to the wait on it. */
+  private work: Promise<void> | null = null;
   /** Why the attempt was stopped, once it was. */
   stopped: AttemptAborted | null = null;
+  /** Local monotonic time of the stop (the abandon limit counts from it). */
+  stoppedAt = 0;
+  /** Whether the handler's promise is still pending: true after a stop while a deaf handler goes on. */
+  handlerRunning = false;
   readonly startedAt = Date.now();
   /** When the handler ended (Date.now()), for the completion's log line. */
   endedAt = 0;
@@ -116,22 +125,39 @@ export class Attempt {
   stop(reason: AttemptAborted): void {
     if (this.stopped) return;
     this.stopped = reason;
+    this.stoppedAt = performance.now();
     this.controller?.abort(reason);
     this.stopRun?.(reason);
   }
 
-  /** Runs the handler; rejects with the stop reason as soon as the attempt is stopped. */
+  /**
+   * Runs the handler; rejects with the stop reason as soon as the attempt is stopped. The
+   * handler's own promise is kept (`whenHandlerSettled`): a handler deaf to its signal goes on
+   * after the stop, and its slot must stay taken while it does.
+   */
   run(work: () => Promise<unknown>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (this.stopped) return reject(this.stopped);
       // Once the wait is settled, a later stop() rejecting it again is a no-op.
       this.stopRun = reject;
       try {
-        Promise.resolve(work()).then(() => resolve(), reject); // a handler may also return a plain value
+        const running = Promise.resolve(work()); // a handler may also return a plain value
+        // Registered before the wait's own callbacks: the flag is down by the time run() resolves.
+        const over = () => {
+          this.handlerRunning = false;
+        };
+        this.handlerRunning = true;
+        this.work = running.then(over, over);
+        running.then(() => resolve(), reject);
       } catch (error) {
         reject(error);
       }
     });
+  }
+
+  /** Resolves when the handler's own promise has settled (at once if none is pending). */
+  whenHandlerSettled(): Promise<void> {
+    return this.handlerRunning && this.work ? this.work : Promise.resolve();
   }
 }
 
@@ -186,19 +212,70 @@ class AttemptContext implements HandlerContext<unknown> {
   get receipt(): HandlerContext<unknown>['receipt'] {
     return (this.receiptFn ??= async <T>(effect: () => Promise<T>, key: string = this.deliveryKey): Promise<T> => {
       const { entry, job, db } = this;
-      const existing = await findReceipt(db, key);
-      if (existing) {
-        entry.log.info(
-          { receiptKey: key, recordedBy: existing.attempt },
-          'side effect already done: using its receipt',
-        );
-        return existing.result as T;
+      // The key is claimed before the effect (db/queue/receipts.ts): while another attempt
+      // holds it with its lease, this one waits for that attempt's receipt instead of repeating
+      // the effect beside it; a claim whose attempt lost its lease is taken over.
+      for (let waits = 0; ; waits++) {
+        const claimed = await claimReceiptIfLeaseHeld(db, key, job);
+        if (claimed.kind === 'done') {
+          entry.log.info(
+            { receiptKey: key, recordedBy: claimed.receipt.attempt },
+            'side effect already done: using its receipt',
+          );
+          return claimed.receipt.result as T;
+        }
+        if (claimed.kind === 'lease_lost') {
+          entry.stop(leaseLost());
+          throw entry.stopped;
+        }
+        if (claimed.kind === 'claimed') break;
+        if (waits === 0) {
+          entry.log.info(
+            { receiptKey: key, heldByJob: claimed.jobId, heldByAttempt: claimed.attempt },
+            'another attempt is performing this side effect: waiting for its receipt',
+          );
+        }
+        await waitOrStop(Math.min(RECEIPT_WAIT_MAX_MS, RECEIPT_WAIT_FIRST_MS * 2 ** waits), entry.signal);
       }
-      const value = await effect();
-      const { receipt } = await recordReceipt(db, { key, jobId: job.id, attempt: job.attempt, result: value ?? null });
+      let value: T;
+      try {
+        value = await effect();
+      } catch (error) {
+        // The effect failed: the next attempt may claim the key at once (a failed drop leaves
+        // the claim for it to take over once this lease is gone).
+        await dropReceiptClaim(db, key, job).catch(() => {});
+        throw error;
+      }
+      const { receipt } = await recordReceipt(db, {
+        key,
+        jobId: job.id,
+        attempt: job.attempt,
+        result: value ?? null,
+        leaseToken: job.leaseToken,
+      });
       return receipt.result as T;
     });
   }
+}
+
+/** How long a receipt wait first sleeps before asking again, doubling up to the most. */
+const RECEIPT_WAIT_FIRST_MS = 25;
+const RECEIPT_WAIT_MAX_MS = 500;
+
+/** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
+function waitOrStop(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const done = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 export interface AttemptDeps {

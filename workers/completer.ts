@@ -221,13 +221,15 @@ export class Completer {
 
   /**
    * Hands back jobs that were claimed but never started (the worker stopped while the claim
-   * was in flight). Failures are left to the reaper: the leases expire.
+   * was in flight, or an earlier execution of the job still runs here), `ready` again after
+   * `delayMs`. Failures are left to the reaper: the leases expire.
    */
-  async releaseUnstarted(jobs: readonly ClaimedJob[]): Promise<void> {
-    const reason = `released by ${this.settings.workerId}: stopping`;
+  async releaseUnstarted(jobs: readonly ClaimedJob[], options: { delayMs?: number; why?: string } = {}): Promise<void> {
+    const reason = `released by ${this.settings.workerId}: ${options.why ?? 'stopping'}`;
+    const delayMs = options.delayMs ?? 0;
     await Promise.all(
       jobs.map((job) =>
-        releaseIfLeaseHeld(this.deps.db, job, { reason }).then(
+        releaseIfLeaseHeld(this.deps.db, job, { reason, delayMs }).then(
           (outcome) => {
             if (outcome.applied) this.counts.released += 1;
           },

@@ -20,6 +20,8 @@
  *   --claim-stale-ms N      LEASEHOLD_CLAIM_STALE_MS    /healthz: claim loop stale after this long with a free slot
  *                                                       (default max(30000, 5 × poll-ms); above poll-ms × 1.2)
  *   --grace-ms N            LEASEHOLD_GRACE_MS          shutdown grace period (default 10000)
+ *   --abandon-after-ms N    LEASEHOLD_ABANDON_AFTER_MS  how long a stopped handler that ignores its signal keeps
+ *                                                       its slot before it is abandoned (default 30000)
  *   --reap-interval-ms N    LEASEHOLD_REAP_INTERVAL_MS  reaper period (default 5000)
  *   --retention-interval-ms N LEASEHOLD_RETENTION_INTERVAL_MS (default 60000)
  *   --unknown-kind-grace-ms N LEASEHOLD_UNKNOWN_KIND_GRACE_MS how long a job whose kind version no live worker
@@ -43,6 +45,7 @@ import { DEFAULT_UNKNOWN_KIND_GRACE_MS } from '../db/queue/reap.ts';
 import { NAME_PATTERN } from '../db/queue/validate.ts';
 import { claimStaleDefault } from './health.ts';
 import { DEFAULT_HEALTH_HOST, DEFAULT_METRICS_HOST } from './metrics.ts';
+import { DEFAULT_ABANDON_AFTER_MS } from './producer.ts';
 import type { WorkerSettings } from './worker.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -82,6 +85,7 @@ const schema = z.strictObject({
   healthHost: host,
   claimStaleMs: int(100, 86_400_000).optional(),
   graceMs: int(0, 3_600_000),
+  abandonAfterMs: int(0, 86_400_000),
   reapIntervalMs: int(100, 3_600_000),
   retentionIntervalMs: int(1000, 86_400_000),
   unknownKindGraceMs: int(0, 365 * 86_400_000),
@@ -127,6 +131,7 @@ const DEFAULTS: Record<string, string> = {
   healthPort: '0',
   healthHost: DEFAULT_HEALTH_HOST,
   graceMs: '10000',
+  abandonAfterMs: String(DEFAULT_ABANDON_AFTER_MS),
   reapIntervalMs: '5000',
   retentionIntervalMs: '60000',
   unknownKindGraceMs: String(DEFAULT_UNKNOWN_KIND_GRACE_MS),
@@ -155,6 +160,7 @@ const FLAGS = {
   'health-host': 'LEASEHOLD_HEALTH_HOST',
   'claim-stale-ms': 'LEASEHOLD_CLAIM_STALE_MS',
   'grace-ms': 'LEASEHOLD_GRACE_MS',
+  'abandon-after-ms': 'LEASEHOLD_ABANDON_AFTER_MS',
   'reap-interval-ms': 'LEASEHOLD_REAP_INTERVAL_MS',
   'retention-interval-ms': 'LEASEHOLD_RETENTION_INTERVAL_MS',
   'unknown-kind-grace-ms': 'LEASEHOLD_UNKNOWN_KIND_GRACE_MS',
@@ -259,6 +265,7 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
     preparedStatements: c.preparedStatements,
     asyncClaims: c.asyncClaims,
     graceMs: c.graceMs,
+    abandonAfterMs: c.abandonAfterMs,
     ackFlushMs: 5,
     retry: { baseDelayMs: c.retryBaseMs, maxDelayMs: c.retryMaxMs, leaseExpiredDelayMs: c.leaseExpiredDelayMs },
     registryIntervalMs: 10_000,

@@ -25,6 +25,7 @@ import { WorkerEvents, type WorkerEventListener, type WorkerEventName } from './
 import { type Handler, HandlerRegistry } from './handler.ts';
 import { checkHealth, claimStaleDefault, type HealthReport, type HealthSource } from './health.ts';
 import type { WorkerMetrics } from './metrics.ts';
+import { DEFAULT_ABANDON_AFTER_MS } from './producer.ts';
 import { Worker, type WorkerSettings } from './worker.ts';
 
 export interface CreateWorkerOptions {
@@ -46,6 +47,12 @@ export interface CreateWorkerOptions {
   batchSize?: number | undefined;
   /** How long stop() lets running handlers finish before releasing them (default 10000). */
   graceMs?: number | undefined;
+  /**
+   * How long after its stop (timeout, lease lost, shutdown) a handler that ignores its signal
+   * keeps its slot before it is abandoned: counted (`leasehold_attempts_abandoned_total`),
+   * logged, and its slot freed though it still runs (default 30000).
+   */
+  abandonAfterMs?: number | undefined;
   /**
    * LISTEN for enqueue wake-ups (default true). It holds one connection of its own, opened
    * from `listenConnectionString`, else the connection string, else your pool's options.
@@ -130,6 +137,7 @@ const KNOWN_OPTIONS = new Set<string>([
   'pollMs',
   'batchSize',
   'graceMs',
+  'abandonAfterMs',
   'listen',
   'listenConnectionString',
   'preparedStatements',
@@ -377,6 +385,7 @@ function parseOptions(options: CreateWorkerOptions): Parsed {
   const pollMs = int('pollMs', 2000, 50, 600_000);
   const batchSize = int('batchSize', Math.min(concurrency, MAX_CLAIM_BATCH), 1, MAX_CLAIM_BATCH);
   const graceMs = int('graceMs', 10_000, 0, 3_600_000);
+  const abandonAfterMs = int('abandonAfterMs', DEFAULT_ABANDON_AFTER_MS, 0, 86_400_000);
   const claimStaleMs = int('claimStaleMs', claimStaleDefault(pollMs), 100, 86_400_000);
   const healthTimeoutMs = int('healthTimeoutMs', 5_000, 10, 600_000);
   const listen = bool('listen', true);
@@ -422,6 +431,7 @@ function parseOptions(options: CreateWorkerOptions): Parsed {
       preparedStatements,
       asyncClaims: false,
       graceMs,
+      abandonAfterMs,
       ackFlushMs: 5,
       retry: options.retry,
       registryIntervalMs: 10_000,

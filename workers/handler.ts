@@ -44,7 +44,11 @@ export interface HandlerContext<Payload> {
   logger: Logger;
   /**
    * Runs a side effect at most once per key (default: the delivery key) as far as this
-   * database knows: a recorded result is returned instead of calling `effect` again.
+   * database knows: a recorded result is returned instead of calling `effect` again, and
+   * while another attempt holding its lease is running the effect for the key, this one
+   * waits for that attempt's result (until its own signal fires). The one repeat left: an
+   * attempt that crashed or lost its lease between the effect and its record, whose claim the
+   * next attempt takes over (db/queue/receipts.ts).
    */
   receipt: <T>(effect: () => Promise<T>, key?: string) => Promise<T>;
 }

@@ -76,7 +76,9 @@ export async function checkHealth(
   if (!database.reachable) reasons.push(`database unreachable: ${database.error}`);
   if (status.status !== 'ok') reasons.push(status.status === 'new' ? 'worker not started' : `worker ${status.status}`);
 
-  const freeSlots = Math.max(0, status.concurrency - status.inFlight);
+  // A stopped handler still running keeps its slot (workers/producer.ts): a worker whose slots
+  // all hold such handlers does not claim either, and is not stale for it.
+  const freeSlots = Math.max(0, status.concurrency - status.inFlight - (status.stoppedRunning ?? 0));
   const ticks = [status.lastClaimAt, status.claimLoopStartedAt, status.lastAttemptEndedAt]
     .filter((at): at is string => at !== null)
     .map((at) => Date.parse(at));

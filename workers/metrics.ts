@@ -63,6 +63,23 @@ export function createMetrics(registry = new Registry()) {
       help: 'Attempts running in this process.',
       registers: [registry],
     }),
+    stoppedRunning: new Gauge({
+      name: 'leasehold_attempts_stopped_running',
+      help: 'Stopped attempts (timeout, lease lost, shutdown) whose handler ignores its signal and still runs: each keeps its slot until it ends or is abandoned.',
+      registers: [registry],
+    }),
+    abandoned: new Counter({
+      name: 'leasehold_attempts_abandoned_total',
+      help: 'Stopped attempts whose handler was still running at the abandon limit: their slot was freed with the handler still going.',
+      labelNames: labels,
+      registers: [registry],
+    }),
+    heldBack: new Counter({
+      name: 'leasehold_attempts_held_back_total',
+      help: 'Claimed jobs handed straight back (not charged) because an earlier execution of the job still runs in this process.',
+      labelNames: labels,
+      registers: [registry],
+    }),
     notifyQueueUsage: new Gauge({
       name: 'leasehold_notify_queue_usage',
       help: 'Share of the server’s NOTIFY queue in use (0 to 1), sampled by the LISTEN connection; at 0.5 or more enqueues send no wake-ups.',

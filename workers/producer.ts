@@ -2,9 +2,15 @@
  * The producer: claims jobs for the worker's free slots and starts an attempt for each.
  *
  * Invariants:
- * - at most `concurrency` attempts are in flight, and a claim asks only for free slots (and at
+ * - at most `concurrency` handlers run at once, and a claim asks only for free slots (and at
  *   most `batchSize`); a slot is freed only when its attempt's run (execution and settlement)
- *   is over;
+ *   is over and its handler's promise has settled. A stopped attempt (timeout, lease lost,
+ *   shutdown) settles at once, but a handler deaf to its signal keeps its slot until it ends,
+ *   or until `abandonAfterMs` after the stop: then it is counted as abandoned and its slot
+ *   freed (the bound on zombies is the concurrency, not their number);
+ * - one process never runs two executions of one job: a claimed job whose earlier execution
+ *   still runs here (a zombie not yet abandoned) is handed straight back, `ready` again after
+ *   HELD_BACK_DELAY_MS and not charged to its attempts;
  * - claims run one at a time, on the claim connection the worker gives it;
  * - a wake-up (a NOTIFY, a freed slot) is never lost: one that arrives while a claim runs
  *   starts another claim, because the running one's snapshot may predate the job;
@@ -51,12 +57,28 @@ export interface ProducerSettings {
   pollMs: number;
   /** Claims commit without waiting for their WAL flush (db/queue/claim.ts, docs/contract.md §4). */
   asyncClaims: boolean;
+  /**
+   * How long after its stop a handler that ignores its signal keeps its slot before it is
+   * abandoned (default DEFAULT_ABANDON_AFTER_MS).
+   */
+  abandonAfterMs?: number | undefined;
 }
+
+/** The abandon limit unless told otherwise: 30 s after the stop. */
+export const DEFAULT_ABANDON_AFTER_MS = 30_000;
+/**
+ * How long a job handed back because its earlier execution still runs here waits before it is
+ * due again: long enough not to spin on one worker, short against the retry backoff it came from.
+ */
+export const HELD_BACK_DELAY_MS = 1000;
 
 export interface ProducerDeps {
   registry: HandlerRegistry;
-  /** Hands back jobs whose claim was in flight at stop (they never start here). */
-  handBack: (jobs: readonly ClaimedJob[]) => Promise<void>;
+  /**
+   * Hands back jobs that never start here: their claim was in flight at stop, or (with a delay
+   * and a reason) an earlier execution of the job still runs in this process.
+   */
+  handBack: (jobs: readonly ClaimedJob[], options?: { delayMs: number; why: string }) => Promise<void>;
   logger: Logger;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
@@ -65,8 +87,19 @@ export interface ProducerDeps {
 }
 
 export class Producer {
-  /** Attempts, not jobs: one job can have two attempts here (a stale one and a new one). */
+  /**
+   * Attempts whose run (execution and settlement) is not over. Attempts, not jobs: a job's
+   * attempt claimed while an earlier one still settles is here only until it is handed back.
+   */
   readonly inFlight = new Set<Attempt>();
+  /** Stopped attempts already settled whose handler still runs: each keeps its slot (zombies). */
+  readonly stoppedRunning = new Set<Attempt>();
+  /** The job ids whose handler runs in this process, and the attempt running it (one per job). */
+  private readonly executing = new Map<string, Attempt>();
+  /** Slots taken: attempts in flight, and zombies not yet abandoned. */
+  get taken(): number {
+    return this.inFlight.size + this.stoppedRunning.size;
+  }
   /** This producer's own: its claims repeat the same options, parsed once. */
   private readonly claimOptions = new ClaimOptionsCache();
   /** The kind versions claimed, made once (the cache compares them by identity). */
@@ -145,7 +178,7 @@ export class Producer {
     const { signal } = this.controller;
     let failures = 0;
     while (!signal.aborted) {
-      const free = s.concurrency - this.inFlight.size;
+      const free = s.concurrency - this.taken;
       if (free > 0 && this.kinds) {
         const limit = Math.min(free, s.batchSize);
         let jobs: ClaimedJob[];
@@ -196,7 +229,7 @@ export class Producer {
       // Polling with jitter is the correctness path; wake-ups only make it prompt. A freed slot
       // wakes the loop only if it is waiting for one: with slots free, the last claim took
       // everything due, and a claim per finished job would find nothing (docs/performance.md).
-      this.waitingForSlot = this.inFlight.size >= s.concurrency;
+      this.waitingForSlot = this.taken >= s.concurrency;
       await this.waitForWake(s.pollMs * (0.8 + Math.random() * 0.4));
       this.waitingForSlot = false;
     }
@@ -204,6 +237,11 @@ export class Producer {
 
   private begin(job: ClaimedJob, claimSent: number): void {
     const { logger, metrics, registry } = this.deps;
+    const earlier = this.executing.get(job.id);
+    if (earlier) {
+      this.holdBack(job, earlier);
+      return;
+    }
     const entry = new Attempt(
       job,
       registry.get(job.kind),
@@ -211,6 +249,7 @@ export class Producer {
       logger,
     );
     this.inFlight.add(entry);
+    this.executing.set(job.id, entry);
     metrics?.inFlight.inc();
     metrics?.claimed.inc({ queue: job.queue });
     if (job.attempt === 1 && job.startedAt) {
@@ -218,23 +257,86 @@ export class Producer {
       metrics?.startDelay.observe({ queue: job.queue }, Math.max(0, job.startedAt.getTime() - due) / 1000);
     }
     this.deps.run(entry).then(
-      () => this.finish(entry),
+      () => this.settled(entry),
       (error: unknown) => {
         entry.log.error({ err: error }, 'attempt ended with an unexpected error; the lease will expire');
-        this.finish(entry);
+        this.settled(entry);
       },
     );
   }
 
-  /** The attempt is over: its slot is free. */
-  private finish(entry: Attempt): void {
+  /**
+   * The job's earlier execution still runs here (its attempt stopped, its handler deaf): the
+   * new attempt must not start beside it. It is handed back rather than waited for: waiting
+   * would hold a second slot and a lease doing nothing, perhaps for the whole abandon limit,
+   * while handed back the job may run at once on another worker; a release is not charged to
+   * the job's attempts (jobs.released). It takes no slot: the zombie already holds one.
+   */
+  private holdBack(job: ClaimedJob, earlier: Attempt): void {
+    const { logger, metrics } = this.deps;
+    metrics?.heldBack.inc({ queue: job.queue, kind: job.kind });
+    logger.warn(
+      { jobId: job.id, attempt: job.attempt, runningAttempt: earlier.job.attempt, retryInMs: HELD_BACK_DELAY_MS },
+      'an earlier execution of this job still runs here: handing the new attempt back',
+    );
+    const why = `attempt ${earlier.job.attempt} of this job still runs here`;
+    this.deps.handBack([job], { delayMs: HELD_BACK_DELAY_MS, why }).catch((error: unknown) => {
+      logger.error({ err: error, jobId: job.id }, 'could not hand back the job; the lease will expire');
+    });
+  }
+
+  /** The attempt's run is over; its slot is free once its handler is too (or abandoned). */
+  private settled(entry: Attempt): void {
     this.inFlight.delete(entry);
     this.deps.metrics?.inFlight.dec();
+    if (!entry.handlerRunning) {
+      this.release(entry);
+      return;
+    }
+    // Stopped, settled, and the handler still going: it keeps its slot and its job's mark.
+    const { metrics } = this.deps;
+    const { job } = entry;
+    this.stoppedRunning.add(entry);
+    metrics?.stoppedRunning.inc();
+    const limit = this.settings.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS;
+    const stoppedAt = entry.stopped ? entry.stoppedAt : performance.now();
+    const left = Math.max(0, stoppedAt + limit - performance.now());
+    const timer = setTimeout(() => {
+      if (!this.stoppedRunning.has(entry)) return;
+      metrics?.abandoned.inc({ queue: job.queue, kind: job.kind });
+      // entry.log carries jobId, attempt, kind, queue and traceId.
+      entry.log.warn(
+        { stop: entry.stopped?.reason, abandonAfterMs: limit },
+        'handler still running past the abandon limit after its stop: abandoning it and freeing its slot',
+      );
+      this.zombieOver(entry);
+    }, left);
+    timer.unref?.();
+    void entry.whenHandlerSettled().then(() => {
+      clearTimeout(timer);
+      if (this.stoppedRunning.has(entry)) this.zombieOver(entry);
+    });
+    this.checkDrained();
+  }
+
+  private zombieOver(entry: Attempt): void {
+    this.stoppedRunning.delete(entry);
+    this.deps.metrics?.stoppedRunning.dec();
+    this.release(entry);
+  }
+
+  /** The attempt is over here: its job's mark is gone and its slot is free. */
+  private release(entry: Attempt): void {
+    if (this.executing.get(entry.job.id) === entry) this.executing.delete(entry.job.id);
+    this.checkDrained();
+    if (this.waitingForSlot) this.wake();
+  }
+
+  private checkDrained(): void {
     if (this.inFlight.size === 0) {
       const drained = this.drained;
       this.drained = null;
       drained?.();
     }
-    if (this.waitingForSlot) this.wake();
   }
 }

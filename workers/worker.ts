@@ -74,6 +74,8 @@ export type WorkerStatus = {
   status: 'ok' | 'new' | 'stopping' | 'stopped';
   workerId: string;
   inFlight: number;
+  /** Stopped attempts (settled) whose handler ignores its signal and still runs: each holds a slot. */
+  stoppedRunning?: number;
   concurrency: number;
   listening: boolean;
   /** When the last claim statement returned (whatever it claimed); null before the first. */
@@ -135,9 +137,9 @@ export class Worker {
     this.attemptDeps = { db, registry, leaseSeconds: s.leaseSeconds, metrics, failpoints };
     this.producer = new Producer(s, {
       registry,
-      handBack: (jobs) => {
+      handBack: (jobs, options) => {
         this.claimed += jobs.length;
-        return this.completer.releaseUnstarted(jobs);
+        return this.completer.releaseUnstarted(jobs, options);
       },
       logger,
       metrics,
@@ -156,6 +158,7 @@ export class Worker {
       status: this.state === 'running' ? 'ok' : this.state,
       workerId: this.settings.workerId,
       inFlight: this.producer.inFlight.size,
+      stoppedRunning: this.producer.stoppedRunning.size,
       concurrency: this.settings.concurrency,
       listening: this.listener?.connected ?? false,
       lastClaimAt: this.producer.lastClaimAt?.toISOString() ?? null,
@@ -318,6 +321,13 @@ export class Worker {
         entry.stop(new AttemptAborted('shutdown', 'the worker is shutting down'));
       }
       await Promise.race([this.producer.whenDrained(), sleep(RELEASE_WAIT_MS)]);
+    }
+    if (this.producer.stoppedRunning.size > 0) {
+      // Their jobs are settled; the handlers are not waited for (a process exit ends them).
+      logger.warn(
+        { stoppedRunning: this.producer.stoppedRunning.size },
+        'stopping with stopped handlers that ignore their signal still running',
+      );
     }
     await this.completer.flush();
     await this.leaseKeeper.stop();

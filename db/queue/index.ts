@@ -72,8 +72,14 @@ export type {
 export { removeExpiredHistory } from './retention.ts';
 export type { RetentionOptions, RetentionResult } from './retention.ts';
 export { heartbeatManyIfLeaseHeld } from './settle.ts';
-export { findReceipt, recordReceipt, removeOldReceipts } from './receipts.ts';
-export type { Receipt } from './receipts.ts';
+export {
+  claimReceiptIfLeaseHeld,
+  dropReceiptClaim,
+  findReceipt,
+  recordReceipt,
+  removeOldReceipts,
+} from './receipts.ts';
+export type { Receipt, ReceiptClaim } from './receipts.ts';
 export {
   registerWorker,
   touchWorker,
