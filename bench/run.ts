@@ -330,6 +330,65 @@ async function pickup(
   }
 }
 
+/** A job's whole life on the server: enqueue, drain, retention and the VACUUM after, per job. */
+interface LifecycleFigures {
+  walBytes: number;
+  serverCpuUs: number | null;
+  /** The bench's own CPU (enqueue, retention) and the worker's, per job. */
+  clientCpuUs: number;
+}
+
+async function lifecycle(system: BenchSystem, total: number): Promise<LifecycleFigures> {
+  const db = await freshDatabase(system);
+  const client = new pg.Client({ connectionString: db.url });
+  try {
+    await client.connect();
+    const child = await forkChild([system.name, 'drain', db.url]);
+    try {
+      let handled = 0;
+      let allHandled: () => void = () => {};
+      const handledAll = new Promise<void>((resolve) => (allHandled = resolve));
+      child.onMessage((m) => {
+        if (m.type !== 'handled') return;
+        handled = m.total as number;
+        if (handled >= total) allHandled();
+      });
+      const postmaster = (await readable(client)) ? await postmasterPid(client) : null;
+      const server = postmaster === null ? null : watchServerCpu(client, postmaster);
+      await server?.start();
+      const lsn0 = (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+      const own0 = process.cpuUsage();
+      const worker0 = await child.cpuMicros();
+      await bulkEnqueue(system, db.url, total);
+      child.process.send({ type: 'go' });
+      await Promise.race([handledAll, child.crashed]);
+      while ((await client.query<{ n: number }>(system.unsettledSql)).rows[0]!.n > 0) await sleep(5);
+      const workerUs = (await child.cpuMicros()) - worker0;
+      await child.stop();
+      await system.retain(db.url);
+      const stored = (await client.query<{ n: number }>(system.storedSql)).rows[0]!.n;
+      if (stored > 0) throw new Error(`${system.name}: ${stored} job rows left after its retention`);
+      await client.query('VACUUM');
+      const serverUs = await server?.stop();
+      const own = process.cpuUsage(own0);
+      const wal = await client.query<{ bytes: string }>(
+        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
+        [lsn0],
+      );
+      return {
+        walBytes: Number(wal.rows[0]!.bytes) / total,
+        serverCpuUs: serverUs ? serverUs.total / total : null,
+        clientCpuUs: (workerUs + own.user + own.system) / total,
+      };
+    } finally {
+      await child.stop().catch(() => {});
+    }
+  } finally {
+    await client.end().catch(() => {});
+    await db.drop();
+  }
+}
+
 /** What one heartbeat cost, from the window in which every job waited in its handler. */
 interface HoldFigures {
   beats: number;
@@ -512,6 +571,25 @@ if (want('drain')) {
           figures.walBytes,
         );
       }
+    }
+  }
+}
+
+if (want('lifecycle')) {
+  const what = `${SIZE.drain.toLocaleString('en')} jobs: bulk enqueue, drain by 1 worker process, the system's retention of the finished jobs, then VACUUM`;
+  const metas = {
+    wal: perJob('bytes/job', `WAL of a job's whole life: ${what}`),
+    server: perJob('µs/job', `the database server's CPU for a job's whole life: ${what}`),
+    client: perJob('µs/job', `the bench's and the worker's CPU for a job's whole life: ${what}`),
+  };
+  for (let rep = 0; rep < RUNS; rep++) {
+    for (const system of rotation(DRAINED, rep)) {
+      log(`lifecycle ${system.name} run ${rep + 1}`);
+      const figures = await measured('lifecycle-wal', metas.wal, system.name, () => lifecycle(system, SIZE.drain));
+      if (!figures) continue;
+      record('lifecycle-wal', metas.wal, system.name, figures.walBytes);
+      if (figures.serverCpuUs !== null) record('lifecycle-server-cpu', metas.server, system.name, figures.serverCpuUs);
+      record('lifecycle-client-cpu', metas.client, system.name, figures.clientCpuUs);
     }
   }
 }
@@ -819,6 +897,8 @@ const dashboardCases = cases.filter((c) => c.name.startsWith('dashboard-'));
 const targets: Target[] = [
   check('drain-1proc-wal: ≤ 1.3 × graphile-worker', vsGraphile('drain-1proc-wal'), (v) => v <= 1.3),
   check('drain-1proc-server-cpu: ≤ 1.3 × graphile-worker', vsGraphile('drain-1proc-server-cpu'), (v) => v <= 1.3),
+  check('lifecycle-wal: ≤ 1.3 × graphile-worker', vsGraphile('lifecycle-wal'), (v) => v <= 1.3),
+  check('lifecycle-server-cpu: ≤ 1.3 × graphile-worker', vsGraphile('lifecycle-server-cpu'), (v) => v <= 1.3),
   check('drain-1proc: ≥ 1.2 × graphile-worker', vsGraphile('drain-1proc'), (v) => v >= 1.2),
   check(
     'drain-1proc: ≥ 2 × pg-boss',

@@ -70,6 +70,12 @@ export const bareSql: BenchSystem = {
     );
   },
 
+  async retain(url) {
+    await withClient(url, (client) => client.query(`DELETE FROM bare_jobs WHERE state = 'done'`));
+  },
+
+  storedSql: `SELECT count(*)::int AS n FROM bare_jobs`,
+
   unsettledSql: `SELECT count(*)::int AS n FROM bare_jobs WHERE state IN ('ready', 'running')`,
 
   async startWorker(url, _mode, hooks) {

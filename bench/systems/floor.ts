@@ -34,6 +34,8 @@ export const floor: BenchSystem = {
   install: leasehold.install,
   enqueuer: leasehold.enqueuer,
   enqueueBulk: leasehold.enqueueBulk,
+  retain: leasehold.retain,
+  storedSql: leasehold.storedSql,
   unsettledSql: leasehold.unsettledSql,
 
   async startWorker(url, _mode, hooks) {

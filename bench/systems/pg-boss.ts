@@ -38,7 +38,10 @@ export const pgBoss: BenchSystem = {
   async install(url) {
     const instance = new PgBoss({ connectionString: url, max: 2, supervise: false, schedule: false });
     await instance.start();
-    await instance.createQueue(QUEUE);
+    // A job takes the queue's deleteAfterSeconds when it is sent: 1 s, so the lifecycle case's
+    // retention finds the finished jobs due. Nothing deletes them elsewhere: every other case
+    // runs with the supervisor off.
+    await instance.createQueue(QUEUE, { deleteAfterSeconds: 1 });
     await instance.stop({ graceful: false, close: true });
   },
 
@@ -72,6 +75,30 @@ export const pgBoss: BenchSystem = {
       await instance.stop({ graceful: false, close: true });
     }
   },
+
+  async retain(url) {
+    // Its maintenance pass (supervise) deletes completed jobs older than the queue's
+    // deleteAfterSeconds (1 s, set at install), then one pass.
+    // A queue's deletion runs at most once per maintenanceIntervalSeconds: 1 s here too.
+    const instance = new PgBoss({
+      connectionString: url,
+      max: 2,
+      migrate: false,
+      supervise: false,
+      schedule: false,
+      maintenanceIntervalSeconds: 1,
+    });
+    instance.on('error', (error) => console.error('[pg-boss]', error));
+    await instance.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await instance.supervise(QUEUE);
+    } finally {
+      await instance.stop({ graceful: false, close: true });
+    }
+  },
+
+  storedSql: `SELECT count(*)::int AS n FROM pgboss.job WHERE name = '${QUEUE}'`,
 
   unsettledSql: `SELECT count(*)::int AS n FROM pgboss.job WHERE name = '${QUEUE}' AND state IN ('created', 'retry', 'active')`,
 

@@ -35,6 +35,13 @@ export interface BenchSystem {
   enqueuer(url: string, connections: number, wake: boolean): Promise<Enqueuer>;
   /** Adds one job per `seqs` entry in one bulk call (at most 100,000; the runner splits). */
   enqueueBulk(url: string, seqs: number[]): Promise<void>;
+  /**
+   * Removes the finished jobs as the system's own retention does, at once (the lifecycle case);
+   * resolves once none is left (graphile-worker deletes a job as it completes: nothing to do).
+   */
+  retain(url: string): Promise<void>;
+  /** Counts the job rows still stored as `n` (after `retain`: 0). */
+  storedSql: string;
   /** Counts the jobs not yet settled as `n` (for the drain: the run ends at 0). */
   unsettledSql: string;
   /** Runs in a worker process: `onStart(seq)` per handler start, `onHandled(n)` as handlers finish. */
