@@ -76,8 +76,34 @@ export interface Handler<Payload = unknown, Kind extends string = string> {
    * what an operator reads before re-running one.
    */
   rerunSafe?: boolean;
+  /**
+   * Run each attempt in a worker thread of its own (workers/isolated.ts), which the worker
+   * terminates at the timeout, on lease loss and at shutdown after the grace period: a
+   * CPU-bound or wedged handler then really stops, and heartbeats keep a free event loop.
+   */
+  isolated?: Isolation | undefined;
+  /** Set by loadHandlerFiles: the URL of the file the handler came from (an isolated handler's thread imports it). */
+  [DEFINED_IN]?: string | undefined;
   handle(context: HandlerContext<Payload>): Promise<unknown>;
 }
+
+/**
+ * Where an isolated handler runs: `'thread'`, or `{ mode: 'thread', module }` naming the module
+ * that exports the handler (`import.meta.url` of the file that defines it). The thread imports
+ * that module and takes the handler of this kind from its exports, so `module` is needed unless
+ * the handler was loaded from a `--handlers` file (which records its own URL).
+ */
+export type Isolation = 'thread' | { mode: 'thread'; module?: string | undefined };
+
+/** The module URL an isolated handler's thread imports, or undefined when the handler is not isolated or names none. */
+export function isolatedModule(handler: Handler): string | undefined {
+  const { isolated } = handler;
+  if (isolated === undefined) return undefined;
+  return (typeof isolated === 'object' && isolated.module) || handler[DEFINED_IN];
+}
+
+/** The URL of the `--handlers` file a handler was loaded from (set by workers/handler-files.ts). */
+export const DEFINED_IN: unique symbol = Symbol.for('leasehold.handler.definedIn');
 
 /** What the kinds registry records of a handler: one entry per version it accepts. */
 export function kindRegistrations(handler: Handler): KindRegistration[] {
@@ -114,6 +140,8 @@ export interface HandlerOptions {
    * version; the contract's schema checks the payloads of every version listed.
    */
   versions?: readonly number[] | undefined;
+  /** Run each attempt in a worker thread the worker can terminate (see Handler.isolated, docs/workers.md). */
+  isolated?: Isolation | undefined;
 }
 
 /**
@@ -167,6 +195,7 @@ export function defineHandler(
   if (options.displayName !== undefined) handler.displayName = options.displayName;
   if (options.redact !== undefined) handler.redact = options.redact;
   if (options.rerunSafe !== undefined) handler.rerunSafe = options.rerunSafe;
+  if (options.isolated !== undefined) handler.isolated = options.isolated;
   return handler;
 }
 
@@ -183,6 +212,21 @@ export class HandlerRegistry {
     if (!isStandardSchema(handler.schema)) {
       throw new Error(
         `Leasehold workers: handler ${handler.kind}: schema: expected a Standard Schema v1 validator (zod ≥ 3.24, valibot ≥ 1, arktype ≥ 2, or an object with \`~standard.validate\`)`,
+      );
+    }
+    const { isolated } = handler;
+    if (
+      isolated !== undefined &&
+      isolated !== 'thread' &&
+      (typeof isolated !== 'object' || isolated === null || isolated.mode !== 'thread')
+    ) {
+      throw new Error(
+        `Leasehold workers: handler ${handler.kind}: isolated: expected 'thread' or { mode: 'thread', module: import.meta.url }`,
+      );
+    }
+    if (isolated !== undefined && isolatedModule(handler) === undefined) {
+      throw new Error(
+        `Leasehold workers: handler ${handler.kind}: isolated: the thread needs the handler's module: isolated: { mode: 'thread', module: import.meta.url } (a --handlers file records its own)`,
       );
     }
     // A bad redact path or display name fails here, when the handlers load, not at start.

@@ -65,7 +65,8 @@ export class LeaseKeeper {
 
   /** Renews every running attempt's lease in one statement. */
   async heartbeatAll(): Promise<void> {
-    const entries = [...this.attempts].filter((e) => !e.stopped);
+    // Not past its timeout: a wedged handler the sweep could not stop yet keeps no lease alive.
+    const entries = [...this.attempts].filter((e) => !e.stopped && performance.now() < e.timeoutAt);
     if (entries.length === 0) return;
     const sent = performance.now();
     this.deps.failpoints?.hit('in_heartbeat');

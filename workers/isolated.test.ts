@@ -1,0 +1,181 @@
+import type { Worker as Thread } from 'node:worker_threads';
+import pg from 'pg';
+import pino from 'pino';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { cancelIfUnchanged, enqueue, findReceipt } from '../db/queue/index.ts';
+import { handlers } from '../test/fixtures/isolated-handlers.ts';
+import { useTestDatabase } from '../test/db.ts';
+import { attemptsOf, getJob, jobInState, uniqueQueue } from '../test/factories.ts';
+import { until } from '../test/wait.ts';
+import { createWorker, type LeaseholdWorker, WorkerOptionsError } from './create-worker.ts';
+import { TransientError } from './errors.ts';
+import { defineHandler } from './handler.ts';
+import { isolatedThreads, reviveError, serializeError } from './isolated.ts';
+import { createMetrics } from './metrics.ts';
+import { z } from 'zod';
+
+const t = useTestDatabase({ max: 10 });
+const workers: LeaseholdWorker[] = [];
+const pools: pg.Pool[] = [];
+
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop(0)));
+});
+afterAll(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.end().catch(() => {})));
+});
+
+/** What the worker's logger wrote, one parsed line each. */
+function capturedLogger() {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+function start(queue: string, options: { leaseSeconds?: number } = {}) {
+  const pool = new pg.Pool({ connectionString: t.url, max: 5 });
+  pool.on('error', () => {});
+  pools.push(pool);
+  const { logger, lines } = capturedLogger();
+  const metrics = createMetrics();
+  const worker = createWorker({
+    pool,
+    jobs: handlers,
+    queues: [queue],
+    logger,
+    metrics,
+    pollMs: 100,
+    listen: false,
+    maintenance: false,
+    graceMs: 0,
+    concurrency: 2,
+    leaseSeconds: options.leaseSeconds ?? 30,
+  });
+  workers.push(worker);
+  return { worker, lines, metrics };
+}
+
+/** The thread the worker started for the next isolated attempt, with a promise of its exit code. */
+async function nextThread(): Promise<{ thread: Thread; exited: Promise<number> }> {
+  const thread = await until('an isolated handler’s thread started', async () => [...isolatedThreads()][0]);
+  return { thread, exited: new Promise((resolve) => thread.once('exit', resolve)) };
+}
+
+describe('isolated handlers', () => {
+  it('terminates a thread that never yields at its timeout, and fails the job with class timeout', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker, metrics, lines } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.spin', maxAttempts: 1 });
+    await worker.start();
+    const { exited } = await nextThread();
+    const startedAt = Date.now();
+    const failed = await until('the job failed', jobInState(t.db, job.id, 'dead'), 20_000);
+    expect(failed.failureClass).toBe('timeout');
+    await exited; // the thread is gone: its exit event came
+    // Within the 600 ms timeout, the sweep and the abort-to-terminate delay (and a loaded machine).
+    expect(Date.now() - startedAt).toBeLessThan(5_000);
+    expect(isolatedThreads().size).toBe(0);
+    await until('the termination was counted', async () =>
+      (await metrics.registry.getSingleMetricAsString('leasehold_isolated_terminated_total')).includes(
+        'reason="timeout"} 1',
+      ),
+    );
+    expect(
+      lines.some((l) => l.msg === 'isolated handler stopped: terminating its thread' && l.reason === 'timeout'),
+    ).toBe(true);
+    // The main thread's loop stayed free: the worker still answers.
+    expect((await worker.health()).worker.status).toBe('ok');
+  });
+
+  it('keeps a TransientError thrown in the thread as its class, with its message, stack and cause', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.transient', maxAttempts: 1 });
+    await worker.start();
+    const { exited } = await nextThread();
+    await until('the attempt failed', async () => (await attemptsOf(t.db, job.id)).find((a) => a.outcome === 'failed'));
+    const [attempt] = await attemptsOf(t.db, job.id);
+    expect(attempt?.failureClass).toBe('transient');
+    expect(attempt?.error).toBe('TransientError: the provider answered 503');
+    const detail = attempt?.errorDetail as {
+      stack: string | null;
+      causes: { name: string; message: string; code?: string }[];
+    };
+    expect(detail.stack).toContain('isolated-handlers.ts');
+    expect(detail.causes[0]).toMatchObject({ name: 'Error', message: 'socket hang up', code: 'ECONNRESET' });
+    await exited;
+  });
+
+  it('terminates the thread when the lease is lost (an operator cancel), and settles nothing', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker, metrics } = start(queue, { leaseSeconds: 3 });
+    const job = await enqueue(t.db, { queue, kind: 'iso.spin-long' });
+    await worker.start();
+    const { exited } = await nextThread();
+    const running = await until('the job ran', jobInState(t.db, job.id, 'running'));
+    await cancelIfUnchanged(t.db, { id: job.id, leaseToken: running.leaseToken!, actor: 'test' });
+    await exited; // at the next heartbeat (a second), refused: the thread is terminated
+    expect((await getJob(t.db, job.id)).state).toBe('cancelled');
+    await until('the termination was counted', async () =>
+      (await metrics.registry.getSingleMetricAsString('leasehold_isolated_terminated_total')).includes(
+        'reason="lease_lost"} 1',
+      ),
+    );
+  });
+
+  it('terminates the thread at shutdown after the grace period, releasing the job', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.spin-long' });
+    await worker.start();
+    const { exited } = await nextThread();
+    await until('the job ran', jobInState(t.db, job.id, 'running'));
+    await worker.stop(200);
+    await exited;
+    expect((await getJob(t.db, job.id)).state).toBe('ready');
+  });
+
+  it('gives the thread the checked payload, heartbeats, receipts and a logger that reach the main thread', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker, lines } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.context', payload: { n: 21 } });
+    await worker.start();
+    await until('the job was done', jobInState(t.db, job.id, 'done'));
+    const line = await until('the thread’s log line', async () => lines.find((l) => l.msg === 'isolated context seen'));
+    expect(line).toMatchObject({
+      first: { doubled: 42, attempt: 1 },
+      second: { doubled: 42, attempt: 1 },
+      deliveryKey: `iso.context:${job.id}`,
+      jobId: job.id,
+      isolated: true,
+    });
+    expect((await findReceipt(t.db, `iso.context:${job.id}`))?.result).toEqual({ doubled: 42, attempt: 1 });
+  });
+
+  it('refuses an isolated handler that names no module for its thread', () => {
+    const bare = defineHandler({
+      kind: 'iso.bare',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 1000,
+      isolated: 'thread',
+      handle: async () => {},
+    });
+    expect(() => createWorker({ connectionString: t.url, jobs: [bare] })).toThrow(WorkerOptionsError);
+    expect(() => createWorker({ connectionString: t.url, jobs: [bare] })).toThrow(/isolated: the thread needs/);
+  });
+});
+
+describe('errors across threads', () => {
+  it('makes a typed error again by its name, with its retry-after, cause chain and code', () => {
+    const revived = reviveError(
+      serializeError(new TransientError('busy', { cause: Object.assign(new Error('reset'), { code: 'ECONNRESET' }) })),
+    ) as TransientError;
+    expect(revived).toBeInstanceOf(TransientError);
+    expect(revived.failureClass).toBe('transient');
+    expect((revived.cause as Error & { code: string }).code).toBe('ECONNRESET');
+    const other = reviveError(serializeError(Object.assign(new RangeError('out'), { code: 'E_RANGE' })));
+    expect(other).toMatchObject({ name: 'RangeError', message: 'out', code: 'E_RANGE' });
+    expect(reviveError(serializeError('a string'))).toBe('a string');
+  });
+});
