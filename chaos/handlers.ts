@@ -1,7 +1,11 @@
 /**
  * Handlers for the failure harness (`--handlers chaos/handlers.ts`):
  * - `chaos.work`: records its execution in the ledger, works 20–200 ms, writes the fenced sink;
- * - `chaos.poison`: kills its own worker process every time (a poison job).
+ * - `chaos.poison`: kills its own worker process every time (a poison job);
+ * - `chaos.spin`: isolated in a thread, records its execution and then never yields: only its
+ *   thread's termination at the timeout ends it (blocked-loop);
+ * - `chaos.busy`: on the main thread, records its execution and computes for BUSY_MS without
+ *   yielding, blocking its worker's heartbeats (blocked-loop).
  */
 import pg from 'pg';
 import { z } from 'zod';
@@ -26,6 +30,19 @@ const sleep = (ms: number, signal: AbortSignal) =>
     const timer = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
   });
+
+/** How long `chaos.busy` holds its worker's event loop. */
+export const BUSY_MS = 5_100;
+/** `chaos.spin`'s timeout: its thread is terminated then. */
+export const SPIN_TIMEOUT_MS = 3_000;
+
+const recordExecution = (job: { id: string; leaseToken: string }, attempt: number) =>
+  db().query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
+    job.id,
+    attempt,
+    job.leaseToken,
+    process.pid,
+  ]);
 
 export const handlers = [
   defineHandler({
@@ -66,6 +83,32 @@ export const handlers = [
     async handle() {
       process.kill(process.pid, 'SIGKILL');
       await new Promise(() => {});
+    },
+  }),
+  defineHandler({
+    kind: 'chaos.spin',
+    versions: [1],
+    schema: z.unknown(),
+    timeoutMs: SPIN_TIMEOUT_MS,
+    isolated: 'thread',
+    async handle({ job, attempt }) {
+      await recordExecution(job, attempt);
+      for (;;) {}
+    },
+  }),
+  defineHandler({
+    kind: 'chaos.busy',
+    versions: [1],
+    schema: z.unknown(),
+    timeoutMs: 60_000,
+    async handle({ job, attempt }) {
+      await recordExecution(job, attempt);
+      const end = performance.now() + BUSY_MS;
+      while (performance.now() < end) {}
+      await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1 AND job_id = $2', [
+        job.leaseToken,
+        job.id,
+      ]);
     },
   }),
 ];

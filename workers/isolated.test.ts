@@ -9,8 +9,8 @@ import { attemptsOf, getJob, jobInState, uniqueQueue } from '../test/factories.t
 import { until } from '../test/wait.ts';
 import { createWorker, type LeaseholdWorker, WorkerOptionsError } from './create-worker.ts';
 import { TransientError } from './errors.ts';
-import { defineHandler } from './handler.ts';
-import { isolatedThreads, reviveError, serializeError } from './isolated.ts';
+import { defineHandler, type HandlerContext } from './handler.ts';
+import { isolatedThreads, reviveError, runIsolated, serializeError } from './isolated.ts';
 import { createMetrics } from './metrics.ts';
 import { z } from 'zod';
 
@@ -81,7 +81,7 @@ describe('isolated handlers', () => {
       ),
     );
     expect(
-      lines.some((l) => l.msg === 'isolated handler stopped: terminating its thread' && l.reason === 'timeout'),
+      lines.some((l) => l.msg === 'isolated handler stopped: its thread was terminated' && l.reason === 'timeout'),
     ).toBe(true);
     // The main thread's loop stayed free: the worker still answers.
     expect((await worker.health()).worker.status).toBe('ok');
@@ -163,6 +163,39 @@ describe('isolated handlers', () => {
     });
     expect(() => createWorker({ connectionString: t.url, jobs: [bare] })).toThrow(WorkerOptionsError);
     expect(() => createWorker({ connectionString: t.url, jobs: [bare] })).toThrow(/isolated: the thread needs/);
+  });
+});
+
+describe('runIsolated', () => {
+  it('terminates the thread the moment the attempt is stopped, even when the main loop is held right after', async () => {
+    const shared = new SharedArrayBuffer(4);
+    const counter = new Int32Array(shared);
+    const controller = new AbortController();
+    const handler = handlers.find((h) => h.kind === 'iso.count')!;
+    const context = {
+      job: { id: 'job-1', queue: 'q', kind: 'iso.count' },
+      payload: shared,
+      attempt: 1,
+      deliveryKey: 'iso.count:job-1',
+      signal: controller.signal,
+      logger: pino({ level: 'silent' }),
+      heartbeat: async () => {},
+      receipt: async <T>(effect: () => Promise<T>) => effect(),
+    } as unknown as HandlerContext<unknown>;
+    const run = runIsolated(handler, context);
+    run.catch(() => {});
+    const { exited } = await nextThread();
+    await until('the handler counts', async () => Atomics.load(counter, 0) > 0);
+    controller.abort(new Error('stopped'));
+    // The slot is free from the stop on, and the next handler may hold the loop: the thread
+    // must not go on counting meanwhile.
+    const spinUntil = performance.now() + 300;
+    while (performance.now() < spinUntil - 200) {}
+    const early = Atomics.load(counter, 0);
+    while (performance.now() < spinUntil) {}
+    expect(Atomics.load(counter, 0)).toBe(early);
+    await expect(run).rejects.toThrow('stopped');
+    await exited;
   });
 });
 

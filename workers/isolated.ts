@@ -11,7 +11,7 @@
  *
  * What crosses between the threads, by message (structured clone):
  * - to the thread: the job, payload, attempt and delivery key (workerData), and `abort` with the
- *   stop reason (then, `ABORT_TO_TERMINATE_MS` later, terminate());
+ *   stop reason, followed at once by terminate(): the attempt's slot is free from the stop on;
  * - from the thread: log lines (written to the attempt's logger), `heartbeat` and `receipt`
  *   calls (run here, on the attempt's context: the receipt's effect itself runs in the thread),
  *   and how the handler ended: its value, or its error serialized (name, message, stack, cause,
@@ -37,9 +37,6 @@ import {
   ValidationError,
 } from './errors.ts';
 import { type Handler, type HandlerContext, isolatedModule } from './handler.ts';
-
-/** How long a stopped handler's thread gets, after its signal fired, before it is terminated. */
-export const ABORT_TO_TERMINATE_MS = 100;
 
 /** What the thread starts from (its workerData). */
 export interface IsolatedStart {
@@ -219,7 +216,6 @@ export function runIsolated(
     const thread = new Worker(BOOTSTRAP, { eval: true, workerData: { entry: ENTRY, start, typescript } });
     live.add(thread);
     let ended = false;
-    let killTimer: NodeJS.Timeout | undefined;
     const end = (settle: () => void) => {
       if (ended) return;
       ended = true;
@@ -244,17 +240,18 @@ export function runIsolated(
 
     const onAbort = () => {
       const reason = signal.reason as { reason?: string; message?: string } | undefined;
-      send({
-        type: 'abort',
-        reason: reason?.reason ?? 'aborted',
-        message: reason?.message ?? 'the attempt was stopped',
+      const why = reason?.reason ?? 'aborted';
+      send({ type: 'abort', reason: why, message: reason?.message ?? 'the attempt was stopped' });
+      // At once, not after a grace: the attempt's slot is free from now on, and the next
+      // handler may hold this loop (a timer here would wait for it while the thread spins).
+      const ranMs = Math.round(performance.now() - startedAt);
+      void thread.terminate().then(() => {
+        logger.warn(
+          { reason: why, ranMs, timeoutMs: handler.timeoutMs },
+          'isolated handler stopped: its thread was terminated',
+        );
+        options.onTerminated?.(context.job, why, ranMs);
       });
-      killTimer = setTimeout(() => {
-        if (!live.has(thread)) return;
-        const ranMs = Math.round(performance.now() - startedAt);
-        logger.warn({ reason: reason?.reason, ranMs }, 'isolated handler stopped: terminating its thread');
-        void thread.terminate().then(() => options.onTerminated?.(context.job, reason?.reason ?? 'aborted', ranMs));
-      }, ABORT_TO_TERMINATE_MS);
       end(() => reject(signal.reason));
     };
     signal.addEventListener('abort', onAbort, { once: true });
@@ -294,7 +291,6 @@ export function runIsolated(
     thread.on('error', (error) => end(() => reject(error)));
     thread.on('exit', (code) => {
       live.delete(thread);
-      clearTimeout(killTimer);
       signal.removeEventListener('abort', onAbort);
       for (const waiting of effects.values()) waiting.reject(new Error('the isolated handler’s thread exited'));
       end(() =>
