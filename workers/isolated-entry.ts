@@ -48,10 +48,8 @@ const call = (message: { op: 'heartbeat' } | { op: 'receipt'; key: string; effec
     post({ type: 'call', id, ...message });
   });
 
-const logger = pino(
-  { level: start.logLevel, base: {} },
-  { write: (line: string) => post({ type: 'log', line }) },
-).child({ jobId: start.job.id, attempt: start.attempt, kind: start.kind, queue: start.job.queue });
+// No bindings of its own: the main thread writes each line to the attempt's logger, which has them.
+const logger = pino({ level: start.logLevel, base: {} }, { write: (line: string) => post({ type: 'log', line }) });
 
 const context: HandlerContext<unknown> = {
   job: start.job,
