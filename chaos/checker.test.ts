@@ -288,8 +288,9 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   'pooler-transactions': async (broken) => poolerFigures({ bypassing: 0, samples: 10, transactions: broken ? 0 : 500 }),
   'isolated-terminated': async (broken) => blockedLoop({ log: { terminated: broken ? [] : [TERMINATED] } }),
   'isolated-overran': async (broken) =>
-    // A thread that went on 1.5 s past its 3 s timeout.
-    blockedLoop({ log: { terminated: [TERMINATED, ...(broken ? [{ ranMs: 4_500, timeoutMs: 3_000 }] : [])] } }),
+    // A thread that went on 1.5 s past its 5 s timeout.
+    blockedLoop({ log: { terminated: [TERMINATED, ...(broken ? [{ ranMs: 6_500, timeoutMs: 5_000 }] : [])] } }),
+  'spin-ran': async (broken) => blockedLoop({ spinExecutions: broken ? 0 : 1 }),
   'spin-not-timed-out': async (broken) =>
     // An endless job that failed as transient (its thread was never stopped at the timeout).
     blockedLoop({ spin: broken ? { failure_class: 'transient' } : {} }),
@@ -303,7 +304,7 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
     broken ? harnessError('checker test', new Error('boom')).figures : [figure('harness-error', 0)],
 };
 
-const TERMINATED = { ranMs: 3_240, timeoutMs: 3_000 };
+const TERMINATED = { ranMs: 5_240, timeoutMs: 5_000 };
 
 /**
  * blocked-loop's figures over an endless isolated job (dead, class timeout) and a busy
@@ -313,6 +314,7 @@ async function blockedLoop(over: {
   spin?: Record<string, unknown>;
   busy?: Record<string, unknown>;
   busyExecutions?: number;
+  spinExecutions?: number;
   log?: Partial<BlockedLoopLog>;
 }): Promise<Figure[]> {
   await reset();
@@ -325,6 +327,13 @@ async function blockedLoop(over: {
     ...over.spin,
   });
   const busy = await insertJob({ kind: 'chaos.busy', state: 'done', ...finished, ...over.busy });
+  for (let i = 0; i < (over.spinExecutions ?? 1); i++)
+    await t.pool.query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
+      spin,
+      1,
+      randomUUID(),
+      PID,
+    ]);
   for (let i = 0; i < (over.busyExecutions ?? 1); i++)
     await t.pool.query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
       busy,

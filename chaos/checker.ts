@@ -98,6 +98,7 @@ export const FIGURES = {
   'jobs-minus-keys': { name: 'jobs minus committed keys', rule: '= 0' },
   // blocked-loop.
   'isolated-terminated': { name: 'isolated executions terminated at their timeout', rule: '> 0 (the fault happened)' },
+  'spin-ran': { name: 'isolated endless executions that reached their loop', rule: '> 0 (the fault happened)' },
   'isolated-overran': {
     name: 'isolated executions that ended more than 1000 ms past their timeout',
     rule: '= 0',
@@ -131,7 +132,7 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   'priority-flood': ['flood-backlog'],
   'duplicate-enqueue': ['enqueue-rollbacks', 'keys-committed'],
   drain: ['jobs-done'],
-  'blocked-loop': ['isolated-terminated', 'busy-done'],
+  'blocked-loop': ['isolated-terminated', 'spin-ran', 'busy-done'],
 };
 
 export interface Figure {
@@ -575,6 +576,11 @@ export async function blockedLoopFigures(
   return [
     figure('isolated-terminated', terminated.length),
     figure('isolated-overran', terminated.filter((t) => t.ranMs > t.timeoutMs + 1000).length),
+    // The endless handler records its execution just before its loop.
+    figure(
+      'spin-ran',
+      await count(client, `SELECT count(*) FROM chaos.effects WHERE job_id = ANY($1::uuid[])`, [inputs.spinIds]),
+    ),
     figure(
       'spin-not-timed-out',
       await count(
