@@ -77,8 +77,8 @@ export interface Handler<Payload = unknown, Kind extends string = string> {
    */
   rerunSafe?: boolean;
   /**
-   * Run each attempt in a worker thread of its own (workers/isolated.ts), which the worker
-   * terminates at the timeout, on lease loss and at shutdown after the grace period: a
+   * Run each attempt in a worker thread (or child process) of its own (workers/isolated.ts),
+   * which the worker terminates at the timeout, on lease loss and at shutdown after the grace period: a
    * CPU-bound or wedged handler then really stops, and heartbeats keep a free event loop.
    */
   isolated?: Isolation | undefined;
@@ -88,12 +88,21 @@ export interface Handler<Payload = unknown, Kind extends string = string> {
 }
 
 /**
- * Where an isolated handler runs: `'thread'`, or `{ mode: 'thread', module }` naming the module
- * that exports the handler (`import.meta.url` of the file that defines it). The thread imports
- * that module and takes the handler of this kind from its exports, so `module` is needed unless
- * the handler was loaded from a `--handlers` file (which records its own URL).
+ * Where an isolated handler runs: `'thread'` (a worker thread) or `'process'` (a child process:
+ * its own heap and native code too, slower to start), or `{ mode, module }` naming the module
+ * that exports the handler (`import.meta.url` of the file that defines it). The thread or
+ * process imports that module and takes the handler of this kind from its exports, so `module`
+ * is needed unless the handler was loaded from a `--handlers` file (which records its own URL).
  */
-export type Isolation = 'thread' | { mode: 'thread'; module?: string | undefined };
+export type Isolation = IsolationMode | { mode: IsolationMode; module?: string | undefined };
+export type IsolationMode = 'thread' | 'process';
+
+/** Where an isolated handler runs, or undefined when it is not isolated. */
+export function isolationMode(handler: Handler): IsolationMode | undefined {
+  const { isolated } = handler;
+  if (isolated === undefined) return undefined;
+  return typeof isolated === 'object' ? isolated.mode : isolated;
+}
 
 /** The module URL an isolated handler's thread imports, or undefined when the handler is not isolated or names none. */
 export function isolatedModule(handler: Handler): string | undefined {
@@ -140,7 +149,7 @@ export interface HandlerOptions {
    * version; the contract's schema checks the payloads of every version listed.
    */
   versions?: readonly number[] | undefined;
-  /** Run each attempt in a worker thread the worker can terminate (see Handler.isolated, docs/workers.md). */
+  /** Run each attempt in a worker thread (or child process) the worker can terminate (see Handler.isolated, docs/workers.md). */
   isolated?: Isolation | undefined;
 }
 
@@ -215,18 +224,19 @@ export class HandlerRegistry {
       );
     }
     const { isolated } = handler;
+    const isMode = (mode: unknown) => mode === 'thread' || mode === 'process';
     if (
       isolated !== undefined &&
-      isolated !== 'thread' &&
-      (typeof isolated !== 'object' || isolated === null || isolated.mode !== 'thread')
+      !isMode(isolated) &&
+      (typeof isolated !== 'object' || isolated === null || !isMode(isolated.mode))
     ) {
       throw new Error(
-        `Leasehold workers: handler ${handler.kind}: isolated: expected 'thread' or { mode: 'thread', module: import.meta.url }`,
+        `Leasehold workers: handler ${handler.kind}: isolated: expected 'thread', 'process' or { mode: 'thread' | 'process', module: import.meta.url }`,
       );
     }
     if (isolated !== undefined && isolatedModule(handler) === undefined) {
       throw new Error(
-        `Leasehold workers: handler ${handler.kind}: isolated: the thread needs the handler's module: isolated: { mode: 'thread', module: import.meta.url } (a --handlers file records its own)`,
+        `Leasehold workers: handler ${handler.kind}: isolated: the thread needs the handler's module: isolated: { mode: '${isolationMode(handler)}', module: import.meta.url } (a --handlers file records its own)`,
       );
     }
     // A bad redact path or display name fails here, when the handlers load, not at start.

@@ -1,5 +1,5 @@
 /**
- * Isolated handlers, the thread's side (workers/isolated.ts starts it): imports the handler's
+ * Isolated handlers, the thread's (or child process's) side (workers/isolated.ts starts it): imports the handler's
  * module, takes the handler of the job's kind from its exports, runs one attempt and says by
  * message how it ended. The context it gives the handler is the main thread's, by message: the
  * signal fires on `abort` (the thread is terminated shortly after), log lines go to the
@@ -11,16 +11,25 @@ import pino from 'pino';
 import type { Handler, HandlerContext } from './handler.ts';
 import { type FromThread, type IsolatedStart, reviveError, serializeError, type ToThread } from './isolated.ts';
 
-const port = parentPort!;
-const { start } = workerData as { start: IsolatedStart };
-const post = (message: FromThread) => port.postMessage(message);
+// In a thread, the parent port and workerData; in a child process (isolated: 'process'), IPC,
+// whose first message is the start. A process whose parent went away ends with it.
+const inThread = parentPort !== null;
+const post = (message: FromThread) => (inThread ? parentPort!.postMessage(message) : process.send!(message));
+const onMessage = (listener: (message: ToThread) => void) =>
+  inThread ? parentPort!.on('message', listener) : process.on('message', listener as (m: unknown) => void);
+if (!inThread) process.once('disconnect', () => process.exit(1));
+const start: IsolatedStart = inThread
+  ? (workerData as { start: IsolatedStart }).start
+  : await new Promise<IsolatedStart>((resolve) =>
+      process.once('message', (message: { start: IsolatedStart }) => resolve(message.start)),
+    );
 
 const controller = new AbortController();
 const calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
 const effects = new Map<number, () => Promise<unknown>>();
 let nextId = 0;
 
-port.on('message', (message: ToThread) => {
+onMessage((message: ToThread) => {
   if (message.type === 'abort') {
     const reason = Object.assign(new Error(message.message), { name: 'AttemptAborted', reason: message.reason });
     controller.abort(reason);

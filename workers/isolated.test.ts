@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Worker as Thread } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -13,7 +12,7 @@ import { createWorker, type LeaseholdWorker, WorkerOptionsError } from './create
 import { TransientError } from './errors.ts';
 import { defineHandler, type HandlerContext, isolatedModule } from './handler.ts';
 import { loadHandlerFiles } from './handler-files.ts';
-import { isolatedThreads, reviveError, runIsolated, serializeError } from './isolated.ts';
+import { type Isolate, isolatedThreads, reviveError, runIsolated, serializeError } from './isolated.ts';
 import { createMetrics } from './metrics.ts';
 import { z } from 'zod';
 
@@ -59,7 +58,7 @@ function start(queue: string, options: { leaseSeconds?: number } = {}) {
 }
 
 /** The thread the worker started for the next isolated attempt, with a promise of its exit code. */
-async function nextThread(): Promise<{ thread: Thread; exited: Promise<number> }> {
+async function nextThread(): Promise<{ thread: Isolate; exited: Promise<number | null> }> {
   const thread = await until('an isolated handler’s thread started', async () => [...isolatedThreads()][0]);
   return { thread, exited: new Promise((resolve) => thread.once('exit', resolve)) };
 }
@@ -170,6 +169,34 @@ describe('isolated handlers', () => {
     });
     expect(() => createWorker({ connectionString: t.url, jobs: [bare] })).toThrow(WorkerOptionsError);
     expect(() => createWorker({ connectionString: t.url, jobs: [bare] })).toThrow(/isolated: the thread needs/);
+  });
+});
+
+describe('isolated handlers in a child process', () => {
+  it('kills a process that never yields at its timeout, and fails the job with class timeout', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker, lines } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.spin-process', maxAttempts: 1 });
+    await worker.start();
+    const { thread, exited } = await nextThread();
+    expect(thread.mode).toBe('process');
+    const spinning = await until('the handler is in its loop', async () => lines.find((l) => l.msg === 'spinning'));
+    expect(spinning.childPid).not.toBe(process.pid);
+    const failed = await until('the job failed', jobInState(t.db, job.id, 'dead'), 20_000);
+    expect(failed.failureClass).toBe('timeout');
+    await exited;
+    expect(() => process.kill(spinning.childPid as number, 0)).toThrow(/ESRCH/); // the process is gone
+  });
+
+  it('keeps a TransientError thrown in the process as its class', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.transient-process', maxAttempts: 1 });
+    await worker.start();
+    await until('the attempt failed', async () => (await attemptsOf(t.db, job.id)).find((a) => a.outcome === 'failed'));
+    const [attempt] = await attemptsOf(t.db, job.id);
+    expect(attempt?.failureClass).toBe('transient');
+    expect(attempt?.error).toBe('TransientError: the provider answered 503 (from a process)');
   });
 });
 

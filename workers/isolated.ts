@@ -1,7 +1,7 @@
 /**
  * Isolated handlers, the main thread's side: one attempt of a handler declared
- * `isolated: 'thread'` runs in a node:worker_threads Worker of its own (workers/isolated-entry.ts
- * is the thread's side), so that a CPU-bound or wedged handler neither blocks the event loop the
+ * `isolated: 'thread'` runs in a node:worker_threads Worker of its own (with `'process'`, a
+ * child process: the same protocol over IPC; workers/isolated-entry.ts is the other side), so that a CPU-bound or wedged handler neither blocks the event loop the
  * heartbeats run on nor outlives its attempt: the worker terminates the thread when the attempt
  * is stopped (timeout, lease lost, shutdown after the grace period).
  *
@@ -23,8 +23,11 @@
  * - an attempt's promise settles once: the thread's end, its error, or the stop (which rejects
  *   the attempt's wait at once, before the thread has gone: workers/attempt.ts Attempt.run).
  */
+import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import {
@@ -36,7 +39,7 @@ import {
   UnknownOutcomeError,
   ValidationError,
 } from './errors.ts';
-import { type Handler, type HandlerContext, isolatedModule } from './handler.ts';
+import { type Handler, type HandlerContext, type IsolationMode, isolatedModule, isolationMode } from './handler.ts';
 
 /** What the thread starts from (its workerData). */
 export interface IsolatedStart {
@@ -172,9 +175,69 @@ const path = require('node:path');
 const isTypeScript = (url: string) => /\.[cm]?tsx?$/.test(new URL(url).pathname);
 const nodeStripsTypes = () => Boolean((process.features as { typescript?: unknown }).typescript);
 
-/** The threads of isolated attempts running now (what the tests and the shutdown read). */
-const live = new Set<Worker>();
-export function isolatedThreads(): ReadonlySet<Worker> {
+/** A thread or a child process running one isolated attempt, as runIsolated drives it. */
+export interface Isolate {
+  readonly mode: IsolationMode;
+  postMessage(message: ToThread): void;
+  on(event: 'message', listener: (message: FromThread) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'exit', listener: (code: number | null) => void): unknown;
+  once(event: 'exit', listener: (code: number | null) => void): unknown;
+  /** Ends it now (a thread's execution is terminated, a process SIGKILLed); resolves once it is gone. */
+  terminate(): Promise<unknown>;
+}
+
+function startThread(start: IsolatedStart, typescript: boolean): Isolate {
+  const thread = new Worker(BOOTSTRAP, { eval: true, workerData: { entry: ENTRY, start, typescript } });
+  return Object.assign(thread, { mode: 'thread' as const }) as unknown as Isolate;
+}
+
+/**
+ * A child process on the entry, by IPC with structured-clone serialization. A process takes the
+ * flags this one runs with (a tsx loader among them); one without a loader for TypeScript gets
+ * tsx's, found from the handler's module or this package.
+ */
+function startProcess(start: IsolatedStart, typescript: boolean): Isolate {
+  const execArgv = [...process.execArgv];
+  if (typescript && !execArgv.some((arg) => arg.includes('tsx'))) {
+    const loader = tsxLoader([start.module, ENTRY]);
+    if (loader) execArgv.push('--import', loader);
+  }
+  const child = fork(fileURLToPath(ENTRY), [], { execArgv, serialization: 'advanced', stdio: 'inherit' });
+  child.send({ type: 'start', start });
+  const isolate = {
+    mode: 'process' as const,
+    postMessage: (message: ToThread) => {
+      if (child.connected) child.send(message);
+    },
+    on: (event: string, listener: (...args: unknown[]) => void) => child.on(event, listener),
+    once: (event: string, listener: (...args: unknown[]) => void) => child.once(event, listener),
+    terminate: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      }),
+  };
+  return isolate as unknown as Isolate;
+}
+
+/** tsx's ESM loader (its package's `.` export) as found from one of `bases`, or undefined. */
+function tsxLoader(bases: string[]): string | undefined {
+  for (const base of bases) {
+    try {
+      const manifest = createRequire(fileURLToPath(base)).resolve('tsx/package.json');
+      const exported = (JSON.parse(readFileSync(manifest, 'utf8')) as { exports: { '.': unknown } }).exports['.'];
+      const target = typeof exported === 'string' ? exported : (exported as { import: string }).import;
+      return pathToFileURL(path.join(path.dirname(manifest), target)).href;
+    } catch {}
+  }
+  return undefined;
+}
+
+/** The threads and processes of isolated attempts running now (what the tests read). */
+const live = new Set<Isolate>();
+export function isolatedThreads(): ReadonlySet<Isolate> {
   return live;
 }
 
@@ -213,7 +276,8 @@ export function runIsolated(
   const startedAt = performance.now();
   return new Promise<unknown>((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const thread = new Worker(BOOTSTRAP, { eval: true, workerData: { entry: ENTRY, start, typescript } });
+    const thread =
+      isolationMode(handler) === 'process' ? startProcess(start, typescript) : startThread(start, typescript);
     live.add(thread);
     let ended = false;
     const end = (settle: () => void) => {
@@ -288,8 +352,8 @@ export function runIsolated(
           break;
       }
     });
-    thread.on('error', (error) => end(() => reject(error)));
-    thread.on('exit', (code) => {
+    thread.on('error', (error: Error) => end(() => reject(error)));
+    thread.on('exit', (code: number | null) => {
       live.delete(thread);
       signal.removeEventListener('abort', onAbort);
       for (const waiting of effects.values()) waiting.reject(new Error('the isolated handler’s thread exited'));
