@@ -47,8 +47,6 @@ export class EventLoopMonitor {
   private lagMs = 0;
   private maxLagMs = 0;
   private blocked = 0;
-  /** The kinds running at the last sample: a handler that blocked and ended in one go is named too. */
-  private runningBefore: string[] = [];
 
   constructor(
     private readonly warnAfterMs: number,
@@ -78,7 +76,6 @@ export class EventLoopMonitor {
 
   private sample(): void {
     const lag = Math.max(0, performance.now() - this.armedAt - this.intervalMs);
-    const running = [...new Set(this.deps.running())].sort();
     this.lagMs = lag;
     this.maxLagMs = Math.max(this.maxLagMs, lag);
     const { metrics } = this.deps;
@@ -87,13 +84,14 @@ export class EventLoopMonitor {
     if (lag >= this.warnAfterMs) {
       this.blocked += 1;
       metrics?.eventLoopBlocked.inc();
-      const kinds = [...new Set([...this.runningBefore, ...running])].sort();
+      // Read only now, not at every sample (thousands of attempts in flight, 50 samples a second).
+      // A handler that blocked and returned is still here: its settlement waits on I/O.
+      const kinds = [...new Set(this.deps.running())].sort();
       this.deps.logger.warn(
         { lagMs: Math.round(lag), thresholdMs: this.warnAfterMs, runningKinds: kinds },
         `event loop blocked for ${Math.round(lag)} ms: heartbeats and timeouts waited (running: ${kinds.join(', ') || 'nothing'}); a CPU-bound handler can be declared isolated: 'thread'`,
       );
     }
-    this.runningBefore = running;
     this.arm();
   }
 }
