@@ -12,6 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { claim, completeIfLeaseHeld, enqueue, enqueueMany } from '../db/queue/index.ts';
 import { useTestDatabase } from '../test/db.ts';
 import {
+  blockedLoopFigures,
+  type BlockedLoopLog,
   crashPointFigures,
   DEAF_ABANDON_MS,
   DEAF_CLOCK_SLACK_MS,
@@ -324,6 +326,19 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   'pooler-bypassed': async (broken) => poolerFigures({ bypassing: broken ? 1 : 0, samples: 10, transactions: 500 }),
   'pooler-samples': async (broken) => poolerFigures({ bypassing: 0, samples: broken ? 1 : 10, transactions: 500 }),
   'pooler-transactions': async (broken) => poolerFigures({ bypassing: 0, samples: 10, transactions: broken ? 0 : 500 }),
+  'isolated-terminated': async (broken) => blockedLoop({ log: { terminated: broken ? [] : [TERMINATED] } }),
+  'isolated-overran': async (broken) =>
+    // A thread that went on 1.5 s past its 5 s timeout.
+    blockedLoop({ log: { terminated: [TERMINATED, ...(broken ? [{ ranMs: 6_500, timeoutMs: 5_000 }] : [])] } }),
+  'spin-ran': async (broken) => blockedLoop({ spinExecutions: broken ? 0 : 1 }),
+  'spin-not-timed-out': async (broken) =>
+    // An endless job that failed as transient (its thread was never stopped at the timeout).
+    blockedLoop({ spin: broken ? { failure_class: 'transient' } : {} }),
+  'busy-duplicates': async (broken) =>
+    // The busy job ran twice: its lease expired while it held the loop, and another worker took it.
+    blockedLoop({ busyExecutions: broken ? 2 : 1 }),
+  'busy-done': async (broken) => blockedLoop({ busy: broken ? { state: 'dead', failure_class: 'lease_expired' } : {} }),
+  'loop-lag-max-ms': async (broken) => blockedLoop({ log: { lags: broken ? [1_200] : [1_200, 5_083] } }),
   'first-crashed': async (broken) => [figure('first-crashed', broken ? 1 : 0)],
   'harness-error': async (broken) =>
     broken ? harnessError('checker test', new Error('boom')).figures : [figure('harness-error', 0)],
@@ -403,6 +418,50 @@ async function deafCase(options: { abandoned?: number; inject?: () => Promise<un
       slackMs: DEAF_CLOCK_SLACK_MS,
     })
   ).figures;
+}
+
+const TERMINATED = { ranMs: 5_240, timeoutMs: 5_000 };
+
+/**
+ * blocked-loop's figures over an endless isolated job (dead, class timeout) and a busy
+ * main-thread job (done, executed once), with `over` changing the rows and the workers' log.
+ */
+async function blockedLoop(over: {
+  spin?: Record<string, unknown>;
+  busy?: Record<string, unknown>;
+  busyExecutions?: number;
+  spinExecutions?: number;
+  log?: Partial<BlockedLoopLog>;
+}): Promise<Figure[]> {
+  await reset();
+  const finished = { finished_at: new Date(), attempts: 1 };
+  const spin = await insertJob({
+    kind: 'chaos.spin',
+    state: 'dead',
+    failure_class: 'timeout',
+    ...finished,
+    ...over.spin,
+  });
+  const busy = await insertJob({ kind: 'chaos.busy', state: 'done', ...finished, ...over.busy });
+  for (let i = 0; i < (over.spinExecutions ?? 1); i++)
+    await t.pool.query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
+      spin,
+      1,
+      randomUUID(),
+      PID,
+    ]);
+  for (let i = 0; i < (over.busyExecutions ?? 1); i++)
+    await t.pool.query('INSERT INTO chaos.effects (job_id, attempt, lease_token, pid) VALUES ($1, $2, $3, $4)', [
+      busy,
+      i + 1,
+      randomUUID(),
+      PID,
+    ]);
+  return blockedLoopFigures(t.pool, {
+    spinIds: [spin],
+    busyIds: [busy],
+    log: { terminated: [TERMINATED], lags: [5_083], ...over.log },
+  });
 }
 
 function listenCut(

@@ -28,6 +28,7 @@ export const SCENARIOS = [
   'duplicate-enqueue',
   'deaf-handlers',
   'drain',
+  'blocked-loop',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -153,6 +154,17 @@ export const FIGURES = {
   'keys-missing': { name: 'committed keys without a job', rule: '= 0' },
   'keys-doubled': { name: 'keys with more than one job', rule: '= 0' },
   'jobs-minus-keys': { name: 'jobs minus committed keys', rule: '= 0' },
+  // blocked-loop.
+  'isolated-terminated': { name: 'isolated executions terminated at their timeout', rule: '> 0 (the fault happened)' },
+  'spin-ran': { name: 'isolated endless executions that reached their loop', rule: '> 0 (the fault happened)' },
+  'isolated-overran': {
+    name: 'isolated executions that ended more than 1000 ms past their timeout',
+    rule: '= 0',
+  },
+  'spin-not-timed-out': { name: 'isolated endless jobs not dead with class timeout', rule: '= 0' },
+  'busy-duplicates': { name: 'executions of main-thread busy jobs beyond one per job', rule: '= 0' },
+  'busy-done': { name: 'main-thread busy jobs done', rule: '> 0 (the workload ran)' },
+  'loop-lag-max-ms': { name: 'worst event-loop lag the workers logged, ms', rule: '≥ 5000' },
   // --pgbouncer.
   'pooler-bypassed': { name: 'worker and enqueuer backends not through PgBouncer', rule: '= 0' },
   'pooler-samples': { name: 'samples of the backends taken', rule: '≥ 2' },
@@ -181,6 +193,7 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   'duplicate-enqueue': ['enqueue-rollbacks', 'keys-committed'],
   'deaf-handlers': ['abandoned'],
   drain: ['jobs-done'],
+  'blocked-loop': ['isolated-terminated', 'spin-ran', 'busy-done'],
 };
 
 export interface Figure {
@@ -734,5 +747,57 @@ export function poolerFigures(inputs: { bypassing: number; samples: number; tran
     figure('pooler-bypassed', inputs.bypassing),
     figure('pooler-samples', inputs.samples),
     figure('pooler-transactions', inputs.transactions),
+  ];
+}
+
+/** What blocked-loop read from its workers' warning lines (workers/isolated.ts, workers/event-loop.ts). */
+export interface BlockedLoopLog {
+  /** Each isolated thread terminated at its timeout: how long it ran and its timeout, in ms. */
+  terminated: { ranMs: number; timeoutMs: number }[];
+  /** The lag of each `event loop blocked` warning, in ms. */
+  lags: number[];
+}
+
+/**
+ * blocked-loop: every endless isolated job (`spinIds`) ended at its timeout, its thread
+ * terminated within a second of it; every main-thread busy job (`busyIds`) ran once although it
+ * held its worker's loop for seconds; and the lag monitor saw the block.
+ */
+export async function blockedLoopFigures(
+  client: Queryable,
+  inputs: { spinIds: string[]; busyIds: string[]; log: BlockedLoopLog },
+): Promise<Figure[]> {
+  const { terminated, lags } = inputs.log;
+  return [
+    figure('isolated-terminated', terminated.length),
+    figure('isolated-overran', terminated.filter((t) => t.ranMs > t.timeoutMs + 1000).length),
+    // The endless handler records its execution just before its loop.
+    figure(
+      'spin-ran',
+      await count(client, `SELECT count(*) FROM chaos.effects WHERE job_id = ANY($1::uuid[])`, [inputs.spinIds]),
+    ),
+    figure(
+      'spin-not-timed-out',
+      await count(
+        client,
+        `SELECT count(*) FROM leasehold.jobs WHERE id = ANY($1::uuid[]) AND (state <> 'dead' OR failure_class IS DISTINCT FROM 'timeout')`,
+        [inputs.spinIds],
+      ),
+    ),
+    figure(
+      'busy-duplicates',
+      await count(
+        client,
+        `SELECT count(*) - count(DISTINCT job_id) FROM chaos.effects WHERE job_id = ANY($1::uuid[])`,
+        [inputs.busyIds],
+      ),
+    ),
+    figure(
+      'busy-done',
+      await count(client, `SELECT count(*) FROM leasehold.jobs WHERE id = ANY($1::uuid[]) AND state = 'done'`, [
+        inputs.busyIds,
+      ]),
+    ),
+    figure('loop-lag-max-ms', lags.length === 0 ? 0 : Math.max(...lags)),
   ];
 }

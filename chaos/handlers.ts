@@ -5,7 +5,11 @@
  * - `chaos.deaf`: records its execution, and when its signal fired, and sleeps `ms` without
  *   looking at the signal (past its 250 ms timeout);
  * - `chaos.receipt`: records its execution, and runs one side effect under `receipt(…, key)`,
- *   the key shared by several jobs.
+ *   the key shared by several jobs;
+ * - `chaos.spin`: isolated in a thread, records its execution and then never yields: only its
+ *   thread's termination at the timeout ends it (blocked-loop);
+ * - `chaos.busy`: on the main thread, records its execution and computes for BUSY_MS without
+ *   yielding, blocking its worker's heartbeats (blocked-loop).
  *
  * With CHAOS_STOP_LOG set, a `chaos.work` handler whose signal fires appends a line (job,
  * attempt, pid, stop reason, Date.now()) to that file: a worker cut off from the database
@@ -37,6 +41,11 @@ const sleep = (ms: number, signal: AbortSignal) =>
     const timer = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
   });
+
+/** How long `chaos.busy` holds its worker's event loop. */
+export const BUSY_MS = 5_100;
+/** `chaos.spin`'s timeout: its thread is terminated then (above a thread's start, 1–2 s here with tsx). */
+export const SPIN_TIMEOUT_MS = 5_000;
 
 /** An execution's row in the ledger; its end is written by `ended()`. */
 async function started(job: { id: string; leaseToken: string }, attempt: number): Promise<void> {
@@ -156,6 +165,32 @@ export const handlers = [
     async handle() {
       process.kill(process.pid, 'SIGKILL');
       await new Promise(() => {});
+    },
+  }),
+  defineHandler({
+    kind: 'chaos.spin',
+    versions: [1],
+    schema: z.unknown(),
+    timeoutMs: SPIN_TIMEOUT_MS,
+    isolated: 'thread',
+    async handle({ job, attempt }) {
+      await started(job, attempt);
+      for (;;) {}
+    },
+  }),
+  defineHandler({
+    kind: 'chaos.busy',
+    versions: [1],
+    schema: z.unknown(),
+    timeoutMs: 60_000,
+    async handle({ job, attempt }) {
+      await started(job, attempt);
+      const end = performance.now() + BUSY_MS;
+      while (performance.now() < end) {}
+      await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1 AND job_id = $2', [
+        job.leaseToken,
+        job.id,
+      ]);
     },
   }),
 ];

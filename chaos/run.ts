@@ -9,11 +9,16 @@
  *
  * Scenarios: kill-storm, crash-points, zombie, connection-loss, listen-cut, heartbeat-cut,
  * clock-skew (skipped without /usr/bin/faketime), db-restart, db-crash, poison, priority-flood,
- * duplicate-enqueue (the default set), and drain (jobs enqueued every way
+ * duplicate-enqueue, deaf-handlers, blocked-loop (the default set), and drain (jobs enqueued every way
  * and drained, no faults: the baseline the others are held against). Prints a table and writes
  * chaos-results.json; exits 1 when any figure fails. The figures, their rules, each scenario's
  * evidence that its fault happened, and the verdict are chaos/checker.ts's (judged by
  * chaos/judge.ts): no figure passes by default, and a scenario without its evidence fails.
+ *
+ * blocked-loop: endless isolated handlers (`for (;;) {}` in a worker thread) must end at their
+ * timeout, their threads terminated within a second of it (read from the workers' log lines);
+ * main-thread handlers that compute for 5.1 s without yielding, on a 10 s lease, must run once
+ * each (the effects ledger); and the lag monitor must have logged the block (≥ 5 s).
  *
  * Besides its own figures, every scenario ends with the layout's invariants (layoutFigures):
  * ready jobs and ready rows agree, no lease row counts running jobs once every job is terminal,
@@ -45,6 +50,7 @@ import { enqueue, enqueueMany, type Executor } from '../db/queue/index.ts';
 import { TERMINAL_STATES } from '../db/states.ts';
 import { startPgBouncer, type PgBouncer } from '../test/pgbouncer.ts';
 import {
+  blockedLoopFigures,
   count,
   crashPointFigures,
   duplicateEnqueueFigures,
@@ -76,6 +82,7 @@ import {
   SCENARIOS,
   SELF_TEST_ARMED,
   SELF_TEST_SHIPPED,
+  type BlockedLoopLog,
   type Checked,
   type Result,
   type Scenario,
@@ -144,6 +151,8 @@ class Fleet {
   heldBack = 0;
   private readonly killedByHarness = new Set<number>();
   private stopped = false;
+  /** The workers' JSON log lines naming a blocked loop or a terminated isolated thread (blocked-loop reads them). */
+  readonly loopLines: Record<string, unknown>[] = [];
 
   /** Output lines saying a settlement was retried, and that an acknowledgement was given up. */
   settlementRetries = 0;
@@ -226,6 +235,17 @@ class Fleet {
         if (line.includes('handing the new attempt back')) this.heldBack += 1;
       }
     };
+    let loopPartial = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const lines = (loopPartial + chunk.toString()).split('\n');
+      loopPartial = lines.pop()!;
+      for (const line of lines)
+        if (/event loop blocked|isolated handler stopped/.test(line)) {
+          try {
+            this.loopLines.push({ ...JSON.parse(line), pid: child.pid });
+          } catch {}
+        }
+    });
     child.stdout!.on('data', keep('stdout'));
     child.stderr!.on('data', keep('stderr'));
     this.procs.set(child.pid!, child);
@@ -1185,6 +1205,60 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
         seconds: Math.round((Date.now() - started) / 1000),
         faults: fleet.abandoned,
         ...checked,
+      };
+    } finally {
+      await fleet.stop();
+      await db.drop();
+    }
+  },
+
+  'blocked-loop': async () => {
+    // (a) Endless isolated jobs (`for (;;) {}` in a worker thread) must end at their timeout,
+    // their threads terminated; (b) main-thread jobs that compute for 5.1 s without yielding, on
+    // a 10 s lease, must run once each (one at a time per worker: two in a row would outlast
+    // the lease); (c) the lag monitor must see each block.
+    const db = await freshDatabase();
+    const fleet = new Fleet(db.url, ['--concurrency', '1', '--lease-seconds', '10']);
+    const started = Date.now();
+    try {
+      fleet.start(2);
+      const spin = await enqueueMany(
+        db.client,
+        Array.from({ length: 3 }, () => ({ queue: 'chaos', kind: 'chaos.spin', maxAttempts: 1 })),
+      );
+      const busy = await enqueueMany(
+        db.client,
+        Array.from({ length: 3 }, () => ({ queue: 'chaos', kind: 'chaos.busy', maxAttempts: 3 })),
+      );
+      await drain(db.client, 120_000);
+      const lastFault = Date.now();
+      const log: BlockedLoopLog = {
+        terminated: fleet.loopLines
+          .filter((l) => l.reason === 'timeout' && typeof l.ranMs === 'number')
+          .map((l) => ({ ranMs: l.ranMs as number, timeoutMs: l.timeoutMs as number })),
+        lags: fleet.loopLines.filter((l) => typeof l.lagMs === 'number').map((l) => l.lagMs as number),
+      };
+      const checked = await ledger(db.client, fleet, 6, lastFault, Number.POSITIVE_INFINITY);
+      return {
+        scenario: 'blocked-loop',
+        jobs: 6,
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: log.terminated.length + log.lags.filter((ms) => ms >= 1000).length,
+        figures: [
+          ...(await blockedLoopFigures(db.client, {
+            spinIds: spin.map((j) => j.id),
+            busyIds: busy.map((j) => j.id),
+            log,
+          })),
+          ...checked.figures,
+        ],
+        observations: [
+          ...checked.observations,
+          {
+            name: 'longest isolated execution, thread start to its termination (ms)',
+            value: Math.max(0, ...log.terminated.map((t) => t.ranMs)),
+          },
+        ],
       };
     } finally {
       await fleet.stop();

@@ -3,7 +3,7 @@
  * CLI (`leasehold workers --handlers <file>`). Public API (docs/versioning.md); docs/workers.md.
  */
 export { defineHandler, DEFAULT_HANDLER_TIMEOUT_MS } from '../workers/handler.ts';
-export type { Handler, HandlerContext, HandlerOptions } from '../workers/handler.ts';
+export type { Handler, HandlerContext, HandlerOptions, Isolation } from '../workers/handler.ts';
 export {
   JobError,
   TransientError,
@@ -37,3 +37,4 @@ export {
   DEFAULT_HEALTH_HOST,
 } from '../workers/metrics.ts';
 export type { WorkerMetrics } from '../workers/metrics.ts';
+export type { EventLoopLag } from '../workers/event-loop.ts';

@@ -28,6 +28,7 @@ import type { FailureClass } from '../db/schema.ts';
 import { classify } from './errors.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { Handler, HandlerContext, HandlerRegistry } from './handler.ts';
+import { type IsolatedRunOptions, runIsolated } from './isolated.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
 export type StopReason = 'lease_lost' | 'timeout' | 'shutdown';
@@ -285,6 +286,7 @@ export interface AttemptDeps {
   leaseSeconds: number;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
+  isolation?: IsolatedRunOptions | undefined;
 }
 
 /** The job's payload values that error text must not show: at the handler's `redact` paths and the well-known secret keys. */
@@ -334,7 +336,9 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
       return permanent(boundedScrub(problems, MAX_ERROR_LENGTH, secretsOf(job, handler)).text);
     }
     const payload = checked.value;
-    await entry.run(() => handler.handle(new AttemptContext(entry, payload, deps.db, deps.leaseSeconds)));
+    const context = new AttemptContext(entry, payload, deps.db, deps.leaseSeconds);
+    // An isolated handler runs in a thread of its own, terminated when the attempt is stopped.
+    await entry.run(() => (handler.isolated ? runIsolated(handler, context, deps.isolation) : handler.handle(context)));
     result = { ok: true };
   } catch (error) {
     result = { ok: false, error };

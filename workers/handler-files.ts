@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type Handler, HandlerRegistry } from './handler.ts';
+import { DEFINED_IN, type Handler, HandlerRegistry } from './handler.ts';
 
 export class HandlerFileError extends Error {
   override readonly name = 'HandlerFileError';
@@ -29,8 +29,9 @@ async function handlersOf(file: string, cwd: string): Promise<Handler[]> {
   const absolute = path.resolve(cwd, file);
   if (!existsSync(absolute)) throw new HandlerFileError(`--handlers ${file}: no such file (${absolute})`);
   let mod: { default?: unknown; handlers?: unknown };
+  const url = pathToFileURL(absolute).href;
   try {
-    mod = (await import(pathToFileURL(absolute).href)) as typeof mod;
+    mod = (await import(url)) as typeof mod;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const typescript =
@@ -54,6 +55,8 @@ async function handlersOf(file: string, cwd: string): Promise<Handler[]> {
       );
     }
   });
+  // Where an isolated handler's thread finds it again (workers/isolated.ts).
+  for (const handler of list as Handler[]) if (handler.isolated !== undefined) handler[DEFINED_IN] ??= url;
   return list as Handler[];
 }
 

@@ -80,8 +80,43 @@ export interface Handler<Payload = unknown, Kind extends string = string> {
    * what an operator reads before re-running one.
    */
   rerunSafe?: boolean;
+  /**
+   * Run each attempt in a worker thread (or child process) of its own (workers/isolated.ts),
+   * which the worker terminates at the timeout, on lease loss and at shutdown after the grace period: a
+   * CPU-bound or wedged handler then really stops, and heartbeats keep a free event loop.
+   */
+  isolated?: Isolation | undefined;
+  /** Set by loadHandlerFiles: the URL of the file the handler came from (an isolated handler's thread imports it). */
+  [DEFINED_IN]?: string | undefined;
   handle(context: HandlerContext<Payload>): Promise<unknown>;
 }
+
+/**
+ * Where an isolated handler runs: `'thread'` (a worker thread) or `'process'` (a child process:
+ * its own heap and native code too, slower to start), or `{ mode, module }` naming the module
+ * that exports the handler (`import.meta.url` of the file that defines it). The thread or
+ * process imports that module and takes the handler of this kind from its exports, so `module`
+ * is needed unless the handler was loaded from a `--handlers` file (which records its own URL).
+ */
+export type Isolation = IsolationMode | { mode: IsolationMode; module?: string | undefined };
+export type IsolationMode = 'thread' | 'process';
+
+/** Where an isolated handler runs, or undefined when it is not isolated. */
+export function isolationMode(handler: Handler): IsolationMode | undefined {
+  const { isolated } = handler;
+  if (isolated === undefined) return undefined;
+  return typeof isolated === 'object' ? isolated.mode : isolated;
+}
+
+/** The module URL an isolated handler's thread imports, or undefined when the handler is not isolated or names none. */
+export function isolatedModule(handler: Handler): string | undefined {
+  const { isolated } = handler;
+  if (isolated === undefined) return undefined;
+  return (typeof isolated === 'object' && isolated.module) || handler[DEFINED_IN];
+}
+
+/** The URL of the `--handlers` file a handler was loaded from (set by workers/handler-files.ts). */
+export const DEFINED_IN: unique symbol = Symbol.for('leasehold.handler.definedIn');
 
 /** What the kinds registry records of a handler: one entry per version it accepts. */
 export function kindRegistrations(handler: Handler): KindRegistration[] {
@@ -118,6 +153,8 @@ export interface HandlerOptions {
    * version; the contract's schema checks the payloads of every version listed.
    */
   versions?: readonly number[] | undefined;
+  /** Run each attempt in a worker thread (or child process) the worker can terminate (see Handler.isolated, docs/workers.md). */
+  isolated?: Isolation | undefined;
 }
 
 /**
@@ -171,6 +208,7 @@ export function defineHandler(
   if (options.displayName !== undefined) handler.displayName = options.displayName;
   if (options.redact !== undefined) handler.redact = options.redact;
   if (options.rerunSafe !== undefined) handler.rerunSafe = options.rerunSafe;
+  if (options.isolated !== undefined) handler.isolated = options.isolated;
   return handler;
 }
 
@@ -187,6 +225,22 @@ export class HandlerRegistry {
     if (!isStandardSchema(handler.schema)) {
       throw new Error(
         `Leasehold workers: handler ${handler.kind}: schema: expected a Standard Schema v1 validator (zod ≥ 3.24, valibot ≥ 1, arktype ≥ 2, or an object with \`~standard.validate\`)`,
+      );
+    }
+    const { isolated } = handler;
+    const isMode = (mode: unknown) => mode === 'thread' || mode === 'process';
+    if (
+      isolated !== undefined &&
+      !isMode(isolated) &&
+      (typeof isolated !== 'object' || isolated === null || !isMode(isolated.mode))
+    ) {
+      throw new Error(
+        `Leasehold workers: handler ${handler.kind}: isolated: expected 'thread', 'process' or { mode: 'thread' | 'process', module: import.meta.url }`,
+      );
+    }
+    if (isolated !== undefined && isolatedModule(handler) === undefined) {
+      throw new Error(
+        `Leasehold workers: handler ${handler.kind}: isolated: the thread needs the handler's module: isolated: { mode: '${isolationMode(handler)}', module: import.meta.url } (a --handlers file records its own)`,
       );
     }
     // A bad redact path or display name fails here, when the handlers load, not at start.

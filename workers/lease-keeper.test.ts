@@ -80,6 +80,20 @@ describe('the lease keeper', () => {
     expect(statements).toEqual([]);
   });
 
+  it('renews no lease of a handler past its timeout that the sweep has not stopped yet (a wedged main thread)', async () => {
+    const attempts = await running(2, 30);
+    const [wedged, inTime] = [...attempts] as [Attempt, Attempt];
+    // A busy loop held the thread past the timeout: the heartbeat's timer may fire before the sweep's.
+    wedged.timeoutAt = performance.now() - 1;
+    inTime.timeoutAt = performance.now() + 60_000;
+    const before = wedged.job.leaseUntil.getTime();
+    const { keeper: k, statements } = keeper(attempts, 60);
+    await k.heartbeatAll();
+    expect(statements).toHaveLength(1);
+    expect((await getJob(t.db, wedged.job.id)).leaseUntil?.getTime()).toBe(before);
+    expect((await getJob(t.db, inTime.job.id)).leaseUntil!.getTime()).toBeGreaterThan(before + 25_000);
+  });
+
   it('stops a handler past its timeout with timeout, and leaves one within it alone', async () => {
     const attempts = await running(2, 30);
     const [late, inTime] = [...attempts] as [Attempt, Attempt];

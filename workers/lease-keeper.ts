@@ -94,7 +94,8 @@ export class LeaseKeeper {
 
   /** Renews every running attempt's lease in one statement, within heartbeatRoundMs. */
   async heartbeatAll(): Promise<void> {
-    const entries = [...this.attempts].filter((e) => !e.stopped);
+    // Not past its timeout: a wedged handler the sweep could not stop yet keeps no lease alive.
+    const entries = [...this.attempts].filter((e) => !e.stopped && performance.now() < e.timeoutAt);
     if (entries.length === 0) return;
     // Before the statement is sent: the lease it grants starts no earlier than this.
     const sent = performance.now();

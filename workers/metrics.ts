@@ -13,6 +13,8 @@ export type WorkerMetrics = ReturnType<typeof createMetrics>;
 export function createMetrics(registry = new Registry()) {
   collectDefaultMetrics({ register: registry, prefix: 'leasehold_worker_' });
   const labels = ['queue', 'kind'] as const;
+  // The worst event-loop lag since the last scrape, reported and reset by that scrape.
+  let lagMaxSinceScrape = 0;
   return {
     registry,
     claimed: new Counter({
@@ -90,6 +92,36 @@ export function createMetrics(registry = new Registry()) {
       help: 'From a job becoming due (enqueue, or its run_at) to its first attempt starting.',
       labelNames: ['queue'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    }),
+    eventLoopLag: new Gauge({
+      name: 'leasehold_event_loop_lag_seconds',
+      help: 'How late the main thread’s event loop turned at the last sample (every 20 ms); heartbeats wait that long (workers/event-loop.ts).',
+      registers: [registry],
+    }),
+    eventLoopLagMax: {
+      observe(seconds: number) {
+        lagMaxSinceScrape = Math.max(lagMaxSinceScrape, seconds);
+      },
+      gauge: new Gauge({
+        name: 'leasehold_event_loop_lag_max_seconds',
+        help: 'The worst event-loop lag since the last scrape (each scrape resets it): a handler that blocks the loop past a third of the lease delays heartbeats.',
+        registers: [registry],
+        collect() {
+          this.set(lagMaxSinceScrape);
+          lagMaxSinceScrape = 0;
+        },
+      }),
+    },
+    eventLoopBlocked: new Counter({
+      name: 'leasehold_event_loop_blocked_total',
+      help: 'Event-loop lag samples over the warning threshold (a third of the lease, at most 1 s).',
+      registers: [registry],
+    }),
+    isolatedTerminated: new Counter({
+      name: 'leasehold_isolated_terminated_total',
+      help: 'Threads of isolated handlers terminated because their attempt was stopped (timeout, lease lost, shutdown).',
+      labelNames: [...labels, 'reason'],
       registers: [registry],
     }),
   };

@@ -25,6 +25,7 @@ import { NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
 import { refuseIncompatibleSchema } from '../db/schema-version.ts';
 import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt.ts';
 import { Completer, type CompleterSettings, type SettlementCounts } from './completer.ts';
+import { type EventLoopLag, EventLoopMonitor, lagWarnMs } from './event-loop.ts';
 import type { WorkerEvents } from './events.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { HandlerRegistry } from './handler.ts';
@@ -84,6 +85,8 @@ export type WorkerStatus = {
   claimLoopStartedAt: string | null;
   /** When an attempt last ended (its slot freed); null before the first. */
   lastAttemptEndedAt: string | null;
+  /** How late the event loop turns (workers/event-loop.ts): reported, not judged. */
+  eventLoop: EventLoopLag;
 };
 
 /** What a worker's attempts came to so far (runFor's summary). */
@@ -102,6 +105,7 @@ export class Worker {
   private readonly producer: Producer;
   private readonly leaseKeeper: LeaseKeeper;
   private readonly maintenance: Maintenance;
+  private readonly eventLoop: EventLoopMonitor;
   /** What every execution needs, made once (not per job). */
   private readonly attemptDeps: AttemptDeps;
   /** The first registration while it is in flight: shutdown deregisters only after it. */
@@ -134,7 +138,16 @@ export class Worker {
     if (settings.queues.length === 0) this.settings = { ...settings, queues: handlerQueues(registry) };
     const s = this.settings;
     this.completer = new Completer(s, { db, logger, metrics, failpoints, events });
-    this.attemptDeps = { db, registry, leaseSeconds: s.leaseSeconds, metrics, failpoints };
+    this.attemptDeps = {
+      db,
+      registry,
+      leaseSeconds: s.leaseSeconds,
+      metrics,
+      failpoints,
+      isolation: {
+        onTerminated: (job, reason) => metrics?.isolatedTerminated.inc({ queue: job.queue, kind: job.kind, reason }),
+      },
+    };
     this.producer = new Producer(s, {
       registry,
       handBack: (jobs, options) => {
@@ -147,6 +160,11 @@ export class Worker {
       run: (entry) => this.run(entry),
     });
     this.leaseKeeper = new LeaseKeeper(s.leaseSeconds, this.producer.inFlight, { db, registry, logger, failpoints });
+    this.eventLoop = new EventLoopMonitor(lagWarnMs(s.leaseSeconds), {
+      logger,
+      metrics,
+      running: () => [...this.producer.inFlight].map((entry) => entry.job.kind),
+    });
     this.maintenance = new Maintenance(
       { ...s, leaseExpiredDelayMs: s.retry?.leaseExpiredDelayMs },
       { db, logger, metrics, failpoints, version: deps.version, kinds: registry.registrations() },
@@ -164,6 +182,7 @@ export class Worker {
       lastClaimAt: this.producer.lastClaimAt?.toISOString() ?? null,
       claimLoopStartedAt: this.claimLoopStartedAt?.toISOString() ?? null,
       lastAttemptEndedAt: this.lastAttemptEndedAt?.toISOString() ?? null,
+      eventLoop: this.eventLoop.lag(),
     };
   }
 
@@ -263,6 +282,7 @@ export class Worker {
       });
     }
     this.leaseKeeper.start(this.heartbeatHandle?.db);
+    this.eventLoop.start();
     this.maintenance.start();
     logger.info(
       {
@@ -331,6 +351,7 @@ export class Worker {
     }
     await this.completer.flush();
     await this.leaseKeeper.stop();
+    this.eventLoop.stop();
     await maintenanceStopped;
     // A registration still in flight when stop() came must not land after the removal.
     await this.registering?.catch(() => {});

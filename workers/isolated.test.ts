@@ -1,0 +1,270 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import pino from 'pino';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { cancelIfUnchanged, enqueue, findReceipt } from '../db/queue/index.ts';
+import { handlers } from '../test/fixtures/isolated-handlers.ts';
+import { useTestDatabase } from '../test/db.ts';
+import { attemptsOf, getJob, jobInState, uniqueQueue } from '../test/factories.ts';
+import { until } from '../test/wait.ts';
+import { createWorker, type LeaseholdWorker, WorkerOptionsError } from './create-worker.ts';
+import { TransientError } from './errors.ts';
+import { defineHandler, type HandlerContext, isolatedModule } from './handler.ts';
+import { loadHandlerFiles } from './handler-files.ts';
+import { type Isolate, isolatedThreads, reviveError, runIsolated, serializeError } from './isolated.ts';
+import { createMetrics } from './metrics.ts';
+import { z } from 'zod';
+
+const t = useTestDatabase({ max: 10 });
+const workers: LeaseholdWorker[] = [];
+const pools: pg.Pool[] = [];
+
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop(0)));
+});
+afterAll(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.end().catch(() => {})));
+});
+
+/** What the worker's logger wrote, one parsed line each. */
+function capturedLogger() {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+function start(queue: string, options: { leaseSeconds?: number } = {}) {
+  const pool = new pg.Pool({ connectionString: t.url, max: 5 });
+  pool.on('error', () => {});
+  pools.push(pool);
+  const { logger, lines } = capturedLogger();
+  const metrics = createMetrics();
+  const worker = createWorker({
+    pool,
+    jobs: handlers,
+    queues: [queue],
+    logger,
+    metrics,
+    pollMs: 100,
+    listen: false,
+    maintenance: false,
+    graceMs: 0,
+    concurrency: 2,
+    leaseSeconds: options.leaseSeconds ?? 30,
+  });
+  workers.push(worker);
+  return { worker, lines, metrics };
+}
+
+/** The thread the worker started for the next isolated attempt, with a promise of its exit code. */
+async function nextThread(): Promise<{ thread: Isolate; exited: Promise<number | null> }> {
+  const thread = await until('an isolated handler’s thread started', async () => [...isolatedThreads()][0]);
+  return { thread, exited: new Promise((resolve) => thread.once('exit', resolve)) };
+}
+
+describe('isolated handlers', () => {
+  it('terminates a thread that never yields at its timeout, and fails the job with class timeout', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker, metrics, lines } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.spin', maxAttempts: 1 });
+    await worker.start();
+    const { exited } = await nextThread();
+    const startedAt = Date.now();
+    // Its line reaches the main thread while the thread spins (messages do not wait for its loop).
+    await until('the handler is in its loop', async () => lines.some((l) => l.msg === 'spinning'));
+    const failed = await until('the job failed', jobInState(t.db, job.id, 'dead'), 20_000);
+    expect(failed.failureClass).toBe('timeout');
+    await exited; // the thread is gone: its exit event came
+    // Within the 4 s timeout, the sweep and the termination (and a loaded machine).
+    expect(Date.now() - startedAt).toBeLessThan(6_000);
+    expect(isolatedThreads().size).toBe(0);
+    await until('the termination was counted', async () =>
+      (await metrics.registry.getSingleMetricAsString('leasehold_isolated_terminated_total')).includes(
+        'reason="timeout"} 1',
+      ),
+    );
+    expect(
+      lines.some((l) => l.msg === 'isolated handler stopped: its thread was terminated' && l.reason === 'timeout'),
+    ).toBe(true);
+    // The main thread's loop stayed free while the thread spun: no lag sample over the threshold.
+    const { worker: status } = await worker.health();
+    expect(status.status).toBe('ok');
+    expect(status.eventLoop.blocked).toBe(0);
+  });
+
+  it('keeps a TransientError thrown in the thread as its class, with its message, stack and cause', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.transient', maxAttempts: 1 });
+    await worker.start();
+    const { exited } = await nextThread();
+    await until('the attempt failed', async () => (await attemptsOf(t.db, job.id)).find((a) => a.outcome === 'failed'));
+    const [attempt] = await attemptsOf(t.db, job.id);
+    expect(attempt?.failureClass).toBe('transient');
+    expect(attempt?.error).toBe('TransientError: the provider answered 503');
+    const detail = attempt?.errorDetail as {
+      stack: string | null;
+      causes: { name: string; message: string; code?: string }[];
+    };
+    expect(detail.stack).toContain('isolated-handlers.ts');
+    expect(detail.causes[0]).toMatchObject({ name: 'Error', message: 'socket hang up', code: 'ECONNRESET' });
+    await exited;
+  });
+
+  it('terminates the thread when the lease is lost (an operator cancel), and settles nothing', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker, metrics } = start(queue, { leaseSeconds: 3 });
+    const job = await enqueue(t.db, { queue, kind: 'iso.spin-long' });
+    await worker.start();
+    const { exited } = await nextThread();
+    const running = await until('the job ran', jobInState(t.db, job.id, 'running'));
+    await cancelIfUnchanged(t.db, { id: job.id, leaseToken: running.leaseToken!, actor: 'test' });
+    await exited; // at the next heartbeat (a second), refused: the thread is terminated
+    expect((await getJob(t.db, job.id)).state).toBe('cancelled');
+    await until('the termination was counted', async () =>
+      (await metrics.registry.getSingleMetricAsString('leasehold_isolated_terminated_total')).includes(
+        'reason="lease_lost"} 1',
+      ),
+    );
+  });
+
+  it('terminates the thread at shutdown after the grace period, releasing the job', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.spin-long' });
+    await worker.start();
+    const { exited } = await nextThread();
+    await until('the job ran', jobInState(t.db, job.id, 'running'));
+    await worker.stop(200);
+    await exited;
+    expect((await getJob(t.db, job.id)).state).toBe('ready');
+  });
+
+  it('gives the thread the checked payload, heartbeats, receipts and a logger that reach the main thread', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker, lines } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.context', payload: { n: 21 } });
+    await worker.start();
+    await until('the job was done', jobInState(t.db, job.id, 'done'));
+    const line = await until('the thread’s log line', async () => lines.find((l) => l.msg === 'isolated context seen'));
+    expect(line).toMatchObject({
+      first: { doubled: 42, attempt: 1 },
+      second: { doubled: 42, attempt: 1 },
+      deliveryKey: `iso.context:${job.id}`,
+      jobId: job.id,
+      isolated: true,
+    });
+    expect((await findReceipt(t.db, `iso.context:${job.id}`))?.result).toEqual({ doubled: 42, attempt: 1 });
+  });
+
+  it('refuses an isolated handler that names no module for its thread', () => {
+    const bare = defineHandler({
+      kind: 'iso.bare',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 1000,
+      isolated: 'thread',
+      handle: async () => {},
+    });
+    expect(() => createWorker({ connectionString: t.url, jobs: [bare] })).toThrow(WorkerOptionsError);
+    expect(() => createWorker({ connectionString: t.url, jobs: [bare] })).toThrow(/isolated: the thread needs/);
+  });
+});
+
+describe('isolated handlers in a child process', () => {
+  it('kills a process that never yields at its timeout, and fails the job with class timeout', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker, lines } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.spin-process', maxAttempts: 1 });
+    await worker.start();
+    const { thread, exited } = await nextThread();
+    expect(thread.mode).toBe('process');
+    const spinning = await until('the handler is in its loop', async () => lines.find((l) => l.msg === 'spinning'));
+    expect(spinning.childPid).not.toBe(process.pid);
+    const failed = await until('the job failed', jobInState(t.db, job.id, 'dead'), 20_000);
+    expect(failed.failureClass).toBe('timeout');
+    await exited;
+    expect(() => process.kill(spinning.childPid as number, 0)).toThrow(/ESRCH/); // the process is gone
+  });
+
+  it('keeps a TransientError thrown in the process as its class', async () => {
+    const queue = uniqueQueue('iso');
+    const { worker } = start(queue);
+    const job = await enqueue(t.db, { queue, kind: 'iso.transient-process', maxAttempts: 1 });
+    await worker.start();
+    await until('the attempt failed', async () => (await attemptsOf(t.db, job.id)).find((a) => a.outcome === 'failed'));
+    const [attempt] = await attemptsOf(t.db, job.id);
+    expect(attempt?.failureClass).toBe('transient');
+    expect(attempt?.error).toBe('TransientError: the provider answered 503 (from a process)');
+  });
+});
+
+describe('runIsolated', () => {
+  it('terminates the thread the moment the attempt is stopped, even when the main loop is held right after', async () => {
+    const shared = new SharedArrayBuffer(4);
+    const counter = new Int32Array(shared);
+    const controller = new AbortController();
+    const handler = handlers.find((h) => h.kind === 'iso.count')!;
+    const context = {
+      job: { id: 'job-1', queue: 'q', kind: 'iso.count' },
+      payload: shared,
+      attempt: 1,
+      deliveryKey: 'iso.count:job-1',
+      signal: controller.signal,
+      logger: pino({ level: 'silent' }),
+      heartbeat: async () => {},
+      receipt: async <T>(effect: () => Promise<T>) => effect(),
+    } as unknown as HandlerContext<unknown>;
+    const run = runIsolated(handler, context);
+    run.catch(() => {});
+    const { exited } = await nextThread();
+    await until('the handler counts', async () => Atomics.load(counter, 0) > 0);
+    controller.abort(new Error('stopped'));
+    // The slot is free from the stop on, and the next handler may hold the loop: the thread
+    // must not go on counting meanwhile.
+    const spinUntil = performance.now() + 300;
+    while (performance.now() < spinUntil - 200) {}
+    const early = Atomics.load(counter, 0);
+    while (performance.now() < spinUntil) {}
+    expect(Atomics.load(counter, 0)).toBe(early);
+    await expect(run).rejects.toThrow('stopped');
+    await exited;
+  });
+});
+
+describe('isolated handlers from --handlers files', () => {
+  it('records the file a handler came from, and its thread imports that file', async () => {
+    const file = 'test/fixtures/isolated-file-handler.ts';
+    const registry = await loadHandlerFiles([file]);
+    const handler = registry.get('iso.from-file')!;
+    expect(isolatedModule(handler)).toBe(pathToFileURL(path.resolve(file)).href);
+    const lines: Record<string, unknown>[] = [];
+    const context = {
+      job: { id: 'job-2', queue: 'q', kind: handler.kind },
+      payload: {},
+      attempt: 1,
+      deliveryKey: 'iso.from-file:job-2',
+      signal: new AbortController().signal,
+      logger: pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line)) }),
+      heartbeat: async () => {},
+      receipt: async <T>(effect: () => Promise<T>) => effect(),
+    } as unknown as HandlerContext<unknown>;
+    await runIsolated(handler, context);
+    expect(lines.find((l) => l.msg === 'ran from its file')).toMatchObject({ isMainThread: false, isolated: true });
+  });
+});
+
+describe('errors across threads', () => {
+  it('makes a typed error again by its name, with its retry-after, cause chain and code', () => {
+    const revived = reviveError(
+      serializeError(new TransientError('busy', { cause: Object.assign(new Error('reset'), { code: 'ECONNRESET' }) })),
+    ) as TransientError;
+    expect(revived).toBeInstanceOf(TransientError);
+    expect(revived.failureClass).toBe('transient');
+    expect((revived.cause as Error & { code: string }).code).toBe('ECONNRESET');
+    const other = reviveError(serializeError(Object.assign(new RangeError('out'), { code: 'E_RANGE' })));
+    expect(other).toMatchObject({ name: 'RangeError', message: 'out', code: 'E_RANGE' });
+    expect(reviveError(serializeError('a string'))).toBe('a string');
+  });
+});
