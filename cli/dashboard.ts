@@ -6,6 +6,11 @@
  * again when the sources are newer than the build: this repo's own development). Next.js and
  * the dashboard's React packages are optional peers the user installs; their absence is said
  * with the install command.
+ *
+ * `leasehold dashboard build --base-path /leasehold` builds that copy for a path prefix (Next.js
+ * fixes basePath at build time); the build marker remembers it, and serving then uses it.
+ * Against DATABASE_URL the dashboard runs no DDL: it checks the schema and its login's grants
+ * first (cli/dashboard-database.ts); only the embedded development server is migrated.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -23,7 +28,8 @@ import {
   UsageError,
   wholeNumber,
 } from './command.ts';
-import { commandDatabase, refuseUnsuitableSchema } from './database.ts';
+import { checkDashboardDatabase } from './dashboard-database.ts';
+import { commandDatabase } from './database.ts';
 
 /**
  * What the dashboard's build needs beyond the queue's own dependencies: what its code imports,
@@ -43,33 +49,94 @@ export const DASHBOARD_PACKAGES = [
   '@types/node',
 ] as const;
 
-/** Written into the build folder after a build succeeds: the version it was built from. */
-const MARKER = 'leasehold-build.json';
+/** Written into the build folder after a build succeeds: the version and base path it was built for. */
+export const MARKER = 'leasehold-build.json';
 
-const HELP = `usage: leasehold dashboard [--port N] [--hostname HOST] [--dir FOLDER] [--rebuild]
+export interface BuildMarker {
+  version: string;
+  node?: string;
+  /** '' at the root (markers written before base paths had none: the root). */
+  basePath: string;
+}
+
+const HELP = `usage: leasehold dashboard [--port N] [--hostname HOST] [--dir FOLDER] [--base-path PATH] [--rebuild]
+       leasehold dashboard build [--dir FOLDER] [--base-path PATH] [--rebuild]
 
 Serves the dashboard (Next.js) on the database DATABASE_URL names. The first run for a version
-of leasehold builds it (next build) into FOLDER, which takes a minute or two; later runs reuse
-that build. Needs Next.js and the dashboard's packages in your project:
+of leasehold builds it (next build) into FOLDER, which takes minutes; later runs reuse that
+build. \`build\` only builds (for a path prefix with --base-path), for serving later.
+Needs Next.js and the dashboard's packages in your project:
   npm install ${DASHBOARD_PACKAGES.join(' ')}
+
+It runs no DDL on DATABASE_URL: the schema must be migrated (leasehold migrate) and the login
+must have the role leasehold_dashboard (db/roles.sql); it says what is missing at start.
 
   --port N          port to listen on (default: PORT, else 3000)
   --hostname HOST   address to listen on (default: Next.js's, all interfaces)
   --dir FOLDER      the build folder (default ./.leasehold/dashboard; LEASEHOLD_DASHBOARD_DIR)
+  --base-path PATH  serve under a path prefix behind your proxy, e.g. /leasehold (LEASEHOLD_BASE_PATH;
+                    fixed at build time: a build for another path is built again; / for none).
+                    Default when serving: the path the build in FOLDER was made for
   --rebuild         build again even when the build is current
 ${EMBEDDED_HELP} (migrated at start)
   --help, --version
 
 environment: DATABASE_URL (required unless --embedded), NEXTAUTH_SECRET (32+ random characters,
-e.g. openssl rand -base64 32), NEXTAUTH_URL (the dashboard's public URL). Users: leasehold users add.`;
+e.g. openssl rand -base64 32), NEXTAUTH_URL (the dashboard's public URL; under a base path with it
+and /api/auth: https://ops.example.com/leasehold/api/auth). Users: leasehold users add.
+docs/dashboard.md: your database, your proxy.`;
 
 const OPTIONS = {
   port: { type: 'string' },
   hostname: { type: 'string' },
   dir: { type: 'string' },
+  'base-path': { type: 'string' },
   rebuild: { type: 'boolean' },
   embedded: { type: 'boolean' },
 } as const;
+
+/**
+ * `--base-path`'s value as Next.js takes it: '' for none (`''` or `/`), else a leading slash and
+ * none at the end (`/leasehold/` is `/leasehold`). A UsageError for anything else.
+ */
+export function normalizeBasePath(value: string): string {
+  const trimmed = value.trim().replace(/\/+$/, '');
+  if (trimmed === '') return '';
+  if (!/^\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$/.test(trimmed))
+    throw new UsageError(
+      `--base-path must be a URL path such as /leasehold (a leading slash, no query or fragment), not ${JSON.stringify(value)}`,
+    );
+  return trimmed;
+}
+
+/**
+ * NEXTAUTH_URL for a dashboard under `basePath`: next-auth takes the URL's path as the path of
+ * its own routes, so under /leasehold it must be `…/leasehold/api/auth`. The public URL alone
+ * (`https://host/leasehold`) is completed; another path is refused with the one to set.
+ */
+export function nextAuthUrlFor(value: string | undefined, basePath: string): string | undefined {
+  if (!value) {
+    if (basePath)
+      throw new UsageError(
+        `NEXTAUTH_URL must be set under a base path: the dashboard's public URL with ${basePath}/api/auth, for example https://ops.example.com${basePath}/api/auth`,
+      );
+    return value;
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(
+      `NEXTAUTH_URL must be a URL such as https://ops.example.com${basePath}/api/auth, not ${value}`,
+    );
+  }
+  const pathname = url.pathname.replace(/\/+$/, '');
+  if (pathname === `${basePath}/api/auth`) return value;
+  if (pathname === basePath) return `${url.origin}${basePath}/api/auth`;
+  throw new UsageError(
+    `NEXTAUTH_URL has the path ${url.pathname}, but the dashboard is built for ${basePath ? `the base path ${basePath}` : 'the root'}: set it to ${url.origin}${basePath}/api/auth${basePath ? '' : ` (or build for that path: leasehold dashboard build --base-path ${pathname})`}`,
+  );
+}
 
 /** The packages of DASHBOARD_PACKAGES that do not resolve from `dir`. */
 function missingPackages(dir: string): string[] {
@@ -98,9 +165,11 @@ function commonAncestor(a: string, b: string): string {
   return as.slice(0, i).join(path.sep) || path.sep;
 }
 
-function builtVersion(dir: string): string | null {
+export function readMarker(dir: string): BuildMarker | null {
   try {
-    return (JSON.parse(readFileSync(path.join(dir, MARKER), 'utf8')) as { version?: string }).version ?? null;
+    const marker = JSON.parse(readFileSync(path.join(dir, MARKER), 'utf8')) as Partial<BuildMarker>;
+    if (typeof marker.version !== 'string') return null;
+    return { version: marker.version, node: marker.node, basePath: marker.basePath ?? '' };
   } catch {
     return null;
   }
@@ -154,27 +223,88 @@ function linkOwnDependencies(root: string, dir: string): string[] {
   return linked;
 }
 
-async function checkDatabase(url: string, migrate: boolean): Promise<void> {
-  if (migrate) await migrateDatabase(url);
+/**
+ * The embedded development server is migrated (it is the CLI's own); DATABASE_URL is only
+ * checked: schema, version and the login's grants, each refusal a sentence (cli/dashboard-database.ts).
+ */
+async function checkDatabase(url: string, embedded: boolean, cwd: string): Promise<void> {
+  if (embedded) await migrateDatabase(url);
   const { db, close } = createDb(url, { max: 1, applicationName: 'leasehold-cli' });
   try {
-    await refuseUnsuitableSchema(db);
+    const verdict = await checkDashboardDatabase(db, cwd);
+    if (!embedded) for (const warning of verdict.warnings) console.error(`leasehold dashboard: warning: ${warning}`);
   } finally {
     await close();
   }
+}
+
+interface BuildContext {
+  root: string;
+  dir: string;
+  version: string;
+  basePath: string;
+  env: NodeJS.ProcessEnv;
+  next: string;
+}
+
+/** Copies and builds the dashboard into `dir` for `basePath`; false (and the reason said) when next build fails. */
+function buildDashboard(b: BuildContext, why: string): boolean {
+  const where = b.basePath ? `under the base path ${b.basePath}` : 'at the root path';
+  console.error(
+    `leasehold dashboard: building the dashboard for leasehold ${b.version} ${where} into ${b.dir} (${why}). next build takes minutes; later runs reuse the build…`,
+  );
+  const started = Date.now();
+  rmSync(path.join(b.dir, MARKER), { force: true });
+  copySources(b.root, b.dir, b.version);
+  const linked = linkOwnDependencies(b.root, b.dir);
+  if (linked.length > 0)
+    console.error(`leasehold dashboard: the build uses Leasehold's own ${linked.join(', ')} (your project has others)`);
+  const build = spawnSync(process.execPath, [b.next, 'build'], {
+    cwd: b.dir,
+    env: b.env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (build.status !== 0) {
+    console.error(
+      `leasehold dashboard: the build failed (next build exited ${build.status ?? build.signal}); its output is above`,
+    );
+    return false;
+  }
+  if (!existsSync(path.join(b.dir, '.next', 'BUILD_ID')))
+    throw new Error(`Leasehold CLI: no build in ${b.dir}/.next after building`);
+  const marker: BuildMarker = { version: b.version, node: process.version, basePath: b.basePath };
+  writeFileSync(path.join(b.dir, MARKER), `${JSON.stringify(marker)}\n`);
+  console.error(`leasehold dashboard: built in ${Math.round((Date.now() - started) / 1000)} s`);
+  return true;
+}
+
+/** Why the build in `dir` does not serve `basePath` for this version, or null when it does. */
+export function rebuildReason(
+  marker: BuildMarker | null,
+  dir: string,
+  root: string,
+  version: string,
+  basePath: string,
+): string | null {
+  if (!marker || !existsSync(path.join(dir, '.next', 'BUILD_ID'))) return 'no build there yet';
+  if (marker.version !== version) return `the build there is for leasehold ${marker.version}`;
+  if (marker.basePath !== basePath)
+    return `the build there is for ${marker.basePath ? `the base path ${marker.basePath}` : 'the root path'}`;
+  if (buildIsStale(dir, root)) return 'the sources are newer than the build';
+  return null;
 }
 
 export const dashboardCommand: Command = {
   name: 'dashboard',
   help: HELP,
   async run(args, context: CommandContext) {
-    const { values } = parseCommandArgs('dashboard', args, OPTIONS);
-    const port = wholeNumber('port', values.port ?? context.env.PORT ?? '3000', 1, 65535)!;
-    const secret = context.env.NEXTAUTH_SECRET ?? '';
-    if (secret.length < 32)
+    const { values, positionals } = parseCommandArgs('dashboard', args, OPTIONS, true);
+    const [sub, ...extra] = positionals;
+    if ((sub !== undefined && sub !== 'build') || extra.length > 0)
       throw new UsageError(
-        'NEXTAUTH_SECRET must be set to a random string of at least 32 characters (for example: openssl rand -base64 32); it signs the dashboard’s sessions',
+        `leasehold dashboard takes no argument but build, not ${JSON.stringify(positionals.join(' '))} (see leasehold dashboard --help)`,
       );
+    const buildOnly = sub === 'build';
     const dir = path.resolve(
       context.cwd,
       values.dir ?? context.env.LEASEHOLD_DASHBOARD_DIR ?? path.join('.leasehold', 'dashboard'),
@@ -182,10 +312,26 @@ export const dashboardCommand: Command = {
     const root = packageRoot();
     if (dir === root || root.startsWith(`${dir}${path.sep}`))
       throw new UsageError(`--dir ${dir} holds the package itself; name a folder of its own`);
+    const marker = readMarker(dir);
+    const asked = values['base-path'] ?? context.env.LEASEHOLD_BASE_PATH;
+    // Serving without a base path asked for serves the build as it was made (`build --base-path`).
+    const basePath = asked !== undefined ? normalizeBasePath(asked) : buildOnly ? '' : (marker?.basePath ?? '');
 
-    const database = await commandDatabase(context, values.embedded === true);
+    let port = 0;
+    let nextAuthUrl: string | undefined;
+    if (!buildOnly) {
+      port = wholeNumber('port', values.port ?? context.env.PORT ?? '3000', 1, 65535)!;
+      const secret = context.env.NEXTAUTH_SECRET ?? '';
+      if (secret.length < 32)
+        throw new UsageError(
+          'NEXTAUTH_SECRET must be set to a random string of at least 32 characters (for example: openssl rand -base64 32); it signs the dashboard’s sessions',
+        );
+      nextAuthUrl = nextAuthUrlFor(context.env.NEXTAUTH_URL, basePath);
+    }
+
+    const database = buildOnly ? null : await commandDatabase(context, values.embedded === true);
     try {
-      await checkDatabase(database.url, database.embedded);
+      if (database) await checkDatabase(database.url, database.embedded, context.cwd);
 
       // Resolved from the build folder, as next build will: the user's project's node_modules.
       mkdirSync(dir, { recursive: true });
@@ -196,50 +342,33 @@ export const dashboardCommand: Command = {
         );
       const next = createRequire(path.join(dir, 'package.json')).resolve('next/dist/bin/next');
       const workspace = commonAncestor(dir, realpathSync(next));
-      // NODE_ENV is left to next (build and start set production).
+      // NODE_ENV is left to next (build and start set production). next start reads
+      // next.config.ts again, so the base path goes to both.
       const env: NodeJS.ProcessEnv = {
         ...process.env,
         ...context.env,
-        DATABASE_URL: database.url,
+        ...(database ? { DATABASE_URL: database.url } : {}),
+        ...(nextAuthUrl ? { NEXTAUTH_URL: nextAuthUrl } : {}),
         LEASEHOLD_DEMO: 'false',
         NEXT_TELEMETRY_DISABLED: '1',
         LEASEHOLD_DASHBOARD_ROOT: workspace,
+        LEASEHOLD_BASE_PATH: basePath,
       };
 
-      const current = builtVersion(dir) === context.version && !buildIsStale(dir, root);
-      if (values.rebuild || !current) {
-        console.error(
-          `leasehold dashboard: building the dashboard for leasehold ${context.version} into ${dir} (next build: the first build takes a minute or two; later runs reuse it)…`,
-        );
-        rmSync(path.join(dir, MARKER), { force: true });
-        copySources(root, dir, context.version);
-        const linked = linkOwnDependencies(root, dir);
-        if (linked.length > 0)
-          console.error(
-            `leasehold dashboard: the build uses Leasehold's own ${linked.join(', ')} (your project has others)`,
-          );
-        const build = spawnSync(process.execPath, [next, 'build'], {
-          cwd: dir,
-          env,
-          stdio: ['ignore', 'inherit', 'inherit'],
-        });
-        if (build.status !== 0) {
-          console.error(
-            `leasehold dashboard: the build failed (next build exited ${build.status ?? build.signal}); its output is above`,
-          );
-          return 1;
-        }
-        writeFileSync(
-          path.join(dir, MARKER),
-          `${JSON.stringify({ version: context.version, node: process.version })}\n`,
-        );
+      const reason = values.rebuild ? '--rebuild' : rebuildReason(marker, dir, root, context.version, basePath);
+      if (reason) {
+        if (!buildDashboard({ root, dir, version: context.version, basePath, env, next }, reason)) return 1;
       } else {
         console.error(
-          `leasehold dashboard: using the build in ${dir} (leasehold ${context.version}; --rebuild builds again)`,
+          `leasehold dashboard: using the build in ${dir} (leasehold ${context.version}, ${basePath ? `base path ${basePath}` : 'root path'}; --rebuild builds again)`,
         );
       }
-      if (!existsSync(path.join(dir, '.next', 'BUILD_ID')))
-        throw new Error(`Leasehold CLI: no build in ${dir}/.next after building`);
+      if (buildOnly) {
+        console.error(
+          `leasehold dashboard: ${dir} is ready; leasehold dashboard${values.dir ? ` --dir ${values.dir}` : ''} serves it${basePath ? ` under ${basePath} (NEXTAUTH_URL: https://<your host>${basePath}/api/auth)` : ''}`,
+        );
+        return 0;
+      }
 
       const startArgs = [
         next,
@@ -248,6 +377,7 @@ export const dashboardCommand: Command = {
         String(port),
         ...(values.hostname ? ['--hostname', values.hostname] : []),
       ];
+      if (basePath) console.error(`leasehold dashboard: serving under ${basePath}/ on port ${port}`);
       const child = spawn(process.execPath, startArgs, { cwd: dir, env, stdio: ['ignore', 'inherit', 'inherit'] });
       const forward = (signal: NodeJS.Signals) => child.kill(signal);
       process.on('SIGINT', forward);
@@ -257,7 +387,7 @@ export const dashboardCommand: Command = {
       process.off('SIGTERM', forward);
       return code;
     } finally {
-      await database.stop();
+      await database?.stop();
     }
   },
 };

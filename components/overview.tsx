@@ -15,6 +15,7 @@ import {
 } from 'recharts';
 import type { OverviewDTO, QueueDTO } from '../lib/dto.ts';
 import { fetchOverview, POLL, postJson, queryKeys } from './queries.ts';
+import { withBasePath } from './base-path.ts';
 
 const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
   { key: 'ready', label: 'ready', color: '#3b82f6' },
@@ -112,7 +113,7 @@ function OverviewView({ data }: { data: OverviewDTO }) {
             {data.queues.map((q) => (
               <tr key={q.queue}>
                 <td>
-                  <a href={`/jobs?queue=${encodeURIComponent(q.queue)}`}>{q.queue}</a>
+                  <a href={withBasePath(`/jobs?queue=${encodeURIComponent(q.queue)}`)}>{q.queue}</a>
                   {q.paused && <span className="badge paused">paused</span>}
                 </td>
                 {STATES.map((s) => (

@@ -4,6 +4,7 @@
  * is hidden (refetchIntervalInBackground stays false).
  */
 import type { ActionResultDTO, BulkPreviewDTO, OverviewDTO } from '../lib/dto.ts';
+import { withBasePath } from './base-path.ts';
 
 export const POLL = {
   overview: 5_000,
@@ -13,18 +14,20 @@ export const queryKeys = {
   overview: ['overview'] as const,
 };
 
-async function getJson<T>(url: string): Promise<T> {
-  const response = await fetch(url, { cache: 'no-store' });
+/** GETs `path` (the dashboard's own, `/api/…`: under the base path). */
+async function getJson<T>(path: string): Promise<T> {
+  const response = await fetch(withBasePath(path), { cache: 'no-store' });
   const body = (await response.json().catch(() => null)) as (T & { message?: string }) | null;
   if (!response.ok) throw new Error(body?.message ?? `The server answered ${response.status}.`);
   return body as T;
 }
 
+/** POSTs `body` to `path` (the dashboard's own, `/api/…`: under the base path). */
 export async function postJson<T = ActionResultDTO>(
-  url: string,
+  path: string,
   body: unknown,
 ): Promise<T & { ok?: boolean; message?: string }> {
-  const response = await fetch(url, {
+  const response = await fetch(withBasePath(path), {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),

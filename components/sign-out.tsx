@@ -1,6 +1,7 @@
 'use client';
 import { signOut } from 'next-auth/react';
+import { withBasePath } from './base-path.ts';
 
 export function SignOut() {
-  return <button onClick={() => void signOut({ callbackUrl: '/login' })}>Sign out</button>;
+  return <button onClick={() => void signOut({ callbackUrl: withBasePath('/login') })}>Sign out</button>;
 }

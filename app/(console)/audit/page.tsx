@@ -2,6 +2,7 @@ import { PageError } from '../../../components/page-error.tsx';
 import { getAudit } from '../../../lib/dal/index.ts';
 import { load } from '../../../lib/page.ts';
 import { dropEmpty } from '../../../lib/search-params.ts';
+import { withBasePath } from '../../../components/base-path.ts';
 
 export default async function AuditPage({
   searchParams,
@@ -48,7 +49,7 @@ export default async function AuditPage({
                   <td>{a.action}</td>
                   <td className="mono">
                     {a.jobIds.slice(0, 3).map((id) => (
-                      <a key={id} href={`/jobs/${id}`}>
+                      <a key={id} href={withBasePath(`/jobs/${id}`)}>
                         {id.slice(0, 13)}…{' '}
                       </a>
                     ))}
@@ -70,7 +71,11 @@ export default async function AuditPage({
           </table>
           {loaded.value.next && (
             <p className="pager">
-              <a href={`/audit?${new URLSearchParams({ ...params, before: String(loaded.value.next) }).toString()}`}>
+              <a
+                href={withBasePath(
+                  `/audit?${new URLSearchParams({ ...params, before: String(loaded.value.next) }).toString()}`,
+                )}
+              >
                 Older →
               </a>
             </p>

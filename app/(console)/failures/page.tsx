@@ -2,6 +2,7 @@ import { BulkActions } from '../../../components/bulk-actions.tsx';
 import { PageError } from '../../../components/page-error.tsx';
 import { getFailureGroups } from '../../../lib/dal/index.ts';
 import { load } from '../../../lib/page.ts';
+import { withBasePath } from '../../../components/base-path.ts';
 
 export default async function FailuresPage() {
   const loaded = await load(getFailureGroups);
@@ -36,7 +37,9 @@ export default async function FailuresPage() {
               </td>
               <td className="num">
                 <a
-                  href={`/jobs?state=dead&queue=${encodeURIComponent(g.queue)}${g.failureClass === 'unknown' ? '' : `&failureClass=${encodeURIComponent(g.failureClass)}`}`}
+                  href={withBasePath(
+                    `/jobs?state=dead&queue=${encodeURIComponent(g.queue)}${g.failureClass === 'unknown' ? '' : `&failureClass=${encodeURIComponent(g.failureClass)}`}`,
+                  )}
                 >
                   {g.count}
                 </a>

@@ -6,6 +6,7 @@ import { getJobs } from '../../../lib/dal/index.ts';
 import { FAILURE_CLASSES, LIST_STATES } from '../../../lib/dto.ts';
 import { load } from '../../../lib/page.ts';
 import { dropEmpty } from '../../../lib/search-params.ts';
+import { withBasePath } from '../../../components/base-path.ts';
 
 type Params = Record<string, string | string[] | undefined>;
 
@@ -81,7 +82,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
               {loaded.value.jobs.map((j) => (
                 <tr key={j.id}>
                   <td className="mono">
-                    <a href={`/jobs/${j.id}`}>{j.id}</a>
+                    <a href={withBasePath(`/jobs/${j.id}`)}>{j.id}</a>
                   </td>
                   <td>
                     <StateBadge state={j.subState} />
@@ -107,7 +108,11 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
           </table>
           {loaded.value.next && (
             <p className="pager">
-              <a href={`/jobs?${new URLSearchParams({ ...filterParams, after: loaded.value.next }).toString()}`}>
+              <a
+                href={withBasePath(
+                  `/jobs?${new URLSearchParams({ ...filterParams, after: loaded.value.next }).toString()}`,
+                )}
+              >
                 Next page →
               </a>
             </p>

@@ -1,0 +1,121 @@
+/**
+ * `leasehold dashboard` before Next.js starts: it refuses a database it cannot serve with a
+ * sentence on stderr (exit 2) and builds nothing; the base path is checked, remembered in the
+ * build marker, and a build for another path is built again. Next.js itself is not started here
+ * (e2e/base-path.spec.ts builds and serves one).
+ */
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { emptyDatabase } from '../test/db.ts';
+import { cli, ROOT, tempProject } from '../test/cli.ts';
+import { useRoleDatabase } from '../test/roles.ts';
+import { MARKER, nextAuthUrlFor, normalizeBasePath, readMarker, rebuildReason } from './dashboard.ts';
+
+const r = useRoleDatabase();
+const SECRET = { NEXTAUTH_SECRET: 'x'.repeat(40) };
+
+describe('leasehold dashboard on a database it cannot serve', () => {
+  it('a login without leasehold_dashboard: exit 2, the grant it lacks and the GRANT to run, nothing built', async () => {
+    const cwd = tempProject();
+    const run = await cli(['dashboard'], { cwd, env: { DATABASE_URL: r.urls.producer, ...SECRET } });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      new RegExp(`the login ${r.logins.producer} cannot do what the dashboard needs in schema leasehold: it lacks `),
+    );
+    expect(run.stderr).toContain('SELECT on leasehold.audit_log');
+    expect(run.stderr).toContain(`GRANT leasehold_dashboard TO ${r.logins.producer};`);
+    expect(existsSync(path.join(cwd, '.leasehold'))).toBe(false);
+  });
+
+  it('no schema leasehold: exit 2, run leasehold migrate, and no DDL run', async () => {
+    const empty = await emptyDatabase('leasehold_dash_cli');
+    try {
+      const cwd = tempProject();
+      const run = await cli(['dashboard'], { cwd, env: { DATABASE_URL: empty.url, ...SECRET } });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/has no schema leasehold: run `leasehold migrate` first/);
+      const client = new pg.Client({ connectionString: empty.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query("SELECT to_regnamespace('leasehold') IS NULL AS absent");
+        expect(rows[0]).toEqual({ absent: true });
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await empty.drop();
+    }
+  });
+
+  it('the dashboard’s own login gets past the database to the packages check', async () => {
+    const cwd = tempProject();
+    const run = await cli(['dashboard'], { cwd, env: { DATABASE_URL: r.urls.dashboard, ...SECRET } });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/the dashboard needs packages your project does not have/);
+    expect(run.stderr).not.toMatch(/warning/);
+  });
+});
+
+describe('the base path', () => {
+  it('is a URL path: / and a trailing slash are normalized, anything else refused', () => {
+    expect(normalizeBasePath('/leasehold')).toBe('/leasehold');
+    expect(normalizeBasePath('/ops/leasehold/')).toBe('/ops/leasehold');
+    expect(normalizeBasePath('/')).toBe('');
+    expect(normalizeBasePath('')).toBe('');
+    for (const bad of ['leasehold', '/a b', '/x?y=1', '/x#y', '//x'])
+      expect(() => normalizeBasePath(bad), bad).toThrow(/--base-path must be a URL path such as \/leasehold/);
+  });
+
+  it('needs NEXTAUTH_URL with the path and /api/auth; the public URL alone is completed', () => {
+    expect(nextAuthUrlFor('https://ops.example.com/leasehold/api/auth', '/leasehold')).toBe(
+      'https://ops.example.com/leasehold/api/auth',
+    );
+    expect(nextAuthUrlFor('https://ops.example.com/leasehold/', '/leasehold')).toBe(
+      'https://ops.example.com/leasehold/api/auth',
+    );
+    expect(nextAuthUrlFor('http://127.0.0.1:3000', '')).toBe('http://127.0.0.1:3000/api/auth');
+    expect(nextAuthUrlFor(undefined, '')).toBeUndefined();
+    expect(() => nextAuthUrlFor(undefined, '/leasehold')).toThrow(
+      /NEXTAUTH_URL must be set under a base path: .*https:\/\/ops\.example\.com\/leasehold\/api\/auth/,
+    );
+    expect(() => nextAuthUrlFor('https://ops.example.com/api/auth', '/leasehold')).toThrow(
+      /the dashboard is built for the base path \/leasehold: set it to https:\/\/ops\.example\.com\/leasehold\/api\/auth/,
+    );
+  });
+
+  it('the build marker remembers it: the same path serves the build, another path or the root rebuilds', () => {
+    const dir = tempProject('leasehold-marker-');
+    mkdirSync(path.join(dir, '.next'), { recursive: true });
+    writeFileSync(path.join(dir, MARKER), JSON.stringify({ version: '9.9.9', basePath: '/leasehold' }));
+    // After the sources' last change, as a build is.
+    writeFileSync(path.join(dir, '.next', 'BUILD_ID'), 'x');
+    const marker = readMarker(dir);
+    expect(marker).toMatchObject({ version: '9.9.9', basePath: '/leasehold' });
+    expect(rebuildReason(marker, dir, ROOT, '9.9.9', '/leasehold')).toBeNull();
+    expect(rebuildReason(marker, dir, ROOT, '9.9.9', '/ops')).toBe('the build there is for the base path /leasehold');
+    expect(rebuildReason(marker, dir, ROOT, '9.9.9', '')).toBe('the build there is for the base path /leasehold');
+    expect(rebuildReason(marker, dir, ROOT, '9.9.10', '/leasehold')).toBe('the build there is for leasehold 9.9.9');
+    // A marker from before base paths: a root build.
+    writeFileSync(path.join(dir, MARKER), JSON.stringify({ version: '9.9.9' }));
+    expect(rebuildReason(readMarker(dir), dir, ROOT, '9.9.9', '/leasehold')).toBe(
+      'the build there is for the root path',
+    );
+  });
+
+  it('leasehold dashboard refuses a bad --base-path, a base path without NEXTAUTH_URL, and an unknown argument (exit 2)', async () => {
+    const cwd = tempProject();
+    const env = { DATABASE_URL: r.urls.dashboard, ...SECRET };
+    const bad = await cli(['dashboard', 'build', '--base-path', 'leasehold'], { cwd, env });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--base-path must be a URL path such as \/leasehold/);
+    const noUrl = await cli(['dashboard', '--base-path', '/leasehold'], { cwd, env });
+    expect(noUrl.code).toBe(2);
+    expect(noUrl.stderr).toMatch(/NEXTAUTH_URL must be set under a base path/);
+    const unknown = await cli(['dashboard', 'serve'], { cwd, env });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/leasehold dashboard takes no argument but build, not "serve"/);
+    expect(existsSync(path.join(cwd, '.leasehold'))).toBe(false);
+  });
+});
