@@ -3,44 +3,66 @@ import { useRouter } from 'next/navigation';
 import { useState } from 'react';
 import { postJson } from './queries.ts';
 
-/** Admin: sets one kind version's redacted paths (comma-separated), recorded in the audit log. */
-export function KindRedaction(props: { kind: string; version: number; paths: string[] }) {
+/**
+ * Admin: the paths admins added to a kind (each removable) and a form to add one. The paths
+ * the workers declared are listed beside it, without a remove button: the server refuses to
+ * unmask them anyway. Each change is recorded in the audit log.
+ */
+export function KindRedaction(props: { kind: string; version: number; added: string[] }) {
   const router = useRouter();
-  const [text, setText] = useState(props.paths.join(', '));
+  const [path, setPath] = useState('');
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState<{ ok?: boolean; message?: string } | null>(null);
-  const save = async () => {
-    const paths = text
-      .split(',')
-      .map((p) => p.trim())
-      .filter(Boolean);
+  const send = async (url: string, body: { kind: string; path: string }) => {
     setBusy(true);
-    setResult(await postJson('/api/kinds/redaction', { kind: props.kind, version: props.version, paths }));
+    const answer = await postJson(url, body);
+    setResult(answer);
     setBusy(false);
+    if (answer.ok) setPath('');
     router.refresh();
   };
   return (
-    <form
-      className="actions"
-      onSubmit={(event) => {
-        event.preventDefault();
-        void save();
-      }}
-    >
-      <input
-        aria-label={`Redacted paths of ${props.kind} v${props.version}`}
-        value={text}
-        onChange={(event) => setText(event.target.value)}
-        placeholder="email, card.number, to[].email"
-      />
-      <button type="submit" disabled={busy}>
-        Save (recorded in the audit log)
-      </button>
+    <div>
+      {props.added.length > 0 && (
+        <ul className="plain" aria-label={`Admin-added paths of ${props.kind}`}>
+          {props.added.map((p) => (
+            <li key={p}>
+              <code>{p}</code>{' '}
+              <button
+                type="button"
+                disabled={busy}
+                aria-label={`Unmask ${p} in ${props.kind}`}
+                onClick={() => void send('/api/kinds/redaction/remove', { kind: props.kind, path: p })}
+              >
+                Remove
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <form
+        className="actions"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void send('/api/kinds/redaction', { kind: props.kind, path: path.trim() });
+        }}
+      >
+        <input
+          aria-label={`Add a redacted path to ${props.kind} v${props.version}`}
+          value={path}
+          onChange={(event) => setPath(event.target.value)}
+          placeholder="card.number, to[].email"
+          required
+        />
+        <button type="submit" disabled={busy}>
+          Add (every version; recorded in the audit log)
+        </button>
+      </form>
       {result && (
         <p className={result.ok ? 'notice' : 'error'} role="status" data-testid="redaction-result">
           {result.message}
         </p>
       )}
-    </form>
+    </div>
   );
 }

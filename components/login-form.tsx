@@ -2,11 +2,15 @@
 import { signIn } from 'next-auth/react';
 import { useRouter } from 'next/navigation';
 import { useState } from 'react';
-import type { DemoLoginsDTO } from '../lib/dto.ts';
+import type { LoginOptionsDTO } from '../lib/dto.ts';
 
-export function LoginForm({ demoLogins }: { demoLogins: DemoLoginsDTO | null }) {
+/**
+ * The ways in the server switched on: the email and password form for built-in users, and a
+ * button for single sign-on (a redirect to the identity provider and back).
+ */
+export function LoginForm({ options, error: initialError }: { options: LoginOptionsDTO; error: string | null }) {
   const router = useRouter();
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(initialError);
   const [busy, setBusy] = useState(false);
   const field = (form: FormData, name: string) => {
     const value = form.get(name);
@@ -25,28 +29,47 @@ export function LoginForm({ demoLogins }: { demoLogins: DemoLoginsDTO | null }) 
     router.push('/');
     router.refresh();
   };
+  const sso = options.sso;
   return (
-    <form action={(form) => void submit(form)} className="login">
+    <div className="login">
       <h1>Leasehold</h1>
-      <label>
-        Email <input name="email" type="email" autoComplete="username" required />
-      </label>
-      <label>
-        Password <input name="password" type="password" autoComplete="current-password" required />
-      </label>
-      <button type="submit" disabled={busy}>
-        Sign in
-      </button>
+      {sso && (
+        <p>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => {
+              setBusy(true);
+              void signIn(sso.providerId, { callbackUrl: '/' });
+            }}
+          >
+            Sign in with {sso.name}
+          </button>
+        </p>
+      )}
+      {options.builtinUsers && (
+        <form action={(form) => void submit(form)}>
+          <label>
+            Email <input name="email" type="email" autoComplete="username" required />
+          </label>
+          <label>
+            Password <input name="password" type="password" autoComplete="current-password" required />
+          </label>
+          <button type="submit" disabled={busy}>
+            Sign in
+          </button>
+        </form>
+      )}
       {error && (
         <p className="error" role="alert">
           {error}
         </p>
       )}
-      {demoLogins && (
+      {options.demo && (
         <p className="muted">
-          Demo logins (password <code>{demoLogins.password}</code>): {demoLogins.emails.join(', ')}
+          Demo logins (password <code>{options.demo.password}</code>): {options.demo.emails.join(', ')}
         </p>
       )}
-    </form>
+    </div>
   );
 }

@@ -6,7 +6,8 @@
 --   leasehold_worker     claims, settles, reaps, cleans up, keeps the worker and kinds registries
 --   leasehold_producer   enqueues (TypeScript enqueue and leasehold.enqueue(…)), nothing more
 --   leasehold_dashboard  reads everything the dashboard shows; writes what its operator and
---                        admin actions write, always with their audit row
+--                        admin actions write, always with their audit row (never the paths
+--                        workers declared secret)
 --
 -- Not a migration: roles belong to the cluster, not to one database, and creating them needs
 -- CREATEROLE, which the migrator should not have; two databases of one cluster (staging and
@@ -189,11 +190,12 @@ BEGIN
 
   -- Dashboard: everything db/queries and lib/dal read, the surface's views, and the writes of
   -- the operator actions (db/queue/operator.ts: retry, cancel, pause, resume, each with its
-  -- audit row), the admin's kinds and users changes, and audit rows of its own (recordAudit).
+  -- audit row), the admin's redaction rules and users changes, and audit rows of its own (recordAudit).
   -- It cannot claim: no INSERT on leases, no UPDATE of attempts, worker_id or started_at.
   GRANT SELECT ON leasehold.jobs, leasehold.ready_jobs, leasehold.leases, leasehold.finished_rollup,
     leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.worker_kinds, leasehold.kinds,
-    leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats
+    leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats,
+    leasehold.kind_redactions
     TO leasehold_dashboard;
   GRANT UPDATE (state, max_attempts, run_at, claim_at, expires_at, failure_class, last_error, lease_token, lease_until,
                 finished_at, updated_at) ON leasehold.jobs TO leasehold_dashboard;
@@ -205,7 +207,9 @@ BEGIN
     ON leasehold.queues TO leasehold_dashboard;
   GRANT INSERT ON leasehold.audit_log TO leasehold_dashboard;
   GRANT USAGE ON SEQUENCE leasehold.audit_log_id_seq TO leasehold_dashboard;
-  GRANT UPDATE (redacted_paths) ON leasehold.kinds TO leasehold_dashboard;
+  -- Redaction: an admin adds and removes its own rules (kind_redactions); what the workers
+  -- declared in kinds.redacted_paths is theirs alone, so the dashboard cannot unmask it.
+  GRANT INSERT, DELETE ON leasehold.kind_redactions TO leasehold_dashboard;
   GRANT INSERT, UPDATE (password_hash, role, disabled, updated_at) ON leasehold.users TO leasehold_dashboard;
 END
 $grants$;

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DbHandle } from './client.ts';
 import { MIGRATIONS_FOLDER, readMigrations } from './migrate.ts';
 import {
+  addRedactedPath,
   cancelIfUnchanged,
   claim,
   completeIfLeaseHeld,
@@ -23,8 +24,10 @@ import {
   pauseQueue,
   reapExpiredLeases,
   recordReceipt,
+  registerKinds,
   registerWorker,
   releaseIfLeaseHeld,
+  removeAddedRedactedPath,
   removeExpiredHistory,
   removeOldReceipts,
   removeStaleWorkers,
@@ -374,6 +377,24 @@ describe('the dashboard', () => {
     );
   });
 
+  it("adds and removes an admin's redaction rule, each with its audit row", async () => {
+    const kind = uniqueQueue('dash-kind');
+    await registerKinds(as.worker.db, [
+      { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: ['email'], rerunSafe: false },
+    ]);
+    const actor = 'admin@example.com';
+    const added = await addRedactedPath(as.dashboard.db, { kind, path: 'phone', actor });
+    const removed = await removeAddedRedactedPath(as.dashboard.db, { kind, path: 'phone', actor });
+    expect([added.applied, removed.applied]).toEqual([true, true]);
+    expect(
+      (
+        await as.admin.pool.query('SELECT count(*)::int AS n FROM leasehold.audit_log WHERE id = ANY($1::bigint[])', [
+          [added.auditId, removed.auditId],
+        ])
+      ).rows[0],
+    ).toEqual({ n: 2 });
+  });
+
   it('is refused claims, enqueues and the writes it does not make (42501)', async () => {
     const own = uniqueQueue('dash-refused');
     await enqueue(as.producer.db, { queue: own, kind: 'k' });
@@ -386,6 +407,8 @@ describe('the dashboard', () => {
       'SELECT 1 FROM leasehold.receipts',
       'DELETE FROM leasehold.audit_log',
       'UPDATE leasehold.queues SET aging_seconds = 1',
+      // What workers declared secret is theirs: an admin adds rules of its own (kind_redactions).
+      `UPDATE leasehold.kinds SET redacted_paths = '{}'`,
     ];
     const states = await Promise.all(statements.map((s) => sqlStateOf(as.dashboard.pool.query(s))));
     expect(Object.fromEntries(statements.map((s, i) => [s, states[i]]))).toEqual(

@@ -268,6 +268,26 @@ export const kinds = leasehold.table(
   ],
 );
 
+/**
+ * Payload paths an admin masks for a kind on top of what its workers declared (drizzle/0008,
+ * db/queue/kinds.ts `addRedactedPath`): for every version of the kind, present and future.
+ * Separate from `kinds.redacted_paths` so that an admin's removal can only touch what an admin
+ * added: what a worker declared is the floor.
+ */
+export const kindRedactions = leasehold.table(
+  'kind_redactions',
+  {
+    kind: text('kind').notNull(),
+    path: text('path').notNull(),
+    addedBy: text('added_by').notNull(),
+    addedAt: tstz('added_at').notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ name: 'kind_redactions_pkey', columns: [t.kind, t.path] }),
+    check('kind_redactions_path_check', sql`length(path) BETWEEN 1 AND 200`),
+  ],
+);
+
 /** One row per ended attempt: failed attempts are data, not only log lines. */
 export const jobAttempts = leasehold.table(
   'job_attempts',

@@ -180,27 +180,32 @@ test.describe('pages with data', () => {
 });
 
 test.describe('kinds registry', () => {
-  test('the kinds page lists what the worker registered; an admin sets redacted paths, audited', async ({ page }) => {
+  test('the kinds page lists what the worker registered; an admin adds a redacted path, audited', async ({ page }) => {
     await login(page, 'viewer');
     // The e2e worker records its kinds when it starts, which may be after the dashboard is up.
     await expect(async () => {
       await page.goto('/kinds');
       await expect(page.getByTestId('kinds-table')).toContainText('receipt.send', { timeout: 1_000 });
     }).toPass({ timeout: 20_000 });
-    await expect(page.getByRole('row', { name: /receipt\.send/ })).toContainText('email');
-    await expect(page.getByRole('button', { name: /Save/ })).toHaveCount(0);
+    await expect(page.getByRole('row', { name: /receipt\.send/ }).getByTestId('declared-paths')).toContainText('email');
+    await expect(page.getByRole('button', { name: /^Add/ })).toHaveCount(0);
 
     await page.context().clearCookies();
     await login(page, 'admin');
     await page.goto('/kinds');
     // test.sleep's payloads have no `note`: masking it changes nothing the other specs look at.
-    await page.getByLabel('Redacted paths of test.sleep v1').fill('note');
+    await page.getByLabel('Add a redacted path to test.sleep v1').fill('note');
     await page
       .getByRole('row', { name: /test\.sleep/ })
-      .getByRole('button', { name: /Save/ })
+      .getByRole('button', { name: /^Add/ })
       .click();
-    await expect(page.getByTestId('redaction-result')).toContainText('Saved: test.sleep v1 now masks note');
-    await page.goto('/audit?action=set_redacted_paths');
+    await expect(page.getByTestId('redaction-result')).toContainText(
+      'Saved: note is now masked in every version of test.sleep',
+    );
+    await expect(page.getByRole('row', { name: /test\.sleep/ }).getByTestId('added-paths')).toContainText('note');
+    // What the worker declared has no remove button: only admin-added paths do.
+    await expect(page.getByRole('button', { name: 'Unmask email in receipt.send' })).toHaveCount(0);
+    await page.goto('/audit?action=add_redacted_path');
     await expect(page.getByTestId('audit-table')).toContainText('admin@example.com');
   });
 });

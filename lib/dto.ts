@@ -81,6 +81,8 @@ export type KindDTO = Jsonified<KindEntry>;
 
 export interface KindsDTO {
   kinds: KindDTO[];
+  /** The configured paths masked in every kind (LEASEHOLD_REDACT_PATHS). */
+  defaultPaths: string[];
   can: { editRedaction: boolean };
 }
 
@@ -111,6 +113,16 @@ export interface BulkPreviewDTO {
 export interface DemoLoginsDTO {
   emails: string[];
   password: string;
+}
+
+/** What the login page offers: which ways in are switched on. */
+export interface LoginOptionsDTO {
+  /** The email and password form. */
+  builtinUsers: boolean;
+  /** The single sign-on button ("Sign in with <name>"), when configured. */
+  sso: { providerId: string; name: string } | null;
+  /** The demo users and their password: in demo mode only. */
+  demo: DemoLoginsDTO | null;
 }
 
 /** What an action tells the person who pressed the button. */

@@ -6,7 +6,9 @@ import {
   invalidInputMessage,
   payloadHiddenMessage,
   queuePauseMessage,
-  redactionOutcomeMessage,
+  addRedactionMessage,
+  removeRedactionMessage,
+  signInErrorMessage,
   retryPlan,
 } from './present.ts';
 
@@ -81,14 +83,23 @@ describe('the retry plan', () => {
 });
 
 describe('sentences about the kinds registry', () => {
-  it('says what an admin’s redacted paths now are, and warns when a path was unmasked', () => {
-    const saved = (before: string[], after: string[]) => ({ applied: true, before, after, auditId: 1 }) as const;
-    expect(redactionOutcomeMessage('mail.send', 1, saved(['email'], ['email', 'phone']))).toBe(
-      'Saved: mail.send v1 now masks email, phone (besides the usual secret keys).',
+  it('says what adding an admin’s path did, and why one was refused', () => {
+    expect(addRedactionMessage('mail.send', 'phone', { applied: true, auditId: 1 })).toBe(
+      'Saved: phone is now masked in every version of mail.send for viewers and operators (recorded in the audit log).',
     );
-    expect(redactionOutcomeMessage('mail.send', 1, saved(['email'], []))).toBe(
-      'Saved: mail.send v1 now masks none (besides the usual secret keys). Unmasked email; a worker whose handler ' +
-        'still declares a path adds it back when it starts.',
+    expect(addRedactionMessage('mail.send', 'phone', { applied: false, reason: 'already_masked', auditId: 1 })).toBe(
+      'An admin already added phone to mail.send: nothing changed.',
+    );
+  });
+
+  it('says that a path the workers declared cannot be unmasked', () => {
+    expect(
+      removeRedactionMessage('mail.send', 'email', { applied: false, reason: 'not_added', declared: true, auditId: 1 }),
+    ).toBe(
+      'email is declared secret by mail.send’s workers: the dashboard cannot unmask it. Only paths an admin added can be removed.',
+    );
+    expect(removeRedactionMessage('mail.send', 'phone', { applied: true, stillDeclared: false, auditId: 1 })).toBe(
+      'Removed: phone is no longer masked in mail.send (recorded in the audit log).',
     );
   });
 
@@ -96,5 +107,14 @@ describe('sentences about the kinds registry', () => {
     expect(payloadHiddenMessage('mail.send', 2)).toMatch(
       /^The payload is hidden: no worker has registered mail.send v2, so the dashboard does not know which of its fields are secret\./,
     );
+  });
+});
+
+describe('sentences on the login page', () => {
+  it('tells a single sign-on user without a role which claim was missing', () => {
+    expect(signInErrorMessage('AccessDenied', 'leasehold_role')).toBe(
+      'Your identity provider signed you in but gave you no Leasehold role: the leasehold_role claim is missing or names no role (viewer, operator, admin). Ask whoever runs your sign-in for one.',
+    );
+    expect(signInErrorMessage('CredentialsSignin', null)).toMatch(/^Those credentials did not work/);
   });
 });

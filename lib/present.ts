@@ -5,7 +5,14 @@
  * person understands. Pure functions, no I/O.
  */
 import { MAX_CAUSE_DEPTH, MAX_DETAIL_CHARS, MAX_STACK_FRAMES, type ErrorDetail } from '../db/queue/error-detail.ts';
-import type { ActionResult, Job, SetRedactedPathsOutcome, SingleActionOutcome } from '../db/queue/index.ts';
+import {
+  MAX_ADDED_REDACTED_PATHS,
+  type ActionResult,
+  type AddRedactedPathOutcome,
+  type Job,
+  type RemoveAddedRedactedPathOutcome,
+  type SingleActionOutcome,
+} from '../db/queue/index.ts';
 
 export type OperatorAction = 'retry' | 'cancel';
 
@@ -73,18 +80,31 @@ export function payloadHiddenMessage(kind: string, version: number): string {
   );
 }
 
-const fieldList = (paths: readonly string[]) => (paths.length ? paths.join(', ') : 'none');
+/** What adding an admin's redacted path did, or why it was refused. */
+export function addRedactionMessage(kind: string, path: string, outcome: AddRedactedPathOutcome): string {
+  if (outcome.applied) {
+    return `Saved: ${path} is now masked in every version of ${kind} for viewers and operators (recorded in the audit log).`;
+  }
+  switch (outcome.reason) {
+    case 'not_found':
+      return `No worker has registered ${kind}: its payloads are hidden whole, there is nothing to add a path to.`;
+    case 'already_masked':
+      return `An admin already added ${path} to ${kind}: nothing changed.`;
+    case 'too_many':
+      return `${kind} has ${MAX_ADDED_REDACTED_PATHS} admin-added paths already, the most it may have: remove one first.`;
+  }
+}
 
-/** What setting a kind version's redacted paths did, or why it was refused. */
-export function redactionOutcomeMessage(kind: string, version: number, outcome: SetRedactedPathsOutcome): string {
-  if (!outcome.applied) return `No worker has registered ${kind} v${version}: there are no redacted paths to change.`;
-  const removed = outcome.before.filter((p) => !outcome.after.includes(p));
-  return (
-    `Saved: ${kind} v${version} now masks ${fieldList(outcome.after)} (besides the usual secret keys).` +
-    (removed.length
-      ? ` Unmasked ${removed.join(', ')}; a worker whose handler still declares a path adds it back when it starts.`
-      : '')
-  );
+/** What removing an admin's redacted path did, or why it was refused. */
+export function removeRedactionMessage(kind: string, path: string, outcome: RemoveAddedRedactedPathOutcome): string {
+  if (outcome.applied) {
+    return outcome.stillDeclared
+      ? `Removed the admin rule for ${path} in ${kind}; it stays masked where the workers declare it.`
+      : `Removed: ${path} is no longer masked in ${kind} (recorded in the audit log).`;
+  }
+  return outcome.declared
+    ? `${path} is declared secret by ${kind}’s workers: the dashboard cannot unmask it. Only paths an admin added can be removed.`
+    : `No admin added ${path} to ${kind}: nothing to remove.`;
 }
 
 /** What a failed attempt's detail shows: its stack, then each cause, then why the chain stops. */
@@ -110,4 +130,28 @@ export function errorDetailSummary(detail: ErrorDetail): string {
     .filter(Boolean)
     .join(', ');
   return what || 'detail';
+}
+
+/**
+ * What the login page says about next-auth's `?error=` code. AccessDenied is the signIn
+ * callback's refusal: single sign-on worked but the identity provider named no role.
+ */
+export function signInErrorMessage(code: string, roleClaim: string | null): string {
+  switch (code) {
+    case 'AccessDenied':
+      return roleClaim
+        ? `Your identity provider signed you in but gave you no Leasehold role: the ${roleClaim} claim is missing or names no role (viewer, operator, admin). Ask whoever runs your sign-in for one.`
+        : 'That sign-in was refused.';
+    case 'CredentialsSignin':
+      return 'Those credentials did not work. Check the email and password.';
+    case 'OAuthSignin':
+    case 'OAuthCallback':
+    case 'OAuthCreateAccount':
+    case 'Callback':
+      return 'Single sign-on did not complete: the identity provider could not be reached or its answer was not accepted. Try again; if it keeps failing, the dashboard’s log says why.';
+    case 'SessionRequired':
+      return 'Please sign in.';
+    default:
+      return 'Sign-in did not work. Try again; if it keeps failing, the dashboard’s log says why.';
+  }
 }

@@ -3,11 +3,14 @@
  * build), in production mode. Needs NEXTAUTH_SECRET (32+ characters); no demo users, demo
  * passwords refused. DATABASE_URL names the database; with it unset, `--embedded` uses the
  * embedded development server, and without that it stops naming DATABASE_URL (exit code 2).
+ * Settings the dashboard refuses (a partial single sign-on configuration, say) stop it the same
+ * way, with the dashboard's own sentence.
  * A project that installed the package runs `leasehold dashboard` instead (cli/dashboard.ts).
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { migrateDatabase } from '../db/migrate.ts';
+import { parseWebEnv } from '../lib/settings.ts';
 import { databaseFromEnv, DatabaseSettingError, PROJECT_DIR } from './database.ts';
 
 const secret = process.env.NEXTAUTH_SECRET ?? '';
@@ -23,6 +26,16 @@ try {
 } catch (error) {
   if (!(error instanceof DatabaseSettingError)) throw error;
   console.error(`[leasehold] ${error.message}`);
+  process.exit(2);
+}
+// The dashboard's own settings (single sign-on, built-in users, redaction defaults), checked
+// here with the server's own parser: a half-configured sign-in stops the start with its
+// sentence, instead of failing the first request.
+try {
+  parseWebEnv({ ...process.env, DATABASE_URL: database.url, LEASEHOLD_DEMO: 'false' });
+} catch (error) {
+  console.error(`[leasehold] refusing to start: ${(error as Error).message.replace(/^Leasehold dashboard: /, '')}`);
+  await database.stop();
   process.exit(2);
 }
 await migrateDatabase(database.url);

@@ -14,7 +14,10 @@ export interface KindEntry {
   version: number;
   defaultQueue: string;
   displayName: string;
+  /** What the workers declared for this kind version (the floor: the dashboard cannot remove these). */
   redactedPaths: string[];
+  /** What admins added for every version of the kind (leasehold.kind_redactions), sorted. */
+  addedPaths: string[];
   rerunSafe: boolean;
   firstSeenAt: Date;
   lastSeenAt: Date;
@@ -28,13 +31,16 @@ export async function listKinds(executor: Executor): Promise<KindEntry[]> {
     default_queue: string;
     display_name: string;
     redacted_paths: string[];
+    added_paths: string[];
     rerun_safe: boolean;
     first_seen_at: PgTimestamp;
     last_seen_at: PgTimestamp;
   }>(
     executor,
-    sql`SELECT kind, version, default_queue, display_name, redacted_paths, rerun_safe, first_seen_at, last_seen_at
-        FROM leasehold.kinds ORDER BY kind COLLATE "C", version LIMIT ${MAX_LISTED_KINDS}`,
+    sql`SELECT k.kind, k.version, k.default_queue, k.display_name, k.redacted_paths, k.rerun_safe, k.first_seen_at,
+               k.last_seen_at,
+               ARRAY(SELECT r.path FROM leasehold.kind_redactions r WHERE r.kind = k.kind ORDER BY r.path COLLATE "C") AS added_paths
+        FROM leasehold.kinds k ORDER BY k.kind COLLATE "C", k.version LIMIT ${MAX_LISTED_KINDS}`,
   );
   return rows.map((r) => ({
     kind: r.kind,
@@ -42,17 +48,23 @@ export async function listKinds(executor: Executor): Promise<KindEntry[]> {
     defaultQueue: r.default_queue,
     displayName: r.display_name,
     redactedPaths: r.redacted_paths,
+    addedPaths: r.added_paths,
     rerunSafe: r.rerun_safe,
     firstSeenAt: toDate(r.first_seen_at),
     lastSeenAt: toDate(r.last_seen_at),
   }));
 }
 
-/** The redacted paths of one kind version, or null when no worker has registered it. */
+/**
+ * The redacted paths of one kind version: what its workers declared and what admins added for
+ * the kind, in one statement; null when no worker has registered that version (admin-added
+ * paths alone do not make a version known: its payload stays hidden whole).
+ */
 export async function redactedPathsOf(executor: Executor, kind: string, version: number): Promise<string[] | null> {
   const rows = await run<{ redacted_paths: string[] }>(
     executor,
-    sql`SELECT redacted_paths FROM leasehold.kinds WHERE kind = ${kind} AND version = ${version}::int`,
+    sql`SELECT k.redacted_paths || ARRAY(SELECT r.path FROM leasehold.kind_redactions r WHERE r.kind = k.kind) AS redacted_paths
+        FROM leasehold.kinds k WHERE k.kind = ${kind} AND k.version = ${version}::int`,
   );
-  return rows[0] ? rows[0].redacted_paths : null;
+  return rows[0] ? [...new Set(rows[0].redacted_paths)] : null;
 }

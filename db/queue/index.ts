@@ -93,9 +93,17 @@ export { withMaintenanceLock } from './maintenance.ts';
 export {
   registerKinds,
   setRedactedPaths,
+  addRedactedPath,
+  removeAddedRedactedPath,
+  MAX_ADDED_REDACTED_PATHS,
   parseKindRegistrations,
   redactedPathSchema,
   redactedPathsSchema,
   MAX_REDACTED_PATHS,
 } from './kinds.ts';
-export type { KindRegistration, SetRedactedPathsOutcome } from './kinds.ts';
+export type {
+  AddRedactedPathOutcome,
+  KindRegistration,
+  RemoveAddedRedactedPathOutcome,
+  SetRedactedPathsOutcome,
+} from './kinds.ts';

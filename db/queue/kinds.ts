@@ -7,8 +7,11 @@
  * - per kind and version the redacted paths only grow through `registerKinds`: its upsert
  *   keeps the union of what is stored and what the worker declares, so during a rolling deploy
  *   an older worker with fewer paths cannot unmask a field a newer one declared secret;
- * - only `setRedactedPaths`, an admin's action, may remove paths, and it writes its audit row
- *   in the same statement as the change (applied or refused, never one without the other);
+ * - only `setRedactedPaths`, a programmatic admin action, may remove declared paths, and it
+ *   writes its audit row in the same statement as the change (applied or refused, never one
+ *   without the other); the dashboard never calls it, and its database role may not;
+ * - an admin adds paths for a whole kind in leasehold.kind_redactions (`addRedactedPath`) and
+ *   may remove only those (`removeAddedRedactedPath`), each with its audit row likewise;
  * - the other columns (display name, default queue, re-run safety) are the last starting
  *   worker's: they describe, they do not protect.
  */
@@ -170,4 +173,107 @@ export async function setRedactedPaths(
   const auditId = Number(row.audit_id);
   if (row.after === null) return { applied: false, reason: 'not_found', auditId };
   return { applied: true, before: row.before ?? [], after: row.after, auditId };
+}
+
+/** Most paths an admin may add to one kind. */
+export const MAX_ADDED_REDACTED_PATHS = 100;
+
+const addedPathSchema = z.strictObject({
+  kind: nameSchema,
+  path: redactedPathSchema,
+  actor: actorSchema,
+  reason: textSchema(1000).optional(),
+});
+
+export type AddRedactedPathOutcome =
+  | { applied: true; auditId: number }
+  | { applied: false; reason: 'not_found' | 'already_masked' | 'too_many'; auditId: number };
+
+/**
+ * Admin: masks `path` in every version of `kind` (leasehold.kind_redactions), with its
+ * `add_redacted_path` audit row in the same statement. Refused, audited: `not_found` when no
+ * worker has registered any version of the kind, `already_masked` when an admin added it
+ * already, `too_many` past MAX_ADDED_REDACTED_PATHS. A path the workers declare may be added
+ * too: it then stays masked in a later version whose handler forgets it.
+ */
+export async function addRedactedPath(
+  executor: Executor,
+  input: { kind: string; path: string; actor: string; reason?: string },
+): Promise<AddRedactedPathOutcome> {
+  const { kind, path, actor, reason } = parseInput('addRedactedPath', addedPathSchema, input);
+  // Two admins adding the same path at once: the primary key lets one insert and the other
+  // `DO NOTHING`, which the audit row records as refused (already_masked).
+  const rows = await run<{ audit_id: string; verdict: string }>(
+    executor,
+    sql`
+    WITH facts AS (
+      SELECT EXISTS (SELECT 1 FROM leasehold.kinds WHERE kind = ${kind}) AS registered,
+             EXISTS (SELECT 1 FROM leasehold.kind_redactions WHERE kind = ${kind} AND path = ${path}) AS masked,
+             (SELECT count(*) FROM leasehold.kind_redactions WHERE kind = ${kind}) >= ${MAX_ADDED_REDACTED_PATHS}::int AS at_cap
+    ), added AS (
+      INSERT INTO leasehold.kind_redactions (kind, path, added_by)
+      SELECT ${kind}, ${path}, ${actor} FROM facts WHERE registered AND NOT masked AND NOT at_cap
+      ON CONFLICT (kind, path) DO NOTHING
+      RETURNING path
+    ), verdict AS (
+      SELECT CASE WHEN EXISTS (SELECT 1 FROM added) THEN 'applied'
+                  WHEN NOT f.registered THEN 'not_found'
+                  WHEN f.at_cap AND NOT f.masked THEN 'too_many'
+                  ELSE 'already_masked' END AS verdict
+      FROM facts f
+    ), audit AS (
+      INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
+      SELECT ${actor}, 'add_redacted_path', 1, (SELECT count(*) FROM added)::int,
+             CASE WHEN v.verdict = 'applied' THEN 'applied' ELSE 'refused' END,
+             jsonb_build_object('reason', ${reason ?? null}::text, 'kind', ${kind}::text, 'path', ${path}::text,
+                                'refused', NULLIF(v.verdict, 'applied'))
+      FROM verdict v
+      RETURNING id
+    )
+    SELECT (SELECT id FROM audit) AS audit_id, (SELECT verdict FROM verdict) AS verdict`,
+  );
+  const row = rows[0]!;
+  const auditId = Number(row.audit_id);
+  if (row.verdict === 'applied') return { applied: true, auditId };
+  return { applied: false, reason: row.verdict as 'not_found' | 'already_masked' | 'too_many', auditId };
+}
+
+export type RemoveAddedRedactedPathOutcome =
+  | { applied: true; auditId: number; stillDeclared: boolean }
+  | { applied: false; reason: 'not_added'; declared: boolean; auditId: number };
+
+/**
+ * Admin: removes a path an admin added to `kind`, with its `remove_redacted_path` audit row in
+ * the same statement. Only admin-added paths: a path a worker declared is not in this table,
+ * so the refusal (`not_added`, audited, `declared` saying why) leaves it masked. A path both
+ * added and declared stays masked after the removal (`stillDeclared`).
+ */
+export async function removeAddedRedactedPath(
+  executor: Executor,
+  input: { kind: string; path: string; actor: string; reason?: string },
+): Promise<RemoveAddedRedactedPathOutcome> {
+  const { kind, path, actor, reason } = parseInput('removeAddedRedactedPath', addedPathSchema, input);
+  const rows = await run<{ audit_id: string; removed: boolean; declared: boolean }>(
+    executor,
+    sql`
+    WITH removed AS (
+      DELETE FROM leasehold.kind_redactions WHERE kind = ${kind} AND path = ${path} RETURNING path
+    ), facts AS (
+      SELECT EXISTS (SELECT 1 FROM removed) AS removed,
+             EXISTS (SELECT 1 FROM leasehold.kinds WHERE kind = ${kind} AND ${path}::text = ANY (redacted_paths)) AS declared
+    ), audit AS (
+      INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
+      SELECT ${actor}, 'remove_redacted_path', 1, (SELECT count(*) FROM removed)::int,
+             CASE WHEN f.removed THEN 'applied' ELSE 'refused' END,
+             jsonb_build_object('reason', ${reason ?? null}::text, 'kind', ${kind}::text, 'path', ${path}::text,
+                                'declared_by_workers', f.declared)
+      FROM facts f
+      RETURNING id
+    )
+    SELECT (SELECT id FROM audit) AS audit_id, f.removed, f.declared FROM facts f`,
+  );
+  const row = rows[0]!;
+  const auditId = Number(row.audit_id);
+  if (row.removed) return { applied: true, auditId, stillDeclared: row.declared };
+  return { applied: false, reason: 'not_added', declared: row.declared, auditId };
 }

@@ -9,5 +9,5 @@ export { getViewer } from './session.ts';
 export { getMetrics, getOverview } from './overview.ts';
 export { getFailureGroups, getJobDetail, getJobs, revealPayload } from './jobs.ts';
 export { getAudit } from './audit.ts';
-export { getKinds, setKindRedaction } from './kinds.ts';
+export { addKindRedaction, getKinds, removeKindRedaction } from './kinds.ts';
 export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions.ts';

@@ -3,7 +3,6 @@ import 'server-only';
 import { redactedValues, scrubDetail, scrubText } from '../../db/queue/error-detail.ts';
 import { uuidSchema } from '../../db/queue/validate.ts';
 import { failureGroups, jobDetail, jobListSchema, listJobs, recordAudit } from '../../db/queries/jobs.ts';
-import { redactedPathsOf } from '../../db/queries/kinds.ts';
 import { CANCELLABLE_FROM, RETRYABLE_FROM } from '../../db/states.ts';
 import { database } from '../db.ts';
 import type { FailureGroupDTO, JobDetailDTO, JobDTO } from '../dto.ts';
@@ -12,6 +11,7 @@ import { JOB_GONE, payloadHiddenMessage, retryPlan } from '../present.ts';
 import { redact } from '../redaction.ts';
 import { dropEmpty } from '../search-params.ts';
 import { parse } from './input.ts';
+import { redactionRulesFor } from './kinds.ts';
 import { auditDto, iso, jobDto } from './mappers.ts';
 import { authorize, permits } from './policy.ts';
 
@@ -34,11 +34,12 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   const detail = await jobDetail(database(), jobId);
   if (!detail) return null;
   const { job } = detail;
-  // The paths the workers registered for this kind version; none registered hides it whole.
-  const paths = await redactedPathsOf(database(), job.kind, job.kindVersion);
+  // The paths the workers registered for this kind version, the admins' and the configured
+  // defaults; a version no worker registered hides it whole.
+  const paths = await redactionRulesFor(database(), job.kind, job.kindVersion);
   const masked = redact(job.payload, paths);
   // Error text gets the payload's redaction too, for every role: the worker scrubbed it with its
-  // handler's paths when it wrote; this pass adds the registry's (paths added since, rows
+  // handler's paths when it wrote; this pass adds the registry's and the admins' (paths added since, rows
   // written by other clients), and every value when the kind version is not registered.
   const secrets = redactedValues(job.payload, paths);
   const scrub = (text: string | null) => (text === null ? null : scrubText(text, secrets));

@@ -1,20 +1,22 @@
 /**
  * The dashboard masks payloads from the kinds registry, not from handler code: a registered
  * kind version's paths are masked, an unregistered one's payload is hidden whole (with the
- * reason), and an admin's change to the paths shows on the next page view and in the audit log.
+ * reason), the configured defaults apply to every kind, and an admin's added path shows on the
+ * next page view and in the audit log; what workers declared an admin cannot remove.
  * Real PostgreSQL; only next-auth's session read is stubbed.
  */
 import { randomBytes } from 'node:crypto';
 import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { registerKinds } from '../../db/queue/index.ts';
+import { failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
 import type { Role } from '../../db/schema.ts';
 import { upsertUser } from '../../db/users.ts';
 import { useTestDatabase } from '../../test/db.ts';
-import { addJob, uniqueQueue } from '../../test/factories.ts';
+import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
 import { closeDatabase } from '../db.ts';
+import { AuthError } from '../errors.ts';
 import { MASK } from '../redaction.ts';
-import { getAudit, getJobDetail, getKinds, setKindRedaction } from './index.ts';
+import { addKindRedaction, getAudit, getJobDetail, getKinds, removeKindRedaction } from './index.ts';
 
 vi.mock('next-auth', () => ({ getServerSession: vi.fn<() => Promise<unknown>>() }));
 
@@ -32,7 +34,9 @@ beforeAll(async () => {
   process.env.DATABASE_URL = t.url;
   process.env.NEXTAUTH_SECRET = randomBytes(24).toString('hex');
   process.env.LEASEHOLD_DEMO = 'false';
-  for (const role of ['viewer', 'admin'] as const) {
+  // The configured defaults: masked in every registered kind's payload.
+  process.env.LEASEHOLD_REDACT_PATHS = 'giftNote, lines[].sku';
+  for (const role of ['viewer', 'operator', 'admin'] as const) {
     await upsertUser(t.db, { email: email(role), password: 'kinds-test-password', role });
   }
 });
@@ -40,17 +44,26 @@ afterAll(async () => {
   await closeDatabase();
 });
 
-const payload = { orderId: 'o1', email: 'ada@example.com', phone: '555-0100', apiKey: 'k-secret' };
+const payload = {
+  orderId: 'o1',
+  email: 'ada@example.com',
+  phone: '555-0100',
+  apiKey: 'k-secret',
+  giftNote: 'happy birthday',
+  lines: [{ sku: 'sku-1', qty: 2 }],
+};
 
 /** A kind registered at version 1 with `paths`, and a job of it at `version`. */
-async function jobOfKind(paths: string[] | null, version = 1) {
+async function jobOfKind(paths: string[] | null, version = 1, error?: string) {
   const kind = uniqueQueue('dal.kind');
   if (paths) {
     await registerKinds(t.db, [
       { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: paths, rerunSafe: false },
     ]);
   }
-  const job = await addJob(t.db, { queue: uniqueQueue('dal-kinds'), kind, kindVersion: version, payload });
+  const queue = uniqueQueue('dal-kinds');
+  const job = await addJob(t.db, { queue, kind, kindVersion: version, payload });
+  if (error) await failIfLeaseHeld(t.db, await claimOne(t.db, queue), { error, failureClass: 'permanent' });
   return { kind, id: job.id };
 }
 
@@ -59,8 +72,16 @@ describe('the job page’s payload', () => {
     const { id } = await jobOfKind(['email']);
     signIn('viewer');
     expect(await getJobDetail(id)).toMatchObject({
-      payload: { orderId: 'o1', email: MASK, phone: '555-0100', apiKey: MASK },
-      redactedPaths: ['email', 'apiKey'],
+      payload: {
+        orderId: 'o1',
+        email: MASK,
+        phone: '555-0100',
+        apiKey: MASK,
+        giftNote: MASK,
+        lines: [{ sku: MASK, qty: 2 }],
+      },
+      // In jsonb's key order (shorter keys first).
+      redactedPaths: ['email', 'lines[0].sku', 'apiKey', 'giftNote'],
       payloadHidden: null,
       can: { reveal: false },
     });
@@ -96,38 +117,83 @@ describe('the kinds registry in the dashboard', () => {
       lastSeenAt: expect.any(String),
     });
     expect(seen.can.editRedaction).toBe(false);
+    expect(seen.defaultPaths).toEqual(['giftNote', 'lines[].sku']);
     signIn('admin');
     expect((await getKinds()).can.editRedaction).toBe(true);
   });
 
-  it('lets an admin unmask a path: the job page shows the field, and the audit log the change', async () => {
-    const { kind, id } = await jobOfKind(['email', 'phone']);
+  it('lets an admin add a path: a viewer’s job page masks it in the payload and the error, and the audit log says so', async () => {
+    const { kind, id } = await jobOfKind(['email'], 1, 'provider refused 555-0100: 422');
+    signIn('viewer');
+    expect((await getJobDetail(id))?.payload).toMatchObject({ phone: '555-0100' });
     signIn('admin');
-    const result = await setKindRedaction({ kind, version: 1, paths: ['email'], reason: 'phone is the shop’s' });
+    const result = await addKindRedaction({ kind, path: 'phone', reason: 'a phone is personal' });
     expect(result).toEqual({
       ok: true,
-      message: `Saved: ${kind} v1 now masks email (besides the usual secret keys). Unmasked phone; a worker whose handler still declares a path adds it back when it starts.`,
+      message: `Saved: phone is now masked in every version of ${kind} for viewers and operators (recorded in the audit log).`,
+    });
+    signIn('viewer');
+    const detail = await getJobDetail(id);
+    expect(detail?.payload).toMatchObject({ email: MASK, phone: MASK, orderId: 'o1' });
+    expect(detail?.job.lastError).toBe(`provider refused ${MASK}: 422`);
+    expect(detail?.attempts[0]?.error).toBe(`provider refused ${MASK}: 422`);
+    expect((await getKinds()).kinds.find((k) => k.kind === kind)).toMatchObject({
+      redactedPaths: ['email'],
+      addedPaths: ['phone'],
+    });
+    const { entries } = await getAudit({ action: 'add_redacted_path', actor: email('admin') });
+    expect(entries[0]).toMatchObject({ outcome: 'applied', affected: 1, reason: 'a phone is personal' });
+  });
+
+  it('refuses an operator’s new path (403) and stores nothing', async () => {
+    const { kind, id } = await jobOfKind(['email']);
+    signIn('operator');
+    const error = await addKindRedaction({ kind, path: 'phone' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthError);
+    expect((error as AuthError).status).toBe(403);
+    const { rows } = await t.pool.query('SELECT path FROM leasehold.kind_redactions WHERE kind = $1', [kind]);
+    expect(rows).toEqual([]);
+    signIn('viewer');
+    expect((await getJobDetail(id))?.payload).toMatchObject({ phone: '555-0100' });
+  });
+
+  it('never removes a path the workers declared: refused with a sentence, audited, still masked', async () => {
+    const { kind, id } = await jobOfKind(['email']);
+    signIn('admin');
+    expect(await removeKindRedaction({ kind, path: 'email', reason: 'try to unmask' })).toEqual({
+      ok: false,
+      message: `email is declared secret by ${kind}’s workers: the dashboard cannot unmask it. Only paths an admin added can be removed.`,
+    });
+    const { entries } = await getAudit({ action: 'remove_redacted_path', actor: email('admin') });
+    expect(entries[0]).toMatchObject({ outcome: 'refused', affected: 0, reason: 'try to unmask' });
+    signIn('viewer');
+    expect((await getJobDetail(id))?.payload).toMatchObject({ email: MASK });
+  });
+
+  it('removes a path an admin added: the field shows again', async () => {
+    const { kind, id } = await jobOfKind(['email']);
+    signIn('admin');
+    expect(await addKindRedaction({ kind, path: 'phone' })).toMatchObject({ ok: true });
+    expect(await removeKindRedaction({ kind, path: 'phone' })).toEqual({
+      ok: true,
+      message: `Removed: phone is no longer masked in ${kind} (recorded in the audit log).`,
     });
     signIn('viewer');
     expect((await getJobDetail(id))?.payload).toMatchObject({ email: MASK, phone: '555-0100' });
-    const { entries } = await getAudit({ action: 'set_redacted_paths', actor: email('admin') });
-    expect(entries[0]).toMatchObject({ outcome: 'applied', affected: 1, reason: 'phone is the shop’s' });
   });
 
-  it('refuses, with a sentence, paths for a kind version no worker registered', async () => {
+  it('refuses, with a sentence, a path for a kind no worker registered', async () => {
     signIn('admin');
     const kind = uniqueQueue('dal.kind');
-    expect(await setKindRedaction({ kind, version: 1, paths: [] })).toEqual({
+    expect(await addKindRedaction({ kind, path: 'email' })).toEqual({
       ok: false,
-      message: `No worker has registered ${kind} v1: there are no redacted paths to change.`,
+      message: `No worker has registered ${kind}: its payloads are hidden whole, there is nothing to add a path to.`,
     });
   });
 
   it('refuses a path it could not match as bad input', async () => {
     const { kind } = await jobOfKind(['email']);
     signIn('admin');
-    await expect(setKindRedaction({ kind, version: 1, paths: ['email', 'not a path'] })).rejects.toThrow(
-      /paths\.1: expected keys joined by dots/,
-    );
+    await expect(addKindRedaction({ kind, path: 'not a path' })).rejects.toThrow(/path: expected keys joined by dots/);
   });
 });

@@ -1,18 +1,32 @@
 import 'server-only';
 /**
- * The kinds registry as the dashboard sees it: the kind versions workers registered, and the
- * admin action that sets one's redacted paths (the only way to remove a path; db/queue writes
- * its audit row in the same statement).
+ * The kinds registry as the dashboard sees it, and the redaction rules every read applies: the
+ * paths a kind version's workers declared (the floor: nothing in the dashboard removes them),
+ * the paths admins added for the kind (audited, and the only ones an admin may remove), and the
+ * configured defaults for every kind (LEASEHOLD_REDACT_PATHS). db/queue writes each change's
+ * audit row in the same statement as the change.
  */
 import { z } from 'zod';
-import { redactedPathsSchema, setRedactedPaths } from '../../db/queue/index.ts';
+import { addRedactedPath, redactedPathSchema, removeAddedRedactedPath } from '../../db/queue/index.ts';
 import { nameSchema } from '../../db/queue/validate.ts';
-import { listKinds } from '../../db/queries/kinds.ts';
+import { listKinds, redactedPathsOf } from '../../db/queries/kinds.ts';
+import type { Executor } from '../../db/queue/executor.ts';
 import { database } from '../db.ts';
 import type { ActionResultDTO, KindsDTO } from '../dto.ts';
-import { redactionOutcomeMessage } from '../present.ts';
+import { webEnv } from '../env.ts';
+import { addRedactionMessage, removeRedactionMessage } from '../present.ts';
 import { parse, reasonSchema } from './input.ts';
 import { authorize, permits } from './policy.ts';
+
+/**
+ * Every path masked in a job of this kind version: declared, admin-added and configured; null
+ * when no worker has registered the version (its payload is hidden whole). Not a DAL function
+ * of its own: the callers (job detail) have authorized already.
+ */
+export async function redactionRulesFor(executor: Executor, kind: string, version: number): Promise<string[] | null> {
+  const paths = await redactedPathsOf(executor, kind, version);
+  return paths === null ? null : [...new Set([...paths, ...webEnv().redactPaths])];
+}
 
 export async function getKinds(): Promise<KindsDTO> {
   const user = await authorize('getKinds');
@@ -23,27 +37,34 @@ export async function getKinds(): Promise<KindsDTO> {
       firstSeenAt: k.firstSeenAt.toISOString(),
       lastSeenAt: k.lastSeenAt.toISOString(),
     })),
-    can: { editRedaction: permits(user, 'setKindRedaction') },
+    defaultPaths: webEnv().redactPaths,
+    can: { editRedaction: permits(user, 'addKindRedaction') && permits(user, 'removeKindRedaction') },
   };
 }
 
-const redactionInput = z.strictObject({
+const pathInput = z.strictObject({
   kind: nameSchema,
-  version: z.int().min(1).max(1_000_000),
-  paths: redactedPathsSchema,
+  path: redactedPathSchema,
   reason: reasonSchema.optional(),
 });
 
-/** Admin: sets a kind version's redacted paths to exactly the given ones (audited). */
-export async function setKindRedaction(input: unknown): Promise<ActionResultDTO> {
-  const user = await authorize('setKindRedaction');
-  const { kind, version, paths, reason } = parse(redactionInput, input, 'redaction');
-  const outcome = await setRedactedPaths(database(), {
+/** Admin: masks one more path in every version of a kind (audited). */
+export async function addKindRedaction(input: unknown): Promise<ActionResultDTO> {
+  const user = await authorize('addKindRedaction');
+  const { kind, path, reason } = parse(pathInput, input, 'redaction');
+  const outcome = await addRedactedPath(database(), { kind, path, actor: user.email, ...(reason ? { reason } : {}) });
+  return { ok: outcome.applied, message: addRedactionMessage(kind, path, outcome) };
+}
+
+/** Admin: unmasks a path an admin added (audited); a path the workers declared stays. */
+export async function removeKindRedaction(input: unknown): Promise<ActionResultDTO> {
+  const user = await authorize('removeKindRedaction');
+  const { kind, path, reason } = parse(pathInput, input, 'redaction');
+  const outcome = await removeAddedRedactedPath(database(), {
     kind,
-    version,
-    paths,
+    path,
     actor: user.email,
     ...(reason ? { reason } : {}),
   });
-  return { ok: outcome.applied, message: redactionOutcomeMessage(kind, version, outcome) };
+  return { ok: outcome.applied, message: removeRedactionMessage(kind, path, outcome) };
 }

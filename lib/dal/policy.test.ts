@@ -65,13 +65,14 @@ async function stateOf(id: string) {
   return rows[0]?.state;
 }
 
-/** Everything a DAL function could write: jobs, queues, kinds and the audit log, as one fingerprint. */
+/** Everything a DAL function could write: jobs, queues, kinds, redaction rules and the audit log, as one fingerprint. */
 async function snapshot() {
   const { rows } = await t.pool.query(`
     SELECT (SELECT count(*) FROM leasehold.audit_log) AS audit,
            (SELECT md5(coalesce(string_agg(id || state || updated_at, ',' ORDER BY id), '')) FROM leasehold.jobs) AS jobs,
            (SELECT md5(coalesce(string_agg(name || paused, ',' ORDER BY name), '')) FROM leasehold.queues) AS queues,
-           (SELECT md5(coalesce(string_agg(kind || version || redacted_paths::text, ',' ORDER BY kind, version), '')) FROM leasehold.kinds) AS kinds`);
+           (SELECT md5(coalesce(string_agg(kind || version || redacted_paths::text, ',' ORDER BY kind, version), '')) FROM leasehold.kinds) AS kinds,
+           (SELECT md5(coalesce(string_agg(kind || ':' || path, ',' ORDER BY kind, path), '')) FROM leasehold.kind_redactions) AS rules`);
   return rows[0];
 }
 
@@ -193,15 +194,30 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
       },
     };
   },
-  setKindRedaction: async () => {
+  addKindRedaction: async () => {
     const kind = uniqueQueue('policy-kind');
-    await registerKinds(t.db, [registration(kind, ['email', 'phone'])]);
+    await registerKinds(t.db, [registration(kind, ['email'])]);
     return {
-      call: () => dal.setKindRedaction({ kind, version: 1, paths: ['email'] }),
+      call: () => dal.addKindRedaction({ kind, path: 'phone' }),
       allowed: async (result) => {
         expect(result).toMatchObject({ ok: true });
-        const { rows } = await t.pool.query('SELECT redacted_paths FROM leasehold.kinds WHERE kind = $1', [kind]);
-        expect(rows[0]?.redacted_paths).toEqual(['email']);
+        const { rows } = await t.pool.query('SELECT path FROM leasehold.kind_redactions WHERE kind = $1', [kind]);
+        expect(rows).toEqual([{ path: 'phone' }]);
+      },
+    };
+  },
+  removeKindRedaction: async () => {
+    const kind = uniqueQueue('policy-unkind');
+    await registerKinds(t.db, [registration(kind, ['email'])]);
+    await t.pool.query(`INSERT INTO leasehold.kind_redactions (kind, path, added_by) VALUES ($1, 'phone', 'seed')`, [
+      kind,
+    ]);
+    return {
+      call: () => dal.removeKindRedaction({ kind, path: 'phone' }),
+      allowed: async (result) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query('SELECT path FROM leasehold.kind_redactions WHERE kind = $1', [kind]);
+        expect(rows).toEqual([]);
       },
     };
   },

@@ -35,7 +35,8 @@ export const POLICY = {
   previewFailureGroup: 'admin',
   applyBulk: 'admin',
   setQueuePaused: 'admin',
-  setKindRedaction: 'admin',
+  addKindRedaction: 'admin',
+  removeKindRedaction: 'admin',
 } as const satisfies Record<string, Rule>;
 
 export type DalFunction = keyof typeof POLICY;

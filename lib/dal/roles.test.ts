@@ -119,12 +119,20 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
     ]);
     expect((await dal.getKinds()).kinds.map((k) => k.kind)).toContain(kind);
   },
-  setKindRedaction: async () => {
+  addKindRedaction: async () => {
     const kind = uniqueQueue('roles-redact');
     await registerKinds(admin.db, [
       { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: ['email'], rerunSafe: false },
     ]);
-    expect(await dal.setKindRedaction({ kind, version: 1, paths: ['email', 'phone'] })).toMatchObject({ ok: true });
+    expect(await dal.addKindRedaction({ kind, path: 'phone' })).toMatchObject({ ok: true });
+  },
+  removeKindRedaction: async () => {
+    const kind = uniqueQueue('roles-unredact');
+    await registerKinds(admin.db, [
+      { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: ['email'], rerunSafe: false },
+    ]);
+    expect(await dal.addKindRedaction({ kind, path: 'phone' })).toMatchObject({ ok: true });
+    expect(await dal.removeKindRedaction({ kind, path: 'phone' })).toMatchObject({ ok: true });
   },
   setQueuePaused: async () => {
     const queue = uniqueQueue('roles-pause');

@@ -11,21 +11,36 @@ import { ROLES, type Role } from '../../db/schema.ts';
 import { findUserByEmail } from '../../db/users.ts';
 import { authOptions } from '../auth.ts';
 import { database } from '../db.ts';
+import { webEnv } from '../env.ts';
 
 export interface SessionUser {
+  /** Who the audit log names: a built-in user's email, or a single sign-on identity's (lib/sso.ts). */
   email: string;
   role: Role;
 }
 
-const isRole = (role: string): role is Role => (ROLES as readonly string[]).includes(role);
+const isRole = (role: unknown): role is Role => typeof role === 'string' && (ROLES as readonly string[]).includes(role);
 
 /**
- * The signed-in user as the database says now: a user disabled or demoted since signing in
- * loses access at once, not when the session expires. Null without a session.
+ * The signed-in user. A built-in user as the database says now: one disabled or demoted since
+ * signing in loses access at once, not when the session expires. A single sign-on user has no
+ * users row: the identity provider vouched for the role at sign-in, and the session (8 hours at
+ * most) carries it. Either kind ends at once when its way in is switched off. Null without a
+ * session.
  */
 export const getViewer = cache(async (): Promise<SessionUser | null> => {
   const session = await getServerSession(authOptions());
-  const email = session?.user?.email;
+  const signedIn = session?.user as
+    | { email?: string | null; role?: unknown; via?: unknown; actor?: unknown }
+    | undefined;
+  if (!signedIn) return null;
+  const env = webEnv();
+  if (signedIn.via === 'oidc') {
+    if (!env.oidc || typeof signedIn.actor !== 'string' || !isRole(signedIn.role)) return null;
+    return { email: signedIn.actor, role: signedIn.role };
+  }
+  if (!env.builtinUsers) return null;
+  const email = signedIn.email;
   if (!email) return null;
   const user = await findUserByEmail(database(), email);
   if (!user || user.disabled || !isRole(user.role)) return null;

@@ -12,8 +12,10 @@
  *     validated by zod 3 (Standard Schema, not Leasehold's own zod);
  *  4. `npx leasehold workers --handlers ./handlers.mjs` runs it: the job ends `done`, the
  *     handler's row is in the app's table, the rolled-back job never existed;
- *  5. the dashboard's packages installed, `npx leasehold users add`, `npx leasehold dashboard`,
- *     sign in over HTTP and read the job's page with that session;
+ *  5. the dashboard's packages installed, `npx leasehold users add`, `npx leasehold dashboard`
+ *     beside a local OpenID Connect provider (test/oidc-provider.ts, in this process): sign in
+ *     over HTTP as the built-in user and through single sign-on, and read the job's page with
+ *     each session; a single sign-on user without the role claim is refused;
  *  6. the catalog outside `leasehold` and the app's journal rows are what they were before.
  *
  * `--node 20,22` limits the versions; `--keep` leaves the scratch folders.
@@ -41,7 +43,8 @@ import {
   until,
 } from './common.ts';
 import { freePort } from '../../scripts/database.ts';
-import { signIn } from './session.ts';
+import { startOidcProvider } from '../oidc-provider.ts';
+import { signIn, signInWithOidc } from './session.ts';
 
 const { versions, keep } = packageTestArgs();
 const manifest = JSON.parse(readFileSync(path.join(PROJECT_DIR, 'package.json'), 'utf8')) as {
@@ -228,10 +231,25 @@ await pool.end();
     );
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
+    const idp = await startOidcProvider({
+      port: await freePort(),
+      dashboardUrls: [base],
+      accounts: [
+        { login: 'olive', email: 'olive@sso.example.com', role: 'operator' },
+        { login: 'nora', email: 'nora@sso.example.com' },
+      ],
+    });
     const dashboard = start(bin, ['dashboard', '--port', String(port)], {
       cwd: project,
       node,
-      env: { ...env, NEXTAUTH_URL: base, NEXTAUTH_SECRET: 'consumer-test-secret-0123456789abcdef' },
+      env: {
+        ...env,
+        NEXTAUTH_URL: base,
+        NEXTAUTH_SECRET: 'consumer-test-secret-0123456789abcdef',
+        LEASEHOLD_OIDC_ISSUER: idp.issuer,
+        LEASEHOLD_OIDC_CLIENT_ID: idp.clientId,
+        LEASEHOLD_OIDC_CLIENT_SECRET: idp.clientSecret,
+      },
     });
     try {
       await until(
@@ -248,12 +266,30 @@ await pool.end();
       const html = await page.text();
       if (page.status !== 200 || !html.includes(ids.committed) || !html.includes('done'))
         throw new Error(`the job page answered ${page.status} without the job (${html.slice(0, 300)})`);
+      // Through single sign-on: the role from the provider's claim, no users row.
+      const ssoCookie = await signInWithOidc(base, 'olive');
+      const ssoPage = await fetch(`${base}/jobs/${ids.committed}`, { headers: { cookie: ssoCookie } });
+      const ssoHtml = await ssoPage.text();
+      if (ssoPage.status !== 200 || !ssoHtml.includes(ids.committed) || !ssoHtml.includes('olive@sso.example.com'))
+        throw new Error(
+          `the job page answered ${ssoPage.status} without the job for single sign-on (${ssoHtml.slice(0, 300)})`,
+        );
+      const refused = await signInWithOidc(base, 'nora').then(
+        () => null,
+        (error: unknown) => error as Error,
+      );
+      if (!refused?.message.includes('AccessDenied'))
+        throw new Error(
+          `a single sign-on user without the role claim was not refused (${refused?.message ?? 'signed in'})`,
+        );
+      log(`node ${major}: the job page opened after single sign-on`);
       const anonymous = await fetch(`${base}/jobs/${ids.committed}`, { redirect: 'manual' });
       if (anonymous.status < 300 || anonymous.status >= 400) throw new Error('the job page answered without a session');
     } catch (error) {
       throw new Error(`${(error as Error).message}\n--- dashboard\n${dashboard.output().slice(-4000)}`);
     } finally {
       await dashboard.stop();
+      await idp.stop();
     }
 
     // 6. Nothing of the app's changed.

@@ -1,0 +1,205 @@
+/**
+ * The dashboard behind single sign-on: a local OpenID Connect provider (test/oidc-provider.ts)
+ * and two `next start`s of the same build, configured at run time: one with built-in users
+ * beside single sign-on, one with single sign-on only. Sign-in through the provider's login
+ * form, the role from its claim (an operator sees operator actions, a viewer does not), a user
+ * without the role claim refused with a sentence, sign-out; and the credentials endpoint
+ * refusing valid demo credentials once built-in users are off.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Page } from '@playwright/test';
+import { DEMO_PASSWORD } from '../db/users.ts';
+import { startOidcProvider, type TestOidcProvider } from '../test/oidc-provider.ts';
+import { signInWithOidc } from '../test/package/session.ts';
+import { deadJob, expect, test, uniqueQueue } from './fixtures.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BASE_PORT = Number(process.env.E2E_PORT ?? 3100);
+const WITH_USERS = `http://127.0.0.1:${BASE_PORT + 1}`;
+const SSO_ONLY = `http://127.0.0.1:${BASE_PORT + 2}`;
+const OIDC_PORT = Number(process.env.E2E_OIDC_PORT ?? 9570);
+const SSO_NAME = 'Example SSO';
+const REFUSED =
+  'Your identity provider signed you in but gave you no Leasehold role: the leasehold_role claim is missing or names no role';
+
+let provider: TestOidcProvider;
+const servers: { child: ChildProcess; output: string[] }[] = [];
+
+async function startDashboard(base: string, env: Record<string, string>) {
+  const port = new URL(base).port;
+  const output: string[] = [];
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(ROOT, 'node_modules', 'next', 'dist', 'bin', 'next'),
+      'start',
+      '--port',
+      port,
+      '--hostname',
+      '127.0.0.1',
+    ],
+    {
+      cwd: ROOT,
+      // The settings are read at run time by the server: the build the global setup made serves
+      // these modes unchanged.
+      env: {
+        ...process.env,
+        DATABASE_URL: process.env.E2E_DATABASE_URL!,
+        NEXTAUTH_URL: base,
+        LEASEHOLD_DEMO: 'true',
+        LEASEHOLD_OIDC_ISSUER: provider.issuer,
+        LEASEHOLD_OIDC_CLIENT_ID: provider.clientId,
+        LEASEHOLD_OIDC_CLIENT_SECRET: provider.clientSecret,
+        LEASEHOLD_OIDC_NAME: SSO_NAME,
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  child.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
+  child.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
+  servers.push({ child, output });
+  const started = Date.now();
+  while (Date.now() - started < 60_000) {
+    if (child.exitCode !== null) throw new Error(`next start exited early:\n${output.join('').slice(-3000)}`);
+    const answer = await fetch(`${base}/login`).catch(() => null);
+    if (answer && answer.status < 500) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${base} did not answer:\n${output.join('').slice(-3000)}`);
+}
+
+test.beforeAll(async () => {
+  test.setTimeout(120_000);
+  provider = await startOidcProvider({
+    port: OIDC_PORT,
+    dashboardUrls: [WITH_USERS, SSO_ONLY],
+    accounts: [
+      { login: 'olive', email: 'olive@sso.example.com', name: 'Olive', role: 'operator' },
+      { login: 'vera', email: 'vera@sso.example.com', name: 'Vera', role: 'viewer' },
+      { login: 'nora', email: 'nora@sso.example.com', name: 'Nora' },
+    ],
+  });
+  await Promise.all([startDashboard(WITH_USERS, {}), startDashboard(SSO_ONLY, { LEASEHOLD_BUILTIN_USERS: 'false' })]);
+});
+
+test.afterAll(async () => {
+  for (const { child } of servers) child.kill('SIGTERM');
+  await Promise.all(
+    servers.map(({ child }) => new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)))),
+  );
+  await provider?.stop();
+});
+
+/** Through the provider's development login form (any password) and back to the dashboard. */
+async function signInWithSso(page: Page, base: string, login: string) {
+  await page.goto(`${base}/login`);
+  await page.getByRole('button', { name: `Sign in with ${SSO_NAME}` }).click();
+  await page.waitForURL(`${provider.issuer}/**`);
+  await page.locator('input[name="login"]').fill(login);
+  await page.locator('input[name="password"]').fill('any-password');
+  await page.getByRole('button', { name: 'Sign-in' }).click();
+}
+
+test.describe('single sign-on beside built-in users', () => {
+  test('an operator signs in through the provider, lands on the overview with the claim’s role, and may retry', async ({
+    page,
+  }) => {
+    const id = await deadJob(uniqueQueue('sso-op'));
+    await signInWithSso(page, WITH_USERS, 'olive');
+    await page.waitForURL(`${WITH_USERS}/`);
+    await expect(page.getByTestId('who')).toHaveText('olive@sso.example.com · operator');
+    await page.goto(`${WITH_USERS}/jobs/${id}`);
+    await expect(page.getByRole('button', { name: 'Retry' })).toBeVisible();
+  });
+
+  test('a viewer signs in with the viewer role and sees no operator actions', async ({ page }) => {
+    const id = await deadJob(uniqueQueue('sso-view'));
+    await signInWithSso(page, WITH_USERS, 'vera');
+    await page.waitForURL(`${WITH_USERS}/`);
+    await expect(page.getByTestId('who')).toHaveText('vera@sso.example.com · viewer');
+    await page.goto(`${WITH_USERS}/jobs/${id}`);
+    await expect(page.getByTestId('who')).toBeVisible();
+    await expect(page.getByText(id).first()).toBeVisible();
+    await expect(page.getByRole('button', { name: 'Retry' })).toHaveCount(0);
+  });
+
+  test('a user whose token has no role claim is refused with a sentence and gets no session', async ({ page }) => {
+    await signInWithSso(page, WITH_USERS, 'nora');
+    await page.waitForURL(/\/login\?error=AccessDenied/);
+    await expect(page.locator('p[role="alert"]')).toContainText(REFUSED);
+    const session = await (await page.request.get(`${WITH_USERS}/api/auth/session`)).json();
+    expect(session).toEqual({});
+    await page.goto(`${WITH_USERS}/`);
+    await expect(page).toHaveURL(`${WITH_USERS}/login`);
+  });
+
+  test('signing out ends the session', async ({ page }) => {
+    await signInWithSso(page, WITH_USERS, 'olive');
+    await expect(page.getByTestId('who')).toContainText('operator');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(`${WITH_USERS}/login`);
+    expect(await (await page.request.get(`${WITH_USERS}/api/auth/session`)).json()).toEqual({});
+    await page.goto(`${WITH_USERS}/jobs`);
+    await expect(page).toHaveURL(`${WITH_USERS}/login`);
+  });
+
+  test('the login page offers both ways in, and a built-in user still signs in', async ({ page }) => {
+    await page.goto(`${WITH_USERS}/login`);
+    await expect(page.getByRole('button', { name: `Sign in with ${SSO_NAME}` })).toBeVisible();
+    await page.getByLabel('Email').fill('admin@example.com');
+    await page.getByLabel('Password').fill(DEMO_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expect(page.getByTestId('who')).toHaveText('admin@example.com · admin');
+  });
+});
+
+test.describe('single sign-on over plain HTTP (the package consumer test’s flow)', () => {
+  test('a script signs in through the provider and reads a job page; one without the role claim is refused', async () => {
+    const id = await deadJob(uniqueQueue('sso-http'));
+    const cookie = await signInWithOidc(WITH_USERS, 'olive');
+    const page = await fetch(`${WITH_USERS}/jobs/${id}`, { headers: { cookie } });
+    const html = await page.text();
+    expect(page.status).toBe(200);
+    expect(html).toContain(id);
+    expect(html).toContain('olive@sso.example.com');
+    await expect(signInWithOidc(WITH_USERS, 'nora')).rejects.toThrow(/error=AccessDenied/);
+  });
+});
+
+/** A credentials sign-in over HTTP, as a script would try it: whether a session cookie came back. */
+async function credentialsSignIn(page: Page, base: string): Promise<{ status: number; session: boolean }> {
+  const { csrfToken } = (await (await page.request.get(`${base}/api/auth/csrf`)).json()) as { csrfToken: string };
+  const answer = await page.request.post(`${base}/api/auth/callback/credentials`, {
+    form: { csrfToken, email: 'admin@example.com', password: DEMO_PASSWORD, json: 'true' },
+    maxRedirects: 0,
+  });
+  const cookies = await page.context().cookies(base);
+  return { status: answer.status(), session: cookies.some((c) => c.name === 'next-auth.session-token') };
+}
+
+test.describe('single sign-on only (LEASEHOLD_BUILTIN_USERS=false)', () => {
+  test('the login page shows only the single sign-on button', async ({ page }) => {
+    await page.goto(`${SSO_ONLY}/login`);
+    await expect(page.getByRole('button', { name: `Sign in with ${SSO_NAME}` })).toBeVisible();
+    await expect(page.getByLabel('Email')).toHaveCount(0);
+    await expect(page.getByLabel('Password')).toHaveCount(0);
+  });
+
+  test('the credentials endpoint refuses credentials the other mode accepts', async ({ page }) => {
+    // The same request against the server with built-in users signs in: the refusal is the mode's.
+    expect(await credentialsSignIn(page, WITH_USERS)).toMatchObject({ session: true });
+    await page.context().clearCookies();
+    const refused = await credentialsSignIn(page, SSO_ONLY);
+    expect(refused.session).toBe(false);
+    expect(await (await page.request.get(`${SSO_ONLY}/api/auth/session`)).json()).toEqual({});
+  });
+
+  test('an operator still signs in through the provider', async ({ page }) => {
+    await signInWithSso(page, SSO_ONLY, 'olive');
+    await page.waitForURL(`${SSO_ONLY}/`);
+    await expect(page.getByTestId('who')).toHaveText('olive@sso.example.com · operator');
+  });
+});

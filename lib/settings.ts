@@ -1,0 +1,180 @@
+/**
+ * The web process's settings as a pure function of the environment: no `server-only`, so a
+ * launcher (`leasehold dashboard`) can check them before it starts the server, and the same
+ * sentence comes from both. Outside demo mode a real session secret is required. Single sign-on
+ * is all or nothing: a partial OpenID Connect configuration is refused, not a login page whose
+ * button fails later. lib/env.ts reads them once per server process.
+ */
+import { z } from 'zod';
+import { redactedPathSchema } from '../db/queue/kinds.ts';
+import { ROLES, type Role } from '../db/schema.ts';
+
+const DEMO_SECRET = 'leasehold-demo-secret-not-for-production';
+
+/** The claim the role is read from when LEASEHOLD_OIDC_ROLE_CLAIM is not set. */
+export const DEFAULT_ROLE_CLAIM = 'leasehold_role';
+export const DEFAULT_OIDC_SCOPE = 'openid email profile';
+export const DEFAULT_OIDC_NAME = 'single sign-on';
+
+/** The variables that must be set together (or not at all) for single sign-on. */
+const OIDC_REQUIRED = ['LEASEHOLD_OIDC_ISSUER', 'LEASEHOLD_OIDC_CLIENT_ID', 'LEASEHOLD_OIDC_CLIENT_SECRET'] as const;
+const OIDC_OPTIONAL = [
+  'LEASEHOLD_OIDC_NAME',
+  'LEASEHOLD_OIDC_SCOPE',
+  'LEASEHOLD_OIDC_ROLE_CLAIM',
+  'LEASEHOLD_OIDC_ROLE_MAP',
+] as const;
+
+const flag = z.enum(['true', 'false', '1', '0', '']).optional();
+const isOn = (value: string | undefined, fallback: boolean) =>
+  value === undefined || value === '' ? fallback : value === 'true' || value === '1';
+
+/** `group=role,other=role`: claim values to roles; every role must be one of ROLES. */
+const roleMapSchema = z
+  .string()
+  .max(10_000)
+  .transform((text, ctx) => {
+    const map: Record<string, Role> = {};
+    for (const entry of text
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean)) {
+      const at = entry.lastIndexOf('=');
+      const value = entry.slice(0, at).trim();
+      const role = entry.slice(at + 1).trim();
+      if (at <= 0 || !value) {
+        ctx.addIssue({ code: 'custom', message: `LEASEHOLD_OIDC_ROLE_MAP: "${entry}" is not claim-value=role` });
+        return z.NEVER;
+      }
+      if (!(ROLES as readonly string[]).includes(role)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `LEASEHOLD_OIDC_ROLE_MAP: "${role}" is not a role (expected ${ROLES.join(', ')})`,
+        });
+        return z.NEVER;
+      }
+      map[value] = role as Role;
+    }
+    return map;
+  });
+
+const pathListSchema = z
+  .string()
+  .max(20_000)
+  .transform((text) =>
+    text
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean),
+  )
+  .pipe(z.array(redactedPathSchema).max(100, 'at most 100 paths'));
+
+const schema = z.object({
+  DATABASE_URL: z.string().min(1, 'DATABASE_URL is required (npm start and npm run dev set it for you)'),
+  LEASEHOLD_DEMO: flag,
+  NEXTAUTH_SECRET: z.string().optional(),
+  LEASEHOLD_METRICS_TOKEN: z.string().optional(),
+  LEASEHOLD_BUILTIN_USERS: flag,
+  LEASEHOLD_REDACT_PATHS: pathListSchema.optional(),
+  LEASEHOLD_OIDC_ISSUER: z
+    .url({ protocol: /^https?$/, error: 'LEASEHOLD_OIDC_ISSUER must be an http(s) URL' })
+    .optional(),
+  LEASEHOLD_OIDC_CLIENT_ID: z.string().max(1000).optional(),
+  LEASEHOLD_OIDC_CLIENT_SECRET: z.string().max(10_000).optional(),
+  LEASEHOLD_OIDC_NAME: z.string().max(100).optional(),
+  LEASEHOLD_OIDC_SCOPE: z
+    .string()
+    .max(1000)
+    .refine((s) => s.split(/\s+/).includes('openid'), 'LEASEHOLD_OIDC_SCOPE must include openid')
+    .optional(),
+  LEASEHOLD_OIDC_ROLE_CLAIM: z.string().max(200).optional(),
+  LEASEHOLD_OIDC_ROLE_MAP: roleMapSchema.optional(),
+});
+
+/** Single sign-on through one OpenID Connect provider (lib/sso.ts). */
+export interface OidcEnv {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** What the login page's button says: "Sign in with <name>". */
+  name: string;
+  scope: string;
+  /** The ID token claim that carries the role (a string, or an array of strings). */
+  roleClaim: string;
+  /** Claim values to roles; null: the claim's value is the role's name itself. */
+  roleMap: Record<string, Role> | null;
+}
+
+export interface WebEnv {
+  databaseUrl: string;
+  demo: boolean;
+  secret: string;
+  metricsToken: string | null;
+  /** Email and password sign-in against leasehold.users; off: only single sign-on. */
+  builtinUsers: boolean;
+  oidc: OidcEnv | null;
+  /** Paths masked in every kind's payload, besides what workers and admins declared. */
+  redactPaths: string[];
+}
+
+/** The settings in `env` (process.env), or an Error whose message says every problem. */
+export function parseWebEnv(env: Record<string, string | undefined>): WebEnv {
+  // An empty variable is an unset one: `FOO= leasehold dashboard` must not half-configure SSO.
+  const given = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(given);
+  if (!parsed.success) {
+    // Named after the variable, so the sentence says what to fix.
+    const said = parsed.error.issues.map((i) => {
+      const name = String(i.path[0] ?? '');
+      return i.message.includes(name) ? i.message : `${name}: ${i.message}`;
+    });
+    throw new Error(`Leasehold dashboard: ${said.join('; ')}`);
+  }
+  const e = parsed.data;
+  const demo = isOn(e.LEASEHOLD_DEMO, false);
+  const secret = e.NEXTAUTH_SECRET ?? (demo ? DEMO_SECRET : '');
+  if (!demo && (secret.length < 32 || secret === DEMO_SECRET)) {
+    throw new Error(
+      'Leasehold dashboard: set NEXTAUTH_SECRET to a random string of at least 32 characters (outside demo mode)',
+    );
+  }
+  const oidc = parseOidc(e);
+  const builtinUsers = isOn(e.LEASEHOLD_BUILTIN_USERS, true);
+  if (!builtinUsers && !oidc) {
+    throw new Error(
+      'Leasehold dashboard: LEASEHOLD_BUILTIN_USERS=false leaves no way to sign in: configure single sign-on (LEASEHOLD_OIDC_ISSUER, LEASEHOLD_OIDC_CLIENT_ID, LEASEHOLD_OIDC_CLIENT_SECRET) or turn built-in users back on',
+    );
+  }
+  return {
+    databaseUrl: e.DATABASE_URL,
+    demo,
+    secret,
+    metricsToken: e.LEASEHOLD_METRICS_TOKEN || null,
+    builtinUsers,
+    oidc,
+    redactPaths: [...new Set(e.LEASEHOLD_REDACT_PATHS ?? [])],
+  };
+}
+
+function parseOidc(e: z.infer<typeof schema>): OidcEnv | null {
+  const missing = OIDC_REQUIRED.filter((name) => !e[name]);
+  const anySet = [...OIDC_REQUIRED, ...OIDC_OPTIONAL].some((name) => e[name] !== undefined);
+  if (!anySet) return null;
+  if (missing.length > 0) {
+    throw new Error(
+      `Leasehold dashboard: single sign-on is half configured: set ${missing.join(', ')} too (${OIDC_REQUIRED.join(', ')} go together), or unset every LEASEHOLD_OIDC_* variable`,
+    );
+  }
+  return {
+    // The issuer as the provider states it in its discovery document, without a trailing slash
+    // (the well-known URL is appended to it).
+    issuer: e.LEASEHOLD_OIDC_ISSUER!.replace(/\/+$/, ''),
+    clientId: e.LEASEHOLD_OIDC_CLIENT_ID!,
+    clientSecret: e.LEASEHOLD_OIDC_CLIENT_SECRET!,
+    name: e.LEASEHOLD_OIDC_NAME?.trim() || DEFAULT_OIDC_NAME,
+    scope: e.LEASEHOLD_OIDC_SCOPE ?? DEFAULT_OIDC_SCOPE,
+    roleClaim: e.LEASEHOLD_OIDC_ROLE_CLAIM ?? DEFAULT_ROLE_CLAIM,
+    roleMap:
+      e.LEASEHOLD_OIDC_ROLE_MAP && Object.keys(e.LEASEHOLD_OIDC_ROLE_MAP).length > 0 ? e.LEASEHOLD_OIDC_ROLE_MAP : null,
+  };
+}
