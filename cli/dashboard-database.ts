@@ -38,6 +38,7 @@ const READ = [
   'kinds',
   'audit_log',
   'users',
+  'kind_redactions',
   'migrations',
   'jobs_view',
   'queue_stats',
@@ -77,7 +78,9 @@ export const DASHBOARD_GRANTS: readonly DashboardGrant[] = [
   { privilege: 'UPDATE', object: 'leasehold.queues', columns: ['paused', 'paused_at', 'paused_by', 'updated_at'] },
   { privilege: 'INSERT', object: 'leasehold.audit_log' },
   { privilege: 'USAGE', object: 'leasehold.audit_log_id_seq', sequence: true },
-  { privilege: 'UPDATE', object: 'leasehold.kinds', columns: ['redacted_paths'] },
+  // An admin's own redaction rules; what workers declared (kinds.redacted_paths) is not the dashboard's to change.
+  { privilege: 'INSERT', object: 'leasehold.kind_redactions' },
+  { privilege: 'DELETE', object: 'leasehold.kind_redactions' },
   { privilege: 'INSERT', object: 'leasehold.users' },
   { privilege: 'UPDATE', object: 'leasehold.users', columns: ['password_hash', 'role', 'disabled', 'updated_at'] },
 ];

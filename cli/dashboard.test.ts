@@ -49,6 +49,18 @@ describe('leasehold dashboard on a database it cannot serve', () => {
     }
   });
 
+  it('half-configured single sign-on: exit 2 with the missing settings named, before any build', async () => {
+    const cwd = tempProject();
+    const run = await cli(['dashboard'], {
+      cwd,
+      env: { DATABASE_URL: r.urls.dashboard, ...SECRET, LEASEHOLD_OIDC_ISSUER: 'https://login.example.com' },
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/LEASEHOLD_OIDC_CLIENT_ID/);
+    expect(run.stderr).toMatch(/LEASEHOLD_OIDC_CLIENT_SECRET/);
+    expect(existsSync(path.join(cwd, '.leasehold'))).toBe(false);
+  });
+
   it('the dashboard’s own login gets past the database to the packages check', async () => {
     const cwd = tempProject();
     const run = await cli(['dashboard'], { cwd, env: { DATABASE_URL: r.urls.dashboard, ...SECRET } });

@@ -30,6 +30,7 @@ import {
 } from './command.ts';
 import { checkDashboardDatabase } from './dashboard-database.ts';
 import { commandDatabase } from './database.ts';
+import { parseWebEnv } from '../lib/settings.ts';
 
 /**
  * What the dashboard's build needs beyond the queue's own dependencies: what its code imports,
@@ -327,6 +328,14 @@ export const dashboardCommand: Command = {
           'NEXTAUTH_SECRET must be set to a random string of at least 32 characters (for example: openssl rand -base64 32); it signs the dashboard’s sessions',
         );
       nextAuthUrl = nextAuthUrlFor(context.env.NEXTAUTH_URL, basePath);
+      // The server's own parser of its sign-in settings (single sign-on, built-in users,
+      // redaction defaults): a half-configured sign-in stops here with its sentence, before any
+      // build, instead of failing the first request.
+      try {
+        parseWebEnv({ ...context.env, DATABASE_URL: context.env.DATABASE_URL || 'embedded', LEASEHOLD_DEMO: 'false' });
+      } catch (error) {
+        throw new UsageError((error as Error).message.replace(/^Leasehold dashboard: /, ''));
+      }
     }
 
     const database = buildOnly ? null : await commandDatabase(context, values.embedded === true);
