@@ -92,7 +92,9 @@ export const BOUNDARIES: Boundary[] = [
   },
   {
     folder: 'cli',
-    may: ['db', 'workers', 'scripts'],
+    // lib/settings: the dashboard's own parser of its settings, checked before the server starts
+    // (it reads no environment by itself and imports only db/ and zod).
+    may: ['db', 'workers', 'scripts', 'lib/settings'],
     testsMay: ['test'],
     packages: NOT_IN_WORKERS,
     packageReason: 'the CLI runs from a worker-only install; it starts Next.js as a process, never imports it',
