@@ -45,6 +45,7 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   queues: ['paused_at', 'created_at', 'updated_at'],
   users: ['created_at', 'updated_at'],
   audit_log: ['at'],
+  kind_redactions: ['added_at'],
   finished_rollup: ['minute'],
 };
 
@@ -102,6 +103,7 @@ const SHIFT = `
     UPDATE leasehold.users u SET created_at = u.created_at - d.by, updated_at = u.updated_at - d.by FROM d RETURNING 1
   ),
   audit AS (UPDATE leasehold.audit_log a SET at = a.at - d.by FROM d RETURNING 1),
+  redactions AS (UPDATE leasehold.kind_redactions r SET added_at = r.added_at - d.by FROM d RETURNING 1),
   -- The rollup's key is its minute: shifting rows one by one would collide with their
   -- neighbours, and a shifted minute must still be a whole minute. So the rows are taken out
   -- and put back summed on their earlier minutes (the GROUP BY reads every deleted row first).
@@ -116,7 +118,8 @@ const SHIFT = `
   SELECT (SELECT count(*) FROM jobs)::int AS jobs, (SELECT count(*) FROM leases)::int AS leases,
          (SELECT count(*) FROM attempts) + (SELECT count(*) FROM dedupe) + (SELECT count(*) FROM receipts)
          + (SELECT count(*) FROM receipt_claims) + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
-         + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM rollup_in)
+         + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM redactions)
+         + (SELECT count(*) FROM rollup_in)
          + (SELECT count(*) FROM stray_ready) AS others`;
 
 export interface AdvanceResult {
