@@ -3,6 +3,7 @@ import { signIn } from 'next-auth/react';
 import { useRouter } from 'next/navigation';
 import { useState } from 'react';
 import type { LoginOptionsDTO } from '../lib/dto.ts';
+import { withBasePath } from './base-path.ts';
 
 /**
  * The ways in the server switched on: the email and password form for built-in users, and a
@@ -40,7 +41,7 @@ export function LoginForm({ options, error: initialError }: { options: LoginOpti
             disabled={busy}
             onClick={() => {
               setBusy(true);
-              void signIn(sso.providerId, { callbackUrl: '/' });
+              void signIn(sso.providerId, { callbackUrl: withBasePath('/') });
             }}
           >
             Sign in with {sso.name}

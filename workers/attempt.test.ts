@@ -287,4 +287,39 @@ describe("an attempt's payload check (the handler's Standard Schema)", () => {
     });
     expect(calls).toBe(0);
   });
+
+  it('a stopped attempt renews no lease and claims no receipt key, though its handler goes on', async () => {
+    let heartbeatError: unknown;
+    let receiptError: unknown;
+    let effectRan = false;
+    let finished!: () => void;
+    const over = new Promise<void>((resolve) => (finished = resolve));
+    const deaf = handler(async (context) => {
+      await new Promise((resolve) => setTimeout(resolve, 150)); // past its stop; the signal ignored
+      heartbeatError = await context.heartbeat().then(
+        () => null,
+        (error: unknown) => error,
+      );
+      receiptError = await context
+        .receipt(async () => {
+          effectRan = true;
+        })
+        .then(
+          () => null,
+          (error: unknown) => error,
+        );
+      finished();
+    }, 50);
+    const entry = attemptOf(claimed(), deaf);
+    const result = run(entry, deaf);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    entry.stop(new AttemptAborted('timeout', 'echo did not finish within 50 ms'));
+    expect(await result).toMatchObject({ kind: 'failed', failureClass: 'timeout' });
+    await over;
+    // Neither reached the database (it would have thrown "these tests use no database").
+    expect(heartbeatError).toBeInstanceOf(AttemptAborted);
+    expect((heartbeatError as AttemptAborted).reason).toBe('timeout');
+    expect(receiptError).toBeInstanceOf(AttemptAborted);
+    expect(effectRan).toBe(false);
+  });
 });

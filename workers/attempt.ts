@@ -197,6 +197,9 @@ class AttemptContext implements HandlerContext<unknown> {
   get heartbeat(): () => Promise<void> {
     return (this.heartbeatFn ??= async () => {
       const { entry, job } = this;
+      // A stopped attempt renews nothing: the sweep may stop it a little before the database's
+      // deadline, and a deaf handler's beat then would keep a lease nobody will settle.
+      if (entry.stopped) throw entry.stopped;
       const sent = performance.now(); // before the send: the renewed lease starts no earlier
       const outcome = await heartbeatIfLeaseHeld(this.db, job, { leaseSeconds: this.leaseSeconds });
       // Row locked by another transaction: held but not renewed now; the lease keeper tries again.
@@ -213,6 +216,9 @@ class AttemptContext implements HandlerContext<unknown> {
   get receipt(): HandlerContext<unknown>['receipt'] {
     return (this.receiptFn ??= async <T>(effect: () => Promise<T>, key: string = this.deliveryKey): Promise<T> => {
       const { entry, job, db } = this;
+      // A stopped attempt claims no key: its lease may still hold for a moment, and the effect
+      // would then run again under the next attempt once that lease is gone.
+      if (entry.stopped) throw entry.stopped;
       // The key is claimed before the effect (db/queue/receipts.ts): while another attempt
       // holds it with its lease, this one waits for that attempt's receipt instead of repeating
       // the effect beside it; a claim whose attempt lost its lease is taken over.
@@ -237,6 +243,7 @@ class AttemptContext implements HandlerContext<unknown> {
           );
         }
         await waitOrStop(Math.min(RECEIPT_WAIT_MAX_MS, RECEIPT_WAIT_FIRST_MS * 2 ** waits), entry.signal);
+        if (entry.stopped) throw entry.stopped;
       }
       let value: T;
       try {

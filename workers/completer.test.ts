@@ -181,4 +181,23 @@ describe('the completer and the clocks (security review B7)', () => {
     expect((await getJob(t.db, attempt.job.id)).state).toBe('done');
     expect(await counted(outage.metrics.completed)).toBe(1);
   });
+
+  it('retries a batch of acknowledgements after a blip though one of them is near its lease end', async () => {
+    const [near, kept] = (await claimAttempts(2, 30)) as [Attempt, Attempt];
+    // One attempt of the batch reached the completer with its local deadline all but gone (the
+    // sweep stopped it, or its row was locked for a few beats); the other has its whole lease.
+    near.leaseDeadline = performance.now() + 20;
+    let cuts = 0;
+    const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
+    const blip = completer({
+      ackFlushMs: 60_000,
+      fail: (s) => (s.name === 'leasehold_complete_many' && cuts++ < 1 ? lost() : undefined),
+    });
+    const settled = [near, kept].map((a) => blip.completer.settle(a, { kind: 'completed' }));
+    await blip.completer.flush();
+    await Promise.all(settled);
+    // One statement cut, then the retry ran for the batch: the kept attempt is done.
+    expect(blip.statements.map((s) => s.name)).toEqual(['leasehold_complete_many', 'leasehold_complete_many']);
+    expect((await getJob(t.db, kept.job.id)).state).toBe('done');
+  });
 });

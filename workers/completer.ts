@@ -112,12 +112,14 @@ export class Completer {
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, ACK_BATCH);
       const jobs = batch.map(({ entry }) => entry.job);
-      // The earliest local lease deadline in the batch, read at each retry: heartbeats go on
-      // meanwhile (the attempts keep their slots) and move it.
+      // The latest local lease deadline in the batch, read at each retry: heartbeats go on
+      // meanwhile (the attempts keep their slots) and move it. Not the earliest: one entry near
+      // or past its end would give up the whole batch; each row is lease-guarded, so a retry
+      // after one lease ended only leaves that row unapplied.
       const deadline = () => {
-        let earliest = Number.POSITIVE_INFINITY;
-        for (const { entry } of batch) earliest = Math.min(earliest, entry.leaseDeadline);
-        return earliest;
+        let latest = Number.NEGATIVE_INFINITY;
+        for (const { entry } of batch) latest = Math.max(latest, entry.leaseDeadline);
+        return latest;
       };
       this.deps.failpoints?.hit('before_ack');
       let outcomes: SettleOutcome[];

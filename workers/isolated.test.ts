@@ -221,14 +221,44 @@ describe('runIsolated', () => {
     const { exited } = await nextThread();
     await until('the handler counts', async () => Atomics.load(counter, 0) > 0);
     controller.abort(new Error('stopped'));
-    // The slot is free from the stop on, and the next handler may hold the loop: the thread
-    // must not go on counting meanwhile.
+    // The next handler may hold the loop right after the stop: the thread must not go on
+    // counting meanwhile.
     const spinUntil = performance.now() + 300;
     while (performance.now() < spinUntil - 200) {}
     const early = Atomics.load(counter, 0);
     while (performance.now() < spinUntil) {}
     expect(Atomics.load(counter, 0)).toBe(early);
     await expect(run).rejects.toThrow('stopped');
+    await exited;
+  });
+
+  it('ends the handler’s own promise of a stopped attempt only once its thread has exited (the slot is held until then)', async () => {
+    const shared = new SharedArrayBuffer(4);
+    const counter = new Int32Array(shared);
+    const controller = new AbortController();
+    const handler = handlers.find((h) => h.kind === 'iso.count')!;
+    const context = {
+      job: { id: 'job-3', queue: 'q', kind: 'iso.count' },
+      payload: shared,
+      attempt: 1,
+      deliveryKey: 'iso.count:job-3',
+      signal: controller.signal,
+      logger: pino({ level: 'silent' }),
+      heartbeat: async () => {},
+      receipt: async <T>(effect: () => Promise<T>) => effect(),
+    } as unknown as HandlerContext<unknown>;
+    const run = runIsolated(handler, context);
+    const { thread, exited } = await nextThread();
+    let threadGone = false;
+    thread.once('exit', () => (threadGone = true));
+    await until('the handler counts', async () => Atomics.load(counter, 0) > 0);
+    controller.abort(new Error('stopped'));
+    // The producer frees the slot when this promise ends: by then the thread must be gone.
+    const goneWhenEnded = await run.then(
+      () => threadGone,
+      () => threadGone,
+    );
+    expect(goneWhenEnded).toBe(true);
     await exited;
   });
 });

@@ -11,7 +11,7 @@
  *
  * What crosses between the threads, by message (structured clone):
  * - to the thread: the job, payload, attempt and delivery key (workerData), and `abort` with the
- *   stop reason, followed at once by terminate(): the attempt's slot is free from the stop on;
+ *   stop reason, followed at once by terminate(): the attempt's slot is free once it is gone;
  * - from the thread: log lines (written to the attempt's logger), `heartbeat` and `receipt`
  *   calls (run here, on the attempt's context: the receipt's effect itself runs in the thread),
  *   and how the handler ended: its value, or its error serialized (name, message, stack, cause,
@@ -306,8 +306,10 @@ export function runIsolated(
       const reason = signal.reason as { reason?: string; message?: string } | undefined;
       const why = reason?.reason ?? 'aborted';
       send({ type: 'abort', reason: why, message: reason?.message ?? 'the attempt was stopped' });
-      // At once, not after a grace: the attempt's slot is free from now on, and the next
-      // handler may hold this loop (a timer here would wait for it while the thread spins).
+      // At once, not after a grace: the next handler may hold this loop (a timer here would
+      // wait for it while the thread spins). The attempt settles from the stop on (its run's
+      // wait ends then); this promise, the handler's own, ends only once the thread is gone, so
+      // the slot stays taken until then, as a main-thread handler's does (workers/producer.ts).
       const ranMs = Math.round(performance.now() - startedAt);
       void thread.terminate().then(() => {
         logger.warn(
@@ -315,8 +317,8 @@ export function runIsolated(
           'isolated handler stopped: its thread was terminated',
         );
         options.onTerminated?.(context.job, why, ranMs);
+        end(() => reject(signal.reason));
       });
-      end(() => reject(signal.reason));
     };
     signal.addEventListener('abort', onAbort, { once: true });
 

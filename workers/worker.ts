@@ -163,7 +163,8 @@ export class Worker {
     this.eventLoop = new EventLoopMonitor(lagWarnMs(s.leaseSeconds), {
       logger,
       metrics,
-      running: () => [...this.producer.inFlight].map((entry) => entry.job.kind),
+      // Stopped handlers still running too: a deaf CPU-bound one is the likeliest blocker.
+      running: () => [...this.producer.inFlight, ...this.producer.stoppedRunning].map((entry) => entry.job.kind),
     });
     this.maintenance = new Maintenance(
       { ...s, leaseExpiredDelayMs: s.retry?.leaseExpiredDelayMs },
