@@ -359,8 +359,13 @@ export function runIsolated(
       live.delete(thread);
       signal.removeEventListener('abort', onAbort);
       for (const waiting of effects.values()) waiting.reject(new Error('the isolated handler’s thread exited'));
+      // Terminated after a stop: the stop is why it ended.
       end(() =>
-        reject(new Error(`isolated handler ${handler.kind}: its thread exited (code ${code}) before it finished`)),
+        reject(
+          signal.aborted
+            ? signal.reason
+            : new Error(`isolated handler ${handler.kind}: its thread exited (code ${code}) before it finished`),
+        ),
       );
     });
   });
