@@ -481,7 +481,7 @@ if (want('enqueue')) {
       `${SIZE.single.toLocaleString('en')} single enqueues, each its own transaction, on ${connections} connection(s); wake-ups as each system does by default (bare-sql: pg_notify on every insert)`,
     );
     for (let rep = 0; rep < RUNS; rep++) {
-      for (const system of rotation(DRAINED, rep)) {
+      for (const system of rotation(ALL, rep)) {
         log(`${name} ${system.name} run ${rep + 1}`);
         const value = await measured(name, meta, system.name, () =>
           enqueueSingle(system, SIZE.single, connections, system.name !== 'pg-boss'),
