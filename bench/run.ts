@@ -27,14 +27,7 @@ import {
   type SystemName,
   type WorkerMode,
 } from './systems/index.ts';
-import {
-  postmasterPid,
-  readable,
-  SERVER_CPU_GROUP_TEXT,
-  SERVER_CPU_GROUPS,
-  type ServerCpuGroup,
-  watchServerCpu,
-} from './server-cpu.ts';
+import { SERVER_CPU_GROUP_TEXT, SERVER_CPU_GROUPS, type ServerCpuSpent, watchServerCost } from './server-cpu.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -227,7 +220,7 @@ interface DrainFigures {
    * client backends, autovacuum, the background processes (checkpointer, writers, postmaster),
    * processes that ended unseen; null when the server's /proc is not readable from here.
    */
-  serverCpuUs: (Record<ServerCpuGroup, number> & { total: number }) | null;
+  serverCpuUs: ServerCpuSpent | null;
 }
 
 /** CPU time all cores of this machine spent busy since boot, ms (os.cpus(), so any OS). */
@@ -257,12 +250,8 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
         }),
       );
       const childCpuUs = async () => (await Promise.all(children.map((c) => c.cpuMicros()))).reduce((a, b) => a + b, 0);
-      const walLsn = async () =>
-        (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
-      const postmaster = (await readable(client)) ? await postmasterPid(client) : null;
-      const server = postmaster === null ? null : watchServerCpu(client, postmaster);
-      await server?.start();
-      const [cpu0, lsn0] = [await childCpuUs(), await walLsn()];
+      const server = await watchServerCost(client);
+      const cpu0 = await childCpuUs();
       const own0 = process.cpuUsage();
       const busy0 = machineBusyMs();
       const t0 = performance.now();
@@ -274,19 +263,15 @@ async function drain(system: BenchSystem, total: number, processes: number): Pro
       const busyUs = (machineBusyMs() - busy0) * 1000;
       const own = process.cpuUsage(own0);
       const workerUs = (await childCpuUs()) - cpu0;
-      const serverUs = await server?.stop();
-      const wal = await client.query<{ bytes: string }>(
-        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
-        [lsn0],
-      );
+      const cost = await server.stop();
       return {
         jobsPerSecond,
         workerCpuUs: workerUs / total,
         otherCpuUs: Math.max(0, busyUs - workerUs - own.user - own.system) / total,
-        walBytes: Number(wal.rows[0]!.bytes) / total,
-        serverCpuUs: serverUs
+        walBytes: cost.walBytes / total,
+        serverCpuUs: cost.cpu
           ? (Object.fromEntries(
-              Object.entries(serverUs).map(([k, v]) => [k, v / total]),
+              Object.entries(cost.cpu).map(([k, v]) => [k, v / total]),
             ) as DrainFigures['serverCpuUs'])
           : null,
       };
@@ -353,10 +338,7 @@ async function lifecycle(system: BenchSystem, total: number): Promise<LifecycleF
         handled = m.total as number;
         if (handled >= total) allHandled();
       });
-      const postmaster = (await readable(client)) ? await postmasterPid(client) : null;
-      const server = postmaster === null ? null : watchServerCpu(client, postmaster);
-      await server?.start();
-      const lsn0 = (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+      const server = await watchServerCost(client);
       const own0 = process.cpuUsage();
       const worker0 = await child.cpuMicros();
       await bulkEnqueue(system, db.url, total);
@@ -369,15 +351,11 @@ async function lifecycle(system: BenchSystem, total: number): Promise<LifecycleF
       const stored = (await client.query<{ n: number }>(system.storedSql)).rows[0]!.n;
       if (stored > 0) throw new Error(`${system.name}: ${stored} job rows left after its retention`);
       await client.query('VACUUM');
-      const serverUs = await server?.stop();
+      const cost = await server.stop();
       const own = process.cpuUsage(own0);
-      const wal = await client.query<{ bytes: string }>(
-        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
-        [lsn0],
-      );
       return {
-        walBytes: Number(wal.rows[0]!.bytes) / total,
-        serverCpuUs: serverUs ? serverUs.total / total : null,
+        walBytes: cost.walBytes / total,
+        serverCpuUs: cost.cpu ? cost.cpu.total / total : null,
         clientCpuUs: (workerUs + own.user + own.system) / total,
       };
     } finally {
@@ -429,27 +407,19 @@ async function heartbeatHeavy(system: BenchSystem): Promise<HoldFigures> {
       // The window: from every job waiting until shortly before the first handler returns.
       const windowMs = SIZE.holdMs - (performance.now() - t0) - 3000;
       const beatsNow = async () => Number((await client.query<{ n: string }>(hold.beatTablesSql)).rows[0]!.n);
-      const walLsn = async () =>
-        (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
-      const postmaster = (await readable(client)) ? await postmasterPid(client) : null;
-      const server = postmaster === null ? null : watchServerCpu(client, postmaster);
-      await server?.start();
-      const [beats0, lsn0, cpu0] = [await beatsNow(), await walLsn(), await child.cpuMicros()];
+      const server = await watchServerCost(client);
+      const [beats0, cpu0] = [await beatsNow(), await child.cpuMicros()];
       await sleep(windowMs);
       const workerUs = (await child.cpuMicros()) - cpu0;
-      const serverUs = await server?.stop();
-      const wal = await client.query<{ bytes: string }>(
-        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
-        [lsn0],
-      );
+      const cost = await server.stop();
       // Backends report their counts when they go idle, at most once a second: wait for that.
       await sleep(1500);
       const beats = (await beatsNow()) - beats0;
       if (beats <= 0) throw new Error(`no heartbeat was counted in a ${Math.round(windowMs / 1000)} s window`);
       return {
         beats,
-        walPerBeat: Number(wal.rows[0]!.bytes) / beats,
-        serverCpuPerBeat: serverUs ? serverUs.total / beats : null,
+        walPerBeat: cost.walBytes / beats,
+        serverCpuPerBeat: cost.cpu ? cost.cpu.total / beats : null,
         workerCpuPerBeat: workerUs / beats,
       };
     } finally {

@@ -129,7 +129,7 @@ export function watchServerCpu(client: pg.Client, postmaster: number, everyMs = 
       record(first, true);
       timer = setInterval(tick, everyMs);
     },
-    async stop(): Promise<Record<ServerCpuGroup, number> & { total: number }> {
+    async stop(): Promise<ServerCpuSpent> {
       if (timer) clearInterval(timer);
       await pending;
       if (!first) throw new Error('server CPU: stop() before start()');
@@ -161,6 +161,37 @@ export function watchServerCpu(client: pg.Client, postmaster: number, everyMs = 
       const postmasterOwn = last.postmasterTimes.own - first.postmasterTimes.own;
       spent.background += postmasterOwn;
       return { ...spent, total: spent.backends + spent.autovacuum + spent.background + spent.exited };
+    },
+  };
+}
+
+export type ServerCpuSpent = Record<ServerCpuGroup, number> & { total: number };
+
+/** What the server spent over a window: the WAL it wrote, and its CPU by group (null when its /proc is not readable from here). */
+export interface ServerCost {
+  walBytes: number;
+  cpu: ServerCpuSpent | null;
+}
+
+/**
+ * Opens a window on the server `client` is connected to: its WAL position and (where /proc
+ * shows it) its processes' CPU; `stop()` says what both grew by. The whole server counts,
+ * other databases' work too: the bench's server runs only the case at hand.
+ */
+export async function watchServerCost(client: pg.Client): Promise<{ stop(): Promise<ServerCost> }> {
+  const postmaster = (await readable(client)) ? await postmasterPid(client) : null;
+  const cpu = postmaster === null ? null : watchServerCpu(client, postmaster);
+  await cpu?.start();
+  const { rows } = await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+  const lsn0 = rows[0]!.lsn;
+  return {
+    async stop() {
+      const spent = (await cpu?.stop()) ?? null;
+      const wal = await client.query<{ bytes: string }>(
+        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
+        [lsn0],
+      );
+      return { walBytes: Number(wal.rows[0]!.bytes), cpu: spent };
     },
   };
 }
