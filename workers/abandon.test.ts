@@ -53,6 +53,29 @@ class Executions {
   }
 }
 
+/**
+ * A handler deaf to its signal: a job with `hang: true` runs until the test calls `letGo()`
+ * (whatever stopped its attempt), one with `hang: false` ends at once; `seen` counts both.
+ */
+function hangingHandler(kind: string, timeoutMs: number, seen: Executions) {
+  let letGo: () => void = () => {};
+  const hung = new Promise<void>((resolve) => {
+    letGo = resolve;
+  });
+  const handler = defineHandler({
+    kind,
+    versions: [1],
+    schema: z.object({ hang: z.boolean() }),
+    timeoutMs,
+    async handle({ job, attempt, payload }) {
+      seen.start(job.id, attempt);
+      if (payload.hang) await hung;
+      seen.end(job.id);
+    },
+  });
+  return { handler, letGo: () => letGo() };
+}
+
 /** A logger whose lines the test reads. */
 function capturedLogger(): { logger: pino.Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
@@ -128,21 +151,7 @@ describe('handlers that ignore their signal', () => {
     const queue = uniqueQueue('abandon');
     const kind = `hang-${queue}`;
     const seen = new Executions();
-    let letGo: () => void = () => {};
-    const hung = new Promise<void>((resolve) => {
-      letGo = resolve;
-    });
-    const handler = defineHandler({
-      kind,
-      versions: [1],
-      schema: z.object({ hang: z.boolean() }),
-      timeoutMs: 100,
-      async handle({ job, attempt, payload }) {
-        seen.start(job.id, attempt);
-        if (payload.hang) await hung; // deaf: only the test ends it
-        seen.end(job.id);
-      },
-    });
+    const { handler, letGo } = hangingHandler(kind, 100, seen); // deaf: only the test ends it
     const { id: hangId } = await enqueue(t.db, { queue, kind, payload: { hang: true }, maxAttempts: 1 });
     const { logger, lines } = capturedLogger();
     const { worker, metrics } = await startWorker(queue, handler, { concurrency: 1, abandonAfterMs: 400 }, logger);
@@ -176,21 +185,7 @@ describe('handlers that ignore their signal', () => {
     const queue = uniqueQueue('lost');
     const kind = `lost-${queue}`;
     const seen = new Executions();
-    let letGo: () => void = () => {};
-    const hung = new Promise<void>((resolve) => {
-      letGo = resolve;
-    });
-    const handler = defineHandler({
-      kind,
-      versions: [1],
-      schema: z.object({ hang: z.boolean() }),
-      timeoutMs: 60_000,
-      async handle({ job, attempt, payload }) {
-        seen.start(job.id, attempt);
-        if (payload.hang) await hung; // deaf to the lost lease
-        seen.end(job.id);
-      },
-    });
+    const { handler, letGo } = hangingHandler(kind, 60_000, seen); // deaf to the lost lease
     const { id: hangId } = await enqueue(t.db, { queue, kind, payload: { hang: true } });
     const { logger, lines } = capturedLogger();
     // Lease 2 s: the lease keeper's heartbeat (every 667 ms) finds the cancelled lease.

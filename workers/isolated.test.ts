@@ -63,6 +63,27 @@ async function nextThread(): Promise<{ thread: Isolate; exited: Promise<number |
   return { thread, exited: new Promise((resolve) => thread.once('exit', resolve)) };
 }
 
+/**
+ * An attempt of `iso.count` outside a worker: its thread counts into `counter` (shared memory)
+ * until it is terminated; `controller` stops it.
+ */
+function countingAttempt(jobId: string) {
+  const shared = new SharedArrayBuffer(4);
+  const controller = new AbortController();
+  const context = {
+    job: { id: jobId, queue: 'q', kind: 'iso.count' },
+    payload: shared,
+    attempt: 1,
+    deliveryKey: `iso.count:${jobId}`,
+    signal: controller.signal,
+    logger: pino({ level: 'silent' }),
+    heartbeat: async () => {},
+    receipt: async <T>(effect: () => Promise<T>) => effect(),
+  } as unknown as HandlerContext<unknown>;
+  const handler = handlers.find((h) => h.kind === 'iso.count')!;
+  return { counter: new Int32Array(shared), controller, handler, context };
+}
+
 describe('isolated handlers', () => {
   it('terminates a thread that never yields at its timeout, and fails the job with class timeout', async () => {
     const queue = uniqueQueue('iso');
@@ -202,20 +223,7 @@ describe('isolated handlers in a child process', () => {
 
 describe('runIsolated', () => {
   it('terminates the thread the moment the attempt is stopped, even when the main loop is held right after', async () => {
-    const shared = new SharedArrayBuffer(4);
-    const counter = new Int32Array(shared);
-    const controller = new AbortController();
-    const handler = handlers.find((h) => h.kind === 'iso.count')!;
-    const context = {
-      job: { id: 'job-1', queue: 'q', kind: 'iso.count' },
-      payload: shared,
-      attempt: 1,
-      deliveryKey: 'iso.count:job-1',
-      signal: controller.signal,
-      logger: pino({ level: 'silent' }),
-      heartbeat: async () => {},
-      receipt: async <T>(effect: () => Promise<T>) => effect(),
-    } as unknown as HandlerContext<unknown>;
+    const { counter, controller, handler, context } = countingAttempt('job-1');
     const run = runIsolated(handler, context);
     run.catch(() => {});
     const { exited } = await nextThread();
@@ -233,20 +241,7 @@ describe('runIsolated', () => {
   });
 
   it('ends the handler’s own promise of a stopped attempt only once its thread has exited (the slot is held until then)', async () => {
-    const shared = new SharedArrayBuffer(4);
-    const counter = new Int32Array(shared);
-    const controller = new AbortController();
-    const handler = handlers.find((h) => h.kind === 'iso.count')!;
-    const context = {
-      job: { id: 'job-3', queue: 'q', kind: 'iso.count' },
-      payload: shared,
-      attempt: 1,
-      deliveryKey: 'iso.count:job-3',
-      signal: controller.signal,
-      logger: pino({ level: 'silent' }),
-      heartbeat: async () => {},
-      receipt: async <T>(effect: () => Promise<T>) => effect(),
-    } as unknown as HandlerContext<unknown>;
+    const { counter, controller, handler, context } = countingAttempt('job-3');
     const run = runIsolated(handler, context);
     const { thread, exited } = await nextThread();
     let threadGone = false;
