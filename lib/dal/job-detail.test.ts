@@ -3,16 +3,13 @@
  * redacted payload value in any error text, even one stored unscrubbed (a path added after the
  * attempt, a client that does not scrub). Real PostgreSQL; only next-auth's session is stubbed.
  */
-import { randomBytes } from 'node:crypto';
-import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
 import { useTestDatabase } from '../../test/db.ts';
+import { dalSession } from '../../test/dal-session.ts';
 import { failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
 import type { ErrorDetail } from '../../db/queue/error-detail.ts';
-import { ROLES, type Role } from '../../db/schema.ts';
-import { upsertUser } from '../../db/users.ts';
-import { closeDatabase } from '../db.ts';
+import { ROLES } from '../../db/schema.ts';
 import { errorDetailText } from '../present.ts';
 import { MASK } from '../redaction.ts';
 import * as dal from './index.ts';
@@ -20,20 +17,11 @@ import * as dal from './index.ts';
 vi.mock('next-auth', () => ({ getServerSession: vi.fn<() => Promise<unknown>>() }));
 
 const t = useTestDatabase();
-const email = (role: Role) => `${role}@job-detail.example.com`;
-
-function signIn(role: Role) {
-  vi.mocked(getServerSession).mockResolvedValue({
-    user: { email: email(role) },
-    expires: new Date(Date.now() + 3_600_000).toISOString(),
-  });
-}
+const session = dalSession(t, 'job-detail.example.com');
+const { signIn } = session;
 
 beforeAll(async () => {
-  process.env.DATABASE_URL = t.url;
-  process.env.NEXTAUTH_SECRET = randomBytes(24).toString('hex');
-  process.env.LEASEHOLD_DEMO = 'false';
-  for (const role of ROLES) await upsertUser(t.db, { email: email(role), password: 'job-detail-password', role });
+  await session.start();
   await registerKinds(t.db, [
     {
       kind: 'detail.mail',
@@ -45,9 +33,7 @@ beforeAll(async () => {
     },
   ]);
 });
-afterAll(async () => {
-  await closeDatabase();
-});
+afterAll(() => session.close());
 
 const EMAIL = 'bob.viewer@example.com';
 const TOKEN = 'tok_9d8c7b6a5f';

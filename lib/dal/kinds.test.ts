@@ -5,15 +5,11 @@
  * next page view and in the audit log; what workers declared an admin cannot remove.
  * Real PostgreSQL; only next-auth's session read is stubbed.
  */
-import { randomBytes } from 'node:crypto';
-import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
-import type { Role } from '../../db/schema.ts';
-import { upsertUser } from '../../db/users.ts';
 import { useTestDatabase } from '../../test/db.ts';
+import { dalSession } from '../../test/dal-session.ts';
 import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
-import { closeDatabase } from '../db.ts';
 import { AuthError } from '../errors.ts';
 import { MASK } from '../redaction.ts';
 import { addKindRedaction, getAudit, getJobDetail, getKinds, removeKindRedaction } from './index.ts';
@@ -21,28 +17,14 @@ import { addKindRedaction, getAudit, getJobDetail, getKinds, removeKindRedaction
 vi.mock('next-auth', () => ({ getServerSession: vi.fn<() => Promise<unknown>>() }));
 
 const t = useTestDatabase();
-const email = (role: Role) => `${role}@kinds.example.com`;
-
-function signIn(role: Role) {
-  vi.mocked(getServerSession).mockResolvedValue({
-    user: { email: email(role) },
-    expires: new Date(Date.now() + 3_600_000).toISOString(),
-  });
-}
+const session = dalSession(t, 'kinds.example.com');
+const { email, signIn } = session;
 
 beforeAll(async () => {
-  process.env.DATABASE_URL = t.url;
-  process.env.NEXTAUTH_SECRET = randomBytes(24).toString('hex');
-  process.env.LEASEHOLD_DEMO = 'false';
   // The configured defaults: masked in every registered kind's payload.
-  process.env.LEASEHOLD_REDACT_PATHS = 'giftNote, lines[].sku';
-  for (const role of ['viewer', 'operator', 'admin'] as const) {
-    await upsertUser(t.db, { email: email(role), password: 'kinds-test-password', role });
-  }
+  await session.start({ LEASEHOLD_REDACT_PATHS: 'giftNote, lines[].sku' });
 });
-afterAll(async () => {
-  await closeDatabase();
-});
+afterAll(() => session.close());
 
 const payload = {
   orderId: 'o1',
