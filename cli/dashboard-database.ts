@@ -39,6 +39,8 @@ const READ = [
   'audit_log',
   'users',
   'kind_redactions',
+  'sign_in_throttle',
+  'session_versions',
   'migrations',
   'jobs_view',
   'queue_stats',
@@ -83,6 +85,12 @@ export const DASHBOARD_GRANTS: readonly DashboardGrant[] = [
   { privilege: 'DELETE', object: 'leasehold.kind_redactions' },
   { privilege: 'INSERT', object: 'leasehold.users' },
   { privilege: 'UPDATE', object: 'leasehold.users', columns: ['password_hash', 'role', 'disabled', 'updated_at'] },
+  // Sign-in throttling (lib/sign-in-throttle.ts) and session versions (lib/dal/session.ts).
+  { privilege: 'INSERT', object: 'leasehold.sign_in_throttle' },
+  { privilege: 'UPDATE', object: 'leasehold.sign_in_throttle' },
+  { privilege: 'DELETE', object: 'leasehold.sign_in_throttle' },
+  { privilege: 'INSERT', object: 'leasehold.session_versions' },
+  { privilege: 'UPDATE', object: 'leasehold.session_versions', columns: ['version', 'updated_at'] },
 ];
 
 export function describeGrant(grant: DashboardGrant): string {

@@ -195,7 +195,7 @@ BEGIN
   GRANT SELECT ON leasehold.jobs, leasehold.ready_jobs, leasehold.leases, leasehold.finished_rollup,
     leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.worker_kinds, leasehold.kinds,
     leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats,
-    leasehold.kind_redactions
+    leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions
     TO leasehold_dashboard;
   GRANT UPDATE (state, max_attempts, run_at, claim_at, expires_at, failure_class, last_error, lease_token, lease_until,
                 finished_at, updated_at) ON leasehold.jobs TO leasehold_dashboard;
@@ -211,6 +211,10 @@ BEGIN
   -- declared in kinds.redacted_paths is theirs alone, so the dashboard cannot unmask it.
   GRANT INSERT, DELETE ON leasehold.kind_redactions TO leasehold_dashboard;
   GRANT INSERT, UPDATE (password_hash, role, disabled, updated_at) ON leasehold.users TO leasehold_dashboard;
+  -- Sign-in: failed guesses counted per account and address (and forgotten), and the session
+  -- versions that sign-out, password changes and disabling raise.
+  GRANT INSERT, UPDATE, DELETE ON leasehold.sign_in_throttle TO leasehold_dashboard;
+  GRANT INSERT, UPDATE (version, updated_at) ON leasehold.session_versions TO leasehold_dashboard;
 END
 $grants$;
 

@@ -18,16 +18,17 @@ import { JOURNAL_TABLE, journalName } from './migrate-journal.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
  * reads) to `max` (the newest it knows). A newer schema suits it too when that schema says it
  * is compatible from this code's version or earlier.
  * From 6 on: receipt() claims its key in receipt_claims (migration 0008); from 7 on: the
- * dashboard reads the admin-added redaction rules in kind_redactions (migration 0009).
+ * dashboard reads the admin-added redaction rules in kind_redactions (migration 0009); from 8 on:
+ * the dashboard throttles sign-ins and checks session versions (migration 0010).
  */
-export const SUPPORTED_SCHEMA = { min: 7, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 8, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

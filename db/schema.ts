@@ -470,3 +470,38 @@ export const users = leasehold.table(
     check('users_email_check', sql`email = lower(email) AND position('@' in email) > 1`),
   ],
 );
+
+/**
+ * Failed sign-ins, kept in the database so the limit holds across dashboard processes
+ * (lib/sign-in-throttle.ts). One row per (account, client address), and one per account with
+ * `client = ''`: the higher ceiling every address together meets. `blocked_until` is when the
+ * next guess is taken again; a success removes the pair's row (not the account's).
+ */
+export const signInThrottle = leasehold.table(
+  'sign_in_throttle',
+  {
+    account: text('account').notNull(),
+    client: text('client').notNull(),
+    failures: integer('failures').notNull().default(0),
+    firstFailureAt: tstz('first_failure_at').notNull().defaultNow(),
+    lastFailureAt: tstz('last_failure_at').notNull().defaultNow(),
+    blockedUntil: tstz('blocked_until'),
+  },
+  (t) => [
+    primaryKey({ name: 'sign_in_throttle_pkey', columns: [t.account, t.client] }),
+    index('sign_in_throttle_last_failure_idx').on(t.lastFailureAt),
+    check('sign_in_throttle_account_check', sql`length(account) BETWEEN 1 AND 254`),
+    check('sign_in_throttle_client_check', sql`length(client) <= 100`),
+  ],
+);
+
+/**
+ * A session version per signed-in identity (a built-in user's email, a single sign-on actor).
+ * A session carries the version it was issued under and is refused once the row has moved on:
+ * sign-out, a password change and disabling raise it (lib/dal/session.ts). No row: version 0.
+ */
+export const sessionVersions = leasehold.table('session_versions', {
+  actor: text('actor').primaryKey(),
+  version: integer('version').notNull().default(0),
+  updatedAt: tstz('updated_at').notNull().defaultNow(),
+});
