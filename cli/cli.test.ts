@@ -12,7 +12,7 @@ import { cli, ROOT, tempProject } from '../test/cli.ts';
 const t = useTestDatabase({ max: 2 });
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const COMMANDS = ['migrate', 'workers', 'dashboard', 'enqueue', 'jobs', 'users'];
-const SECRET = { NEXTAUTH_SECRET: 'x'.repeat(40) };
+const SECRET = { NEXTAUTH_SECRET: 'lh-test-9f3Kq2LxVb7Wm4Tz8Hc1Rj6Ny5Pd0Gs', NEXTAUTH_URL: 'https://ops.example.com' };
 
 describe('leasehold --help and --version', () => {
   it('prints the package version and the Node.js version, alone and after every command', async () => {

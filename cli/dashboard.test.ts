@@ -14,7 +14,7 @@ import { useRoleDatabase } from '../test/roles.ts';
 import { MARKER, nextAuthUrlFor, normalizeBasePath, readMarker, rebuildReason } from './dashboard.ts';
 
 const r = useRoleDatabase();
-const SECRET = { NEXTAUTH_SECRET: 'x'.repeat(40) };
+const SECRET = { NEXTAUTH_SECRET: 'lh-test-9f3Kq2LxVb7Wm4Tz8Hc1Rj6Ny5Pd0Gs', NEXTAUTH_URL: 'https://ops.example.com' };
 
 describe('leasehold dashboard on a database it cannot serve', () => {
   it('a login without leasehold_dashboard: exit 2, the grant it lacks and the GRANT to run, nothing built', async () => {
@@ -58,6 +58,23 @@ describe('leasehold dashboard on a database it cannot serve', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/LEASEHOLD_OIDC_CLIENT_ID/);
     expect(run.stderr).toMatch(/LEASEHOLD_OIDC_CLIENT_SECRET/);
+    expect(existsSync(path.join(cwd, '.leasehold'))).toBe(false);
+  });
+
+  it('no NEXTAUTH_URL, or plain http to another host: exit 2 with the URL to set, before any build', async () => {
+    const cwd = tempProject();
+    const unset = await cli(['dashboard'], {
+      cwd,
+      env: { DATABASE_URL: r.urls.dashboard, NEXTAUTH_SECRET: SECRET.NEXTAUTH_SECRET },
+    });
+    expect(unset.code).toBe(2);
+    expect(unset.stderr).toMatch(/set NEXTAUTH_URL to the dashboard's public URL/);
+    const plain = await cli(['dashboard'], {
+      cwd,
+      env: { DATABASE_URL: r.urls.dashboard, ...SECRET, NEXTAUTH_URL: 'http://ops.example.com' },
+    });
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toMatch(/NEXTAUTH_URL must be https:\/\//);
     expect(existsSync(path.join(cwd, '.leasehold'))).toBe(false);
   });
 
@@ -118,7 +135,7 @@ describe('the base path', () => {
 
   it('leasehold dashboard refuses a bad --base-path, a base path without NEXTAUTH_URL, and an unknown argument (exit 2)', async () => {
     const cwd = tempProject();
-    const env = { DATABASE_URL: r.urls.dashboard, ...SECRET };
+    const env = { DATABASE_URL: r.urls.dashboard, NEXTAUTH_SECRET: SECRET.NEXTAUTH_SECRET };
     const bad = await cli(['dashboard', 'build', '--base-path', 'leasehold'], { cwd, env });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--base-path must be a URL path such as \/leasehold/);

@@ -90,6 +90,7 @@ export function loginOptions(): LoginOptionsDTO {
   return {
     builtinUsers: env.builtinUsers,
     sso: env.oidc ? { providerId: OIDC_PROVIDER_ID, name: env.oidc.name } : null,
-    demo: env.demo && env.builtinUsers ? { emails: DEMO_USERS.map((u) => u.email), password: DEMO_PASSWORD } : null,
+    demo:
+      env.demoLogins && env.builtinUsers ? { emails: DEMO_USERS.map((u) => u.email), password: DEMO_PASSWORD } : null,
   };
 }

@@ -3,9 +3,13 @@
  * role map, built-in users switched off, the configured redaction defaults. Pure parsing.
  */
 import { describe, expect, it } from 'vitest';
-import { parseWebEnv } from './settings.ts';
+import { isLoopbackHost, parseWebEnv } from './settings.ts';
 
-const BASE = { DATABASE_URL: 'postgres://db/leasehold', NEXTAUTH_SECRET: 'x'.repeat(40) };
+const BASE = {
+  DATABASE_URL: 'postgres://db/leasehold',
+  NEXTAUTH_SECRET: 'lh-test-9f3Kq2LxVb7Wm4Tz8Hc1Rj6Ny5Pd0Gs',
+  NEXTAUTH_URL: 'https://ops.example.com',
+};
 const OIDC = {
   LEASEHOLD_OIDC_ISSUER: 'https://login.example.com/realms/ops/',
   LEASEHOLD_OIDC_CLIENT_ID: 'leasehold',
@@ -90,5 +94,77 @@ describe('configured redaction defaults', () => {
     expect(() => parseWebEnv({ ...BASE, LEASEHOLD_REDACT_PATHS: 'ok, not a path' })).toThrow(
       /LEASEHOLD_REDACT_PATHS: expected keys joined by dots/,
     );
+  });
+});
+
+describe('production settings that fail closed', () => {
+  const { NEXTAUTH_URL: _url, ...noUrl } = BASE;
+
+  it('needs NEXTAUTH_URL outside demo mode, and https unless the host is this machine', () => {
+    expect(() => parseWebEnv(noUrl)).toThrow(/set NEXTAUTH_URL to the dashboard's public URL/);
+    expect(() => parseWebEnv({ ...BASE, NEXTAUTH_URL: 'http://ops.example.com' })).toThrow(
+      /NEXTAUTH_URL must be https:\/\/ \(ops\.example\.com is not this machine/,
+    );
+    expect(() => parseWebEnv({ ...BASE, NEXTAUTH_URL: 'ops.example.com' })).toThrow(/NEXTAUTH_URL is not a URL/);
+    expect(() => parseWebEnv({ ...BASE, NEXTAUTH_URL: 'ftp://ops.example.com' })).toThrow(/must be an https:\/\/ URL/);
+    expect(parseWebEnv(BASE).publicUrl?.href).toBe('https://ops.example.com/');
+    for (const local of ['http://localhost:3000', 'http://127.0.0.1:3000/leasehold/api/auth', 'http://[::1]:3000']) {
+      expect(parseWebEnv({ ...BASE, NEXTAUTH_URL: local }).publicUrl?.href).toBe(new URL(local).href);
+    }
+    // Demo mode runs on this machine without it.
+    expect(parseWebEnv({ ...noUrl, LEASEHOLD_DEMO: 'true' }).publicUrl).toBeNull();
+  });
+
+  it('knows loopback hosts from others that merely look like them', () => {
+    for (const host of ['localhost', 'dash.localhost', '127.0.0.1', '127.9.9.9', '[::1]']) {
+      expect(isLoopbackHost(host)).toBe(true);
+    }
+    for (const host of [
+      'localhost.example.com',
+      '128.0.0.1',
+      '10.0.0.1',
+      '0.0.0.0',
+      '[::ffff:7f00:1]',
+      'example.com',
+    ]) {
+      expect(isLoopbackHost(host)).toBe(false);
+    }
+  });
+
+  it('refuses a metrics token shorter than 32 characters', () => {
+    expect(() => parseWebEnv({ ...BASE, LEASEHOLD_METRICS_TOKEN: '1234' })).toThrow(
+      /LEASEHOLD_METRICS_TOKEN must be at least 32 random characters/,
+    );
+    const token = 'mt-0123456789abcdefghijklmnopqrst';
+    expect(parseWebEnv({ ...BASE, LEASEHOLD_METRICS_TOKEN: token }).metricsToken).toBe(token);
+  });
+
+  it('refuses a secret or token that is a placeholder (too few different characters)', () => {
+    expect(() => parseWebEnv({ ...BASE, NEXTAUTH_SECRET: 'a'.repeat(40) })).toThrow(
+      /NEXTAUTH_SECRET has fewer than 10 different characters, so it is a placeholder/,
+    );
+    expect(() => parseWebEnv({ ...BASE, LEASEHOLD_METRICS_TOKEN: 'abcd'.repeat(10) })).toThrow(
+      /LEASEHOLD_METRICS_TOKEN has fewer than 10 different characters/,
+    );
+  });
+
+  it('gives demo mode a random secret per process, and refuses the old public demo secret everywhere', () => {
+    const demo = { ...noUrl, NEXTAUTH_SECRET: undefined, LEASEHOLD_DEMO: 'true' };
+    const one = parseWebEnv(demo).secret;
+    expect(one.length).toBeGreaterThanOrEqual(32);
+    expect(new Set(one).size).toBeGreaterThan(10);
+    // One per process: the sign-in route and the pages read the same.
+    expect(parseWebEnv(demo).secret).toBe(one);
+    for (const mode of ['true', 'false']) {
+      expect(() =>
+        parseWebEnv({ ...BASE, LEASEHOLD_DEMO: mode, NEXTAUTH_SECRET: 'leasehold-demo-secret-not-for-production' }),
+      ).toThrow(/NEXTAUTH_SECRET is the old demo secret, which is public/);
+    }
+  });
+
+  it('offers the demo logins only in demo mode, and not when npm start wrote no demo users', () => {
+    expect(parseWebEnv(BASE).demoLogins).toBe(false);
+    expect(parseWebEnv({ ...BASE, LEASEHOLD_DEMO: 'true' }).demoLogins).toBe(true);
+    expect(parseWebEnv({ ...BASE, LEASEHOLD_DEMO: 'true', LEASEHOLD_DEMO_USERS: 'false' }).demoLogins).toBe(false);
   });
 });

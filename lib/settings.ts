@@ -1,15 +1,50 @@
 /**
  * The web process's settings as a pure function of the environment: no `server-only`, so a
  * launcher (`leasehold dashboard`) can check them before it starts the server, and the same
- * sentence comes from both. Outside demo mode a real session secret is required. Single sign-on
+ * sentence comes from both. Outside demo mode a real session secret and an https public URL
+ * (NEXTAUTH_URL; plain http only on a loopback host) are required, and a metrics token must be
+ * long enough to be one (docs/dashboard.md, "Production settings"). Single sign-on
  * is all or nothing: a partial OpenID Connect configuration is refused, not a login page whose
  * button fails later. lib/env.ts reads them once per server process.
  */
+import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { redactedPathSchema } from '../db/queue/kinds.ts';
 import { ROLES, type Role } from '../db/schema.ts';
 
-const DEMO_SECRET = 'leasehold-demo-secret-not-for-production';
+/** Demo mode's old fixed secret: public, so refused everywhere (a session signed with it can be forged). */
+const PUBLIC_DEMO_SECRET = 'leasehold-demo-secret-not-for-production';
+
+/** The shortest LEASEHOLD_METRICS_TOKEN taken: a scraper's token is guessed as a password would be. */
+export const MIN_METRICS_TOKEN_LENGTH = 32;
+
+/** A secret or token with fewer different characters (`xxxx…`, `abcabc…`) is a placeholder. */
+const MIN_DISTINCT_CHARACTERS = 10;
+
+const DEMO_SECRET_KEY = Symbol.for('leasehold.demoSecret');
+
+/**
+ * Demo mode's secret when none is given: random, one per process. Kept on globalThis, since the
+ * server's bundles may each hold their own copy of this module, and a session signed by the
+ * sign-in route must be read by the pages.
+ */
+function processDemoSecret(): string {
+  const store = globalThis as { [DEMO_SECRET_KEY]?: string };
+  store[DEMO_SECRET_KEY] ??= randomBytes(32).toString('base64url');
+  return store[DEMO_SECRET_KEY];
+}
+
+/**
+ * Whether `hostname` (as URL.hostname gives it) is this machine: localhost, *.localhost, an
+ * address in 127.0.0.0/8, or ::1. Only there may the dashboard be served over plain http.
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1' || host === '0:0:0:0:0:0:0:1';
+}
 
 /** The claim the role is read from when LEASEHOLD_OIDC_ROLE_CLAIM is not set. */
 export const DEFAULT_ROLE_CLAIM = 'leasehold_role';
@@ -73,7 +108,16 @@ const schema = z.object({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required (npm start and npm run dev set it for you)'),
   LEASEHOLD_DEMO: flag,
   NEXTAUTH_SECRET: z.string().optional(),
-  LEASEHOLD_METRICS_TOKEN: z.string().optional(),
+  NEXTAUTH_URL: z.string().max(2000).optional(),
+  LEASEHOLD_METRICS_TOKEN: z
+    .string()
+    .min(
+      MIN_METRICS_TOKEN_LENGTH,
+      `LEASEHOLD_METRICS_TOKEN must be at least ${MIN_METRICS_TOKEN_LENGTH} random characters (for example: openssl rand -hex 32)`,
+    )
+    .max(1000)
+    .optional(),
+  LEASEHOLD_DEMO_USERS: flag,
   LEASEHOLD_BUILTIN_USERS: flag,
   LEASEHOLD_REDACT_PATHS: pathListSchema.optional(),
   LEASEHOLD_OIDC_ISSUER: z
@@ -109,6 +153,10 @@ export interface WebEnv {
   databaseUrl: string;
   demo: boolean;
   secret: string;
+  /** NEXTAUTH_URL: the dashboard's public URL (with its base path and /api/auth); null only in demo mode. */
+  publicUrl: URL | null;
+  /** Demo mode: the login page offers the demo users (npm start wrote them into the database). */
+  demoLogins: boolean;
   metricsToken: string | null;
   /** Email and password sign-in against leasehold.users; off: only single sign-on. */
   builtinUsers: boolean;
@@ -132,12 +180,30 @@ export function parseWebEnv(env: Record<string, string | undefined>): WebEnv {
   }
   const e = parsed.data;
   const demo = isOn(e.LEASEHOLD_DEMO, false);
-  const secret = e.NEXTAUTH_SECRET ?? (demo ? DEMO_SECRET : '');
-  if (!demo && (secret.length < 32 || secret === DEMO_SECRET)) {
+  if (e.NEXTAUTH_SECRET === PUBLIC_DEMO_SECRET) {
+    throw new Error(
+      'Leasehold dashboard: NEXTAUTH_SECRET is the old demo secret, which is public: set it to a random string of at least 32 characters (for example: openssl rand -base64 32)',
+    );
+  }
+  // Demo mode without a secret (npm start passes one kept beside its data folder): a random
+  // one for this process, never a fixed one anybody could sign sessions with.
+  const secret = e.NEXTAUTH_SECRET ?? (demo ? processDemoSecret() : '');
+  if (!demo && secret.length < 32) {
     throw new Error(
       'Leasehold dashboard: set NEXTAUTH_SECRET to a random string of at least 32 characters (outside demo mode)',
     );
   }
+  for (const [name, value] of [
+    ['NEXTAUTH_SECRET', e.NEXTAUTH_SECRET],
+    ['LEASEHOLD_METRICS_TOKEN', e.LEASEHOLD_METRICS_TOKEN],
+  ] as const) {
+    if (value !== undefined && new Set(value).size < MIN_DISTINCT_CHARACTERS) {
+      throw new Error(
+        `Leasehold dashboard: ${name} has fewer than ${MIN_DISTINCT_CHARACTERS} different characters, so it is a placeholder, not a random string: make one with openssl rand -base64 32`,
+      );
+    }
+  }
+  const publicUrl = parsePublicUrl(e.NEXTAUTH_URL, demo);
   const oidc = parseOidc(e);
   const builtinUsers = isOn(e.LEASEHOLD_BUILTIN_USERS, true);
   if (!builtinUsers && !oidc) {
@@ -149,11 +215,37 @@ export function parseWebEnv(env: Record<string, string | undefined>): WebEnv {
     databaseUrl: e.DATABASE_URL,
     demo,
     secret,
+    publicUrl,
+    demoLogins: demo && isOn(e.LEASEHOLD_DEMO_USERS, true),
     metricsToken: e.LEASEHOLD_METRICS_TOKEN || null,
     builtinUsers,
     oidc,
     redactPaths: [...new Set(e.LEASEHOLD_REDACT_PATHS ?? [])],
   };
+}
+
+/**
+ * NEXTAUTH_URL, required outside demo mode: without it next-auth takes http://localhost:3000 as
+ * its origin, so the session cookie loses `Secure` and sign-out sends users to localhost. It
+ * must be https, except on a loopback host (a dashboard reached on this machine only).
+ */
+function parsePublicUrl(value: string | undefined, demo: boolean): URL | null {
+  const example = 'for example NEXTAUTH_URL=https://ops.example.com';
+  if (!value) {
+    if (demo) return null;
+    throw new Error(
+      `Leasehold dashboard: set NEXTAUTH_URL to the dashboard's public URL (${example}; under a base path, https://ops.example.com/leasehold/api/auth): without it sessions are not marked Secure and sign-out goes to localhost`,
+    );
+  }
+  if (!URL.canParse(value)) throw new Error(`Leasehold dashboard: NEXTAUTH_URL is not a URL (${example})`);
+  const url = new URL(value);
+  if (url.protocol === 'https:') return url;
+  if (url.protocol === 'http:' && (demo || isLoopbackHost(url.hostname))) return url;
+  throw new Error(
+    url.protocol === 'http:'
+      ? `Leasehold dashboard: NEXTAUTH_URL must be https:// (${url.host} is not this machine, so sessions would travel in the clear); only localhost and 127.0.0.1 may use http://`
+      : `Leasehold dashboard: NEXTAUTH_URL must be an https:// URL (${example}), not ${url.protocol}`,
+  );
 }
 
 function parseOidc(e: z.infer<typeof schema>): OidcEnv | null {

@@ -9,6 +9,12 @@
  *   npm run demo              everything but the dashboard
  *   npm run db                only the database (migrated, demo users), until Ctrl-C
  *   flags: --port 3000 --rate 2 (orders per second) --workers 2
+ *          --demo-users: write the demo users into a DATABASE_URL database too
+ *
+ * The demo users (one per role, password leasehold-demo) go into the embedded database; into a
+ * database DATABASE_URL names only when asked (--demo-users or LEASEHOLD_DEMO_USERS=true): that
+ * may be a shared database, where a known admin password must not appear unasked. The session
+ * secret is random per data folder (scripts/demo-secret.ts), unless NEXTAUTH_SECRET is set.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -20,6 +26,7 @@ import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations.ts';
 import { buildIsStale } from './build-state.ts';
 import { databaseFromEnv, PROJECT_DIR } from './database.ts';
 import { DEMO_HANDLERS_FILE } from './demo-handlers.ts';
+import { demoSecret, demoSecretFile } from './demo-secret.ts';
 
 const { values } = parseArgs({
   options: {
@@ -30,12 +37,16 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '2' },
     workers: { type: 'string', default: '2' },
     'provider-port': { type: 'string', default: '4010' },
+    'demo-users': { type: 'boolean', default: false },
   },
 });
 
 const log = (line: string) => console.log(`[leasehold] ${line}`);
 // The demo and `npm run dev`: the embedded server is what they are for (docs/cli.md).
-const database = await databaseFromEnv(process.env, { embedded: true, log });
+const dataDir = process.env.LEASEHOLD_DATA_DIR || path.join(PROJECT_DIR, '.leasehold', 'postgres');
+const database = await databaseFromEnv(process.env, { embedded: true, log, dataDir });
+const demoUsers =
+  database.embedded || values['demo-users'] === true || /^(true|1)$/.test(process.env.LEASEHOLD_DEMO_USERS ?? '');
 const children: ChildProcess[] = [];
 let stopping = false;
 
@@ -59,7 +70,11 @@ try {
   await migrateDatabase(database.url);
   await migrateDatabase(database.url, DEMO_MIGRATE_OPTIONS);
   const { db, close } = createDb(database.url, { max: 2 });
-  for (const user of DEMO_USERS) await upsertUser(db, { ...user, password: DEMO_PASSWORD });
+  if (demoUsers) for (const user of DEMO_USERS) await upsertUser(db, { ...user, password: DEMO_PASSWORD });
+  else
+    log(
+      'no demo users written: DATABASE_URL names a database of your own. Sign in as a user you added (npm run user:add), or pass --demo-users to write the demo users (password leasehold-demo) into it',
+    );
   await close();
 } catch (error) {
   console.error('[leasehold] could not prepare the database:', error);
@@ -70,6 +85,8 @@ const env: NodeJS.ProcessEnv = {
   ...process.env,
   DATABASE_URL: database.url,
   LEASEHOLD_DEMO: 'true',
+  LEASEHOLD_DEMO_USERS: demoUsers ? 'true' : 'false',
+  NEXTAUTH_SECRET: process.env.NEXTAUTH_SECRET || demoSecret(demoSecretFile(database, dataDir)),
   RECEIPT_PROVIDER_URL: `http://127.0.0.1:${values['provider-port']}`,
   RECEIPT_CALL_TIMEOUT_MS: '1000',
   NEXTAUTH_URL: `http://localhost:${values.port}`,
@@ -153,7 +170,8 @@ async function startDemo() {
     }
     run('web', [next, values.dev ? 'dev' : 'start', '--port', values.port!, '--hostname', '127.0.0.1']);
     log(`dashboard: http://localhost:${values.port}`);
-    log(`demo logins (password ${DEMO_PASSWORD}): ${DEMO_USERS.map((u) => `${u.email} (${u.role})`).join(', ')}`);
+    if (demoUsers)
+      log(`demo logins (password ${DEMO_PASSWORD}): ${DEMO_USERS.map((u) => `${u.email} (${u.role})`).join(', ')}`);
   }
   log(`database: ${database.url}`);
   log(`receipt provider stats: http://127.0.0.1:${values['provider-port']}/stats`);

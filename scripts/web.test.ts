@@ -1,11 +1,14 @@
 /**
  * `npm run web` checks the dashboard's settings before it starts anything: a half-configured
  * single sign-on stops it with the dashboard's sentence (exit code 2), never a server whose
- * first request fails. No database is reached: the check comes first.
+ * first request fails. No database is reached: the check comes first. A DATABASE_URL is
+ * checked, not migrated: the dashboard's login is not one that may change the schema.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { emptyDatabase } from '../test/db.ts';
 import { PROJECT_DIR } from './database.ts';
 
 function web(env: Record<string, string>) {
@@ -20,7 +23,8 @@ function web(env: Record<string, string>) {
       env: {
         ...clean,
         DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
-        NEXTAUTH_SECRET: 'x'.repeat(40),
+        NEXTAUTH_SECRET: 'lh-test-9f3Kq2LxVb7Wm4Tz8Hc1Rj6Ny5Pd0Gs',
+        NEXTAUTH_URL: 'https://ops.example.com',
         ...env,
       },
       encoding: 'utf8',
@@ -38,9 +42,37 @@ describe('npm run web', () => {
     );
   });
 
+  it('refuses to start without NEXTAUTH_URL, or with plain http to a host that is not this machine', () => {
+    const unset = web({ NEXTAUTH_URL: '' });
+    expect(unset.status).toBe(2);
+    expect(unset.stderr).toContain("[leasehold] refusing to start: set NEXTAUTH_URL to the dashboard's public URL");
+    const plain = web({ NEXTAUTH_URL: 'http://ops.example.com' });
+    expect(plain.status).toBe(2);
+    expect(plain.stderr).toContain('NEXTAUTH_URL must be https://');
+  });
+
   it('refuses to start with built-in users off and no single sign-on', () => {
     const run = web({ LEASEHOLD_BUILTIN_USERS: 'false' });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain('LEASEHOLD_BUILTIN_USERS=false leaves no way to sign in');
+  });
+
+  it('does not migrate a DATABASE_URL with the dashboard’s login: it says to migrate, and creates nothing', async () => {
+    const empty = await emptyDatabase('leasehold_web_nomigrate');
+    try {
+      const run = web({ DATABASE_URL: empty.url });
+      expect(run.status).toBe(2);
+      expect(run.stderr).toMatch(/refusing to start: the database DATABASE_URL names has no schema leasehold/);
+      const client = new pg.Client({ connectionString: empty.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query("SELECT to_regnamespace('leasehold') IS NULL AS absent");
+        expect(rows[0]).toEqual({ absent: true });
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await empty.drop();
+    }
   });
 });

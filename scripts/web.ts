@@ -3,12 +3,18 @@
  * build), in production mode. Needs NEXTAUTH_SECRET (32+ characters); no demo users, demo
  * passwords refused. DATABASE_URL names the database; with it unset, `--embedded` uses the
  * embedded development server, and without that it stops naming DATABASE_URL (exit code 2).
- * Settings the dashboard refuses (a partial single sign-on configuration, say) stop it the same
- * way, with the dashboard's own sentence.
+ * Settings the dashboard refuses (a partial single sign-on configuration, NEXTAUTH_URL unset or
+ * plain http to another host, say) stop it the same way, with the dashboard's own sentence.
+ * It migrates only the embedded server: a DATABASE_URL is checked, read-only, as
+ * `leasehold dashboard` checks it (the schema is there and at a version this code runs on, the
+ * login has the dashboard role's grants), since the dashboard's login should not be one that may
+ * change the schema (docs/dashboard.md); `npm run db:migrate` migrates.
  * A project that installed the package runs `leasehold dashboard` instead (cli/dashboard.ts).
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { checkDashboardDatabase } from '../cli/dashboard-database.ts';
+import { createDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { parseWebEnv } from '../lib/settings.ts';
 import { databaseFromEnv, DatabaseSettingError, PROJECT_DIR } from './database.ts';
@@ -38,7 +44,14 @@ try {
   await database.stop();
   process.exit(2);
 }
-await migrateDatabase(database.url);
+try {
+  if (database.embedded) await migrateDatabase(database.url);
+  else await checkDatabase(database.url);
+} catch (error) {
+  console.error(`[leasehold] refusing to start: ${(error as Error).message}`);
+  await database.stop();
+  process.exit(2);
+}
 const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');
 const port = process.env.PORT ?? '3000';
 const child = spawn(process.execPath, [next, 'start', '--port', port], {
@@ -50,6 +63,17 @@ const stop = () => child.kill('SIGTERM');
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
 child.on('exit', (code) => void exitWith(code ?? 0));
+
+/** The same read-only check as `leasehold dashboard`: warnings are said, gaps refuse the start. */
+async function checkDatabase(url: string) {
+  const { db, close } = createDb(url, { max: 1, applicationName: 'leasehold-web' });
+  try {
+    const verdict = await checkDashboardDatabase(db);
+    for (const warning of verdict.warnings) console.error(`[leasehold] warning: ${warning}`);
+  } finally {
+    await close();
+  }
+}
 
 async function exitWith(code: number) {
   await database!.stop();

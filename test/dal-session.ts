@@ -27,6 +27,7 @@ export function dalSession(t: TestDatabase, domain: string) {
       process.env.DATABASE_URL = t.url;
       process.env.NEXTAUTH_SECRET = randomBytes(24).toString('hex');
       process.env.LEASEHOLD_DEMO = 'false';
+      process.env.NEXTAUTH_URL = 'http://127.0.0.1:3000';
       Object.assign(process.env, env);
       for (const role of ROLES) await upsertUser(t.db, { email: email(role), password: `${domain}-password`, role });
     },

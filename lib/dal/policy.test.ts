@@ -38,6 +38,7 @@ beforeAll(async () => {
   process.env.DATABASE_URL = t.url;
   process.env.NEXTAUTH_SECRET = randomBytes(24).toString('hex');
   process.env.LEASEHOLD_DEMO = 'false';
+  process.env.NEXTAUTH_URL = 'http://127.0.0.1:3000';
   process.env.LEASEHOLD_METRICS_TOKEN = METRICS_TOKEN;
   for (const role of ROLES) await upsertUser(t.db, { email: email(role), password: 'policy-test-password', role });
   // The factories' kind, registered with no paths of its own: only the well-known keys are masked.
@@ -273,6 +274,9 @@ function casesFor(fn: DalFunction, session: Session): Case[] {
         run: async () => {
           await expectRefused(fn, session, 401);
           await expectRefused(fn, session, 401, `Bearer ${METRICS_TOKEN}x`);
+          // The right token without the Bearer scheme, or under another scheme, is refused too.
+          await expectRefused(fn, session, 401, METRICS_TOKEN);
+          await expectRefused(fn, session, 401, `Basic ${METRICS_TOKEN}`);
         },
       },
       {

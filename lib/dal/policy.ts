@@ -64,7 +64,7 @@ export async function authorize(fn: RoleGated): Promise<SessionUser> {
 }
 
 /**
- * Passes when `authorization` carries the configured metrics token (`Bearer …`); AuthError 404
+ * Passes when `authorization` is `Bearer <the configured metrics token>`; AuthError 404
  * when none is configured (the endpoint is off), 401 otherwise. Compared in constant time.
  * `fn` is only there to tie the call to its row: a function whose row is not `metrics-token`
  * cannot call this.
@@ -72,7 +72,9 @@ export async function authorize(fn: RoleGated): Promise<SessionUser> {
 export function authorizeMetricsToken(_fn: TokenGated, authorization: string | null): void {
   const token = webEnv().metricsToken;
   if (!token) throw new AuthError(404, 'metrics are off: set LEASEHOLD_METRICS_TOKEN');
-  const given = Buffer.from((authorization ?? '').replace(/^Bearer\s+/i, ''));
+  // The Bearer scheme is required (RFC 6750): a bare token in Authorization is refused.
+  const bearer = /^Bearer +(\S+)$/i.exec(authorization ?? '');
+  const given = Buffer.from(bearer?.[1] ?? '');
   const expected = Buffer.from(token);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new AuthError(401, 'unauthorized');
 }

@@ -29,6 +29,7 @@ beforeAll(async () => {
   process.env.DATABASE_URL = r.urls.dashboard;
   process.env.NEXTAUTH_SECRET = randomBytes(24).toString('hex');
   process.env.LEASEHOLD_DEMO = 'false';
+  process.env.NEXTAUTH_URL = 'http://127.0.0.1:3000';
   process.env.LEASEHOLD_METRICS_TOKEN = METRICS_TOKEN;
   admin = createDb(r.adminUrl, { max: 2 });
   await upsertUser(admin.db, { email: ADMIN, password: 'roles-test-password', role: 'admin' });

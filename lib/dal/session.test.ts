@@ -36,6 +36,7 @@ async function dalWith(env: Record<string, string>) {
     DATABASE_URL: t.url,
     NEXTAUTH_SECRET: randomBytes(24).toString('hex'),
     LEASEHOLD_DEMO: 'false',
+    NEXTAUTH_URL: 'http://127.0.0.1:3000',
     ...env,
   });
   const { getServerSession } = await import('next-auth');
