@@ -12,7 +12,9 @@ const t = useTestDatabase();
 const noop = idleHandler('noop');
 
 /** A completer whose statements are recorded; `fail(statement)` may throw instead of running one. */
-function completer(options: { ackFlushMs?: number; fail?: (s: WatchedStatement) => Error | undefined } = {}) {
+function completer(
+  options: { ackFlushMs?: number; fail?: (s: WatchedStatement) => Error | undefined; inFlight?: () => number } = {},
+) {
   const statements: WatchedStatement[] = [];
   const metrics = createMetrics();
   const db = watchedExecutor(t.pool, async (statement, run) => {
@@ -23,7 +25,7 @@ function completer(options: { ackFlushMs?: number; fail?: (s: WatchedStatement) 
   });
   const c = new Completer(
     { workerId: 'completer-test', ackFlushMs: options.ackFlushMs ?? 5, retry: { baseDelayMs: 60_000 } },
-    { db, logger: silentLogger, metrics },
+    { db, logger: silentLogger, metrics, inFlight: options.inFlight },
   );
   return { completer: c, statements, metrics };
 }
@@ -41,6 +43,22 @@ describe('the completer', () => {
     expect(statements.map((s) => s.name)).toEqual(['leasehold_complete_many']);
     for (const a of attempts) expect((await getJob(t.db, a.job.id)).state).toBe('done');
     expect(await counted(metrics.completed)).toBe(12);
+  });
+
+  it('acknowledges at once, without waiting for the flush timer, when every attempt in flight waits for it', async () => {
+    const attempts = await claimAttempts(3);
+    const inFlight = attempts.length;
+    const { completer: c, statements } = completer({ ackFlushMs: 60_000, inFlight: () => inFlight });
+    // Two of three finished: the third may still join them, so they wait (the timer is a minute).
+    const first = attempts.slice(0, 2).map((a) => c.settle(a, { kind: 'completed' }));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(statements).toEqual([]);
+    // The last one finishes: nothing else is running, so the statement goes now.
+    const started = performance.now();
+    await Promise.all([...first, c.settle(attempts[2]!, { kind: 'completed' })]);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(statements.map((s) => s.name)).toEqual(['leasehold_complete_many']);
+    for (const a of attempts) expect((await getJob(t.db, a.job.id)).state).toBe('done');
   });
 
   it('reports each lost lease in a batch and completes the others', async () => {

@@ -47,6 +47,13 @@ export interface CompleterDeps {
   failpoints?: Failpoints | undefined;
   /** Where `failed`, `dead` and settlement `error` events go (workers/events.ts). */
   events?: WorkerEvents | undefined;
+  /**
+   * How many attempts are in flight (claimed, not yet settled). When every one of them waits in
+   * the acknowledgement queue, no completion is coming to share the statement with: it goes at
+   * once instead of after `ackFlushMs` (a burst of short jobs would otherwise wait that long
+   * per round of claims).
+   */
+  inFlight?: (() => number) | undefined;
 }
 
 /** What this completer's settlements did, counted (runFor's summary). */
@@ -100,7 +107,8 @@ export class Completer {
   private acknowledge(entry: Attempt): Promise<void> {
     return new Promise((done) => {
       this.pending.push({ entry, done });
-      if (this.pending.length >= ACK_BATCH) void this.flush();
+      if (this.pending.length >= ACK_BATCH || this.pending.length >= (this.deps.inFlight?.() ?? Infinity))
+        void this.flush();
       else this.timer ??= setTimeout(() => void this.flush(), this.settings.ackFlushMs);
     });
   }

@@ -137,7 +137,15 @@ export class Worker {
     // No queues given: the handlers' (their default queues and `default`).
     if (settings.queues.length === 0) this.settings = { ...settings, queues: handlerQueues(registry) };
     const s = this.settings;
-    this.completer = new Completer(s, { db, logger, metrics, failpoints, events });
+    this.completer = new Completer(s, {
+      db,
+      logger,
+      metrics,
+      failpoints,
+      events,
+      // The producer's attempts in flight: with all of them waiting to be acknowledged, now.
+      inFlight: () => this.producer.inFlight.size,
+    });
     this.attemptDeps = {
       db,
       registry,
