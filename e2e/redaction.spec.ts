@@ -61,7 +61,7 @@ for (const role of ['viewer', 'operator'] as const satisfies Role[]) {
   test(`${role}: no page shows the canary, as HTML or as RSC`, async ({ page }) => {
     await login(page, role);
     for (const path of PAGES()) {
-      for (const headers of [{}, { RSC: '1' }]) {
+      for (const headers of [{}, { RSC: '1' }] as Record<string, string>[]) {
         const response = await page.request.get(path, { headers });
         expect(response.status(), `${path} ${JSON.stringify(headers)}`).toBe(200);
         const body = await response.text();

@@ -210,9 +210,9 @@ describe('a failed attempt records', () => {
     });
     const row = await failOnce(handler, undefined, secrets);
     for (const secret of [EMAIL, 'tok_live_77aa', '4242424242424242']) expect(row.whole).not.toContain(secret);
-    expect(row.error).toBe(
-      `PermanentError: provider refused: {"Customer":{"Email":"${MASK}"},"accessToken":"${MASK}","billing":{"card_number":"${MASK}"}}`,
-    );
+    // jsonb orders the keys its own way: each masked pair is checked on its own.
+    for (const pair of [`{"Email":"${MASK}"}`, `"accessToken":"${MASK}"`, `{"card_number":"${MASK}"}`])
+      expect(row.error).toContain(pair);
   });
 });
 
