@@ -48,7 +48,16 @@ test.beforeAll(async () => {
   await untilDead(jobId, 1);
 });
 
-const PAGES = () => ['/', '/jobs', '/jobs?state=dead', `/jobs/${jobId}`, '/failures', '/audit', '/kinds', '/api/overview'];
+const PAGES = () => [
+  '/',
+  '/jobs',
+  '/jobs?state=dead',
+  `/jobs/${jobId}`,
+  '/failures',
+  '/audit',
+  '/kinds',
+  '/api/overview',
+];
 
 test('an operator retries the leaking job with a reason that quotes the customer', async ({ page }) => {
   await login(page, 'operator');
@@ -66,7 +75,8 @@ for (const role of ['viewer', 'operator'] as const satisfies Role[]) {
         expect(response.status(), `${path} ${JSON.stringify(headers)}`).toBe(200);
         const body = await response.text();
         // An RSC request really got the flight payload, not the HTML again.
-        if (headers.RSC && !path.startsWith('/api/')) expect(response.headers()['content-type']).toContain('text/x-component');
+        if (headers.RSC && !path.startsWith('/api/'))
+          expect(response.headers()['content-type']).toContain('text/x-component');
         for (const form of FORMS) expect(body, `${path} ${JSON.stringify(headers)} shows ${form}`).not.toContain(form);
       }
     }

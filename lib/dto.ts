@@ -104,7 +104,10 @@ export interface MetricsDTO {
  * the group's key (the md5 of the fingerprint text, which can quote a secret), which a group
  * preview accepts.
  */
-export type FailureGroupDTO = Omit<Jsonified<Awaited<ReturnType<typeof failureGroups>>[number]>, 'exampleJobId' | 'key'>;
+export type FailureGroupDTO = Omit<
+  Jsonified<Awaited<ReturnType<typeof failureGroups>>[number]>,
+  'exampleJobId' | 'key'
+>;
 
 export interface BulkPreviewDTO {
   action: 'retry' | 'cancel';

@@ -39,7 +39,9 @@ export const handlers = [
     timeoutMs: 10_000,
     async handle({ payload }) {
       const echo = JSON.stringify(payload);
-      const cause = new Error(`provider said 422 for ${payload.customer.email} (token ${payload.accessToken}): ${echo}`);
+      const cause = new Error(
+        `provider said 422 for ${payload.customer.email} (token ${payload.accessToken}): ${echo}`,
+      );
       const error = new PermanentError(`provider refused ${payload.customer.email}: ${echo}`, { cause });
       error.stack = `PermanentError: ${error.message}\n    at send (/srv/${payload.accessToken}/${payload.customer.email}.js:1:1)`;
       throw error;

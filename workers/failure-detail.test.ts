@@ -197,7 +197,11 @@ describe('a failed attempt records', () => {
   });
 
   it('no value under a key the default list matches by pattern, nor at a path spelled in another case', async () => {
-    const secrets = { Customer: { Email: EMAIL }, accessToken: 'tok_live_77aa', billing: { card_number: '4242424242424242' } };
+    const secrets = {
+      Customer: { Email: EMAIL },
+      accessToken: 'tok_live_77aa',
+      billing: { card_number: '4242424242424242' },
+    };
     const handler = defineHandler({
       kind: 'detail.pattern',
       versions: [1],

@@ -121,7 +121,10 @@ export const MASK = '••••••';
 
 const KEY = String.raw`[A-Za-z0-9_$.-]{1,100}`;
 /** `"key": "value"` or `"key": 123` (JSON, JS), and `'key': 'value'`. */
-const QUOTED_PAIR = new RegExp(String.raw`(["'])(${KEY})\1(\s*:\s*)("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[-\w.+]+)`, 'g');
+const QUOTED_PAIR = new RegExp(
+  String.raw`(["'])(${KEY})\1(\s*:\s*)("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[-\w.+]+)`,
+  'g',
+);
 /** The same inside a JSON string, where the quotes are escaped: `{\"token\":\"abc\"}`. */
 const ESCAPED_PAIR = new RegExp(String.raw`\\"(${KEY})\\"(\s*:\s*)(\\"(?:(?!\\").)*\\"|[-\w.+]+)`, 'g');
 /** `key=value` as in a query string, a form body or a log line. */
@@ -150,8 +153,6 @@ export function scrubSecretPatterns(text: string): string {
     .replace(ESCAPED_PAIR, (all, key: string, sep: string, value: string) =>
       isSecretKey(key) ? `\\"${key}\\"${sep}${maskQuoted(value)}` : all,
     )
-    .replace(ASSIGNMENT, (all, key: string, value: string) =>
-      isSecretKey(key) ? `${key}=${maskQuoted(value)}` : all,
-    )
+    .replace(ASSIGNMENT, (all, key: string, value: string) => (isSecretKey(key) ? `${key}=${maskQuoted(value)}` : all))
     .replace(CREDENTIAL, (_all, scheme: string, space: string) => `${scheme}${space}${MASK}`);
 }

@@ -55,7 +55,9 @@ const payload = () => ({
 /** As a client that does not scrub would store it: the secrets in the message, a cause and a stack. */
 const leaky: ErrorDetail = {
   stack: `    at send (/srv/${EMAIL}/send.js:1:1)`,
-  causes: [{ name: 'HttpError', message: `422 ${JSON.stringify(payload())}`, stack: `    at auth (/srv/${TOKEN}.js:2:2)` }],
+  causes: [
+    { name: 'HttpError', message: `422 ${JSON.stringify(payload())}`, stack: `    at auth (/srv/${TOKEN}.js:2:2)` },
+  ],
   truncated: false,
 };
 
@@ -120,7 +122,9 @@ describe.each(['viewer', 'operator'] as const)('as %s', (role) => {
     expectClean(groups);
 
     const audit = await dal.getAudit({ action: 'retry' });
-    expect(audit.entries.find((e) => e.jobIds.includes(retried.id))).toMatchObject({ reason: `customer ${MASK} asked` });
+    expect(audit.entries.find((e) => e.jobIds.includes(retried.id))).toMatchObject({
+      reason: `customer ${MASK} asked`,
+    });
     expectClean(audit);
     expectClean(await dal.getOverview());
   });
@@ -131,9 +135,7 @@ describe.each(['viewer', 'operator'] as const)('as %s', (role) => {
     const plain = await addJob(t.db, { kind: KIND, queue, payload: payload(), idempotencyKey: `plain-${queue}` });
     signIn(role);
     expect((await dal.getJobs({ search: job.key })).jobs.map((j) => j.id)).not.toContain(job.id);
-    expect(await dal.getJobs({ search: job.key })).toEqual(
-      await dal.getJobs({ search: 'welcome:nobody@example.com' }),
-    );
+    expect(await dal.getJobs({ search: job.key })).toEqual(await dal.getJobs({ search: 'welcome:nobody@example.com' }));
     // A key that quotes nothing secret is still found, and a job id too.
     expect((await dal.getJobs({ search: `plain-${queue}` })).jobs.map((j) => j.id)).toEqual([plain.id]);
     expect((await dal.getJobs({ search: job.id })).jobs.map((j) => j.id)).toEqual([job.id]);
