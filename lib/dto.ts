@@ -99,7 +99,15 @@ export interface MetricsDTO {
   notifyQueueUsage: number;
 }
 
-export type FailureGroupDTO = Jsonified<Awaited<ReturnType<typeof failureGroups>>[number]>;
+/**
+ * A failure group as the page shows it: `example` scrubbed (lib/dal/scrub.ts), and `fingerprint`
+ * the group's key (the md5 of the fingerprint text, which can quote a secret), which a group
+ * preview accepts.
+ */
+export type FailureGroupDTO = Omit<
+  Jsonified<Awaited<ReturnType<typeof failureGroups>>[number]>,
+  'exampleJobId' | 'key'
+>;
 
 export interface BulkPreviewDTO {
   action: 'retry' | 'cancel';

@@ -28,6 +28,36 @@ describe('payload redaction', () => {
     expect(redact(payload, ['to[1].name']).redacted).toEqual(['to[1].name']);
   });
 
+  it('matches secret keys by pattern and paths in any case, nested and through arrays', () => {
+    const { payload, redacted } = redact(
+      {
+        Customer: { Email: 'a@b.c', name: 'A' },
+        accessToken: 't',
+        billing: { cardNumber: '4111', credit_card: { cvv: '1' }, iban: 'DE00' },
+        recipients: [{ email: 'd@e.f' }],
+        discard: false,
+      },
+      ['customer.email', 'recipients.email'],
+    );
+    expect(payload).toEqual({
+      Customer: { Email: MASK, name: 'A' },
+      accessToken: MASK,
+      billing: { cardNumber: MASK, credit_card: MASK, iban: MASK },
+      recipients: [{ email: MASK }],
+      discard: false,
+    });
+    expect(redacted.sort()).toEqual(
+      [
+        'Customer.Email',
+        'accessToken',
+        'billing.cardNumber',
+        'billing.credit_card',
+        'billing.iban',
+        'recipients[0].email',
+      ].sort(),
+    );
+  });
+
   it('leaves fields alone that a registered kind does not name', () => {
     expect(redact({ email: 'a@b.c' }, [])).toEqual({ payload: { email: 'a@b.c' }, redacted: [], hidden: false });
   });

@@ -5,9 +5,10 @@
  * process does not load handlers. A kind version no worker has registered has no known paths,
  * so its payload is hidden whole rather than guessed at.
  */
-import { DEFAULT_REDACTED_KEYS, MASK } from '../db/queue/error-detail.ts';
+import { DEFAULT_REDACTED_KEYS, MASK, redactionMatcher } from '../db/queue/redaction-rules.ts';
 
-// One list and one mark for the payload and for error text (db/queue/error-detail.ts scrubs the latter).
+// One list, one matcher and one mark for the payload and for error text (db/queue/error-detail.ts
+// scrubs the latter, in the worker and here).
 export { DEFAULT_REDACTED_KEYS, MASK };
 
 export interface Redaction {
@@ -19,14 +20,14 @@ export interface Redaction {
 }
 
 /**
- * Masks `payload`: the registered `paths` (null: not registered, everything is hidden), where
- * `recipients[].email` matches that key in every element, and the well-known secret keys at
- * any depth.
+ * Masks `payload`: the registered `paths` (null: not registered, everything is hidden), matched
+ * case-insensitively, where `recipients[].email` (or `recipients.email`) matches that key in
+ * every element, and the well-known secret keys at any depth, matched by words
+ * (db/queue/redaction-rules.ts: `accessToken`, `card_number`, `API-KEY`).
  */
 export function redact(payload: unknown, paths: readonly string[] | null): Redaction {
   if (paths === null) return { payload: MASK, redacted: [], hidden: true };
-  const masked = new Set(paths);
-  const defaults = new Set(DEFAULT_REDACTED_KEYS.map((k) => k.toLowerCase()));
+  const masked = redactionMatcher(paths);
   const redacted: string[] = [];
   const walk = (value: unknown, path: string): unknown => {
     if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`));
@@ -34,7 +35,7 @@ export function redact(payload: unknown, paths: readonly string[] | null): Redac
       return Object.fromEntries(
         Object.entries(value).map(([key, v]) => {
           const here = path ? `${path}.${key}` : key;
-          if (masked.has(here) || masked.has(here.replace(/\[\d+\]/g, '[]')) || defaults.has(key.toLowerCase())) {
+          if (masked(key, here)) {
             redacted.push(here);
             return [key, MASK];
           }

@@ -2,6 +2,7 @@
  * Handlers for tests that run real worker processes (`--handlers test/handlers.ts`).
  */
 import { z } from 'zod';
+import { PermanentError } from '../workers/errors.ts';
 import { defineHandler } from '../workers/handler.ts';
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -26,6 +27,24 @@ export const handlers = [
     async handle({ payload, signal }) {
       await sleep(payload.ms, signal);
       return { slept: payload.ms };
+    },
+  }),
+  // Echoes its payload, secrets and all, into its error, a cause and the stack, as a handler
+  // that quotes a provider's refusal does: e2e/redaction.spec.ts checks none of it shows.
+  defineHandler({
+    kind: 'test.leak',
+    versions: [1],
+    schema: z.looseObject({ customer: z.object({ email: z.string() }), accessToken: z.string() }),
+    redact: ['customer.email'],
+    timeoutMs: 10_000,
+    async handle({ payload }) {
+      const echo = JSON.stringify(payload);
+      const cause = new Error(
+        `provider said 422 for ${payload.customer.email} (token ${payload.accessToken}): ${echo}`,
+      );
+      const error = new PermanentError(`provider refused ${payload.customer.email}: ${echo}`, { cause });
+      error.stack = `PermanentError: ${error.message}\n    at send (/srv/${payload.accessToken}/${payload.customer.email}.js:1:1)`;
+      throw error;
     },
   }),
 ];

@@ -66,7 +66,11 @@ interface AttemptRecord {
 }
 
 /** Runs one job of `handler` until its first attempt failed; its attempt row and job's last error. */
-async function failOnce(handler: Handler, logger = pino({ level: 'silent' })): Promise<AttemptRecord> {
+async function failOnce(
+  handler: Handler,
+  logger = pino({ level: 'silent' }),
+  data: Record<string, unknown> = payload,
+): Promise<AttemptRecord> {
   const queue = uniqueQueue('fail-detail');
   const worker = new Worker(workerSettings(queue, `w-${queue}`), {
     db: t.db,
@@ -76,7 +80,7 @@ async function failOnce(handler: Handler, logger = pino({ level: 'silent' })): P
   });
   workers.push(worker);
   await worker.start();
-  const { job } = await enqueue(t.db, { kind: handler.kind, queue, payload, maxAttempts: 1 });
+  const { job } = await enqueue(t.db, { kind: handler.kind, queue, payload: data, maxAttempts: 1 });
   await until('the attempt failed', jobInState(t.db, job!.id, 'dead'));
   const { rows } = await t.pool.query<AttemptRecord>(
     `SELECT a.error, a.error_detail, a::text AS whole, j.last_error
@@ -190,6 +194,29 @@ describe('a failed attempt records', () => {
     // What is not secret stays readable.
     expect(cause!.message).toContain('"orderId":"o-17"');
     expect(cause!.stack).toBe(`    at send (/srv/mail/${MASK}/send.js:1:1)\n    at auth (/srv/${MASK}.js:2:2)`);
+  });
+
+  it('no value under a key the default list matches by pattern, nor at a path spelled in another case', async () => {
+    const secrets = {
+      Customer: { Email: EMAIL },
+      accessToken: 'tok_live_77aa',
+      billing: { card_number: '4242424242424242' },
+    };
+    const handler = defineHandler({
+      kind: 'detail.pattern',
+      versions: [1],
+      schema: z.looseObject({}),
+      timeoutMs: 5000,
+      redact: ['customer.email'],
+      async handle({ payload: p }) {
+        throw new PermanentError(`provider refused: ${JSON.stringify(p)}`);
+      },
+    });
+    const row = await failOnce(handler, undefined, secrets);
+    for (const secret of [EMAIL, 'tok_live_77aa', '4242424242424242']) expect(row.whole).not.toContain(secret);
+    // jsonb orders the keys its own way: each masked pair is checked on its own.
+    for (const pair of [`{"Email":"${MASK}"}`, `"accessToken":"${MASK}"`, `{"card_number":"${MASK}"}`])
+      expect(row.error).toContain(pair);
   });
 });
 

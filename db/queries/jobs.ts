@@ -237,23 +237,28 @@ export async function failureGroups(executor: Executor, days = 7) {
     n: number;
     last_seen: PgTimestamp | null;
     example: string | null;
+    example_job_id: string;
+    group_key: string;
     /** json: each day is ISO text. */
     trend: { day: string; count: number }[] | null;
   }>(
     executor,
     sql`WITH d AS (
           SELECT coalesce(failure_class, 'unknown') AS failure_class, ${FINGERPRINT} AS fingerprint,
-                 queue, kind, finished_at, last_error
+                 id, queue, kind, finished_at, last_error
           FROM leasehold.jobs WHERE state = 'dead' AND failure_class IS NOT NULL AND finished_at > now() - make_interval(days => ${days})
           ORDER BY finished_at DESC LIMIT ${FAILURE_SAMPLE}
         ), per_day AS (
           SELECT failure_class, fingerprint, date_trunc('day', finished_at) AS day, count(*)::int AS n FROM d GROUP BY 1, 2, 3
         )
-        SELECT g.*, (SELECT json_agg(json_build_object('day', p.day, 'count', p.n) ORDER BY p.day) FROM per_day p
+        SELECT g.*, md5(g.fingerprint) AS group_key, (SELECT json_agg(json_build_object('day', p.day, 'count', p.n) ORDER BY p.day) FROM per_day p
                      WHERE p.failure_class = g.failure_class AND p.fingerprint = g.fingerprint) AS trend
         FROM (
           SELECT failure_class, fingerprint, min(queue) AS queue, min(kind) AS kind, count(*)::int AS n,
-                 max(finished_at) AS last_seen, min(last_error) AS example
+                 max(finished_at) AS last_seen, min(last_error) AS example,
+                 -- The job the example is the error of (min orders as ORDER BY does), whose
+                 -- payload the dashboard scrubs the example with: one payload, not the group's.
+                 (array_agg(id ORDER BY last_error, id))[1] AS example_job_id
           FROM d GROUP BY 1, 2
         ) g
         ORDER BY g.n DESC LIMIT 100`,
@@ -266,14 +271,32 @@ export async function failureGroups(executor: Executor, days = 7) {
     count: r.n,
     lastSeen: toDateOrNull(r.last_seen),
     example: r.example ?? '',
+    exampleJobId: r.example_job_id,
+    /** md5 of the fingerprint: names the group without quoting its error (failureGroupFilter takes either). */
+    key: r.group_key,
     trend: (r.trend ?? []).map((p) => ({ day: toDate(p.day), count: p.count })),
   }));
 }
 
-/** Ids (and lease tokens) of dead jobs in one failure group, for a bulk retry preview. */
+/**
+ * Ids (and lease tokens) of dead jobs in one failure group, for a bulk retry preview. The group
+ * is named by its fingerprint or by its `key` (the md5 of it, what the dashboard hands out: a
+ * fingerprint quotes the error, which can hold a secret).
+ */
 export function failureGroupFilter(failureClass: string, fingerprint: string, days = 7): SQL {
   return sql`state = 'dead' AND failure_class IS NOT NULL AND finished_at > now() - make_interval(days => ${days})
-             AND coalesce(failure_class, 'unknown') = ${failureClass} AND ${FINGERPRINT} = ${fingerprint}`;
+             AND coalesce(failure_class, 'unknown') = ${failureClass}
+             AND (${FINGERPRINT} = ${fingerprint} OR md5(${FINGERPRINT}) = ${fingerprint})`;
+}
+
+/** The jobs with these ids (any order; ids that are gone are left out). */
+export async function jobsByIds(executor: Executor, ids: readonly string[]): Promise<Job[]> {
+  if (ids.length === 0) return [];
+  const rows = await run<JobColumnsRow>(
+    executor,
+    sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id = ANY(${sql.param([...ids])}::uuid[])`,
+  );
+  return rows.map(mapJob);
 }
 
 /**

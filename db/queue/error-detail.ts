@@ -10,21 +10,20 @@
  *   (`chainEnd: 'depth'`); reading a throwing getter (`stack`, `cause`, `message`) is caught;
  * - no secret of the payload survives in the text: every string (or number) of at least
  *   MIN_SCRUBBED_LENGTH characters at a redacted path (the kind's paths, and the well-known
- *   secret keys at any depth; every value when the kind's paths are unknown) is replaced by
- *   MASK, also in its JSON-escaped and URL-encoded forms. Text is scrubbed before it is cut, so
- *   a secret across a cut is gone too.
+ *   secret keys at any depth, both as redaction-rules.ts matches them; every value when the
+ *   kind's paths are unknown) is replaced by MASK, also in its JSON-escaped and URL-encoded
+ *   forms, and so is the value of a secret-looking key the text spells out itself
+ *   (`"accessToken":"…"`). Text is scrubbed before it is cut, so a secret across a cut is gone too.
  *
  * The worker scrubs with its handler's `redact` when it writes; the dashboard scrubs again with
  * the registry's paths when it reads (paths added later, rows written by other clients).
  */
 import { z } from 'zod';
+import { DEFAULT_REDACTED_KEYS, MASK, redactionMatcher, scrubSecretPatterns } from './redaction-rules.ts';
 import { storableText } from './validate.ts';
 
-/** Payload keys masked at any depth, whatever the kind declares (case-insensitive). */
-export const DEFAULT_REDACTED_KEYS = ['password', 'token', 'secret', 'apiKey', 'authorization', 'card', 'ssn'];
-
-/** What replaces a masked value, in a payload and in error text. */
-export const MASK = '••••••';
+// The matcher lives in redaction-rules.ts; the list and the mark are re-exported where they always were.
+export { DEFAULT_REDACTED_KEYS, MASK };
 
 /** Stack frames kept per error (the `at …` lines). */
 export const MAX_STACK_FRAMES = 50;
@@ -95,8 +94,7 @@ function detailChars(d: ErrorDetail): number {
  * Longest first, each with its JSON-escaped and URL-encoded forms.
  */
 export function redactedValues(payload: unknown, paths: readonly string[] | null): string[] {
-  const masked = new Set(paths ?? []);
-  const defaults = new Set(DEFAULT_REDACTED_KEYS.map((k) => k.toLowerCase()));
+  const masked = redactionMatcher(paths ?? []);
   const found = new Set<string>();
   const leaves = (value: unknown): void => {
     if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
@@ -110,8 +108,7 @@ export function redactedValues(payload: unknown, paths: readonly string[] | null
     else if (value && typeof value === 'object') {
       for (const [key, v] of Object.entries(value)) {
         const here = path ? `${path}.${key}` : key;
-        if (masked.has(here) || masked.has(here.replace(/\[\d+\]/g, '[]')) || defaults.has(key.toLowerCase()))
-          leaves(v);
+        if (masked(key, here)) leaves(v);
         else walk(v, here);
       }
     }
@@ -132,11 +129,15 @@ export function redactedValues(payload: unknown, paths: readonly string[] | null
   return [...forms].sort((a, b) => b.length - a.length);
 }
 
-/** `text` with every occurrence of each value (longest first) replaced by MASK. */
+/**
+ * `text` with every occurrence of each value (longest first) replaced by MASK, then the values
+ * of secret-looking keys the text itself spells out (`"accessToken":"…"`, `api_key=…`,
+ * `Bearer …`: redaction-rules.ts scrubSecretPatterns).
+ */
 export function scrubText(text: string, values: readonly string[]): string {
   let out = text;
   for (const v of values) if (out.includes(v)) out = out.split(v).join(MASK);
-  return out;
+  return scrubSecretPatterns(out);
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
@@ -284,7 +285,6 @@ export function errorDetail(error: unknown, secrets: readonly string[] = []): Er
 
 /** `detail` with every text scrubbed of `values` (the dashboard's pass, with the registry's paths). */
 export function scrubDetail(detail: ErrorDetail, values: readonly string[]): ErrorDetail {
-  if (values.length === 0) return detail;
   const s = (t: string) => scrubText(t, values);
   return {
     ...detail,

@@ -1,6 +1,7 @@
 import 'server-only';
 /** Reading jobs: the list, one job's detail, its unredacted payload, the failure groups. */
-import { redactedValues, scrubDetail, scrubText } from '../../db/queue/error-detail.ts';
+import { redactedValues, scrubDetail } from '../../db/queue/error-detail.ts';
+import type { Job } from '../../db/queue/index.ts';
 import { uuidSchema } from '../../db/queue/validate.ts';
 import { failureGroups, jobDetail, jobListSchema, listJobs, recordAudit } from '../../db/queries/jobs.ts';
 import { CANCELLABLE_FROM, RETRYABLE_FROM } from '../../db/states.ts';
@@ -12,7 +13,8 @@ import { redact } from '../redaction.ts';
 import { dropEmpty } from '../search-params.ts';
 import { parse } from './input.ts';
 import { redactionRulesFor } from './kinds.ts';
-import { auditDto, iso, jobDto } from './mappers.ts';
+import { auditDto, iso, jobDto, scrubAuditDto } from './mappers.ts';
+import { scrubFor, scrubJobDto, scrubPatterns, scrubsFor, scrubsForIds } from './scrub.ts';
 import { authorize, permits } from './policy.ts';
 
 export async function getJobs(
@@ -20,9 +22,18 @@ export async function getJobs(
 ): Promise<{ jobs: JobDTO[]; next: string | null; can: { bulk: boolean } }> {
   const user = await authorize('getJobs');
   const query = parse(jobListSchema, dropEmpty(searchParams), 'filter');
-  const { jobs, next } = await listJobs(database(), query);
+  const { jobs: found, next } = await listJobs(database(), query);
+  const scrubs = await scrubsFor(database(), found);
+  const scrubOf = (j: Job) => scrubs.get(j.id) ?? scrubPatterns;
+  // An exact key search must not tell a role that cannot reveal payloads whether a key it
+  // guessed exists when the key quotes a masked value (`welcome:alice@example.com`): a job
+  // found by such a key is left out, so a masked key and a missing one answer the same.
+  const jobs =
+    query.search && !permits(user, 'revealPayload')
+      ? found.filter((j) => j.idempotencyKey !== query.search || scrubOf(j)(query.search) === query.search)
+      : found;
   return {
-    jobs: jobs.map((j) => jobDto(j, permits(user, 'cancelJob'))),
+    jobs: jobs.map((j) => scrubJobDto(jobDto(j, permits(user, 'cancelJob')), scrubOf(j))),
     next,
     can: { bulk: permits(user, 'previewBulk') && permits(user, 'applyBulk') },
   };
@@ -41,11 +52,13 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   // Error text gets the payload's redaction too, for every role: the worker scrubbed it with its
   // handler's paths when it wrote; this pass adds the registry's and the admins' (paths added since, rows
   // written by other clients), and every value when the kind version is not registered.
+  // The same values, and the secret-looking pairs, leave the key, the trace id and the audit reasons.
   const secrets = redactedValues(job.payload, paths);
-  const scrub = (text: string | null) => (text === null ? null : scrubText(text, secrets));
-  const dto = jobDto(job, permits(user, 'cancelJob'));
+  const scrubOne = scrubFor(job.payload, paths);
+  const scrub = (text: string | null) => (text === null ? null : scrubOne(text));
+  const dto = scrubJobDto(jobDto(job, permits(user, 'cancelJob')), scrubOne);
   return {
-    job: { ...dto, lastError: scrub(dto.lastError) },
+    job: dto,
     payload: masked.payload,
     redactedPaths: masked.redacted,
     payloadHidden: masked.hidden ? payloadHiddenMessage(job.kind, job.kindVersion) : null,
@@ -60,8 +73,8 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
       errorDetail: a.errorDetail && scrubDetail(a.errorDetail, secrets),
       durationMs: a.durationMs,
     })),
-    audit: detail.audit.map(auditDto),
-    retryPlan: retryPlan(job),
+    audit: detail.audit.map((a) => scrubAuditDto(auditDto(a), [scrubOne])),
+    retryPlan: retryPlan({ ...job, idempotencyKey: dto.idempotencyKey }),
     can: {
       retry: permits(user, 'retryJob') && RETRYABLE_FROM.includes(job.state),
       cancel: permits(user, 'cancelJob') && CANCELLABLE_FROM.includes(job.state),
@@ -89,9 +102,18 @@ export async function revealPayload(id: string): Promise<{ payload: unknown }> {
 export async function getFailureGroups(): Promise<{ groups: FailureGroupDTO[]; can: { retry: boolean } }> {
   const user = await authorize('getFailureGroups');
   const groups = await failureGroups(database());
+  // Each example is one job's last error: scrubbed with that job's payload, as its page would be.
+  const scrubs = await scrubsForIds(
+    database(),
+    groups.map((g) => g.exampleJobId),
+  );
   return {
-    groups: groups.map((g) => ({
+    groups: groups.map(({ exampleJobId, key, fingerprint: _text, ...g }) => ({
       ...g,
+      // The fingerprint is the error's text with numbers folded: it can quote a secret as the
+      // example can, so the page gets the group's key (its md5), which a preview accepts too.
+      fingerprint: key,
+      example: (scrubs.get(exampleJobId) ?? scrubPatterns)(g.example),
       lastSeen: iso(g.lastSeen),
       trend: g.trend.map((t) => ({ day: t.day.toISOString(), count: t.count })),
     })),

@@ -4,6 +4,7 @@ import type { Job } from '../../db/queue/index.ts';
 import type { AuditEntry } from '../../db/queries/jobs.ts';
 import { subStateOf } from '../../db/states.ts';
 import type { AuditDTO, JobDTO } from '../dto.ts';
+import { scrubByAll, type Scrub } from './scrub.ts';
 
 export const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -47,4 +48,9 @@ export function auditDto(a: AuditEntry): AuditDTO {
     outcome: a.outcome,
     reason: typeof a.detail.reason === 'string' ? a.detail.reason : null,
   };
+}
+
+/** An audit row with its reason scrubbed by its jobs' payloads (lib/dal/scrub.ts) and the secret-looking pairs. */
+export function scrubAuditDto(a: AuditDTO, scrubs: readonly Scrub[]): AuditDTO {
+  return { ...a, reason: a.reason === null ? null : scrubByAll(a.reason, scrubs) };
 }
