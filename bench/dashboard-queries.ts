@@ -16,11 +16,35 @@ import { auditListSchema, failureGroups, jobDetail, jobListSchema, listAudit, li
 import { run } from '../db/queue/executor.ts';
 
 /**
- * Inserts `total` jobs spread over the last 7 days: 94% done, 3% dead, 1% cancelled and (with
- * `live`) 1% ready or running, plus an attempt row per failed attempt (a third of the done jobs
- * took two attempts) and 20,000 audit entries.
+ * A payload of about `min` to `max` bytes for row `g` (SQL): an order with a customer and a
+ * `notes` field of md5 text, different in every row and every 32 characters, so that
+ * PostgreSQL's compression cannot make it small (a repeated string would shrink to nothing).
+ * With `max` 0, the small `{"n": g}` of the older figures.
  */
-export async function seedHistory(db: Db, total: number, options: { live: boolean }): Promise<void> {
+function payloadSql(bytes: { min: number; max: number }): string {
+  if (bytes.max === 0) return `jsonb_build_object('n', g)`;
+  const chunks = (n: number) => Math.max(1, Math.round(n / 33));
+  const lo = chunks(bytes.min);
+  const span = Math.max(1, chunks(bytes.max) - lo + 1);
+  return `jsonb_build_object('n', g, 'orderId', md5(g::text), 'customer', jsonb_build_object('email', 'c' || g || '@example.com'),
+    'notes', (SELECT string_agg(md5(g::text || ':' || i), ' ') FROM generate_series(1, ${lo} + g % ${span}) i))`;
+}
+
+/** What seedHistory puts in each job's payload, in bytes (roughly): the dashboard bench's 1–4 kB by default. */
+export const DEFAULT_PAYLOAD_BYTES = { min: 1000, max: 4000 } as const;
+
+/**
+ * Inserts `total` jobs spread over the last 7 days: 94% done, 3% dead, 1% cancelled and (with
+ * `live`) 1% ready, scheduled, retrying or running, plus an attempt row per failed attempt (a
+ * third of the done jobs took two attempts) and 20,000 audit entries. Payloads are `payload`
+ * bytes each (min to max, spread evenly; `{ min: 0, max: 0 }`: a tiny one).
+ */
+export async function seedHistory(
+  db: Db,
+  total: number,
+  options: { live: boolean; payload?: { min: number; max: number } },
+): Promise<void> {
+  const payload = payloadSql(options.payload ?? { min: 0, max: 0 });
   const live = options.live ? Math.round(total * 0.01) : 0;
   const dead = Math.round(total * 0.03);
   const cancelled = Math.round(total * 0.01);
@@ -33,7 +57,7 @@ export async function seedHistory(db: Db, total: number, options: { live: boolea
     db,
     sql`
     INSERT INTO leasehold.jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
-    SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k' || (g % 7), jsonb_build_object('n', g),
+    SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k' || (g % 7), ${sql.raw(payload)},
            'done', 1 + (g % 3 = 0)::int, NULL, NULL, t, t, t, t, t + interval '1 second', t
     FROM generate_series(1, ${done}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`,
   );
@@ -41,7 +65,7 @@ export async function seedHistory(db: Db, total: number, options: { live: boolea
     db,
     sql`
     INSERT INTO leasehold.jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
-    SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k' || (g % 7), jsonb_build_object('n', g), 'dead', 1 + g % 10,
+    SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k' || (g % 7), ${sql.raw(payload)}, 'dead', 1 + g % 10,
            (ARRAY['permanent','transient','validation','lease_expired','expired'])[1 + g % 5],
            'provider refused order ' || g || ': ' || (400 + g % 30), t, t, t, t, t + interval '1 second', t
     FROM generate_series(1, ${dead}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`,
@@ -50,14 +74,14 @@ export async function seedHistory(db: Db, total: number, options: { live: boolea
     db,
     sql`
     INSERT INTO leasehold.jobs (id, queue, kind, payload, state, attempts, failure_class, last_error, created_at, run_at, claim_at, started_at, finished_at, updated_at)
-    SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k', '{}', 'cancelled', 0, 'cancelled', 'cancelled by op', t, t, t, NULL, t, t
+    SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k', ${sql.raw(payload)}, 'cancelled', 0, 'cancelled', 'cancelled by op', t, t, t, NULL, t, t
     FROM generate_series(1, ${cancelled}) g, LATERAL (SELECT now() - (g % 604800) * interval '1 second' AS t) x`,
   );
   await run(
     db,
     sql`
     INSERT INTO leasehold.jobs (id, queue, kind, payload, state, attempts, run_at, claim_at, lease_token, lease_until, worker_id, started_at)
-    SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k', '{}',
+    SELECT gen_random_uuid(), ${sql.raw(queues)}, 'k', ${sql.raw(payload)},
            CASE WHEN g % 5 = 0 THEN 'running' ELSE 'ready' END, (g % 3 = 0)::int,
            now() + ((g % 7) - 3) * interval '1 minute', now() + ((g % 7) - 3) * interval '1 minute',
            CASE WHEN g % 5 = 0 THEN gen_random_uuid() END, CASE WHEN g % 5 = 0 THEN now() + interval '30 seconds' END,

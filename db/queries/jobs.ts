@@ -243,11 +243,17 @@ export async function failureGroups(executor: Executor, days = 7) {
     trend: { day: string; count: number }[] | null;
   }>(
     executor,
-    sql`WITH d AS (
-          SELECT coalesce(failure_class, 'unknown') AS failure_class, ${FINGERPRINT} AS fingerprint,
-                 id, queue, kind, finished_at, last_error
+    // The sample first, the fingerprints of its rows after: computed in the same SELECT as the
+    // ORDER BY … LIMIT, PostgreSQL evaluates them for every dead job it sorts (30,000 of them in
+    // the dashboard bench), not only for the sample (docs/performance.md, Dashboard).
+    sql`WITH latest AS (
+          SELECT id, failure_class, queue, kind, finished_at, last_error
           FROM leasehold.jobs WHERE state = 'dead' AND failure_class IS NOT NULL AND finished_at > now() - make_interval(days => ${days})
           ORDER BY finished_at DESC LIMIT ${FAILURE_SAMPLE}
+        ), d AS (
+          SELECT coalesce(failure_class, 'unknown') AS failure_class, ${FINGERPRINT} AS fingerprint,
+                 id, queue, kind, finished_at, last_error
+          FROM latest
         ), per_day AS (
           SELECT failure_class, fingerprint, date_trunc('day', finished_at) AS day, count(*)::int AS n FROM d GROUP BY 1, 2, 3
         )
