@@ -49,9 +49,15 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   finished_rollup: ['minute'],
 };
 
-/** Time columns deliberately left alone: when migrations were applied is not queue time. */
+/**
+ * Time columns deliberately left alone, not queue time: when migrations were applied, and the
+ * dashboard's sign-in state (failed guesses and session versions are security bookkeeping a
+ * test of the queue's clock has no business moving).
+ */
 export const UNSHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   migrations: ['applied_at'],
+  sign_in_throttle: ['first_failure_at', 'last_failure_at', 'blocked_until'],
+  session_versions: ['updated_at'],
 };
 
 const SHIFT = `
