@@ -146,6 +146,16 @@ test('the server redirects a visitor without a session to the login under the pr
   expect(new URL(response.headers.get('location')!, ORIGIN).pathname).toBe(`${PREFIX}/login`);
 });
 
+test('pages under the prefix carry the nonce-based policy; API routes their own headers', async () => {
+  const login = await fetch(`${ORIGIN}${PREFIX}/login`);
+  expect(login.headers.get('content-security-policy')).toMatch(/script-src 'self' 'nonce-[^']+' 'strict-dynamic'/);
+  expect(login.headers.get('x-content-type-options')).toBe('nosniff');
+  expect(login.headers.get('x-powered-by')).toBeNull();
+  const api = await fetch(`${ORIGIN}${PREFIX}/api/auth/session`);
+  expect(api.headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'");
+  expect(api.headers.get('x-content-type-options')).toBe('nosniff');
+});
+
 test('sign-in, a job page, a retry and sign-out: every request stays under the prefix', async ({ page }) => {
   const requests: string[] = [];
   page.on('request', (request) => requests.push(request.url()));

@@ -1,4 +1,16 @@
-import { test, expect, login, deadJob, deadJobs, runningJob, moveOn, jobState, uniqueQueue, db } from './fixtures.ts';
+import {
+  test,
+  expect,
+  login,
+  deadJob,
+  deadJobs,
+  runningJob,
+  moveOn,
+  jobState,
+  uniqueQueue,
+  db,
+  FROM_DASHBOARD,
+} from './fixtures.ts';
 import { enqueue } from '../db/queue/index.ts';
 
 test.describe('sign in', () => {
@@ -35,7 +47,7 @@ test.describe('roles', () => {
     await page.goto(`/jobs/${id}`);
     await expect(page.getByTestId('job-fields')).toBeVisible();
     await expect(page.getByRole('button', { name: 'Retry' })).toHaveCount(0);
-    const response = await page.request.post(`/api/jobs/${id}/retry`, { data: {} });
+    const response = await page.request.post(`/api/jobs/${id}/retry`, { headers: FROM_DASHBOARD, data: {} });
     expect(response.status()).toBe(403);
     expect((await response.json()).message).toContain('operator role');
     expect(await jobState(id)).toBe('dead');
@@ -55,7 +67,7 @@ test.describe('roles', () => {
     await expect(page.getByTestId('payload')).not.toContainText('secret@example.com');
     await expect(page.getByTestId('payload')).toContainText('••••••');
     await expect(page.getByRole('button', { name: /Reveal/ })).toHaveCount(0);
-    const refused = await page.request.post(`/api/jobs/${id}/reveal`, { data: {} });
+    const refused = await page.request.post(`/api/jobs/${id}/reveal`, { headers: FROM_DASHBOARD, data: {} });
     expect(refused.status()).toBe(403);
 
     await page.context().clearCookies();
@@ -142,6 +154,7 @@ test.describe('admin bulk actions', () => {
       id: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`,
     }));
     const response = await page.request.post('/api/bulk/apply', {
+      headers: FROM_DASHBOARD,
       data: { action: 'retry', jobs: ids, confirm: true },
     });
     expect(response.status()).toBe(400);
@@ -150,7 +163,10 @@ test.describe('admin bulk actions', () => {
 
   test('bulk actions are admin-only on the server', async ({ page }) => {
     await login(page, 'operator');
-    const response = await page.request.post('/api/bulk/preview', { data: { action: 'retry', filter: {} } });
+    const response = await page.request.post('/api/bulk/preview', {
+      headers: FROM_DASHBOARD,
+      data: { action: 'retry', filter: {} },
+    });
     expect(response.status()).toBe(403);
   });
 });
@@ -222,11 +238,14 @@ test.describe('bad input', () => {
     const missing = await page.goto('/jobs/00000000-0000-7000-8000-00000000f00d');
     expect(missing?.status()).toBe(404);
     const garbled = await page.request.post('/api/bulk/preview', {
-      headers: { 'content-type': 'application/json' },
+      headers: { ...FROM_DASHBOARD, 'content-type': 'application/json' },
       data: '{"action":',
     });
     expect(garbled.status()).toBe(400);
-    const wrongShape = await page.request.post('/api/jobs/not-a-uuid/retry', { data: { colour: 'red' } });
+    const wrongShape = await page.request.post('/api/jobs/not-a-uuid/retry', {
+      headers: FROM_DASHBOARD,
+      data: { colour: 'red' },
+    });
     expect(wrongShape.status()).toBe(400);
     expect((await wrongShape.json()).message).toContain('not valid');
   });

@@ -82,5 +82,46 @@ export async function login(page: Page, role: Role) {
   await expect(page.getByTestId('who')).toContainText(role);
 }
 
-export const test = base;
+/** The e2e server's own origin: what a browser's writes carry as Origin (lib/request-limits.ts). */
+export const ORIGIN = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3100)}`;
+/** For writes sent with page.request (not a browser fetch, which says its Origin itself). */
+export const FROM_DASHBOARD = { origin: ORIGIN };
+
+/**
+ * Reports every Content-Security-Policy violation of a page as a console error the fixture
+ * below collects: blocked scripts, styles, connections, forms (proxy.ts sets the policy).
+ */
+const REPORT_VIOLATIONS = `document.addEventListener('securitypolicyviolation', (e) => {
+  console.error('CSP violation: ' + e.effectiveDirective + ' blocked ' + (e.blockedURI || 'inline') + ' on ' + e.documentURI);
+});`;
+
+/** The test identity provider's port (e2e/oidc.spec.ts): its pages have their own policy, not ours. */
+const OIDC_PORT = process.env.E2E_OIDC_PORT ?? '9570';
+const violationsOf = new WeakMap<Page, string[]>();
+
+/** What the policy refused on `page` so far (the fixture fails the test unless it is empty at the end). */
+export function cspViolations(page: Page): string[] {
+  return violationsOf.get(page) ?? [];
+}
+
+/**
+ * Every spec's page fails its test on a CSP violation on one of the dashboard's pages: the
+ * event above, or Chromium's own console message for what the policy refused.
+ */
+export const test = base.extend({
+  page: async ({ page }, use) => {
+    const violations: string[] = [];
+    violationsOf.set(page, violations);
+    await page.addInitScript(REPORT_VIOLATIONS);
+    page.on('console', (message) => {
+      const text = message.text();
+      if (!/CSP violation|Content Security Policy/i.test(text)) return;
+      const at = /on (\S+)$/.exec(text)?.[1] ?? page.url();
+      if (URL.canParse(at) && new URL(at).port === OIDC_PORT) return;
+      violations.push(`${page.url()}: ${text}`);
+    });
+    await use(page);
+    expect(violations, 'Content-Security-Policy violations').toEqual([]);
+  },
+});
 export { expect };

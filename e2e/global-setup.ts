@@ -69,6 +69,8 @@ export default async function globalSetup() {
     return child;
   };
   const web = start([next, 'start', '--port', String(port), '--hostname', '127.0.0.1']);
+  // `next start` serves in its own process: e2e/request-limits.spec.ts reads its memory.
+  process.env.E2E_WEB_PID = String(web.pid);
   start([
     '--import',
     'tsx',

@@ -31,8 +31,22 @@ export class AuthError extends Error {
   }
 }
 
+/**
+ * A write refused at the door, before its body is read: from another site (403), a body over
+ * the cap (413), or not JSON (415). lib/http.ts throws it; the sentence says what to change.
+ */
+export class RequestRefused extends Error {
+  constructor(
+    readonly status: 403 | 413 | 415,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RequestRefused';
+  }
+}
+
 export interface UserMessage {
-  status: 400 | 401 | 403 | 404;
+  status: 400 | 401 | 403 | 404 | 413 | 415;
   message: string;
 }
 
@@ -40,6 +54,7 @@ export interface UserMessage {
 export function toUserMessage(error: unknown): UserMessage | null {
   if (error instanceof AuthError) return { status: error.status, message: error.message };
   if (error instanceof InputError) return { status: 400, message: error.message };
+  if (error instanceof RequestRefused) return { status: error.status, message: error.message };
   // The queue's own validation (db/queue parseInput) after the DAL's: a field the DAL let
   // through but the queue refuses, such as a repeated id in a bulk action.
   if (error instanceof LeaseholdInputError) {

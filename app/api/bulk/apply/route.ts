@@ -1,6 +1,6 @@
 import { applyBulk } from '../../../../lib/dal/index.ts';
-import { jsonBody, respond } from '../../../../lib/http.ts';
+import { jsonWrite } from '../../../../lib/http.ts';
 
 export function POST(request: Request) {
-  return respond(request, async () => applyBulk(await jsonBody(request)));
+  return jsonWrite(request, 'applyBulk', applyBulk);
 }

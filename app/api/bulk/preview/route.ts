@@ -1,6 +1,6 @@
 import { previewBulk } from '../../../../lib/dal/index.ts';
-import { jsonBody, respond } from '../../../../lib/http.ts';
+import { jsonWrite } from '../../../../lib/http.ts';
 
 export function POST(request: Request) {
-  return respond(request, async () => previewBulk(await jsonBody(request)));
+  return jsonWrite(request, 'previewBulk', previewBulk);
 }

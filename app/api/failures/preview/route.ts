@@ -1,6 +1,6 @@
 import { previewFailureGroup } from '../../../../lib/dal/index.ts';
-import { jsonBody, respond } from '../../../../lib/http.ts';
+import { jsonWrite } from '../../../../lib/http.ts';
 
 export function POST(request: Request) {
-  return respond(request, async () => previewFailureGroup(await jsonBody(request)));
+  return jsonWrite(request, 'previewFailureGroup', previewFailureGroup);
 }

@@ -1,7 +1,7 @@
 import { cancelJob } from '../../../../../lib/dal/index.ts';
-import { jsonBody, respond } from '../../../../../lib/http.ts';
+import { jsonWrite } from '../../../../../lib/http.ts';
 
 export async function POST(request: Request, context: { params: Promise<{ id: string }> }) {
   const { id } = await context.params;
-  return respond(request, async () => cancelJob({ ...((await jsonBody(request)) as object), id }));
+  return jsonWrite(request, 'cancelJob', (body) => cancelJob({ ...(body as object), id }));
 }

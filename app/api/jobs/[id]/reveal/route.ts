@@ -1,7 +1,7 @@
 import { revealPayload } from '../../../../../lib/dal/index.ts';
-import { respond } from '../../../../../lib/http.ts';
+import { bodylessWrite } from '../../../../../lib/http.ts';
 
 export async function POST(request: Request, context: { params: Promise<{ id: string }> }) {
   const { id } = await context.params;
-  return respond(request, () => revealPayload(id));
+  return bodylessWrite(request, 'revealPayload', () => revealPayload(id));
 }

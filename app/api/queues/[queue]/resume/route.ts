@@ -1,7 +1,7 @@
 import { setQueuePaused } from '../../../../../lib/dal/index.ts';
-import { respond } from '../../../../../lib/http.ts';
+import { bodylessWrite } from '../../../../../lib/http.ts';
 
 export async function POST(request: Request, context: { params: Promise<{ queue: string }> }) {
   const { queue } = await context.params;
-  return respond(request, () => setQueuePaused({ queue }, false));
+  return bodylessWrite(request, 'setQueuePaused', () => setQueuePaused({ queue }, false));
 }
