@@ -93,12 +93,18 @@ export async function verifyPassword(
   const [scheme, n, r, p, salt, hash] = stored.split('$');
   if (scheme !== 'scrypt' || !salt || !hash) return false;
   const expected = Buffer.from(hash, 'base64');
-  const actual = await scrypt(password, Buffer.from(salt, 'base64'), expected.length, {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-    maxmem: 64 * 1024 * 1024,
-  }, beforeHash);
+  const actual = await scrypt(
+    password,
+    Buffer.from(salt, 'base64'),
+    expected.length,
+    {
+      N: Number(n),
+      r: Number(r),
+      p: Number(p),
+      maxmem: 64 * 1024 * 1024,
+    },
+    beforeHash,
+  );
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 

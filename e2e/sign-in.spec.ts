@@ -73,14 +73,26 @@ async function newUser(prefix: string): Promise<string> {
   return email;
 }
 
-/** One guess through next-auth's credentials callback, as its signIn() posts it. */
-async function guess(base: string, email: string, password: string, headers: Record<string, string> = {}) {
+/** A CSRF token and its cookie, as next-auth's signIn() fetches them before posting. */
+async function csrfOf(base: string) {
   const csrf = await fetch(`${base}/api/auth/csrf`);
   const { csrfToken } = (await csrf.json()) as { csrfToken: string };
   const cookie = csrf.headers
     .getSetCookie()
     .map((c) => c.split(';')[0])
     .join('; ');
+  return { csrfToken, cookie };
+}
+
+/** One guess through next-auth's credentials callback, as its signIn() posts it. */
+async function guess(
+  base: string,
+  email: string,
+  password: string,
+  headers: Record<string, string> = {},
+  csrf?: { csrfToken: string; cookie: string },
+) {
+  const { csrfToken, cookie } = csrf ?? (await csrfOf(base));
   const answer = await fetch(`${base}/api/auth/callback/credentials`, {
     method: 'POST',
     redirect: 'manual',
@@ -109,7 +121,9 @@ test.describe('guessing passwords', () => {
     const refused = await guess(FIRST, email, PASSWORD);
     expect(refused.status).toBe(429);
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
-    expect(refused.body.message).toMatch(/^Too many failed sign-ins for this account\. Wait \d+ seconds? before trying again\.$/);
+    expect(refused.body.message).toMatch(
+      /^Too many failed sign-ins for this account\. Wait \d+ seconds? before trying again\.$/,
+    );
     expect(refused.body.error).toBe(`SignInThrottled:${refused.retryAfter}`);
     expect(await auditClients(email)).toEqual([
       ...Array.from({ length: 5 }, () => 'failed 127.0.0.1'),
@@ -141,33 +155,56 @@ test.describe('guessing passwords', () => {
     const email = await newUser('form');
     await page.goto('/login');
     await page.getByLabel('Email').fill(email);
-    for (let i = 0; i < 6; i++) {
-      await page.getByLabel('Password').fill(`wrong-${i}`);
-      await page.getByRole('button', { name: /^Sign in/ }).click();
-      await expect(page.getByRole('alert')).toBeVisible();
-    }
-    await expect(page.getByRole('alert')).toHaveText(/Too many failed sign-ins for this account\. Wait \d+ seconds? before trying again\./);
+    // The form's own alert (Next.js has a route announcer with that role too).
+    const alert = page.locator('.login [role="alert"]');
+    await page.getByLabel('Password').fill('wrong-0');
+    await page.getByRole('button', { name: /^Sign in/ }).click();
+    await expect(alert).toHaveText('Those credentials did not work. Check the email and password.');
+    // The account as if it had met its ceiling a moment ago (the counting is the tests above):
+    // a wait long enough that a slow browser still sees it.
+    await run(
+      db(),
+      sql`UPDATE leasehold.sign_in_throttle SET failures = 30, blocked_until = now() + interval '90 seconds'
+          WHERE account = ${email} AND client = ''`,
+    );
+    // React resets the form after each submission: both fields again.
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: /^Sign in/ }).click();
+    await expect(alert).toHaveText(
+      /^Too many failed sign-ins for this account\. Wait 1 minute (2\d|30) seconds before trying again\.$/,
+    );
     await expect(page.getByRole('button', { name: /^Sign in \(wait \d+ s\)$/ })).toBeDisabled();
+    await expect(page).toHaveURL(/\/login/);
   });
 
   test('50 wrong passwords in flight leave a viewer’s overview answering within a second', async () => {
     const cookie = await signIn(FIRST, 'viewer@example.com', DEMO_PASSWORD);
     const accounts = await Promise.all(Array.from({ length: 50 }, (_, i) => newUser(`flood-${i}`)));
+    // The CSRF round trips first, so that what is in flight is the 50 guesses themselves.
+    const tokens = await Promise.all(accounts.map(() => csrfOf(FIRST)));
     let settled = 0;
     const flood = accounts.map((email, i) =>
-      guess(FIRST, email, 'wrong-password').finally(() => settled++),
+      guess(FIRST, email, 'wrong-password', {}, tokens[i]).finally(() => settled++),
     );
-    await new Promise((r) => setTimeout(r, 150));
-    const started = performance.now();
-    const overview = await fetch(`${FIRST}/api/overview`, { headers: { cookie } });
-    const ms = performance.now() - started;
-    const settledThen = settled;
+    // The overview, asked again and again while guesses are in flight: the slowest answer counts.
+    const probes: { ms: number; status: number }[] = [];
+    while (settled < 50) {
+      const started = performance.now();
+      const overview = await fetch(`${FIRST}/api/overview`, { headers: { cookie } });
+      await overview.arrayBuffer();
+      if (settled < 50) probes.push({ ms: performance.now() - started, status: overview.status });
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const results = await Promise.all(flood);
-    console.log(`overview with 50 guesses in flight: ${ms.toFixed(0)} ms (${settledThen} of 50 guesses settled then)`);
-    expect(overview.status).toBe(200);
-    expect(settledThen).toBeLessThan(50);
+    const slowest = Math.max(...probes.map((p) => p.ms));
+    console.log(
+      `overview with 50 guesses in flight: slowest ${slowest.toFixed(0)} ms of ${probes.length} (${probes.map((p) => p.ms.toFixed(0)).join(', ')})`,
+    );
+    expect(probes.length).toBeGreaterThanOrEqual(3);
+    expect(probes.map((p) => p.status)).toEqual(probes.map(() => 200));
     expect(results.map((r) => r.status)).toEqual(Array.from({ length: 50 }, () => 401));
-    expect(ms).toBeLessThan(1000);
+    expect(slowest).toBeLessThan(1000);
   });
 });
 

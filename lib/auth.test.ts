@@ -138,7 +138,13 @@ describe('guessing a password', () => {
   it('audits a single sign-on refused for want of a role, and one let in', async () => {
     const signIn = options().callbacks!.signIn!;
     const account = { provider: 'oidc', type: 'oauth', providerAccountId: 'x' };
-    const refused = { id: 'x', email: 'nobody@sso.example.com', name: null, role: null, actor: 'nobody@sso.example.com' };
+    const refused = {
+      id: 'x',
+      email: 'nobody@sso.example.com',
+      name: null,
+      role: null,
+      actor: 'nobody@sso.example.com',
+    };
     const admitted = { ...refused, email: 'ada@sso.example.com', actor: 'ada@sso.example.com', role: 'viewer' };
     await m.context.withSignInRequest({ client: '203.0.113.4', throttled: null }, async () => {
       expect(await signIn({ user: refused, account } as never)).toBe(false);
@@ -217,14 +223,20 @@ describe('a session', () => {
     expect(await m.users.addUser(t.db, { email, password: PASSWORD, role: 'operator' })).toMatchObject({
       outcome: 'disabled',
     });
-    expect(await m.users.addUser(t.db, { email, password: PASSWORD, role: 'operator' }, { enable: true })).toMatchObject(
-      { outcome: 'enabled' },
-    );
+    expect(
+      await m.users.addUser(t.db, { email, password: PASSWORD, role: 'operator' }, { enable: true }),
+    ).toMatchObject({ outcome: 'enabled' });
     expect(await viewerWith(session)).toBeNull();
   });
 
   it('of single sign-on ends at sign-out too', async () => {
-    const user = { id: 'y', email: 'grace@sso.example.com', name: null, role: 'operator', actor: 'grace@sso.example.com' };
+    const user = {
+      id: 'y',
+      email: 'grace@sso.example.com',
+      name: null,
+      role: 'operator',
+      actor: 'grace@sso.example.com',
+    };
     const { token, session } = await sessionOf(user as User, 'oidc');
     expect(await viewerWith(session)).toEqual({ email: 'grace@sso.example.com', role: 'operator' });
     await options().events!.signOut!({ token, session } as never);

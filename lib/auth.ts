@@ -11,13 +11,7 @@ import 'server-only';
 import type { NextAuthOptions } from 'next-auth';
 import CredentialsProvider from 'next-auth/providers/credentials';
 import type { Role } from '../db/schema.ts';
-import {
-  clearSignInFailures,
-  recordSignIn,
-  recordSignInFailure,
-  signInWait,
-  throttleAccount,
-} from '../db/sign-in.ts';
+import { clearSignInFailures, recordSignIn, recordSignInFailure, signInWait, throttleAccount } from '../db/sign-in.ts';
 import { authenticate, DEMO_PASSWORD, DEMO_USERS, raiseSessionVersion, sessionVersion } from '../db/users.ts';
 import { database } from './db.ts';
 import type { LoginOptionsDTO } from './dto.ts';
@@ -61,9 +55,7 @@ export function authOptions(): NextAuthOptions {
           await refuseIfThrottled();
           // Demo passwords only open the demo: anywhere else they are refused (and counted).
           const user =
-            !env.demo && password === DEMO_PASSWORD
-              ? null
-              : await authenticate(db, email, password, refuseIfThrottled);
+            !env.demo && password === DEMO_PASSWORD ? null : await authenticate(db, email, password, refuseIfThrottled);
           if (!user) {
             const { wait } = await recordSignInFailure(db, account, request.client);
             await recordSignIn(db, { ...audit, outcome: 'failed', ...(wait > 0 ? { retryAfter: wait } : {}) });

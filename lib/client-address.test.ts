@@ -21,9 +21,9 @@ const trusted = parseTrustedProxies('10.0.0.1, 10.1.0.0/16, fd00::/8');
 describe('the client address', () => {
   it('is the peer when no proxy is trusted, whatever X-Forwarded-For says', () => {
     for (const forwarded of ['203.0.113.9', '10.0.0.1', '198.51.100.1, 10.0.0.1', 'nonsense'])
-      expect(
-        clientAddress({ [PEER_HEADER]: '192.0.2.7', 'x-forwarded-for': forwarded }, NO_TRUSTED_PROXIES),
-      ).toBe('192.0.2.7');
+      expect(clientAddress({ [PEER_HEADER]: '192.0.2.7', 'x-forwarded-for': forwarded }, NO_TRUSTED_PROXIES)).toBe(
+        '192.0.2.7',
+      );
   });
 
   it('ignores X-Forwarded-For from a peer that is not a trusted proxy', () => {
@@ -36,9 +36,9 @@ describe('the client address', () => {
     expect(
       clientAddress({ [PEER_HEADER]: '10.0.0.1', 'x-forwarded-for': '1.2.3.4, 203.0.113.9, 10.1.4.4' }, trusted),
     ).toBe('203.0.113.9');
-    expect(clientAddress({ [PEER_HEADER]: '::ffff:10.0.0.1', 'x-forwarded-for': 'fd00::1, 2001:db8::5' }, trusted)).toBe(
-      '2001:db8::5',
-    );
+    expect(
+      clientAddress({ [PEER_HEADER]: '::ffff:10.0.0.1', 'x-forwarded-for': 'fd00::1, 2001:db8::5' }, trusted),
+    ).toBe('2001:db8::5');
   });
 
   it('stops at a hop that is no address, and falls back to the peer without a header', () => {

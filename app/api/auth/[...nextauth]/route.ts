@@ -14,9 +14,7 @@ import { throttledCode, throttledMessage } from '../../../../lib/sign-in-wait.ts
 // Options are built per request so that a missing secret is reported, not baked in at build.
 async function handler(request: Request, context: { params: Promise<{ nextauth: string[] }> }) {
   const signIn: SignInRequest = { client: clientAddress(request.headers, webEnv().trustedProxies), throttled: null };
-  const response = await withSignInRequest(signIn, () =>
-    NextAuth(request as never, context as never, authOptions()),
-  );
+  const response = await withSignInRequest(signIn, () => NextAuth(request as never, context as never, authOptions()));
   if (!signIn.throttled) return response as Response;
   const seconds = signIn.throttled.seconds;
   const error = throttledCode(seconds);
@@ -28,10 +26,13 @@ async function handler(request: Request, context: { params: Promise<{ nextauth: 
   headers.set('Retry-After', String(seconds));
   headers.set('Cache-Control', 'no-store');
   headers.set('Content-Type', 'application/json');
-  return new Response(JSON.stringify({ url: login.toString(), error, message: throttledMessage(seconds), retryAfter: seconds }), {
-    status: 429,
-    headers,
-  });
+  return new Response(
+    JSON.stringify({ url: login.toString(), error, message: throttledMessage(seconds), retryAfter: seconds }),
+    {
+      status: 429,
+      headers,
+    },
+  );
 }
 
 export { handler as GET, handler as POST };
