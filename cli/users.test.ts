@@ -17,6 +17,15 @@ const userRow = async (email: string) =>
     )
   )[0];
 
+/** leasehold.session_versions for `email` (0 without a row): raised, every session of theirs ends. */
+const sessionVersionOf = async (email: string) =>
+  (
+    await run<{ version: number }>(
+      t.db,
+      sql`SELECT coalesce((SELECT version FROM leasehold.session_versions WHERE actor = ${email}), 0) AS version`,
+    )
+  )[0]!.version;
+
 describe('leasehold users', () => {
   it('adds a user with a generated password that signs in, lists them, and disables them', async () => {
     const added = await cli(['users', 'add', 'Ops@Example.com', '--role', 'operator'], { env: env() });
@@ -29,13 +38,17 @@ describe('leasehold users', () => {
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(/^ops@example\.com\s+operator\s+active$/m);
 
+    expect(await sessionVersionOf('ops@example.com')).toBe(0);
     const disabled = await cli(['users', 'disable', 'ops@example.com'], { env: env() });
     expect(disabled.code).toBe(0);
     expect(disabled.stdout.trim()).toBe('disabled ops@example.com');
+    // Disabling ends their sessions (lib/dal/session.ts compares the version).
+    expect(await sessionVersionOf('ops@example.com')).toBe(1);
     expect(await authenticate(t.db, 'ops@example.com', password!)).toBeNull();
     expect((await cli(['users', 'list'], { env: env() })).stdout).toMatch(/^ops@example\.com\s+operator\s+disabled$/m);
     const again = await cli(['users', 'disable', 'ops@example.com'], { env: env() });
     expect(again.stdout.trim()).toBe('ops@example.com was disabled already');
+    expect(await sessionVersionOf('ops@example.com')).toBe(1);
   });
 
   it('refuses to enable a disabled user by a repeated add, changing nothing, unless --enable', async () => {
@@ -55,6 +68,7 @@ describe('leasehold users', () => {
       /gone@example\.com is disabled; nothing was changed\. To enable them again: leasehold users add gone@example\.com --role viewer --enable/,
     );
     expect(await userRow('gone@example.com')).toEqual(before);
+    const versionBefore = await sessionVersionOf('gone@example.com');
 
     const enabled = await cli(
       ['users', 'add', 'gone@example.com', '--role', 'viewer', '--password', 'second-password', '--enable'],
@@ -63,6 +77,7 @@ describe('leasehold users', () => {
     expect(enabled.code).toBe(0);
     expect(enabled.stdout.trim()).toBe('enabled again and updated gone@example.com (viewer)');
     expect(await userRow('gone@example.com')).toMatchObject({ role: 'viewer', disabled: false });
+    expect(await sessionVersionOf('gone@example.com')).toBe(versionBefore + 1);
     expect(await authenticate(t.db, 'gone@example.com', 'second-password')).toMatchObject({ role: 'viewer' });
   });
 
@@ -72,6 +87,8 @@ describe('leasehold users', () => {
       env: env(),
     });
     expect(updated.stdout.trim()).toBe('updated lead@example.com (admin)');
+    // A new password ends the sessions signed in with the old one.
+    expect(await sessionVersionOf('lead@example.com')).toBe(1);
     expect(await authenticate(t.db, 'lead@example.com', 'other-password')).toMatchObject({ role: 'admin' });
   });
 

@@ -12,10 +12,11 @@ const HELP = `usage: leasehold users add <email> --role ROLE [--password PASSWOR
 The people who may sign in to the dashboard (leasehold dashboard), with a role:
 ${ROLES.join(' < ')} (viewers look, operators retry and cancel, admins also reveal masked fields).
 
-  add       creates the user, or changes an existing user's role and password. Without
-            --password one is generated and printed once. A disabled user stays disabled
-            (nothing is changed) unless --enable is given.
-  disable   the user can no longer sign in (the row stays, for the audit log)
+  add       creates the user, or changes an existing user's role and password (which
+            ends their sessions). Without --password one is generated and printed once.
+            A disabled user stays disabled (nothing is changed) unless --enable is given.
+  disable   the user can no longer sign in, and their sessions end (the row stays, for
+            the audit log)
   list      every user: email, role, disabled
 
   --role ROLE           ${ROLES.join(', ')} (add)

@@ -1,8 +1,8 @@
 'use client';
 import { signIn } from 'next-auth/react';
 import { useRouter } from 'next/navigation';
-import { useState } from 'react';
-import type { LoginOptionsDTO } from '../lib/dto.ts';
+import { useEffect, useState } from 'react';
+import { throttledMessage, throttledSeconds, type LoginOptionsDTO } from '../lib/dto.ts';
 import { withBasePath } from './base-path.ts';
 
 /**
@@ -13,6 +13,22 @@ export function LoginForm({ options, error: initialError }: { options: LoginOpti
   const router = useRouter();
   const [error, setError] = useState<string | null>(initialError);
   const [busy, setBusy] = useState(false);
+  // A throttled guess (429): when the form may be sent again, counted down to the second.
+  const [retryAt, setRetryAt] = useState<number | null>(null);
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (retryAt === null) return;
+    const timer = setInterval(() => {
+      const t = Date.now();
+      setNow(t);
+      if (t >= retryAt) {
+        setRetryAt(null);
+        setError(null);
+      }
+    }, 1000);
+    return () => clearInterval(timer);
+  }, [retryAt]);
+  const waiting = retryAt !== null && retryAt > now ? Math.ceil((retryAt - now) / 1000) : null;
   const field = (form: FormData, name: string) => {
     const value = form.get(name);
     return typeof value === 'string' ? value : '';
@@ -26,6 +42,13 @@ export function LoginForm({ options, error: initialError }: { options: LoginOpti
       redirect: false,
     });
     setBusy(false);
+    const seconds = throttledSeconds(result?.error);
+    if (result?.status === 429 && seconds !== null) {
+      const t = Date.now();
+      setNow(t);
+      setRetryAt(t + seconds * 1000);
+      return setError(throttledMessage(seconds));
+    }
     if (!result || result.error) return setError('Those credentials did not work. Check the email and password.');
     router.push('/');
     router.refresh();
@@ -56,8 +79,8 @@ export function LoginForm({ options, error: initialError }: { options: LoginOpti
           <label>
             Password <input name="password" type="password" autoComplete="current-password" required />
           </label>
-          <button type="submit" disabled={busy}>
-            Sign in
+          <button type="submit" disabled={busy || waiting !== null}>
+            {waiting !== null ? `Sign in (wait ${waiting} s)` : 'Sign in'}
           </button>
         </form>
       )}

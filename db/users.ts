@@ -2,7 +2,7 @@
  * Dashboard users: scrypt password hashes (node:crypto), roles viewer < operator < admin.
  */
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { ROLES, type Role } from './schema.ts';
 import { oneOf } from './states.ts';
@@ -17,32 +17,94 @@ export const DEMO_USERS = [
   { email: 'admin@example.com', role: 'admin' },
 ] as const;
 
-/** scrypt with options, as a promise (promisify picks the overload without options). */
-function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key)));
+/**
+ * At most this many scrypt calls run at once in a process; the others wait their turn. Each
+ * takes 16 MiB and tens of milliseconds of a libuv thread: a flood of guesses would otherwise
+ * fill the thread pool that DNS, file reads and TLS share, and stall every other request.
+ */
+export const HASH_CONCURRENCY = 2;
+
+/** A counting semaphore: `run(task)` starts the task once fewer than `slots` are running. */
+export function semaphore(slots: number) {
+  let running = 0;
+  let started = 0;
+  const waiting: (() => void)[] = [];
+  return {
+    async run<T>(task: () => Promise<T>): Promise<T> {
+      if (running >= slots) await new Promise<void>((resolve) => waiting.push(resolve));
+      else running++;
+      started++;
+      try {
+        return await task();
+      } finally {
+        const next = waiting.shift();
+        if (next) next();
+        else running--;
+      }
+    },
+    get pending() {
+      return waiting.length;
+    },
+    get active() {
+      return running;
+    },
+    /** Tasks begun so far (a test counts hashes with it). */
+    get started() {
+      return started;
+    },
+  };
+}
+
+export const hashSlots = semaphore(HASH_CONCURRENCY);
+
+/** scrypt with options, as a promise (promisify picks the overload without options), in a slot. */
+function scrypt(
+  password: string,
+  salt: Buffer,
+  keylen: number,
+  options: ScryptOptions,
+  beforeHash?: () => Promise<void>,
+): Promise<Buffer> {
+  return hashSlots.run(async () => {
+    await beforeHash?.();
+    return new Promise<Buffer>((resolve, reject) => {
+      scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key)));
+    });
   });
 }
-const N = 16384;
-const R = 8;
-const P = 1;
+/** The hash's cost: kept as it is (a test holds it), since every stored hash names its own. */
+export const SCRYPT_PARAMS = { N: 16384, r: 8, p: 1, keylen: 32 } as const;
+const N = SCRYPT_PARAMS.N;
+const R = SCRYPT_PARAMS.r;
+const P = SCRYPT_PARAMS.p;
 
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
-  const hash = await scrypt(password, salt, 32, { N, r: R, p: P, maxmem: 64 * 1024 * 1024 });
+  const hash = await scrypt(password, salt, SCRYPT_PARAMS.keylen, { N, r: R, p: P, maxmem: 64 * 1024 * 1024 });
   return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${hash.toString('base64')}`;
 }
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+/** `beforeHash` runs once a hash slot is free, just before the hash: throwing there skips it. */
+export async function verifyPassword(
+  password: string,
+  stored: string,
+  beforeHash?: () => Promise<void>,
+): Promise<boolean> {
   const [scheme, n, r, p, salt, hash] = stored.split('$');
   if (scheme !== 'scrypt' || !salt || !hash) return false;
   const expected = Buffer.from(hash, 'base64');
-  const actual = await scrypt(password, Buffer.from(salt, 'base64'), expected.length, {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-    maxmem: 64 * 1024 * 1024,
-  });
+  const actual = await scrypt(
+    password,
+    Buffer.from(salt, 'base64'),
+    expected.length,
+    {
+      N: Number(n),
+      r: Number(r),
+      p: Number(p),
+      maxmem: 64 * 1024 * 1024,
+    },
+    beforeHash,
+  );
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
@@ -61,6 +123,8 @@ export interface UserRecord {
   role: Role;
   disabled: boolean;
   passwordHash: string;
+  /** leasehold.session_versions for this email (0 without a row): sessions carry it. */
+  sessionVersion: number;
 }
 
 /** Creates the user, or updates the password and role of an existing email. */
@@ -83,9 +147,18 @@ export async function upsertUser(
 }
 
 export async function findUserByEmail(executor: Executor, email: string): Promise<UserRecord | null> {
-  const rows = await run<{ id: string; email: string; role: string; disabled: boolean; password_hash: string }>(
+  const rows = await run<{
+    id: string;
+    email: string;
+    role: string;
+    disabled: boolean;
+    password_hash: string;
+    session_version: number;
+  }>(
     executor,
-    sql`SELECT id, email, role, disabled, password_hash FROM leasehold.users WHERE email = ${email.trim().toLowerCase()}`,
+    sql`SELECT u.id, u.email, u.role, u.disabled, u.password_hash, coalesce(v.version, 0) AS session_version
+        FROM leasehold.users u LEFT JOIN leasehold.session_versions v ON v.actor = u.email
+        WHERE u.email = ${email.trim().toLowerCase()}`,
   );
   const r = rows[0];
   return r
@@ -95,6 +168,7 @@ export async function findUserByEmail(executor: Executor, email: string): Promis
         role: oneOf(r.role, ROLES, 'role'),
         disabled: r.disabled,
         passwordHash: r.password_hash,
+        sessionVersion: Number(r.session_version),
       }
     : null;
 }
@@ -104,15 +178,48 @@ export async function authenticate(
   executor: Executor,
   email: string,
   password: string,
-): Promise<{ id: string; email: string; role: Role } | null> {
+  beforeHash?: () => Promise<void>,
+): Promise<{ id: string; email: string; role: Role; sessionVersion: number } | null> {
   const user = await findUserByEmail(executor, email);
   // Hash anyway for an unknown user, so timing does not tell which emails exist.
   const ok = await verifyPassword(
     password,
-    user?.passwordHash ?? 'scrypt$16384$8$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=',
+    user?.passwordHash ?? 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=',
+    beforeHash,
   );
   if (!user || !ok || user.disabled) return null;
-  return { id: user.id, email: user.email, role: user.role };
+  return { id: user.id, email: user.email, role: user.role, sessionVersion: user.sessionVersion };
+}
+
+/**
+ * Raises the session version of each identity `actors` selects (one column of text), in the
+ * caller's statement: every session issued before is refused from then on (lib/dal/session.ts).
+ */
+function raiseVersions(actors: SQL): SQL {
+  return sql`INSERT INTO leasehold.session_versions AS v (actor, version)
+    SELECT actors.email, 1 FROM (${actors}) AS actors (email)
+    ON CONFLICT (actor) DO UPDATE SET version = v.version + 1, updated_at = now()
+    RETURNING v.actor`;
+}
+
+/** Ends every session of `actor` (sign-out): raises its session version; the new one is returned. */
+export async function raiseSessionVersion(executor: Executor, actor: string): Promise<number> {
+  const rows = await run<{ version: number }>(
+    executor,
+    sql`INSERT INTO leasehold.session_versions AS v (actor, version) VALUES (${actor}, 1)
+        ON CONFLICT (actor) DO UPDATE SET version = v.version + 1, updated_at = now()
+        RETURNING v.version`,
+  );
+  return Number(rows[0]?.version ?? 0);
+}
+
+/** The session version of an identity without a users row (single sign-on); 0 without a row. */
+export async function sessionVersion(executor: Executor, actor: string): Promise<number> {
+  const rows = await run<{ version: number }>(
+    executor,
+    sql`SELECT version FROM leasehold.session_versions WHERE actor = ${actor}`,
+  );
+  return Number(rows[0]?.version ?? 0);
 }
 
 /** What `addUser` did: `disabled` means the user exists, is disabled, and was left as it was. */
@@ -143,8 +250,10 @@ export async function addUser(
           ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash, role = excluded.role,
             disabled = false, updated_at = now()
           WHERE ${enable}::boolean OR NOT leasehold.users.disabled
-          RETURNING id, (xmax = 0) AS created
-        )
+          RETURNING id, email, (xmax = 0) AS created
+        ),
+        -- A new password ends the sessions signed in with the old one (lib/dal/session.ts).
+        ended AS (${raiseVersions(sql`SELECT email FROM upserted WHERE NOT created`)})
         SELECT upserted.id, upserted.created, (SELECT disabled FROM prior) AS was_disabled FROM upserted`,
   );
   const row = rows[0];
@@ -162,8 +271,12 @@ export async function disableUser(
   const normalized = email.trim().toLowerCase();
   const rows = await run<{ id: string }>(
     executor,
-    sql`UPDATE leasehold.users SET disabled = true, updated_at = now()
-        WHERE email = ${normalized} AND NOT disabled RETURNING id`,
+    sql`WITH disabled AS (
+          UPDATE leasehold.users SET disabled = true, updated_at = now()
+          WHERE email = ${normalized} AND NOT disabled RETURNING id, email
+        ),
+        ended AS (${raiseVersions(sql`SELECT email FROM disabled`)})
+        SELECT id FROM disabled`,
   );
   if (rows.length > 0) return { outcome: 'disabled' };
   return { outcome: (await findUserByEmail(executor, normalized)) ? 'already_disabled' : 'not_found' };

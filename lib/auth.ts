@@ -11,10 +11,13 @@ import 'server-only';
 import type { NextAuthOptions } from 'next-auth';
 import CredentialsProvider from 'next-auth/providers/credentials';
 import type { Role } from '../db/schema.ts';
-import { authenticate, DEMO_PASSWORD, DEMO_USERS } from '../db/users.ts';
+import { clearSignInFailures, recordSignIn, recordSignInFailure, signInWait, throttleAccount } from '../db/sign-in.ts';
+import { authenticate, DEMO_PASSWORD, DEMO_USERS, raiseSessionVersion, sessionVersion } from '../db/users.ts';
 import { database } from './db.ts';
 import type { LoginOptionsDTO } from './dto.ts';
 import { webEnv } from './env.ts';
+import { signInRequest } from './sign-in-context.ts';
+import { throttledCode } from './sign-in-wait.ts';
 import { OIDC_PROVIDER_ID, oidcProvider, type OidcUser } from './sso.ts';
 
 /** How a session came in: the token's `via`. */
@@ -36,10 +39,37 @@ export function authOptions(): NextAuthOptions {
           const email = String(credentials?.email ?? '').slice(0, 254);
           const password = String(credentials?.password ?? '').slice(0, 200);
           if (!email || !password) return null;
-          // Demo passwords only open the demo: anywhere else they are refused.
-          if (!env.demo && password === DEMO_PASSWORD) return null;
-          const user = await authenticate(database(), email, password);
-          return user ? { id: user.id, email: user.email, name: user.email, role: user.role } : null;
+          const db = database();
+          const request = signInRequest();
+          const account = throttleAccount(email);
+          const audit = { actor: account, via: 'credentials' as const, client: request.client };
+          // Asked before the guess queues for a hash slot and again once it has one (a guess
+          // that waited may have been overtaken by failures): a throttled guess never hashes.
+          const refuseIfThrottled = async () => {
+            const wait = await signInWait(db, account, request.client);
+            if (wait === 0) return;
+            request.throttled = { seconds: wait };
+            await recordSignIn(db, { ...audit, outcome: 'throttled', retryAfter: wait });
+            throw new Error(throttledCode(wait));
+          };
+          await refuseIfThrottled();
+          // Demo passwords only open the demo: anywhere else they are refused (and counted).
+          const user =
+            !env.demo && password === DEMO_PASSWORD ? null : await authenticate(db, email, password, refuseIfThrottled);
+          if (!user) {
+            const { wait } = await recordSignInFailure(db, account, request.client);
+            await recordSignIn(db, { ...audit, outcome: 'failed', ...(wait > 0 ? { retryAfter: wait } : {}) });
+            return null;
+          }
+          await clearSignInFailures(db, account, request.client);
+          await recordSignIn(db, { ...audit, actor: user.email, outcome: 'succeeded' });
+          return {
+            id: user.id,
+            email: user.email,
+            name: user.email,
+            role: user.role,
+            sessionVersion: user.sessionVersion,
+          };
         },
       }),
     );
@@ -55,30 +85,52 @@ export function authOptions(): NextAuthOptions {
     pages: { signIn: `${LOGIN_BASE}/login`, error: `${LOGIN_BASE}/login` },
     providers,
     callbacks: {
-      signIn({ user, account }) {
+      async signIn({ user, account }) {
         if (account?.provider !== OIDC_PROVIDER_ID) return true;
         // No role claim (or none that names a role), or nobody to name in the audit log:
         // refused here, so no session is ever issued (next-auth answers ?error=AccessDenied).
         const sso = user as unknown as OidcUser;
-        return sso.role !== null && sso.actor !== null;
+        const allowed = sso.role !== null && sso.actor !== null;
+        await recordSignIn(database(), {
+          actor: sso.actor ?? sso.email ?? '-',
+          outcome: allowed ? 'succeeded' : 'refused',
+          via: 'oidc',
+          client: signInRequest().client,
+        });
+        return allowed;
       },
-      jwt({ token, user, account }) {
+      async jwt({ token, user, account }) {
         if (user) {
           const via: SignInVia = account?.provider === OIDC_PROVIDER_ID ? 'oidc' : 'credentials';
           token.via = via;
           token.role = (user as { role?: Role }).role;
-          if (via === 'oidc') token.actor = (user as unknown as OidcUser).actor;
+          if (via === 'oidc') {
+            const actor = (user as unknown as OidcUser).actor;
+            token.actor = actor;
+            token.sv = actor ? await sessionVersion(database(), actor) : 0;
+          } else {
+            token.sv = (user as { sessionVersion?: number }).sessionVersion ?? 0;
+          }
         }
         return token;
       },
       session({ session, token }) {
         if (session.user) {
-          const u = session.user as { role?: unknown; via?: unknown; actor?: unknown };
+          const u = session.user as { role?: unknown; via?: unknown; actor?: unknown; sv?: unknown };
           u.role = token.role;
           u.via = token.via ?? 'credentials';
+          u.sv = token.sv ?? 0;
           if (token.actor) u.actor = token.actor;
         }
         return session;
+      },
+    },
+    events: {
+      // Sign-out ends every session of the identity, a copied cookie among them: the version
+      // each was issued under is behind from now on (lib/dal/session.ts).
+      async signOut({ token }) {
+        const actor = token?.via === 'oidc' ? token.actor : token?.email;
+        if (typeof actor === 'string' && actor) await raiseSessionVersion(database(), actor);
       },
     },
   };

@@ -143,3 +143,5 @@ export interface ViewerDTO {
   email: string;
   role: Role;
 }
+
+export { throttledMessage, throttledSeconds } from './sign-in-wait.ts';

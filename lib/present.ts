@@ -4,6 +4,7 @@
  * and calls these to word them, in the pg-boss manner: `affected = 0` becomes a sentence a
  * person understands. Pure functions, no I/O.
  */
+import { throttledMessage, throttledSeconds } from './sign-in-wait.ts';
 import { MAX_CAUSE_DEPTH, MAX_DETAIL_CHARS, MAX_STACK_FRAMES, type ErrorDetail } from '../db/queue/error-detail.ts';
 import {
   MAX_ADDED_REDACTED_PATHS,
@@ -137,6 +138,8 @@ export function errorDetailSummary(detail: ErrorDetail): string {
  * callback's refusal: single sign-on worked but the identity provider named no role.
  */
 export function signInErrorMessage(code: string, roleClaim: string | null): string {
+  const throttled = throttledSeconds(code);
+  if (throttled !== null) return throttledMessage(throttled);
   switch (code) {
     case 'AccessDenied':
       return roleClaim

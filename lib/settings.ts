@@ -12,6 +12,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { redactedPathSchema } from '../db/queue/kinds.ts';
 import { ROLES, type Role } from '../db/schema.ts';
+import { NO_TRUSTED_PROXIES, parseTrustedProxies, type TrustedProxies } from './client-address.ts';
 
 /** Demo mode's old fixed secret: public, so refused everywhere (a session signed with it can be forged). */
 const PUBLIC_DEMO_SECRET = 'leasehold-demo-secret-not-for-production';
@@ -133,6 +134,7 @@ const schema = z.object({
     .optional(),
   LEASEHOLD_OIDC_ROLE_CLAIM: z.string().max(200).optional(),
   LEASEHOLD_OIDC_ROLE_MAP: roleMapSchema.optional(),
+  LEASEHOLD_TRUSTED_PROXIES: z.string().max(10_000).optional(),
 });
 
 /** Single sign-on through one OpenID Connect provider (lib/sso.ts). */
@@ -163,6 +165,8 @@ export interface WebEnv {
   oidc: OidcEnv | null;
   /** Paths masked in every kind's payload, besides what workers and admins declared. */
   redactPaths: string[];
+  /** Peers whose X-Forwarded-For names the client (lib/client-address.ts); none by default. */
+  trustedProxies: TrustedProxies;
 }
 
 /** The settings in `env` (process.env), or an Error whose message says every problem. */
@@ -205,6 +209,7 @@ export function parseWebEnv(env: Record<string, string | undefined>): WebEnv {
   }
   const publicUrl = parsePublicUrl(e.NEXTAUTH_URL, demo);
   const oidc = parseOidc(e);
+  const trustedProxies = trustedProxiesOf(e.LEASEHOLD_TRUSTED_PROXIES);
   const builtinUsers = isOn(e.LEASEHOLD_BUILTIN_USERS, true);
   if (!builtinUsers && !oidc) {
     throw new Error(
@@ -221,6 +226,7 @@ export function parseWebEnv(env: Record<string, string | undefined>): WebEnv {
     builtinUsers,
     oidc,
     redactPaths: [...new Set(e.LEASEHOLD_REDACT_PATHS ?? [])],
+    trustedProxies,
   };
 }
 
@@ -246,6 +252,15 @@ function parsePublicUrl(value: string | undefined, demo: boolean): URL | null {
       ? `Leasehold dashboard: NEXTAUTH_URL must be https:// (${url.host} is not this machine, so sessions would travel in the clear); only localhost and 127.0.0.1 may use http://`
       : `Leasehold dashboard: NEXTAUTH_URL must be an https:// URL (${example}), not ${url.protocol}`,
   );
+}
+
+function trustedProxiesOf(text: string | undefined): TrustedProxies {
+  if (!text) return NO_TRUSTED_PROXIES;
+  try {
+    return parseTrustedProxies(text);
+  } catch (error) {
+    throw new Error(`Leasehold dashboard: ${(error as Error).message}`);
+  }
 }
 
 function parseOidc(e: z.infer<typeof schema>): OidcEnv | null {

@@ -8,7 +8,7 @@ import { PROJECT_DIR } from './database.ts';
 
 /** The dashboard's sources, relative to the package root: what a build depends on and what the CLI copies. */
 export const DASHBOARD_SOURCE_DIRS = ['app', 'components', 'lib', 'db'] as const;
-export const DASHBOARD_SOURCE_FILES = ['next.config.ts', 'proxy.ts', 'tsconfig.json'] as const;
+export const DASHBOARD_SOURCE_FILES = ['next.config.ts', 'instrumentation.ts', 'proxy.ts', 'tsconfig.json'] as const;
 
 /**
  * True when `buildDir/.next/BUILD_ID` is missing or older than a source under `sourceDir` (or

@@ -1,0 +1,241 @@
+/**
+ * Sign-in against real `next start` servers on one database: guessing is throttled with 429,
+ * Retry-After and a sentence the login form shows; the limit holds across two dashboard
+ * processes; X-Forwarded-For counts only from a trusted proxy (the second server trusts
+ * 127.0.0.1, the first trusts nobody); 50 wrong passwords in flight do not stall a viewer's
+ * overview (hashing is bounded); and a session cookie copied before sign-out is refused after.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
+import { run } from '../db/queue/executor.ts';
+import { addUser, DEMO_PASSWORD, disableUser } from '../db/users.ts';
+import { signIn } from '../test/package/session.ts';
+import { db, expect, test } from './fixtures.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const FIRST = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3100)}`;
+const SECOND = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3100) + 3}`;
+const PASSWORD = 'sign-in-e2e-password';
+
+let second: { child: ChildProcess; output: string[] } | null = null;
+
+test.beforeAll(async () => {
+  test.setTimeout(90_000);
+  const output: string[] = [];
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(ROOT, 'node_modules', 'next', 'dist', 'bin', 'next'),
+      'start',
+      '--port',
+      new URL(SECOND).port,
+      '--hostname',
+      '127.0.0.1',
+    ],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: process.env.E2E_DATABASE_URL!,
+        NEXTAUTH_URL: SECOND,
+        LEASEHOLD_DEMO: 'true',
+        LEASEHOLD_TRUSTED_PROXIES: '127.0.0.1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  child.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
+  child.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
+  second = { child, output };
+  const started = Date.now();
+  while (Date.now() - started < 60_000) {
+    if (child.exitCode !== null) throw new Error(`next start exited early:\n${output.join('').slice(-3000)}`);
+    const answer = await fetch(`${SECOND}/login`).catch(() => null);
+    if (answer && answer.status < 500) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${SECOND} did not answer:\n${output.join('').slice(-3000)}`);
+});
+
+test.afterAll(async () => {
+  if (!second) return;
+  const { child } = second;
+  child.kill('SIGTERM');
+  await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+});
+
+let n = 0;
+async function newUser(prefix: string): Promise<string> {
+  const email = `${prefix}-${Date.now().toString(36)}-${n++}@sign-in.example.com`;
+  await addUser(db(), { email, password: PASSWORD, role: 'viewer' });
+  return email;
+}
+
+/** A CSRF token and its cookie, as next-auth's signIn() fetches them before posting. */
+async function csrfOf(base: string) {
+  const csrf = await fetch(`${base}/api/auth/csrf`);
+  const { csrfToken } = (await csrf.json()) as { csrfToken: string };
+  const cookie = csrf.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+  return { csrfToken, cookie };
+}
+
+/** One guess through next-auth's credentials callback, as its signIn() posts it. */
+async function guess(
+  base: string,
+  email: string,
+  password: string,
+  headers: Record<string, string> = {},
+  csrf?: { csrfToken: string; cookie: string },
+) {
+  const { csrfToken, cookie } = csrf ?? (await csrfOf(base));
+  const answer = await fetch(`${base}/api/auth/callback/credentials`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, origin: base, ...headers },
+    body: new URLSearchParams({ csrfToken, email, password, callbackUrl: `${base}/`, json: 'true' }),
+  });
+  const body = (await answer.json().catch(() => ({}))) as { url?: string; message?: string; error?: string };
+  return { status: answer.status, retryAfter: answer.headers.get('retry-after'), body };
+}
+
+const auditClients = async (email: string) =>
+  (
+    await run<{ outcome: string; client: string }>(
+      db(),
+      sql`SELECT outcome, detail->>'client' AS client FROM leasehold.audit_log
+          WHERE action = 'sign_in' AND actor = ${email} ORDER BY id`,
+    )
+  ).map((r) => `${r.outcome} ${r.client}`);
+
+test.describe('guessing passwords', () => {
+  test('alternating between two dashboard processes meets one limit: 429 with Retry-After and a sentence', async () => {
+    const email = await newUser('two');
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await guess(i % 2 === 0 ? FIRST : SECOND, email, `wrong-${i}`)).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    const refused = await guess(FIRST, email, PASSWORD);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(refused.body.message).toMatch(
+      /^Too many failed sign-ins for this account\. Wait \d+ seconds? before trying again\.$/,
+    );
+    expect(refused.body.error).toBe(`SignInThrottled:${refused.retryAfter}`);
+    expect(await auditClients(email)).toEqual([
+      ...Array.from({ length: 5 }, () => 'failed 127.0.0.1'),
+      'throttled 127.0.0.1',
+      'throttled 127.0.0.1',
+    ]);
+  });
+
+  test('X-Forwarded-For from a peer that is not a trusted proxy is ignored: rotating it does not help', async () => {
+    const email = await newUser('rotate');
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++)
+      statuses.push((await guess(FIRST, email, `wrong-${i}`, { 'x-forwarded-for': `203.0.113.${i + 1}` })).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    expect(new Set((await auditClients(email)).map((r) => r.split(' ')[1]))).toEqual(new Set(['127.0.0.1']));
+  });
+
+  test('X-Forwarded-For from a trusted proxy names the client', async () => {
+    const email = await newUser('proxied');
+    // Seven failures from seven addresses, each below its pair's limit (and the account's ceiling).
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++)
+      statuses.push((await guess(SECOND, email, `wrong-${i}`, { 'x-forwarded-for': `198.51.100.${i + 1}` })).status);
+    expect(statuses).toEqual(Array.from({ length: 7 }, () => 401));
+    expect(await auditClients(email)).toEqual(Array.from({ length: 7 }, (_, i) => `failed 198.51.100.${i + 1}`));
+  });
+
+  test('the login form shows the sentence and the wait', async ({ page }) => {
+    const email = await newUser('form');
+    await page.goto('/login');
+    await page.getByLabel('Email').fill(email);
+    // The form's own alert (Next.js has a route announcer with that role too).
+    const alert = page.locator('.login [role="alert"]');
+    await page.getByLabel('Password').fill('wrong-0');
+    await page.getByRole('button', { name: /^Sign in/ }).click();
+    await expect(alert).toHaveText('Those credentials did not work. Check the email and password.');
+    // The account as if it had met its ceiling a moment ago (the counting is the tests above):
+    // a wait long enough that a slow browser still sees it.
+    await run(
+      db(),
+      sql`UPDATE leasehold.sign_in_throttle SET failures = 30, blocked_until = now() + interval '90 seconds'
+          WHERE account = ${email} AND client = ''`,
+    );
+    // React resets the form after each submission: both fields again.
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: /^Sign in/ }).click();
+    await expect(alert).toHaveText(
+      /^Too many failed sign-ins for this account\. Wait 1 minute (2\d|30) seconds before trying again\.$/,
+    );
+    await expect(page.getByRole('button', { name: /^Sign in \(wait \d+ s\)$/ })).toBeDisabled();
+    await expect(page).toHaveURL(/\/login/);
+  });
+
+  test('50 wrong passwords in flight leave a viewer’s overview answering within a second', async () => {
+    const cookie = await signIn(FIRST, 'viewer@example.com', DEMO_PASSWORD);
+    const accounts = await Promise.all(Array.from({ length: 50 }, (_, i) => newUser(`flood-${i}`)));
+    // The CSRF round trips first, so that what is in flight is the 50 guesses themselves.
+    const tokens = await Promise.all(accounts.map(() => csrfOf(FIRST)));
+    let settled = 0;
+    const flood = accounts.map((email, i) =>
+      guess(FIRST, email, 'wrong-password', {}, tokens[i]).finally(() => settled++),
+    );
+    // The overview, asked again and again while guesses are in flight: the slowest answer counts.
+    const probes: { ms: number; status: number }[] = [];
+    while (settled < 50) {
+      const started = performance.now();
+      const overview = await fetch(`${FIRST}/api/overview`, { headers: { cookie } });
+      await overview.arrayBuffer();
+      if (settled < 50) probes.push({ ms: performance.now() - started, status: overview.status });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const results = await Promise.all(flood);
+    const slowest = Math.max(...probes.map((p) => p.ms));
+    console.log(
+      `overview with 50 guesses in flight: slowest ${slowest.toFixed(0)} ms of ${probes.length} (${probes.map((p) => p.ms.toFixed(0)).join(', ')})`,
+    );
+    expect(probes.length).toBeGreaterThanOrEqual(3);
+    expect(probes.map((p) => p.status)).toEqual(probes.map(() => 200));
+    expect(results.map((r) => r.status)).toEqual(Array.from({ length: 50 }, () => 401));
+    expect(slowest).toBeLessThan(1000);
+  });
+});
+
+test.describe('a session', () => {
+  test('cookie copied before sign-out is refused after it', async () => {
+    const email = await newUser('signout');
+    const cookie = await signIn(FIRST, email, PASSWORD);
+    expect((await fetch(`${FIRST}/api/overview`, { headers: { cookie } })).status).toBe(200);
+    const csrf = await fetch(`${FIRST}/api/auth/csrf`, { headers: { cookie } });
+    const { csrfToken } = (await csrf.json()) as { csrfToken: string };
+    const withCsrf = [cookie, ...csrf.headers.getSetCookie().map((c) => c.split(';')[0])].join('; ');
+    const out = await fetch(`${FIRST}/api/auth/signout`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: withCsrf, origin: FIRST },
+      body: new URLSearchParams({ csrfToken, callbackUrl: `${FIRST}/login`, json: 'true' }),
+    });
+    expect(out.status).toBeLessThan(400);
+    // The copy still carries a valid, unexpired JWT: only the session version refuses it.
+    expect((await fetch(`${FIRST}/api/overview`, { headers: { cookie } })).status).toBe(401);
+    expect((await fetch(`${SECOND}/api/overview`, { headers: { cookie } })).status).toBe(401);
+  });
+
+  test('cookie from before a password change or disabling is refused after it', async () => {
+    const changed = await newUser('changed');
+    const disabled = await newUser('disabled');
+    const a = await signIn(FIRST, changed, PASSWORD);
+    const b = await signIn(FIRST, disabled, PASSWORD);
+    await addUser(db(), { email: changed, password: 'another-password-1', role: 'viewer' });
+    await disableUser(db(), disabled);
+    expect((await fetch(`${FIRST}/api/overview`, { headers: { cookie: a } })).status).toBe(401);
+    expect((await fetch(`${FIRST}/api/overview`, { headers: { cookie: b } })).status).toBe(401);
+  });
+});
