@@ -1,6 +1,6 @@
 /**
  * `leasehold dashboard`: the Next.js dashboard, served with `next start`. The package ships the
- * dashboard's sources (app/, components/, lib/, db/, next.config.ts, proxy.ts, tsconfig.json);
+ * dashboard's sources (app/, components/, lib/, db/, next.config.ts, instrumentation.ts, proxy.ts, tsconfig.json);
  * Next.js cannot build inside node_modules, so the first run copies them into a folder of the
  * user's project (default `./.leasehold/dashboard`) and builds there, once per package version (and
  * again when the sources are newer than the build: this repo's own development). Next.js and
