@@ -33,6 +33,7 @@ async function load() {
     DATABASE_URL: t.url,
     NEXTAUTH_SECRET: randomBytes(24).toString('hex'),
     LEASEHOLD_DEMO: 'false',
+    NEXTAUTH_URL: 'http://127.0.0.1:3000',
     ...OIDC,
   });
   const { getServerSession } = await import('next-auth');

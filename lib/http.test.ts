@@ -13,7 +13,7 @@ vi.mock('next-auth', () => ({ getServerSession: vi.fn<() => Promise<unknown>>() 
 
 const t = useTestDatabase();
 const session = dalSession(t, 'http.example.com');
-const ORIGIN = 'http://dash.example.test';
+const ORIGIN = 'https://dash.example.test';
 
 beforeAll(() => session.start({ NEXTAUTH_URL: `${ORIGIN}/api/auth` }));
 afterAll(() => session.close());
