@@ -10,7 +10,7 @@
 import { sql } from 'drizzle-orm';
 import { enqueue } from '../db/queue/index.ts';
 import { run } from '../db/queue/executor.ts';
-import { test, expect, login, db, type Role } from './fixtures.ts';
+import { test, expect, login, db, FROM_DASHBOARD, type Role } from './fixtures.ts';
 
 const tag = Date.now().toString(36);
 const EMAIL = `canary.${tag}@example.com`;
@@ -61,7 +61,10 @@ const PAGES = () => [
 
 test('an operator retries the leaking job with a reason that quotes the customer', async ({ page }) => {
   await login(page, 'operator');
-  const response = await page.request.post(`/api/jobs/${jobId}/retry`, { data: { reason: `customer ${EMAIL} asked` } });
+  const response = await page.request.post(`/api/jobs/${jobId}/retry`, {
+    headers: FROM_DASHBOARD,
+    data: { reason: `customer ${EMAIL} asked` },
+  });
   expect(response.status()).toBe(200);
   await untilDead(jobId, 2);
 });
@@ -98,7 +101,7 @@ for (const role of ['viewer', 'operator'] as const satisfies Role[]) {
 
 test('admin: the reveal returns the canary, so it was really in the payload', async ({ page }) => {
   await login(page, 'admin');
-  const response = await page.request.post(`/api/jobs/${jobId}/reveal`, { data: {} });
+  const response = await page.request.post(`/api/jobs/${jobId}/reveal`, { headers: FROM_DASHBOARD, data: {} });
   expect(response.status()).toBe(200);
   const revealed = await response.text();
   expect(revealed).toContain(EMAIL);
