@@ -6,9 +6,8 @@
  */
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { emptyDatabase } from '../test/db.ts';
+import { emptyDatabase, hasLeaseholdSchema } from '../test/db.ts';
 import { cli, ROOT, tempProject } from '../test/cli.ts';
 import { useRoleDatabase } from '../test/roles.ts';
 import { MARKER, nextAuthUrlFor, normalizeBasePath, readMarker, rebuildReason } from './dashboard.ts';
@@ -36,14 +35,7 @@ describe('leasehold dashboard on a database it cannot serve', () => {
       const run = await cli(['dashboard'], { cwd, env: { DATABASE_URL: empty.url, ...SECRET } });
       expect(run.code).toBe(2);
       expect(run.stderr).toMatch(/has no schema leasehold: run `leasehold migrate` first/);
-      const client = new pg.Client({ connectionString: empty.url });
-      await client.connect();
-      try {
-        const { rows } = await client.query("SELECT to_regnamespace('leasehold') IS NULL AS absent");
-        expect(rows[0]).toEqual({ absent: true });
-      } finally {
-        await client.end();
-      }
+      expect(await hasLeaseholdSchema(empty.url)).toBe(false);
     } finally {
       await empty.drop();
     }

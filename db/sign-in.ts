@@ -67,6 +67,16 @@ export async function recordSignInFailure(
         END`;
   const fresh = sql`t.last_failure_at <= now() - make_interval(secs => ${WINDOW_SECONDS})`;
   const failures = sql`CASE WHEN ${fresh} THEN 1 ELSE t.failures + 1 END`;
+  // One failure more for (account, `who`): the pair's row, or the account's (PER_ACCOUNT).
+  const counted = (who: string, b: Backoff) =>
+    sql`INSERT INTO leasehold.sign_in_throttle AS t (account, client, failures, blocked_until)
+          VALUES (${account}, ${who}, 1, ${backoff(b, sql`1`)})
+          ON CONFLICT (account, client) DO UPDATE SET
+            failures = ${failures},
+            first_failure_at = CASE WHEN ${fresh} THEN now() ELSE t.first_failure_at END,
+            last_failure_at = now(),
+            blocked_until = ${backoff(b, failures)}
+          RETURNING client, failures, blocked_until`;
   const rows = await run<{ client: string; failures: number; blocked_until: PgTimestamp | null; wait: number }>(
     executor,
     sql`WITH pruned AS (
@@ -74,26 +84,8 @@ export async function recordSignInFailure(
           WHERE last_failure_at < now() - make_interval(secs => ${WINDOW_SECONDS})
             AND NOT (account = ${account} AND client IN (${client}, ${PER_ACCOUNT}))
         ),
-        pair AS (
-          INSERT INTO leasehold.sign_in_throttle AS t (account, client, failures, blocked_until)
-          VALUES (${account}, ${client}, 1, ${backoff(PAIR, sql`1`)})
-          ON CONFLICT (account, client) DO UPDATE SET
-            failures = ${failures},
-            first_failure_at = CASE WHEN ${fresh} THEN now() ELSE t.first_failure_at END,
-            last_failure_at = now(),
-            blocked_until = ${backoff(PAIR, failures)}
-          RETURNING client, failures, blocked_until
-        ),
-        whole AS (
-          INSERT INTO leasehold.sign_in_throttle AS t (account, client, failures, blocked_until)
-          VALUES (${account}, ${PER_ACCOUNT}, 1, ${backoff(ACCOUNT, sql`1`)})
-          ON CONFLICT (account, client) DO UPDATE SET
-            failures = ${failures},
-            first_failure_at = CASE WHEN ${fresh} THEN now() ELSE t.first_failure_at END,
-            last_failure_at = now(),
-            blocked_until = ${backoff(ACCOUNT, failures)}
-          RETURNING client, failures, blocked_until
-        )
+        pair AS (${counted(client, PAIR)}),
+        whole AS (${counted(PER_ACCOUNT, ACCOUNT)})
         SELECT client, failures, blocked_until,
                coalesce(ceil(extract(epoch FROM blocked_until - now())), 0)::int AS wait
         FROM (SELECT * FROM pair UNION ALL SELECT * FROM whole) AS counted`,

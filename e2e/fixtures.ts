@@ -2,6 +2,9 @@
  * Test data for the e2e specs, made through the queue core (db/queue) on the e2e database, and
  * a signed-in page per role.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { test as base, expect, type Page } from '@playwright/test';
 import { sql } from 'drizzle-orm';
 import { createDb, type DbHandle } from '../db/client.ts';
@@ -124,4 +127,53 @@ export const test = base.extend({
     expect(violations, 'Content-Security-Policy violations').toEqual([]);
   },
 });
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface DashboardServer {
+  child: ChildProcess;
+  output: string[];
+}
+
+/**
+ * Another `next start` of the global setup's build on `base` (its port, on 127.0.0.1), on the
+ * e2e database in demo mode with NEXTAUTH_URL `base`, plus `env`: the settings are read at run
+ * time, so one build serves every mode. Resolves once its /login answers.
+ */
+export async function startDashboard(base: string, env: Record<string, string> = {}): Promise<DashboardServer> {
+  const output: string[] = [];
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(ROOT, 'node_modules', 'next', 'dist', 'bin', 'next'),
+      'start',
+      '--port',
+      new URL(base).port,
+      '--hostname',
+      '127.0.0.1',
+    ],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: process.env.E2E_DATABASE_URL!,
+        NEXTAUTH_URL: base,
+        LEASEHOLD_DEMO: 'true',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  child.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
+  child.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
+  const started = Date.now();
+  while (Date.now() - started < 60_000) {
+    if (child.exitCode !== null) throw new Error(`next start exited early:\n${output.join('').slice(-3000)}`);
+    const answer = await fetch(`${base}/login`).catch(() => null);
+    if (answer && answer.status < 500) return { child, output };
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  child.kill('SIGTERM');
+  throw new Error(`${base} did not answer:\n${output.join('').slice(-3000)}`);
+}
+
 export { expect };

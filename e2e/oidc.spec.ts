@@ -6,16 +6,12 @@
  * without the role claim refused with a sentence, sign-out; and the credentials endpoint
  * refusing valid demo credentials once built-in users are off.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Page } from '@playwright/test';
 import { DEMO_PASSWORD } from '../db/users.ts';
 import { startOidcProvider, type TestOidcProvider } from '../test/oidc-provider.ts';
 import { signInWithOidc } from '../test/package/session.ts';
-import { deadJob, expect, test, uniqueQueue } from './fixtures.ts';
+import { deadJob, expect, startDashboard, test, uniqueQueue, type DashboardServer } from './fixtures.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_PORT = Number(process.env.E2E_PORT ?? 3100);
 const WITH_USERS = `http://127.0.0.1:${BASE_PORT + 1}`;
 const SSO_ONLY = `http://127.0.0.1:${BASE_PORT + 2}`;
@@ -25,50 +21,18 @@ const REFUSED =
   'Your identity provider signed you in but gave you no Leasehold role: the leasehold_role claim is missing or names no role';
 
 let provider: TestOidcProvider;
-const servers: { child: ChildProcess; output: string[] }[] = [];
+const servers: DashboardServer[] = [];
 
-async function startDashboard(base: string, env: Record<string, string>) {
-  const port = new URL(base).port;
-  const output: string[] = [];
-  const child = spawn(
-    process.execPath,
-    [
-      path.join(ROOT, 'node_modules', 'next', 'dist', 'bin', 'next'),
-      'start',
-      '--port',
-      port,
-      '--hostname',
-      '127.0.0.1',
-    ],
-    {
-      cwd: ROOT,
-      // The settings are read at run time by the server: the build the global setup made serves
-      // these modes unchanged.
-      env: {
-        ...process.env,
-        DATABASE_URL: process.env.E2E_DATABASE_URL!,
-        NEXTAUTH_URL: base,
-        LEASEHOLD_DEMO: 'true',
-        LEASEHOLD_OIDC_ISSUER: provider.issuer,
-        LEASEHOLD_OIDC_CLIENT_ID: provider.clientId,
-        LEASEHOLD_OIDC_CLIENT_SECRET: provider.clientSecret,
-        LEASEHOLD_OIDC_NAME: SSO_NAME,
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+async function startSsoDashboard(base: string, env: Record<string, string>) {
+  servers.push(
+    await startDashboard(base, {
+      LEASEHOLD_OIDC_ISSUER: provider.issuer,
+      LEASEHOLD_OIDC_CLIENT_ID: provider.clientId,
+      LEASEHOLD_OIDC_CLIENT_SECRET: provider.clientSecret,
+      LEASEHOLD_OIDC_NAME: SSO_NAME,
+      ...env,
+    }),
   );
-  child.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
-  child.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
-  servers.push({ child, output });
-  const started = Date.now();
-  while (Date.now() - started < 60_000) {
-    if (child.exitCode !== null) throw new Error(`next start exited early:\n${output.join('').slice(-3000)}`);
-    const answer = await fetch(`${base}/login`).catch(() => null);
-    if (answer && answer.status < 500) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${base} did not answer:\n${output.join('').slice(-3000)}`);
 }
 
 test.beforeAll(async () => {
@@ -82,7 +46,10 @@ test.beforeAll(async () => {
       { login: 'nora', email: 'nora@sso.example.com', name: 'Nora' },
     ],
   });
-  await Promise.all([startDashboard(WITH_USERS, {}), startDashboard(SSO_ONLY, { LEASEHOLD_BUILTIN_USERS: 'false' })]);
+  await Promise.all([
+    startSsoDashboard(WITH_USERS, {}),
+    startSsoDashboard(SSO_ONLY, { LEASEHOLD_BUILTIN_USERS: 'false' }),
+  ]);
 });
 
 test.afterAll(async () => {

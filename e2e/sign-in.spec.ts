@@ -5,58 +5,21 @@
  * 127.0.0.1, the first trusts nobody); 50 wrong passwords in flight do not stall a viewer's
  * overview (hashing is bounded); and a session cookie copied before sign-out is refused after.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { run } from '../db/queue/executor.ts';
 import { addUser, DEMO_PASSWORD, disableUser } from '../db/users.ts';
 import { signIn } from '../test/package/session.ts';
-import { db, expect, test } from './fixtures.ts';
+import { db, expect, startDashboard, test, type DashboardServer } from './fixtures.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const FIRST = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3100)}`;
 const SECOND = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3100) + 3}`;
 const PASSWORD = 'sign-in-e2e-password';
 
-let second: { child: ChildProcess; output: string[] } | null = null;
+let second: DashboardServer | null = null;
 
 test.beforeAll(async () => {
   test.setTimeout(90_000);
-  const output: string[] = [];
-  const child = spawn(
-    process.execPath,
-    [
-      path.join(ROOT, 'node_modules', 'next', 'dist', 'bin', 'next'),
-      'start',
-      '--port',
-      new URL(SECOND).port,
-      '--hostname',
-      '127.0.0.1',
-    ],
-    {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: process.env.E2E_DATABASE_URL!,
-        NEXTAUTH_URL: SECOND,
-        LEASEHOLD_DEMO: 'true',
-        LEASEHOLD_TRUSTED_PROXIES: '127.0.0.1',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  child.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
-  child.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
-  second = { child, output };
-  const started = Date.now();
-  while (Date.now() - started < 60_000) {
-    if (child.exitCode !== null) throw new Error(`next start exited early:\n${output.join('').slice(-3000)}`);
-    const answer = await fetch(`${SECOND}/login`).catch(() => null);
-    if (answer && answer.status < 500) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${SECOND} did not answer:\n${output.join('').slice(-3000)}`);
+  second = await startDashboard(SECOND, { LEASEHOLD_TRUSTED_PROXIES: '127.0.0.1' });
 });
 
 test.afterAll(async () => {

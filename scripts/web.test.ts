@@ -6,9 +6,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { emptyDatabase } from '../test/db.ts';
+import { emptyDatabase, hasLeaseholdSchema } from '../test/db.ts';
 import { PROJECT_DIR } from './database.ts';
 
 function web(env: Record<string, string>) {
@@ -63,14 +62,7 @@ describe('npm run web', () => {
       const run = web({ DATABASE_URL: empty.url });
       expect(run.status).toBe(2);
       expect(run.stderr).toMatch(/refusing to start: the database DATABASE_URL names has no schema leasehold/);
-      const client = new pg.Client({ connectionString: empty.url });
-      await client.connect();
-      try {
-        const { rows } = await client.query("SELECT to_regnamespace('leasehold') IS NULL AS absent");
-        expect(rows[0]).toEqual({ absent: true });
-      } finally {
-        await client.end();
-      }
+      expect(await hasLeaseholdSchema(empty.url)).toBe(false);
     } finally {
       await empty.drop();
     }

@@ -2,7 +2,7 @@
  * Per-file test databases: `const t = await testDatabase()` in `beforeAll`, `t.close()` in
  * `afterAll`. The database is a clone of the migrated template, on the run's server.
  */
-import type pg from 'pg';
+import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createDb, type Db, type DbHandle } from '../db/client.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../scripts/database.ts';
@@ -34,6 +34,20 @@ export async function testDatabase(options: { max?: number } = {}): Promise<Test
 /** An empty database (not migrated) on the run's server, for tests of migrating; `drop()` it. */
 export function emptyDatabase(prefix: string): Promise<ScratchDatabase> {
   return createScratchDatabase(inject('serverUrl'), prefix);
+}
+
+/** Whether the database at `url` has a schema `leasehold` (a command that must not migrate left none). */
+export async function hasLeaseholdSchema(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ present: boolean }>(
+      "SELECT to_regnamespace('leasehold') IS NOT NULL AS present",
+    );
+    return rows[0]!.present;
+  } finally {
+    await client.end();
+  }
 }
 
 /**
