@@ -11,10 +11,11 @@ import 'server-only';
  */
 import { NextResponse } from 'next/server';
 import { authorize, type RoleGated } from './dal/policy.ts';
+import { webEnv } from './env.ts';
 import { toUserMessage } from './errors.ts';
 import { JSON_BODY_LIMIT, readBody, readJson, requireSameOrigin } from './request-limits.ts';
 
-export async function respond(_request: Request, work: () => Promise<unknown>): Promise<NextResponse> {
+export async function respond(work: () => Promise<unknown>): Promise<NextResponse> {
   try {
     const body = await work();
     return NextResponse.json(body, { headers: { 'cache-control': 'no-store' } });
@@ -35,7 +36,7 @@ export async function respond(_request: Request, work: () => Promise<unknown>): 
 async function admit(request: Request, fn: RoleGated): Promise<void> {
   // The DAL function authorizes again itself; this one is here so that nobody's body is read.
   await authorize(fn);
-  requireSameOrigin(request, process.env.NEXTAUTH_URL);
+  requireSameOrigin(request, webEnv().publicUrl);
 }
 
 /** A write that takes a JSON body: `work` gets it parsed, after the checks above. */
@@ -44,7 +45,7 @@ export function jsonWrite(
   fn: RoleGated,
   work: (body: unknown) => Promise<unknown>,
 ): Promise<NextResponse> {
-  return respond(request, async () => {
+  return respond(async () => {
     await admit(request, fn);
     return work(await readJson(request, JSON_BODY_LIMIT));
   });
@@ -55,7 +56,7 @@ export function jsonWrite(
  * declared over the cap is refused like any other.
  */
 export function bodylessWrite(request: Request, fn: RoleGated, work: () => Promise<unknown>): Promise<NextResponse> {
-  return respond(request, async () => {
+  return respond(async () => {
     await admit(request, fn);
     // Refused by its Content-Length alone (readBody throws before reading); an undeclared one is
     // left unread, and the server discards it after the answer.

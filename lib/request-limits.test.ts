@@ -108,7 +108,7 @@ describe('requireSameOrigin', () => {
   // null: no NEXTAUTH_URL configured.
   const check = (headers: Record<string, string>, publicUrl: string | null = PUBLIC) => {
     try {
-      requireSameOrigin(request(headers), publicUrl ?? undefined);
+      requireSameOrigin(request(headers), publicUrl === null ? null : new URL(publicUrl));
       return 'allowed';
     } catch (error) {
       return error instanceof RequestRefused ? `${error.status} ${error.message}` : String(error);

@@ -88,12 +88,12 @@ export async function readJson(request: Request, limit: number = JSON_BODY_LIMIT
 
 /**
  * Refuses (403) a write that does not come from the dashboard's own pages: its Origin must be
- * the configured public origin (`publicUrl`, NEXTAUTH_URL), or, when none is configured, have
+ * the configured public origin (`publicUrl`: NEXTAUTH_URL as lib/settings.ts parsed it), or, when none is configured (demo mode), have
  * the request's own Host (never X-Forwarded-Host: any client can send that). Without Origin,
  * only `Sec-Fetch-Site: same-origin` passes; browsers send Origin on every POST, so a client
  * without either is a script, and it must say where it comes from like a browser does.
  */
-export function requireSameOrigin(request: Request, publicUrl: string | undefined): void {
+export function requireSameOrigin(request: Request, publicUrl: URL | null): void {
   const origin = request.headers.get('origin');
   if (origin === null) {
     if (request.headers.get('sec-fetch-site') === 'same-origin') return;
@@ -107,19 +107,13 @@ export function requireSameOrigin(request: Request, publicUrl: string | undefine
   }
 }
 
-function originMatches(origin: string, request: Request, publicUrl: string | undefined): boolean {
+function originMatches(origin: string, request: Request, publicUrl: URL | null): boolean {
   let given: URL;
   try {
     given = new URL(origin);
   } catch {
     return false; // `null` (a sandboxed frame, a privacy redirect) and garbage
   }
-  if (publicUrl) {
-    try {
-      return given.origin === new URL(publicUrl).origin;
-    } catch {
-      return false; // a NEXTAUTH_URL that is no URL: next-auth refuses it too
-    }
-  }
+  if (publicUrl) return given.origin === publicUrl.origin;
   return given.host === request.headers.get('host');
 }

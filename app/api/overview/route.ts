@@ -3,6 +3,6 @@ import { respond } from '../../../lib/http.ts';
 
 export const dynamic = 'force-dynamic';
 
-export function GET(request: Request) {
-  return respond(request, getOverview);
+export function GET() {
+  return respond(getOverview);
 }
