@@ -61,6 +61,41 @@ describe('the completer', () => {
     for (const a of attempts) expect((await getJob(t.db, a.job.id)).state).toBe('done');
   });
 
+  it('keeps one acknowledgement in flight: completions that arrive meanwhile go together in the next', async () => {
+    const attempts = await claimAttempts(5);
+    const statements: WatchedStatement[] = [];
+    let running = 0;
+    let most = 0;
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const db = watchedExecutor(t.pool, async (statement, run) => {
+      statements.push(statement);
+      running += 1;
+      most = Math.max(most, running);
+      try {
+        if (statements.length === 1) await gate; // the first acknowledgement is slow
+        return await run();
+      } finally {
+        running -= 1;
+      }
+    });
+    // One attempt in flight as far as the completer knows: every completion asks for a flush.
+    const c = new Completer(
+      { workerId: 'completer-test', ackFlushMs: 60_000, retry: { baseDelayMs: 60_000 } },
+      { db, logger: silentLogger, inFlight: () => 1 },
+    );
+    const first = c.settle(attempts[0]!, { kind: 'completed' });
+    await vi.waitFor(() => expect(statements).toHaveLength(1));
+    const rest = attempts.slice(1).map((a) => c.settle(a, { kind: 'completed' }));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(statements).toHaveLength(1); // the other four wait for the first statement
+    open();
+    await Promise.all([first, ...rest]);
+    expect(statements.map((s) => s.name)).toEqual(['leasehold_complete_many', 'leasehold_complete_many']);
+    expect(most).toBe(1);
+    for (const a of attempts) expect((await getJob(t.db, a.job.id)).state).toBe('done');
+  });
+
   it('reports each lost lease in a batch and completes the others', async () => {
     const attempts = await claimAttempts(3);
     const [first, cancelled, last] = attempts as [Attempt, Attempt, Attempt];

@@ -9,7 +9,10 @@
  *   late or repeated one changes nothing;
  * - a completed attempt is settled only after its acknowledgement statement returned; until
  *   then it keeps its slot and its heartbeat;
- * - `flush()` acknowledges everything queued so far (shutdown calls it last).
+ * - `flush()` acknowledges everything queued so far (shutdown calls it last);
+ * - at most one acknowledgement statement is in flight per completer (per worker process):
+ *   completions that arrive meanwhile wait for it and go together in the next, so a process
+ *   under load sends fewer, fuller statements instead of several competing for the cores.
  */
 import type { Logger } from 'pino';
 import {
@@ -77,6 +80,8 @@ export class Completer {
   /** Completed attempts waiting for the next batched acknowledgement. */
   private pending: PendingAck[] = [];
   private timer: NodeJS.Timeout | null = null;
+  /** The acknowledgement loop while it runs: one per completer, so one statement in flight. */
+  private flushing: Promise<void> | null = null;
   readonly counts: SettlementCounts = { completed: 0, failed: 0, dead: 0, released: 0, lost: 0 };
 
   constructor(
@@ -113,12 +118,35 @@ export class Completer {
     });
   }
 
-  /** Acknowledges every queued completion now, in statements of at most ACK_BATCH. */
-  async flush(): Promise<void> {
+  /**
+   * Acknowledges every queued completion now, in statements of at most ACK_BATCH, one at a
+   * time: while one is in flight this returns the running loop, which takes what has queued
+   * since once its statement returns (and resolves when the queue is empty).
+   */
+  flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.flushing ??= this.acknowledgeQueued();
+    return this.flushing;
+  }
+
+  private async acknowledgeQueued(): Promise<void> {
+    // One turn first: `flushing` is set before this loop can find the queue empty and clear it.
+    await Promise.resolve();
+    try {
+      await this.acknowledgeBatches();
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  private async acknowledgeBatches(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, ACK_BATCH);
+      if (this.pending.length === 0 && this.timer) {
+        clearTimeout(this.timer); // what the timer was set for goes in this statement
+        this.timer = null;
+      }
       const jobs = batch.map(({ entry }) => entry.job);
       // The latest local lease deadline in the batch, read at each retry: heartbeats go on
       // meanwhile (the attempts keep their slots) and move it. Not the earliest: one entry near

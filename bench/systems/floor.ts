@@ -5,10 +5,11 @@
  * batch size, two loops per process so one claim overlaps one acknowledgement as in the
  * worker. What the worker adds on top (slots, attempts, handlers, validation, batching of acks,
  * heartbeats, the reaper) is the gap between this and `leasehold`; the gap between this and
- * `bare-sql` is what the features cost the database.
+ * `bare-sql` is what the features cost the database. Like `leasehold`, it runs the built
+ * package (./built.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { claim, ClaimOptionsCache, completeManyIfLeaseHeld } from '../../db/queue/index.ts';
+import { claim, ClaimOptionsCache, completeManyIfLeaseHeld } from './built.ts';
 import { benchPool } from './db.ts';
 import { leasehold } from './leasehold.ts';
 import { QUEUE, type BenchSystem } from './types.ts';

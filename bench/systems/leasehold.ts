@@ -1,13 +1,20 @@
-/** Leasehold as the benchmark runs it: the product's own enqueue and Worker, nothing special-cased. */
+/**
+ * Leasehold as the benchmark runs it: the product's own enqueue and Worker, nothing
+ * special-cased, from the built package (./built.ts).
+ */
 import pino from 'pino';
 import { z } from 'zod';
-import { createDb } from '../../db/client.ts';
-import { migrateDatabase } from '../../db/migrate.ts';
-import { enqueue, enqueueMany } from '../../db/queue/index.ts';
-import { removeExpiredHistory } from '../../db/queue/retention.ts';
-import { parseWorkerConfig } from '../../workers/config.ts';
-import { defineHandler, HandlerRegistry } from '../../workers/handler.ts';
-import { Worker } from '../../workers/worker.ts';
+import {
+  createDb,
+  defineHandler,
+  enqueue,
+  enqueueMany,
+  HandlerRegistry,
+  migrateDatabase,
+  parseWorkerConfig,
+  removeExpiredHistory,
+  Worker,
+} from './built.ts';
 import { benchPool } from './db.ts';
 import { QUEUE, type BenchSystem, type WorkerHooks, type WorkerMode } from './types.ts';
 
