@@ -646,16 +646,18 @@ describe('shutdown with a grace period longer than the lease', () => {
       versions: [1],
       schema: z.unknown(),
       timeoutMs: 60_000,
-      handle: () => new Promise((r) => setTimeout(r, 3_000)),
+      // Half again the lease: its end is past the lease's first deadline, so only heartbeats keep it.
+      handle: () => new Promise((r) => setTimeout(r, 4_500)),
     });
     const { id } = await enqueue(t.db, { queue, kind: 'slow3s' });
-    const worker = await startWorker(queue, [slow], { leaseSeconds: 2 });
+    // 3 s, not 2: a beat every second still has two to land in on a loaded 2-core machine.
+    const worker = await startWorker(queue, [slow], { leaseSeconds: 3 });
     // A second process's reaper, every 200 ms.
     await startWorker(uniqueQueue('reaper-only'), [], {
       maintenance: { ...settings(queue).maintenance, enabled: true, reapIntervalMs: 200 },
     });
     await until('running', stateIs(id, 'running'));
-    await worker.stop(6_000);
+    await worker.stop(9_000);
     const job = await getJob(t.db, id);
     expect(job).toMatchObject({ state: 'done', attempts: 1 });
     expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['completed']);
