@@ -124,10 +124,14 @@ export class Completer {
    * since once its statement returns (and resolves when the queue is empty).
    */
   flush(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.cancelTimer();
     this.flushing ??= this.acknowledgeQueued();
     return this.flushing;
+  }
+
+  private cancelTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
   }
 
   private async acknowledgeQueued(): Promise<void> {
@@ -143,10 +147,7 @@ export class Completer {
   private async acknowledgeBatches(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, ACK_BATCH);
-      if (this.pending.length === 0 && this.timer) {
-        clearTimeout(this.timer); // what the timer was set for goes in this statement
-        this.timer = null;
-      }
+      if (this.pending.length === 0) this.cancelTimer(); // what it was set for goes in this statement
       const jobs = batch.map(({ entry }) => entry.job);
       // The latest local lease deadline in the batch, read at each retry: heartbeats go on
       // meanwhile (the attempts keep their slots) and move it. Not the earliest: one entry near

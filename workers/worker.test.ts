@@ -642,14 +642,14 @@ describe('shutdown with a grace period longer than the lease', () => {
   it('keeps heartbeating while handlers finish, so nothing is reaped and run twice', async () => {
     const queue = uniqueQueue();
     const slow = defineHandler({
-      kind: 'slow3s',
+      kind: 'slow-past-lease',
       versions: [1],
       schema: z.unknown(),
       timeoutMs: 60_000,
       // Half again the lease: its end is past the lease's first deadline, so only heartbeats keep it.
       handle: () => new Promise((r) => setTimeout(r, 4_500)),
     });
-    const { id } = await enqueue(t.db, { queue, kind: 'slow3s' });
+    const { id } = await enqueue(t.db, { queue, kind: 'slow-past-lease' });
     // 3 s, not 2: a beat every second still has two to land in on a loaded 2-core machine.
     const worker = await startWorker(queue, [slow], { leaseSeconds: 3 });
     // A second process's reaper, every 200 ms.
