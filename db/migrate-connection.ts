@@ -53,6 +53,6 @@ export async function refuseIndirectConnection(client: pg.Client): Promise<void>
       'and its steps outside a transaction need one server session for the whole run: set DATABASE_URL ' +
       "for migrations to PostgreSQL's own host and port, not the pooler's (with PgBouncer: the server it " +
       'forwards to). If this is a tunnel or port mapping that keeps one session per connection, not a ' +
-      'pooler, pass { allowProxy: true } (npm run db:migrate -- --allow-proxy).',
+      'pooler, pass { allowProxy: true } (npx leasehold migrate --allow-proxy).',
   );
 }

@@ -51,8 +51,8 @@ export class MigrationFolderError extends Error {
   ) {
     super(
       `Leasehold will not migrate from ${folder}: ${problems.join('; ')}. ` +
-        'Make migrations with `npm run db:generate` (or `npx drizzle-kit generate --custom --name what`), ' +
-        'which lists them in meta/_journal.json; `npm run db:check` shows every problem.',
+        'Make migrations with `npx drizzle-kit generate` (or `npx drizzle-kit generate --custom --name what`), ' +
+        'which lists them in meta/_journal.json.',
     );
     this.name = 'MigrationFolderError';
   }

@@ -110,7 +110,7 @@ export function pendingAfter(migrations: readonly Migration[], applied: readonly
         `Leasehold will not migrate: migration "${row.name}" was applied (${iso(row.applied_at)}) from a file with ` +
           `checksum ${row.checksum.slice(0, 12)}…, and ${known.file} now has ` +
           `${known.checksum.slice(0, 12)}…: someone edited a migration that had already landed. Restore the file as ` +
-          'it was applied and put the change in a new migration (npm run db:generate).',
+          'it was applied and put the change in a new migration (drizzle-kit generate).',
       );
     }
   }

@@ -64,7 +64,7 @@ describe('the schema version', () => {
       code: 1,
       min: 1,
       verdict:
-        /^Leasehold: this database has no Leasehold schema \(no leasehold.migrations table\): run the migrations/,
+        /^Leasehold: this database has no Leasehold schema: run the migrations first \(npx leasehold migrate, or start the worker with --migrate/,
     },
     { schema: 'v1', applied: 1, code: 1, min: 1, verdict: { ok: true, schemaVersion: 1, compatibleFrom: 1 } },
     {

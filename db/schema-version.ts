@@ -15,6 +15,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { JOURNAL_TABLE, journalName } from './migrate-journal.ts';
+import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
@@ -52,9 +53,7 @@ export async function schemaCompatibility(
   if (!present?.journal) {
     return {
       ok: false,
-      reason:
-        `Leasehold: this database has no Leasehold schema (no ${JOURNAL} table): run the migrations ` +
-        '(npm run db:migrate, or the worker with --migrate) before starting workers.',
+      reason: NO_SCHEMA_SENTENCE,
     };
   }
   const [row] = await run<{ version: number | null; compatible_from: number | null }>(
@@ -66,7 +65,7 @@ export async function schemaCompatibility(
   if (version === null || from === null) {
     return {
       ok: false,
-      reason: `Leasehold: no migration is applied yet (${JOURNAL} is empty): run the migrations (npm run db:migrate).`,
+      reason: `Leasehold: no migration is applied yet (${JOURNAL} is empty): run the migrations (npx leasehold migrate).`,
     };
   }
   if (from > codeVersion) {
@@ -83,7 +82,7 @@ export async function schemaCompatibility(
       ok: false,
       reason:
         `Leasehold: the database is too old for this code: the schema is at version ${version}, and this ` +
-        `code needs version ${minSchema} or later. Run the migrations (npm run db:migrate) first.`,
+        `code needs version ${minSchema} or later. Run the migrations (npx leasehold migrate) first.`,
     };
   }
   return { ok: true, schemaVersion: version, compatibleFrom: from };
@@ -92,5 +91,5 @@ export async function schemaCompatibility(
 /** Throws the reason when this code may not run on the database (a worker's start). */
 export async function refuseIncompatibleSchema(executor: Executor): Promise<void> {
   const verdict = await schemaCompatibility(executor);
-  if (!verdict.ok) throw new Error(verdict.reason);
+  if (!verdict.ok) throw new LeaseholdSchemaError(verdict.reason);
 }

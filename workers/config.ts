@@ -216,7 +216,7 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
       Object.entries(parsed).map(([key, value]) => [key, Array.isArray(value) ? value.join(',') : value]),
     );
   } catch (error) {
-    throw new ConfigError(`${(error as Error).message} (the settings: leasehold workers --help, or workers/config.ts)`);
+    throw new ConfigError(`${(error as Error).message} (the settings: leasehold workers --help, or docs/workers.md)`);
   }
   const raw: Record<string, string> = { ...DEFAULTS };
   for (const [flag, envName] of Object.entries(FLAGS)) {

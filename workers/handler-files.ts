@@ -7,6 +7,7 @@
  * Nothing is loaded that the files do not name: the demo's receipt handler runs only where its
  * file is passed (scripts/demo-handlers.ts).
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -24,6 +25,24 @@ function isHandler(value: unknown): value is Handler {
   return typeof h.kind === 'string' && typeof h.handle === 'function' && Array.isArray(h.versions);
 }
 
+/**
+ * `file:line:column: message` for a syntax error in `absolute`: an import's SyntaxError carries
+ * no location (Node prints it only for an uncaught one), so `node --check` parses the file again
+ * without running it and says where. Null when the file itself parses (the error is in a file it
+ * imports, or came from running code) or the check says nothing usable.
+ */
+function syntaxErrorLocation(absolute: string, message: string): string | null {
+  const check = spawnSync(process.execPath, ['--check', absolute], { encoding: 'utf8', timeout: 10_000 });
+  if (check.status === 0 || !check.stderr) return null;
+  const lines = check.stderr.split('\n');
+  const at = /^(.*):(\d+)$/.exec(lines[0] ?? '');
+  if (!at) return null;
+  const caret = lines.slice(1, 4).find((l) => /^\s*\^+\s*$/.test(l));
+  const column = caret ? caret.indexOf('^') + 1 : null;
+  const said = lines.find((l) => /^SyntaxError: /.test(l))?.replace(/^SyntaxError: /, '') ?? message;
+  return `${at[1]}:${at[2]}${column ? `:${column}` : ''}: SyntaxError: ${said}`;
+}
+
 /** What `file` (as given) exports as handlers; throws a HandlerFileError naming it. */
 async function handlersOf(file: string, cwd: string): Promise<Handler[]> {
   const absolute = path.resolve(cwd, file);
@@ -33,7 +52,9 @@ async function handlersOf(file: string, cwd: string): Promise<Handler[]> {
   try {
     mod = (await import(url)) as typeof mod;
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message =
+      (error instanceof SyntaxError ? syntaxErrorLocation(absolute, error.message) : null) ??
+      (error instanceof Error ? error.message : String(error));
     const typescript =
       /\.(m|c)?tsx?$/.test(absolute) && (error as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION'
         ? ' (this Node does not run TypeScript: compile the file to .js, use Node 22.18 or later, or run under tsx)'

@@ -96,7 +96,7 @@ export function createMetrics(registry = new Registry()) {
     }),
     eventLoopLag: new Gauge({
       name: 'leasehold_event_loop_lag_seconds',
-      help: 'How late the main thread’s event loop turned at the last sample (every 20 ms); heartbeats wait that long (workers/event-loop.ts).',
+      help: 'How late the main thread’s event loop turned at the last sample (every 20 ms); heartbeats wait that long.',
       registers: [registry],
     }),
     eventLoopLagMax: {

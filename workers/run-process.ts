@@ -206,9 +206,15 @@ export async function runWorkerProcess(
   try {
     await worker.start();
   } catch (error) {
+    if (error instanceof Error && error.name === 'LeaseholdSchemaError') {
+      // No schema, or one this code may not run on: a sentence and exit code 2, as the CLI's other commands.
+      report(error.message.replace(/^Leasehold: /, ''));
+      await release();
+      return 2;
+    }
     logger.fatal(
       { err: error },
-      'worker could not start (is the database DATABASE_URL names reachable and migrated? run leasehold migrate)',
+      'worker could not start (is the database DATABASE_URL names reachable and migrated? run npx leasehold migrate)',
     );
     await release();
     return 1;

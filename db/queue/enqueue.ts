@@ -10,7 +10,7 @@
  * snapshot was taken (READ COMMITTED: the next statement sees it).
  */
 import type pg from 'pg';
-import { LeaseholdInputError } from './errors.ts';
+import { LeaseholdInputError, LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './errors.ts';
 import { prepareSpecs, type EnqueueSpec, type PreparedSpec } from './enqueue-spec.ts';
 import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql.ts';
 import { field, inPoolTransaction, ownPool, run, type Executor } from './executor.ts';
@@ -41,6 +41,10 @@ async function translateConflicts<T>(operation: string, work: () => Promise<T>):
     const cause = field(error, 'cause');
     const code = field(error, 'code') ?? field(cause, 'code');
     const constraint = field(error, 'constraint') ?? field(cause, 'constraint');
+    // An unmigrated database: the sentence that says what to run, not `relation "leasehold.jobs" does not exist`.
+    const message = field(error, 'message') ?? field(cause, 'message');
+    if ((code === '42P01' || code === '3F000') && typeof message === 'string' && /"leasehold[."]/.test(message))
+      throw new LeaseholdSchemaError(NO_SCHEMA_SENTENCE, { cause: error });
     if (code === '23505' && constraint === 'jobs_pkey') {
       throw new LeaseholdInputError(operation, [
         'id: a job with this id already exists (ids must be unique; use idempotencyKey to deduplicate)',
