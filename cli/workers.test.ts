@@ -10,7 +10,10 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { run } from '../db/queue/executor.ts';
-import { useTestDatabase } from '../test/db.ts';
+import { emptyDatabase, useTestDatabase } from '../test/db.ts';
+import { defineJob, enqueue } from '../entry/index.ts';
+import pg from 'pg';
+import { z } from 'zod';
 import { uniqueQueue } from '../test/factories.ts';
 import { freePort, takeDatabaseDown } from '../test/outage.ts';
 import { until } from '../test/wait.ts';
@@ -116,6 +119,45 @@ describe('leasehold workers', () => {
     expect(none.stderr).toMatch(/no handlers: name the file that exports them with --handlers <file>/);
     expect(await snapshot()).toEqual(before);
   }, 120_000);
+
+  it('keeps the file, line and column of a handlers file with a syntax error', async () => {
+    const project = tempProject();
+    writeFileSync(path.join(project, 'syntax.mjs'), 'export const a = 1;\n\n\n\nconsole.log("a" 1);\n');
+    const result = await cli(['workers', '--handlers', 'syntax.mjs', '--queues', 'syntax'], { cwd: project, env: env() });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /--handlers syntax\.mjs: the file did not load: \S*syntax\.mjs:5:13: SyntaxError: missing \) after argument list/,
+    );
+  }, 60_000);
+
+  it('on an unmigrated database, says to run leasehold migrate and exits 2, as enqueue says it', async () => {
+    const project = tempProject();
+    writeFileSync(path.join(project, 'jobs.mjs'), handlerSource('cli.unmigrated'));
+    const empty = await emptyDatabase('leasehold_cli_unmigrated');
+    try {
+      const result = await cli(['workers', '--handlers', 'jobs.mjs', '--queues', 'unmigrated'], {
+        cwd: project,
+        env: { ...env(), DATABASE_URL: empty.url },
+      });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(
+        /^leasehold workers: this database has no Leasehold schema: run the migrations first \(npx leasehold migrate, or start the worker with --migrate; docs\/cli\.md\)$/m,
+      );
+      expect(result.stderr + result.stdout).not.toMatch(/npm run|"level"/);
+
+      const pool = new pg.Pool({ connectionString: empty.url, max: 1 });
+      try {
+        const job = defineJob({ kind: 'cli.unmigrated', version: 1, queue: 'q', schema: z.object({ n: z.number() }) });
+        await expect(enqueue(pool, job, { n: 1 })).rejects.toThrow(
+          /^Leasehold: this database has no Leasehold schema: run the migrations first \(npx leasehold migrate/,
+        );
+      } finally {
+        await pool.end();
+      }
+    } finally {
+      await empty.drop();
+    }
+  }, 60_000);
 
   it('loads no handler it was not given: the demo’s receipt kind is not served by default', async () => {
     const project = tempProject();
