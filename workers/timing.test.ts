@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { backoff, every, isRetryableDbError, retryWhileUnavailable, sleep } from './timing.ts';
+import { backoff, dbErrorInWords, every, isRetryableDbError, retryWhileUnavailable, sleep } from './timing.ts';
 
 describe('timing', () => {
   it('cuts a sleep short when its signal aborts, and does not sleep on an aborted one', async () => {
@@ -115,5 +115,21 @@ describe('timing', () => {
     );
     await expect(fatal).rejects.toThrow('no such table');
     expect(other).toBe(1);
+  });
+});
+
+describe('dbErrorInWords', () => {
+  it('says a connection refused on every address of a host, which AggregateError leaves unsaid, in one line', () => {
+    const refused = (address: string) =>
+      Object.assign(new Error(`connect ECONNREFUSED ${address}`), { code: 'ECONNREFUSED' });
+    const both = Object.assign(new AggregateError([refused('::1:5999'), refused('127.0.0.1:5999')], ''), {
+      code: 'ECONNREFUSED',
+    });
+    expect(dbErrorInWords(both)).toBe('connect ECONNREFUSED ::1:5999; connect ECONNREFUSED 127.0.0.1:5999');
+    const shutdown = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    expect(dbErrorInWords(shutdown)).toBe('terminating connection due to administrator command (57P01)');
+    expect(dbErrorInWords(new Error('Failed query: select 1', { cause: shutdown }))).toBe(
+      'terminating connection due to administrator command (57P01)',
+    );
   });
 });

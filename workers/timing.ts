@@ -70,6 +70,25 @@ function isRetryableItself(error: unknown): boolean {
 }
 
 /**
+ * A database error in words, for a one-line log: its code and message, and for a connection
+ * refused on several addresses at once (an AggregateError, whose own message is empty) each
+ * address's. No stack.
+ */
+export function dbErrorInWords(error: unknown): string {
+  const one = (e: unknown): string => {
+    if (!(e instanceof Error)) return String(e);
+    const nested = (e as { errors?: unknown }).errors;
+    if (Array.isArray(nested) && nested.length > 0 && !e.message) return [...new Set(nested.map(one))].join('; ');
+    const code = (e as { code?: unknown }).code;
+    const message = e.message || (typeof code === 'string' ? code : e.name);
+    return typeof code === 'string' && !message.includes(code) ? `${message} (${code})` : message;
+  };
+  const said = one(error);
+  const cause = error instanceof Error ? error.cause : undefined;
+  return cause !== undefined && /^Failed query/.test(said) ? one(cause) : said;
+}
+
+/**
  * Runs `work`, trying again after connection-level failures (isRetryableDbError) with backoff
  * until `deadlineMs` or `signal` says stop; then, or on any other error, it throws the last
  * error. `onRetry` hears each failure that is tried again.
@@ -83,7 +102,8 @@ export async function retryWhileUnavailable<T>(
   work: () => Promise<T>,
   options: {
     deadlineMs: number | (() => number);
-    onRetry: (error: unknown) => void;
+    /** Each failure that is tried again: which try failed (1 for the first) and the wait before the next. */
+    onRetry: (error: unknown, retry: { attempt: number; waitMs: number }) => void;
     signal?: AbortSignal | undefined;
     now?: (() => number) | undefined;
   },
@@ -96,7 +116,7 @@ export async function retryWhileUnavailable<T>(
     } catch (error) {
       const wait = backoff(failures);
       if (!isRetryableDbError(error) || now() + wait > deadline() || options.signal?.aborted) throw error;
-      options.onRetry(error);
+      options.onRetry(error, { attempt: failures, waitMs: wait });
       await sleep(wait, options.signal);
       if (options.signal?.aborted) throw error; // stopped during the wait: no further try
     }

@@ -689,6 +689,35 @@ describe('a worker started while its database is away', () => {
     await until('done', stateIs(id, 'done'));
   });
 
+  it('logs one short line per retry (try, next wait, cause in words) and the stack once, at debug', async () => {
+    const queue = uniqueQueue();
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const { db } = unreliable((n) => (n <= 3 ? refused() : undefined));
+    const worker = new Worker(settings(queue), {
+      db,
+      claimDb: db,
+      databaseUrl: t.url,
+      registry: new HandlerRegistry([noop]),
+      logger,
+    });
+    workers.push(worker);
+    await worker.start();
+    const retries = lines.filter((l) => l.level === 40 && String(l.msg).startsWith('database unavailable at start'));
+    expect(retries.map((l) => l.attempt)).toEqual([1, 2, 3]);
+    for (const line of retries) {
+      expect(line).toMatchObject({ cause: 'connect ECONNREFUSED 127.0.0.1:5432', retryInMs: expect.any(Number) });
+      expect(line.msg).toMatch(
+        /^database unavailable at start \(try \d\): connect ECONNREFUSED 127\.0\.0\.1:5432; trying again in \d+\.\d s$/,
+      );
+      expect(line).not.toHaveProperty('err');
+      expect(JSON.stringify(line).length).toBeLessThan(400);
+    }
+    const stacks = lines.filter((l) => JSON.stringify(l).includes('"stack"'));
+    expect(stacks).toHaveLength(1);
+    expect(stacks[0]).toMatchObject({ level: 20, err: { message: 'connect ECONNREFUSED 127.0.0.1:5432' } });
+  });
+
   it('fails at once on an error that waiting cannot fix', async () => {
     const queue = uniqueQueue();
     const missing = Object.assign(new Error('relation "workers" does not exist'), { code: '42P01' });

@@ -34,7 +34,7 @@ import { WakeListener } from './listener.ts';
 import { Maintenance, type MaintenanceRounds } from './maintenance.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { handlerQueues, Producer, type ProducerSettings } from './producer.ts';
-import { isRetryableDbError, retryWhileUnavailable, sleep } from './timing.ts';
+import { dbErrorInWords, isRetryableDbError, retryWhileUnavailable, sleep } from './timing.ts';
 
 /** A worker's settings: the producer's and the completer's, and these. */
 export interface WorkerSettings extends ProducerSettings, CompleterSettings {
@@ -223,7 +223,14 @@ export class Worker {
       {
         deadlineMs: performance.now() + START_TIMEOUT_MS,
         signal: stopped,
-        onRetry: (error) => logger.warn({ err: error }, 'database unavailable at start; retrying'),
+        // One short line per try (which one, the wait, the cause in words); the stack once, at debug.
+        onRetry: (error, { attempt, waitMs }) => {
+          if (attempt === 1) logger.debug({ err: error }, 'database unavailable at start: the first error');
+          logger.warn(
+            { attempt, retryInMs: Math.round(waitMs), cause: dbErrorInWords(error) },
+            `database unavailable at start (try ${attempt}): ${dbErrorInWords(error)}; trying again in ${(waitMs / 1000).toFixed(1)} s`,
+          );
+        },
       },
     );
     try {
