@@ -1,6 +1,9 @@
 import { defineConfig } from '@playwright/test';
+import { e2ePorts } from './e2e/ports.ts';
 
-const PORT = Number(process.env.E2E_PORT ?? 3100);
+// Free ports (or the E2E_*_PORT variables), picked here once: the global setup and the workers
+// inherit them through process.env (e2e/ports.ts).
+const PORT = e2ePorts().web;
 
 /**
  * End-to-end tests of the dashboard in Debian's Chromium (no browser download): the global

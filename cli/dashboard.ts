@@ -73,7 +73,8 @@ It runs no DDL on DATABASE_URL: the schema must be migrated (leasehold migrate) 
 must have the role leasehold_dashboard (db/roles.sql); it says what is missing at start.
 
   --port N          port to listen on (default: PORT, else 3000)
-  --hostname HOST   address to listen on (default: Next.js's, all interfaces)
+  --hostname HOST   address to listen on (default: LEASEHOLD_DASHBOARD_HOSTNAME, else 127.0.0.1, this
+                    machine only; 0.0.0.0 for every interface, as in a container: docs/dashboard.md)
   --dir FOLDER      the build folder (default ./.leasehold/dashboard; LEASEHOLD_DASHBOARD_DIR)
   --base-path PATH  serve under a path prefix behind your proxy, e.g. /leasehold (LEASEHOLD_BASE_PATH;
                     fixed at build time: a build for another path is built again; / for none).
@@ -100,6 +101,13 @@ const OPTIONS = {
  * `--base-path`'s value as Next.js takes it: '' for none (`''` or `/`), else a leading slash and
  * none at the end (`/leasehold/` is `/leasehold`). A UsageError for anything else.
  */
+/** The address `next start` listens on: --hostname, else LEASEHOLD_DASHBOARD_HOSTNAME, else this machine only. */
+export function dashboardHostname(flag: string | undefined, env: Record<string, string | undefined>): string {
+  const host = (flag ?? env.LEASEHOLD_DASHBOARD_HOSTNAME ?? '').trim();
+  if (flag !== undefined && host === '') throw new UsageError('--hostname needs an address, e.g. 127.0.0.1 or 0.0.0.0');
+  return host || '127.0.0.1';
+}
+
 export function normalizeBasePath(value: string): string {
   const trimmed = value.trim().replace(/\/+$/, '');
   if (trimmed === '') return '';
@@ -319,9 +327,11 @@ export const dashboardCommand: Command = {
     const basePath = asked !== undefined ? normalizeBasePath(asked) : buildOnly ? '' : (marker?.basePath ?? '');
 
     let port = 0;
+    let hostname = '127.0.0.1';
     let nextAuthUrl: string | undefined;
     if (!buildOnly) {
       port = wholeNumber('port', values.port ?? context.env.PORT ?? '3000', 1, 65535)!;
+      hostname = dashboardHostname(values.hostname, context.env);
       const secret = context.env.NEXTAUTH_SECRET ?? '';
       if (secret.length < 32)
         throw new UsageError(
@@ -379,13 +389,7 @@ export const dashboardCommand: Command = {
         return 0;
       }
 
-      const startArgs = [
-        next,
-        'start',
-        '--port',
-        String(port),
-        ...(values.hostname ? ['--hostname', values.hostname] : []),
-      ];
+      const startArgs = [next, 'start', '--port', String(port), '--hostname', hostname];
       if (basePath) console.error(`leasehold dashboard: serving under ${basePath}/ on port ${port}`);
       const child = spawn(process.execPath, startArgs, { cwd: dir, env, stdio: ['ignore', 'inherit', 'inherit'] });
       const forward = (signal: NodeJS.Signals) => child.kill(signal);

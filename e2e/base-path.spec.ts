@@ -15,12 +15,11 @@ import pg from 'pg';
 import { applyRoles } from '../db/roles.ts';
 import { upsertUser } from '../db/users.ts';
 import { db, deadJob, expect, test, uniqueQueue } from './fixtures.ts';
+import { e2ePorts } from './ports.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PREFIX = '/leasehold';
-const E2E_PORT = Number(process.env.E2E_PORT ?? 3100);
-const APP_PORT = E2E_PORT + 1;
-const PROXY_PORT = E2E_PORT + 2;
+const { app: APP_PORT, proxy: PROXY_PORT } = e2ePorts();
 const ORIGIN = `http://127.0.0.1:${PROXY_PORT}`;
 const BUILD_DIR = path.join(ROOT, '.leasehold', 'e2e-base-path');
 const OPERATOR = { email: 'base-path-operator@example.com', password: 'base-path-password-1' };

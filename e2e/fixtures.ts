@@ -11,6 +11,7 @@ import { createDb, type DbHandle } from '../db/client.ts';
 import { claim, enqueue, enqueueMany, failIfLeaseHeld, reapExpiredLeases, type ClaimedJob } from '../db/queue/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { DEMO_PASSWORD } from '../db/users.ts';
+import { e2ePorts } from './ports.ts';
 
 export type Role = 'viewer' | 'operator' | 'admin';
 
@@ -86,7 +87,7 @@ export async function login(page: Page, role: Role) {
 }
 
 /** The e2e server's own origin: what a browser's writes carry as Origin (lib/request-limits.ts). */
-export const ORIGIN = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3100)}`;
+export const ORIGIN = `http://127.0.0.1:${e2ePorts().web}`;
 /** For writes sent with page.request (not a browser fetch, which says its Origin itself). */
 export const FROM_DASHBOARD = { origin: ORIGIN };
 
@@ -99,7 +100,7 @@ const REPORT_VIOLATIONS = `document.addEventListener('securitypolicyviolation', 
 });`;
 
 /** The test identity provider's port (e2e/oidc.spec.ts): its pages have their own policy, not ours. */
-const OIDC_PORT = process.env.E2E_OIDC_PORT ?? '9570';
+const OIDC_PORT = String(e2ePorts().oidc);
 const violationsOf = new WeakMap<Page, string[]>();
 
 /** What the policy refused on `page` so far (the fixture fails the test unless it is empty at the end). */

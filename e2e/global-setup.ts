@@ -11,6 +11,7 @@ import { createScratchDatabase, selectDatabase } from '../scripts/database.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users.ts';
 import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations.ts';
+import { e2ePorts } from './ports.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -30,7 +31,7 @@ async function waitFor(url: string, child: ChildProcess, output: string[], timeo
 }
 
 export default async function globalSetup() {
-  const port = Number(process.env.E2E_PORT ?? 3100);
+  const port = e2ePorts().web;
   const server = await selectDatabase({
     databaseUrl: process.env.DATABASE_URL,
     dataDir: path.join(ROOT, '.leasehold', 'test-postgres'),

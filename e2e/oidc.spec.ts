@@ -11,11 +11,12 @@ import { DEMO_PASSWORD } from '../db/users.ts';
 import { startOidcProvider, type TestOidcProvider } from '../test/oidc-provider.ts';
 import { signInWithOidc } from '../test/package/session.ts';
 import { deadJob, expect, startDashboard, test, uniqueQueue, type DashboardServer } from './fixtures.ts';
+import { e2ePorts } from './ports.ts';
 
-const BASE_PORT = Number(process.env.E2E_PORT ?? 3100);
-const WITH_USERS = `http://127.0.0.1:${BASE_PORT + 1}`;
-const SSO_ONLY = `http://127.0.0.1:${BASE_PORT + 2}`;
-const OIDC_PORT = Number(process.env.E2E_OIDC_PORT ?? 9570);
+const PORTS = e2ePorts();
+const WITH_USERS = `http://127.0.0.1:${PORTS.app}`;
+const SSO_ONLY = `http://127.0.0.1:${PORTS.proxy}`;
+const OIDC_PORT = PORTS.oidc;
 const SSO_NAME = 'Example SSO';
 const REFUSED =
   'Your identity provider signed you in but gave you no Leasehold role: the leasehold_role claim is missing or names no role';

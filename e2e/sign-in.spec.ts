@@ -10,9 +10,10 @@ import { run } from '../db/queue/executor.ts';
 import { addUser, DEMO_PASSWORD, disableUser } from '../db/users.ts';
 import { signIn } from '../test/package/session.ts';
 import { db, expect, startDashboard, test, type DashboardServer } from './fixtures.ts';
+import { e2ePorts } from './ports.ts';
 
-const FIRST = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3100)}`;
-const SECOND = `http://127.0.0.1:${Number(process.env.E2E_PORT ?? 3100) + 3}`;
+const FIRST = `http://127.0.0.1:${e2ePorts().web}`;
+const SECOND = `http://127.0.0.1:${e2ePorts().second}`;
 const PASSWORD = 'sign-in-e2e-password';
 
 let second: DashboardServer | null = null;
