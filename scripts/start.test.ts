@@ -3,8 +3,13 @@
  * the demo users (a known admin password) only when asked with --demo-users. `--only-db` stops
  * after the database is prepared, so no dashboard or worker starts here.
  */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, PROJECT_DIR } from './database.ts';
 import { emptyDatabase, type ScratchDatabase } from '../test/db.ts';
 import { start, stopAll } from '../test/processes.ts';
 
@@ -41,6 +46,91 @@ describe('npm start on a DATABASE_URL', () => {
       expect(await demoUsersIn(db)).toEqual(['admin@example.com', 'operator@example.com', 'viewer@example.com']);
     } finally {
       await db.drop();
+    }
+  }, 240_000);
+});
+
+const TSX_CLI = path.join(PROJECT_DIR, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+const START = path.join(PROJECT_DIR, 'scripts', 'start.ts');
+/** This environment without the test run's database and Leasehold settings: npm start's own choice. */
+const cleanEnv = () =>
+  Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('LEASEHOLD_') && k !== 'DATABASE_URL' && !k.startsWith('PG')),
+  );
+
+describe('npm start’s checks and stop', () => {
+  it('refuses a dashboard setting before anything starts: a short LEASEHOLD_METRICS_TOKEN exits 2 with the sentence', () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'leasehold-start-'));
+    try {
+      const run = spawnSync(process.execPath, [TSX_CLI, START], {
+        cwd: PROJECT_DIR,
+        env: { ...cleanEnv(), LEASEHOLD_DATA_DIR: path.join(dataDir, 'pg'), LEASEHOLD_METRICS_TOKEN: 'short-token' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(run.status).toBe(2);
+      expect(run.stderr).toContain(
+        '[leasehold] refusing to start: LEASEHOLD_METRICS_TOKEN must be at least 32 random characters',
+      );
+      // Nothing started: no database was made.
+      expect(run.stdout).not.toMatch(/database/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops the workers before the embedded database on a terminal’s Ctrl-C (the whole process group)', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'leasehold-start-'));
+    const providerPort = String(await freePort());
+    // A process group of its own, as a terminal's foreground job: its Ctrl-C reaches every process in it.
+    const child = spawn(
+      process.execPath,
+      [TSX_CLI, START, '--no-web', '--workers', '1', '--rate', '1', '--provider-port', providerPort],
+      {
+        cwd: PROJECT_DIR,
+        env: { ...cleanEnv(), LEASEHOLD_DATA_DIR: path.join(dataDir, 'pg') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      },
+    );
+    let output = '';
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const started = Date.now();
+      while (!/receipt provider stats/.test(output)) {
+        if (child.exitCode !== null || Date.now() - started > 150_000)
+          throw new Error(`npm start did not come up:\n${output.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const metrics = /worker-1 metrics: (http:\/\/127\.0\.0\.1:(\d+)\/metrics)/.exec(output);
+      expect(metrics, output).not.toBeNull();
+      expect(Number(metrics![2])).not.toBe(9464); // a free port, not the old fixed one
+      // The worker is up (its metrics answer) and has served a while before Ctrl-C.
+      const scrape = async () => (await fetch(metrics![1]).catch(() => null))?.ok === true;
+      while (!(await scrape())) {
+        if (Date.now() - started > 150_000) throw new Error(`worker metrics did not answer:\n${output.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      await new Promise((r) => setTimeout(r, 2000));
+      const databaseUrl = /\[leasehold\] database: (\S+)/.exec(output)?.[1];
+      expect(databaseUrl, output).toBeDefined();
+      process.kill(-child.pid!, 'SIGINT');
+      // Right after Ctrl-C the database still serves: it stops only once the workers have.
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      try {
+        expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      } finally {
+        await client.end();
+      }
+      expect(await exited).toBe(0);
+      expect(output).toContain('workers stopped; stopping the database');
+      expect(output).not.toMatch(/LISTEN connection lost|database unavailable|terminating connection|exited \(/);
+    } finally {
+      if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
     }
   }, 240_000);
 });

