@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { emptyDatabase, hasLeaseholdSchema } from '../test/db.ts';
 import { cli, ROOT, tempProject } from '../test/cli.ts';
 import { useRoleDatabase } from '../test/roles.ts';
-import { MARKER, nextAuthUrlFor, normalizeBasePath, readMarker, rebuildReason } from './dashboard.ts';
+import { dashboardHostname, MARKER, nextAuthUrlFor, normalizeBasePath, readMarker, rebuildReason } from './dashboard.ts';
 
 const r = useRoleDatabase();
 const SECRET = { NEXTAUTH_SECRET: 'lh-test-9f3Kq2LxVb7Wm4Tz8Hc1Rj6Ny5Pd0Gs', NEXTAUTH_URL: 'https://ops.example.com' };
@@ -70,12 +70,32 @@ describe('leasehold dashboard on a database it cannot serve', () => {
     expect(existsSync(path.join(cwd, '.leasehold'))).toBe(false);
   });
 
+  it('a LEASEHOLD_METRICS_TOKEN too short to be one: exit 2 with the sentence, before the database or any build', async () => {
+    const cwd = tempProject();
+    const run = await cli(['dashboard'], {
+      cwd,
+      env: { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', ...SECRET, LEASEHOLD_METRICS_TOKEN: 'short-token' },
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/LEASEHOLD_METRICS_TOKEN must be at least 32 random characters/);
+    expect(existsSync(path.join(cwd, '.leasehold'))).toBe(false);
+  });
+
   it('the dashboard’s own login gets past the database to the packages check', async () => {
     const cwd = tempProject();
     const run = await cli(['dashboard'], { cwd, env: { DATABASE_URL: r.urls.dashboard, ...SECRET } });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/the dashboard needs packages your project does not have/);
     expect(run.stderr).not.toMatch(/warning/);
+  });
+});
+
+describe('the address it listens on', () => {
+  it('is 127.0.0.1 unless --hostname or LEASEHOLD_DASHBOARD_HOSTNAME says another (the flag wins)', () => {
+    expect(dashboardHostname(undefined, {})).toBe('127.0.0.1');
+    expect(dashboardHostname(undefined, { LEASEHOLD_DASHBOARD_HOSTNAME: '0.0.0.0' })).toBe('0.0.0.0');
+    expect(dashboardHostname('::1', { LEASEHOLD_DASHBOARD_HOSTNAME: '0.0.0.0' })).toBe('::1');
+    expect(() => dashboardHostname('', {})).toThrow(/--hostname needs an address/);
   });
 });
 

@@ -4,7 +4,8 @@
  * exports no handler or repeats a kind stops start-up with a sentence and writes nothing;
  * `/healthz` on the health port (from before the start) and `/metrics` on 127.0.0.1.
  */
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
@@ -17,7 +18,7 @@ import { z } from 'zod';
 import { uniqueQueue } from '../test/factories.ts';
 import { freePort, takeDatabaseDown } from '../test/outage.ts';
 import { until } from '../test/wait.ts';
-import { cli, startCli, tempProject } from '../test/cli.ts';
+import { cli, ROOT, startCli, tempProject } from '../test/cli.ts';
 
 const t = useTestDatabase({ max: 2 });
 const env = () => ({ DATABASE_URL: t.url, LEASEHOLD_LOG_LEVEL: 'info' });
@@ -157,6 +158,54 @@ describe('leasehold workers', () => {
     } finally {
       await empty.drop();
     }
+  }, 60_000);
+
+  it('stops on SIGTERM in the container form (exec node_modules/.bin/leasehold from a shell entrypoint): exit 0, the job released', async () => {
+    const project = tempProject();
+    // The project's bin as npm links it: an executable named leasehold that runs the CLI under node.
+    mkdirSync(path.join(project, 'node_modules', '.bin'), { recursive: true });
+    const bin = path.join(project, 'node_modules', '.bin', 'leasehold');
+    writeFileSync(
+      bin,
+      `#!/usr/bin/env -S node --import ${import.meta.resolve('tsx')}\nimport(${JSON.stringify(path.join(ROOT, 'cli', 'main.ts'))});\n`,
+    );
+    chmodSync(bin, 0o755);
+    writeFileSync(
+      path.join(project, 'slow.mjs'),
+      `export const handlers = [{ kind: 'cli.slow', versions: [1], schema: { '~standard': { version: 1, vendor: 'test', validate: (value) => ({ value }) } }, timeoutMs: 60000,
+        handle: ({ signal }) => new Promise((resolve) => signal.addEventListener('abort', resolve)) }];\n`,
+    );
+    const queue = uniqueQueue('cli');
+    const enqueued = await cli(['enqueue', queue, 'cli.slow', '{}'], { env: env() });
+    const id = enqueued.stdout.trim();
+    // A shell entrypoint's last line: exec, so the signal goes to the worker, not to a shell (or npx) that dies of it.
+    const entrypoint = spawn('sh', ['-c', `exec node_modules/.bin/leasehold workers --handlers ./slow.mjs --queues ${queue} --grace-ms 500 --poll-ms 200`], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    entrypoint.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    entrypoint.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | string>((resolve) => entrypoint.on('exit', (code, signal) => resolve(code ?? signal ?? 'none')));
+    await until(
+      'the job running',
+      async () => {
+        const [row] = await run<{ state: string }>(t.db, sql`SELECT state FROM leasehold.jobs WHERE id = ${id}::uuid`);
+        return row?.state === 'running' ? true : undefined;
+      },
+      30_000,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; worker output:\n${output}`);
+    });
+    // SIGTERM to that one process, as a container runtime sends it to PID 1.
+    entrypoint.kill('SIGTERM');
+    expect(await exited, output).toBe(0);
+    const [job] = await run<{ state: string; released: number }>(
+      t.db,
+      sql`SELECT state, released FROM leasehold.jobs WHERE id = ${id}::uuid`,
+    );
+    expect(job).toMatchObject({ state: 'ready', released: 1 });
   }, 60_000);
 
   it('loads no handler it was not given: the demo’s receipt kind is not served by default', async () => {

@@ -50,6 +50,14 @@ describe('npm run web', () => {
     expect(plain.stderr).toContain('NEXTAUTH_URL must be https://');
   });
 
+  it('refuses to start with a LEASEHOLD_METRICS_TOKEN too short to be one', () => {
+    const run = web({ LEASEHOLD_METRICS_TOKEN: 'short-token' });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(
+      '[leasehold] refusing to start: LEASEHOLD_METRICS_TOKEN must be at least 32 random characters',
+    );
+  });
+
   it('refuses to start with built-in users off and no single sign-on', () => {
     const run = web({ LEASEHOLD_BUILTIN_USERS: 'false' });
     expect(run.status).toBe(2);
