@@ -10,7 +10,14 @@ import { describe, expect, it } from 'vitest';
 import { emptyDatabase, hasLeaseholdSchema } from '../test/db.ts';
 import { cli, ROOT, tempProject } from '../test/cli.ts';
 import { useRoleDatabase } from '../test/roles.ts';
-import { dashboardHostname, MARKER, nextAuthUrlFor, normalizeBasePath, readMarker, rebuildReason } from './dashboard.ts';
+import {
+  dashboardHostname,
+  MARKER,
+  nextAuthUrlFor,
+  normalizeBasePath,
+  readMarker,
+  rebuildReason,
+} from './dashboard.ts';
 
 const r = useRoleDatabase();
 const SECRET = { NEXTAUTH_SECRET: 'lh-test-9f3Kq2LxVb7Wm4Tz8Hc1Rj6Ny5Pd0Gs', NEXTAUTH_URL: 'https://ops.example.com' };

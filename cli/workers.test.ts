@@ -124,7 +124,10 @@ describe('leasehold workers', () => {
   it('keeps the file, line and column of a handlers file with a syntax error', async () => {
     const project = tempProject();
     writeFileSync(path.join(project, 'syntax.mjs'), 'export const a = 1;\n\n\n\nconsole.log("a" 1);\n');
-    const result = await cli(['workers', '--handlers', 'syntax.mjs', '--queues', 'syntax'], { cwd: project, env: env() });
+    const result = await cli(['workers', '--handlers', 'syntax.mjs', '--queues', 'syntax'], {
+      cwd: project,
+      env: env(),
+    });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(
       /--handlers syntax\.mjs: the file did not load: \S*syntax\.mjs:5:13: SyntaxError: missing \) after argument list/,
@@ -179,15 +182,24 @@ describe('leasehold workers', () => {
     const enqueued = await cli(['enqueue', queue, 'cli.slow', '{}'], { env: env() });
     const id = enqueued.stdout.trim();
     // A shell entrypoint's last line: exec, so the signal goes to the worker, not to a shell (or npx) that dies of it.
-    const entrypoint = spawn('sh', ['-c', `exec node_modules/.bin/leasehold workers --handlers ./slow.mjs --queues ${queue} --grace-ms 500 --poll-ms 200`], {
-      cwd: project,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env() },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const entrypoint = spawn(
+      'sh',
+      [
+        '-c',
+        `exec node_modules/.bin/leasehold workers --handlers ./slow.mjs --queues ${queue} --grace-ms 500 --poll-ms 200`,
+      ],
+      {
+        cwd: project,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env() },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     entrypoint.stdout!.on('data', (c: Buffer) => (output += c.toString()));
     entrypoint.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-    const exited = new Promise<number | string>((resolve) => entrypoint.on('exit', (code, signal) => resolve(code ?? signal ?? 'none')));
+    const exited = new Promise<number | string>((resolve) =>
+      entrypoint.on('exit', (code, signal) => resolve(code ?? signal ?? 'none')),
+    );
     await until(
       'the job running',
       async () => {

@@ -106,7 +106,9 @@ const pathListSchema = z
   .pipe(z.array(redactedPathSchema).max(100, 'at most 100 paths'));
 
 const schema = z.object({
-  DATABASE_URL: z.string().min(1, 'DATABASE_URL is required: set it to your PostgreSQL’s URL (postgres://user:password@host:5432/dbname)'),
+  DATABASE_URL: z
+    .string()
+    .min(1, 'DATABASE_URL is required: set it to your PostgreSQL’s URL (postgres://user:password@host:5432/dbname)'),
   LEASEHOLD_DEMO: flag,
   NEXTAUTH_SECRET: z.string().optional(),
   NEXTAUTH_URL: z.string().max(2000).optional(),

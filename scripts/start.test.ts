@@ -55,7 +55,9 @@ const START = path.join(PROJECT_DIR, 'scripts', 'start.ts');
 /** This environment without the test run's database and Leasehold settings: npm start's own choice. */
 const cleanEnv = () =>
   Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith('LEASEHOLD_') && k !== 'DATABASE_URL' && !k.startsWith('PG')),
+    Object.entries(process.env).filter(
+      ([k]) => !k.startsWith('LEASEHOLD_') && k !== 'DATABASE_URL' && !k.startsWith('PG'),
+    ),
   );
 
 describe('npm start’s checks and stop', () => {

@@ -27,10 +27,16 @@ describe('scripts/test-deps.sh', () => {
   });
 
   it('stops at once with the one apt-get command for what is missing', () => {
-    const run = deps({ CHROMIUM_PATH: '/nonexistent/chromium', PGBOUNCER: '/bin/sh', FAKETIME: '/nonexistent/faketime' });
+    const run = deps({
+      CHROMIUM_PATH: '/nonexistent/chromium',
+      PGBOUNCER: '/bin/sh',
+      FAKETIME: '/nonexistent/faketime',
+    });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain("npm test needs Debian's chromium faketime");
-    expect(run.stderr).toContain("Install them as root:  sudo sh -c 'apt-get update && apt-get install -y chromium faketime'");
+    expect(run.stderr).toContain(
+      "Install them as root:  sudo sh -c 'apt-get update && apt-get install -y chromium faketime'",
+    );
   });
 
   it('is what npm test runs first and what .ci/run calls instead of a list of its own', () => {

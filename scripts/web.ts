@@ -54,7 +54,9 @@ try {
 }
 const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');
 const port = process.env.PORT ?? '3000';
-const child = spawn(process.execPath, [next, 'start', '--port', port], {
+// This machine only unless told otherwise, as `leasehold dashboard` and `npm start`.
+const hostname = process.env.LEASEHOLD_DASHBOARD_HOSTNAME?.trim() || '127.0.0.1';
+const child = spawn(process.execPath, [next, 'start', '--port', port, '--hostname', hostname], {
   cwd: PROJECT_DIR,
   env: { ...process.env, DATABASE_URL: database.url, LEASEHOLD_DEMO: 'false' },
   stdio: 'inherit',

@@ -5,13 +5,15 @@
  * - A block whose info string names a file (```js title="jobs.mjs"```) is written to that file.
  * - A `sh` block runs line by line (`#` lines are comments). A line that ends in
  *   `# keeps running` starts in the background and stays up until the end (workers, dashboard).
- * - The one rewrite: the package name `leasehold` in an `npm install` line becomes the packed
- *   tarball (nothing is published). Every rewrite is printed.
+ * - Two rewrites: the package name `leasehold` in an `npm install` line becomes the packed
+ *   tarball (nothing is published), and the placeholder URL of the line that writes `.env`
+ *   becomes the scratch database's. Every rewrite is printed.
  * - The steps are the `## N. …` headings; there must be fewer than ten.
  *
- * The script supplies DATABASE_URL (a scratch database), as the doc's reader has it set in the
- * environment. It then checks what the doc promises: the enqueued job ends `done` and the
- * dashboard answers.
+ * The doc's reader keeps DATABASE_URL in `.env` (the doc's own first block writes it there): the
+ * commands run with no DATABASE_URL and no PG* variable in their environment, which is checked
+ * in a child before the first block, so every script must read `.env` as the doc says. It then
+ * checks what the doc promises: the enqueued job ends `done` and the dashboard answers.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -57,8 +59,15 @@ export function steps(markdown: string): string[] {
   return [...markdown.matchAll(/^## (\d+)\. (.+)$/gm)].map((m) => `${m[1]}. ${m[2]}`);
 }
 
-/** The one allowed rewrite: `npm install … leasehold …` installs the tarball instead. */
-export function rewrite(line: string, tarball: string): string {
+/** The line of the doc that writes `.env`: `echo 'DATABASE_URL=…' > .env`. */
+const DOTENV_LINE = /^echo 'DATABASE_URL=[^']*' > \.env\b/;
+
+/**
+ * The allowed rewrites: `npm install … leasehold …` installs the tarball instead, and the line
+ * writing `.env` writes the scratch database's URL.
+ */
+export function rewrite(line: string, tarball: string, databaseUrl = ''): string {
+  if (DOTENV_LINE.test(line)) return line.replace(/^echo 'DATABASE_URL=[^']*'/, `echo 'DATABASE_URL=${databaseUrl}'`);
   if (!/^npm (install|i) /.test(line)) return line;
   return line
     .split(' ')
@@ -71,10 +80,23 @@ async function quickstart(major: string, tarball: string, serverUrl: string, kee
   const node = nodeFolder(major);
   const project = scratchFolder(`quickstart-node${major}`);
   const database = await scratchDatabase(serverUrl, `quickstart_node${major}`);
-  const env = { DATABASE_URL: database.url };
+  // Nothing of this process's database settings reaches the commands: DATABASE_URL is in .env only.
+  const env: Record<string, string | undefined> = { DATABASE_URL: undefined };
+  for (const key of Object.keys(process.env)) if (key.startsWith('PG')) env[key] = undefined;
   const running: Background[] = [];
   const t0 = Date.now();
   try {
+    const seen = run(
+      'node',
+      [
+        '-e',
+        "console.log(JSON.stringify(Object.keys(process.env).filter((k) => k === 'DATABASE_URL' || k.startsWith('PG'))))",
+      ],
+      { cwd: project, node, env },
+    ).stdout.trim();
+    if (seen !== '[]') throw new Error(`the commands' environment holds database settings: ${seen}`);
+    log(`node ${major}: the commands' environment holds no DATABASE_URL and no PG* variable`);
+    let wroteDotEnv = false;
     for (const block of blocks(markdown)) {
       if (block.file) {
         writeFileSync(path.join(project, block.file), block.body);
@@ -84,7 +106,8 @@ async function quickstart(major: string, tarball: string, serverUrl: string, kee
       for (const raw of block.body.split('\n')) {
         const line = raw.trim();
         if (line === '' || line.startsWith('#')) continue;
-        const command = rewrite(line.replace(BACKGROUND, ''), tarball);
+        const command = rewrite(line.replace(BACKGROUND, ''), tarball, database.url);
+        if (DOTENV_LINE.test(line)) wroteDotEnv = true;
         if (command !== line.replace(BACKGROUND, '')) log(`node ${major}: rewrote \`${line}\` → \`${command}\``);
         if (BACKGROUND.test(line)) {
           log(`node ${major}: started \`${command}\``);
@@ -95,6 +118,7 @@ async function quickstart(major: string, tarball: string, serverUrl: string, kee
         run('bash', ['-c', command], { cwd: project, node, env, timeoutMs: 600_000 });
       }
     }
+    if (!wroteDotEnv) throw new Error('docs/quickstart.md has no line writing DATABASE_URL into .env');
     // What the doc promises at its end: the job ran, and the dashboard is up.
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
