@@ -15,7 +15,7 @@ import { emptyDatabase, useTestDatabase } from '../test/db.ts';
 import { defineJob, enqueue } from '../entry/index.ts';
 import pg from 'pg';
 import { z } from 'zod';
-import { uniqueQueue } from '../test/factories.ts';
+import { claimOne, expireLease, uniqueQueue } from '../test/factories.ts';
 import { freePort, takeDatabaseDown } from '../test/outage.ts';
 import { until } from '../test/wait.ts';
 import { cli, ROOT, startCli, tempProject } from '../test/cli.ts';
@@ -342,22 +342,79 @@ describe('leasehold workers: /healthz and /metrics', () => {
   it('serves /metrics (and /healthz) on 127.0.0.1 unless told otherwise, and one listener for one port', async () => {
     const project = tempProject();
     writeFileSync(path.join(project, 'jobs.mjs'), handlerSource('cli.metrics'));
+    // One job completes, one fails (a negative n), one is reaped: each series has an event to count.
+    writeFileSync(
+      path.join(project, 'metrics.mjs'),
+      handlerSource('cli.metrics').replace(
+        'async handle({ payload }) {',
+        'async handle({ payload }) { if (payload.n < 0) throw new Error("negative n");',
+      ),
+    );
+    const queue = uniqueQueue('cli');
+    const elsewhere = uniqueQueue('cli-reaped');
+    const done = (await cli(['enqueue', queue, 'cli.metrics', '{"n":2}'], { env: env() })).stdout.trim();
+    const failing = (await cli(['enqueue', queue, 'cli.metrics', '{"n":-1}'], { env: env() })).stdout.trim();
+    const lost = (await cli(['enqueue', elsewhere, 'cli.metrics', '{"n":3}'], { env: env() })).stdout.trim();
+    // A job of a queue this worker does not serve, leased by a worker that died: its reaper reaps it.
+    await claimOne(t.db, elsewhere, 'dead-worker');
+    await expireLease(t.db, lost);
     const [metricsPort, shared] = [await freePort(), await freePort()];
     const worker = startCli(
-      ['workers', '--handlers', 'jobs.mjs', '--queues', uniqueQueue('cli'), '--metrics-port', String(metricsPort)],
+      [
+        'workers',
+        '--handlers',
+        'metrics.mjs',
+        '--queues',
+        queue,
+        '--metrics-port',
+        String(metricsPort),
+        '--poll-ms',
+        '200',
+        '--reap-interval-ms',
+        '200',
+      ],
       { cwd: project, env: env() },
     );
+    const value = (body: string, series: RegExp) =>
+      Number(
+        body
+          .split('\n')
+          .find((line) => series.test(line))
+          ?.split(' ')
+          .at(-1) ?? Number.NaN,
+      );
     const scraped = await until(
-      'metrics',
+      'metrics with a completion, a failure and a reaped lease',
       async () => {
         const answer = await probe(metricsPort, '/metrics');
-        return answer?.status === 200 ? answer : undefined;
+        if (answer?.status !== 200) return undefined;
+        const counted =
+          value(answer.body, /^leasehold_jobs_completed_total\{.*kind="cli\.metrics"/) >= 1 &&
+          value(answer.body, /^leasehold_jobs_failed_total\{.*kind="cli\.metrics"/) >= 1 &&
+          value(answer.body, /^leasehold_leases_reaped_total\{outcome="retried"\}/) >= 1;
+        return counted ? answer : undefined;
       },
       30_000,
     ).catch((error: Error) => {
       throw new Error(`${error.message}; worker output:\n${worker.output()}`);
     });
-    expect(scraped.body).toContain('leasehold_jobs_claimed_total');
+    expect(value(scraped.body, /^leasehold_jobs_claimed_total\{queue="/)).toBeGreaterThanOrEqual(2);
+    expect(value(scraped.body, /^leasehold_jobs_completed_total\{.*kind="cli\.metrics"/)).toBe(1);
+    expect(value(scraped.body, /^leasehold_jobs_failed_total\{.*kind="cli\.metrics"/)).toBeGreaterThanOrEqual(1);
+    expect(value(scraped.body, /^leasehold_leases_reaped_total\{outcome="retried"\}/)).toBe(1);
+    // Each handler run is timed: the completed one and the failed one at least.
+    expect(value(scraped.body, /^leasehold_handler_duration_seconds_count\{.*outcome="completed"/)).toBe(1);
+    expect(value(scraped.body, /^leasehold_handler_duration_seconds_count\{.*outcome="failed"/)).toBeGreaterThanOrEqual(
+      1,
+    );
+    const [states] = await run<{ done: string; failing: string; lost: string }>(
+      t.db,
+      sql`SELECT (SELECT state FROM leasehold.jobs WHERE id = ${done}::uuid) AS done,
+                 (SELECT state FROM leasehold.jobs WHERE id = ${failing}::uuid) AS failing,
+                 (SELECT state FROM leasehold.jobs WHERE id = ${lost}::uuid) AS lost`,
+    );
+    expect(states).toMatchObject({ done: 'done', lost: 'ready' });
+    expect(states!.failing).not.toBe('done');
     expect(worker.output()).toMatch(new RegExp(`"bound":"127\\.0\\.0\\.1:${metricsPort}"`));
     const outside = outsideAddress();
     // Not on another interface of this machine: the connection is refused there.
