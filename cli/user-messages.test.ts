@@ -109,9 +109,10 @@ export function literalsOf(text: string): string[] {
       let inClass = false;
       while (j < text.length && text[j] !== '\n') {
         if (text[j] === '\\') j += 2;
-        else if (text[j] === '[') (inClass = true), j++;
-        else if (text[j] === ']') (inClass = false), j++;
-        else if (text[j] === '/' && !inClass) break;
+        else if (text[j] === '[' || text[j] === ']') {
+          inClass = text[j] === '[';
+          j++;
+        } else if (text[j] === '/' && !inClass) break;
         else j++;
       }
       i = j + 1;
@@ -155,7 +156,7 @@ function packedFiles(): string[] {
   const result = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
     cwd: ROOT,
     encoding: 'utf8',
-    env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('npm_'))),
+    env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('npm_'))) as NodeJS.ProcessEnv,
   });
   expect(result.status, result.stderr).toBe(0);
   const [info] = JSON.parse(result.stdout.slice(result.stdout.indexOf('['))) as { files: { path: string }[] }[];

@@ -12,7 +12,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { run } from '../db/queue/executor.ts';
 import { emptyDatabase, useTestDatabase } from '../test/db.ts';
-import { defineJob, enqueue } from '../entry/index.ts';
+import { defineJob, enqueue } from '../db/queue/index.ts';
 import pg from 'pg';
 import { z } from 'zod';
 import { claimOne, expireLease, uniqueQueue } from '../test/factories.ts';
@@ -190,7 +190,11 @@ describe('leasehold workers', () => {
       ],
       {
         cwd: project,
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env() },
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? os.tmpdir(),
+          ...env(),
+        } as unknown as NodeJS.ProcessEnv,
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );

@@ -66,7 +66,11 @@ describe('npm start’s checks and stop', () => {
     try {
       const run = spawnSync(process.execPath, [TSX_CLI, START], {
         cwd: PROJECT_DIR,
-        env: { ...cleanEnv(), LEASEHOLD_DATA_DIR: path.join(dataDir, 'pg'), LEASEHOLD_METRICS_TOKEN: 'short-token' },
+        env: {
+          ...cleanEnv(),
+          LEASEHOLD_DATA_DIR: path.join(dataDir, 'pg'),
+          LEASEHOLD_METRICS_TOKEN: 'short-token',
+        } as unknown as NodeJS.ProcessEnv,
         encoding: 'utf8',
         timeout: 60_000,
       });
@@ -90,7 +94,7 @@ describe('npm start’s checks and stop', () => {
       [TSX_CLI, START, '--no-web', '--workers', '1', '--rate', '1', '--provider-port', providerPort],
       {
         cwd: PROJECT_DIR,
-        env: { ...cleanEnv(), LEASEHOLD_DATA_DIR: path.join(dataDir, 'pg') },
+        env: { ...cleanEnv(), LEASEHOLD_DATA_DIR: path.join(dataDir, 'pg') } as unknown as NodeJS.ProcessEnv,
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
       },
@@ -110,7 +114,7 @@ describe('npm start’s checks and stop', () => {
       expect(metrics, output).not.toBeNull();
       expect(Number(metrics![2])).not.toBe(9464); // a free port, not the old fixed one
       // The worker is up (its metrics answer) and has served a while before Ctrl-C.
-      const scrape = async () => (await fetch(metrics![1]).catch(() => null))?.ok === true;
+      const scrape = async () => (await fetch(metrics![1]!).catch(() => null))?.ok === true;
       while (!(await scrape())) {
         if (Date.now() - started > 150_000) throw new Error(`worker metrics did not answer:\n${output.slice(-3000)}`);
         await new Promise((r) => setTimeout(r, 200));

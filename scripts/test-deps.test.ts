@@ -13,7 +13,7 @@ const SCRIPT = path.join(PROJECT_DIR, 'scripts', 'test-deps.sh');
 
 function deps(env: Record<string, string>) {
   return spawnSync('bash', [SCRIPT], {
-    env: { PATH: process.env.PATH ?? '', LEASEHOLD_TEST_DEPS_INSTALL: 'never', ...env },
+    env: { PATH: process.env.PATH ?? '', LEASEHOLD_TEST_DEPS_INSTALL: 'never', ...env } as unknown as NodeJS.ProcessEnv,
     encoding: 'utf8',
     timeout: 30_000,
   });

@@ -17,7 +17,10 @@ function portsIn(env: Record<string, string>): Record<string, number> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('E2E_')));
   const script = `import('${path.join(ROOT, 'e2e', 'ports.ts')}').then((m) => console.log(JSON.stringify(m.e2ePorts())))`;
   return JSON.parse(
-    execFileSync(process.execPath, ['--import', TSX, '-e', script], { env: { ...clean, ...env }, encoding: 'utf8' }),
+    execFileSync(process.execPath, ['--import', TSX, '-e', script], {
+      env: { ...clean, ...env } as NodeJS.ProcessEnv,
+      encoding: 'utf8',
+    }),
   ) as Record<string, number>;
 }
 

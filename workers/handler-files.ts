@@ -39,7 +39,7 @@ function syntaxErrorLocation(absolute: string, message: string): string | null {
   if (!at) return null;
   const caret = lines.slice(1, 4).find((l) => /^\s*\^+\s*$/.test(l));
   const column = caret ? caret.indexOf('^') + 1 : null;
-  const said = lines.find((l) => /^SyntaxError: /.test(l))?.replace(/^SyntaxError: /, '') ?? message;
+  const said = lines.find((l) => l.startsWith('SyntaxError: '))?.slice('SyntaxError: '.length) ?? message;
   return `${at[1]}:${at[2]}${column ? `:${column}` : ''}: SyntaxError: ${said}`;
 }
 

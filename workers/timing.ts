@@ -85,7 +85,7 @@ export function dbErrorInWords(error: unknown): string {
   };
   const said = one(error);
   const cause = error instanceof Error ? error.cause : undefined;
-  return cause !== undefined && /^Failed query/.test(said) ? one(cause) : said;
+  return cause !== undefined && said.startsWith('Failed query') ? one(cause) : said;
 }
 
 /**
