@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, PROJECT_DIR } from './database.ts';
 import { emptyDatabase, type ScratchDatabase } from '../test/db.ts';
 import { start, stopAll } from '../test/processes.ts';
+import { until } from '../test/wait.ts';
 
 afterAll(stopAll);
 
@@ -122,17 +123,25 @@ describe('npm start’s checks and stop', () => {
       await new Promise((r) => setTimeout(r, 2000));
       const databaseUrl = /\[leasehold\] database: (\S+)/.exec(output)?.[1];
       expect(databaseUrl, output).toBeDefined();
+      // A session on the database from before Ctrl-C: the server's shutdown ends it. It must end
+      // only after npm start said the workers had stopped, not at the moment of the Ctrl-C.
+      const session = new pg.Client({ connectionString: databaseUrl });
+      await session.connect();
+      let endedAt: number | undefined;
+      session.on('error', () => (endedAt ??= performance.now()));
+      session.on('end', () => (endedAt ??= performance.now()));
+      let saidAt: number | undefined;
+      child.stdout!.on('data', (c: Buffer) => {
+        if (c.toString().includes('workers stopped; stopping the database')) saidAt ??= performance.now();
+      });
+      const sentAt = performance.now();
       process.kill(-child.pid!, 'SIGINT');
-      // Right after Ctrl-C the database still serves: it stops only once the workers have.
-      const client = new pg.Client({ connectionString: databaseUrl });
-      await client.connect();
-      try {
-        expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
-      } finally {
-        await client.end();
-      }
       expect(await exited).toBe(0);
       expect(output).toContain('workers stopped; stopping the database');
+      await until('the session ended by the shutdown', async () => endedAt !== undefined || undefined, 10_000);
+      // (20 ms of slack: the two pipes are read in one turn of the loop.)
+      expect(endedAt! - sentAt, 'the database stopped at the Ctrl-C').toBeGreaterThanOrEqual(saidAt! - sentAt - 20);
+      await session.end().catch(() => {});
       expect(output).not.toMatch(/LISTEN connection lost|database unavailable|terminating connection|exited \(/);
     } finally {
       if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
