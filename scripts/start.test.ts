@@ -4,7 +4,7 @@
  * after the database is prepared, so no dashboard or worker starts here.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -88,6 +88,7 @@ describe('npm start’s checks and stop', () => {
 
   it('stops the workers before the embedded database on a terminal’s Ctrl-C (the whole process group)', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'leasehold-start-'));
+    chmodSync(dataDir, 0o755); // the postgres user (under root) must reach the data folder
     const providerPort = String(await freePort());
     // A process group of its own, as a terminal's foreground job: its Ctrl-C reaches every process in it.
     const child = spawn(
@@ -136,7 +137,7 @@ describe('npm start’s checks and stop', () => {
       });
       const sentAt = performance.now();
       process.kill(-child.pid!, 'SIGINT');
-      expect(await exited).toBe(0);
+      expect(await exited, output.slice(-3000)).toBe(0);
       expect(output).toContain('workers stopped; stopping the database');
       await until('the session ended by the shutdown', async () => endedAt !== undefined || undefined, 10_000);
       // (20 ms of slack: the two pipes are read in one turn of the loop.)

@@ -73,7 +73,14 @@ if (process.env.LEASEHOLD_START_GROUP !== 'own') {
     stdio: 'inherit',
     detached: true,
   });
-  const pass = (signal: NodeJS.Signals) => demo.kill(signal);
+  // One Ctrl-C can arrive twice (the terminal's, and tsx passing its own on to this process): a
+  // repeat within half a second is the same one, not the "again" that exits at once.
+  let passedAt = Number.NEGATIVE_INFINITY;
+  const pass = (signal: NodeJS.Signals) => {
+    if (performance.now() - passedAt < 500) return;
+    passedAt = performance.now();
+    demo.kill(signal);
+  };
   process.on('SIGINT', pass);
   process.on('SIGTERM', pass);
   const code = await new Promise<number>((resolve) => demo.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
