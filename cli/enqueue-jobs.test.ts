@@ -84,10 +84,10 @@ describe('leasehold jobs', () => {
     const all = await cli(['jobs', '--queue', queue], { env: env() });
     expect(all.code).toBe(0);
     const lines = all.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+QUEUE\s+KIND\s+STATE\s+ATTEMPTS\s+CREATED\s+RUN AT$/);
-    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 5))).toEqual([
-      [later, queue, 'mail.send', 'scheduled', '0/10'],
-      [now, queue, 'mail.send', 'ready', '0/10'],
+    expect(lines[0]).toMatch(/^ID\s+QUEUE\s+KIND\s+STATE\s+ATTEMPTS\s+CAP BY\s+UNCHARGED\s+CREATED\s+RUN AT$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 7))).toEqual([
+      [later, queue, 'mail.send', 'scheduled', '0/10', 'job', '0'],
+      [now, queue, 'mail.send', 'ready', '0/10', 'job', '0'],
     ]);
 
     const scheduled = await cli(['jobs', '--queue', queue, '--state', 'scheduled'], { env: env() });

@@ -19,17 +19,18 @@ import { PROJECT_DIR } from '../scripts/database.ts';
 /** The TypeScript 5.x users still run most (the package's peer range is >=5.1). */
 const TYPESCRIPT_5 = '5.9.3';
 
+const TSC_5 = path.join(
+  PROJECT_DIR,
+  '.leasehold',
+  `typescript-${TYPESCRIPT_5}`,
+  'node_modules',
+  'typescript',
+  'bin',
+  'tsc',
+);
 const COMPILERS: Record<string, string> = {
   'TypeScript 7': path.join(PROJECT_DIR, 'node_modules', 'typescript', 'bin', 'tsc'),
-  'TypeScript 5.9': path.join(
-    PROJECT_DIR,
-    '.leasehold',
-    `typescript-${TYPESCRIPT_5}`,
-    'node_modules',
-    'typescript',
-    'bin',
-    'tsc',
-  ),
+  'TypeScript 5.9': TSC_5,
 };
 
 const HEAD = `import { z } from 'zod';
@@ -105,7 +106,7 @@ const results = new Map<
 
 beforeAll(() => {
   const prefix = path.join(PROJECT_DIR, '.leasehold', `typescript-${TYPESCRIPT_5}`);
-  if (!existsSync(COMPILERS['TypeScript 5.9'])) {
+  if (!existsSync(TSC_5)) {
     const install = spawnSync(
       'npm',
       ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', prefix, `typescript@${TYPESCRIPT_5}`],
