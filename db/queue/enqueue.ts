@@ -14,7 +14,15 @@ import { LeaseholdInputError } from './errors.ts';
 import { prepareSpecs, type EnqueueSpec, type PreparedSpec } from './enqueue-spec.ts';
 import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql.ts';
 import { field, inPoolTransaction, ownPool, run, type Executor } from './executor.ts';
-import { checkPayload, isJobContract, type JobContract, type JobInput, type PayloadCheck } from './job-contract.ts';
+import {
+  checkPayload,
+  isJobContract,
+  type JobContract,
+  type JobInput,
+  type PayloadCheck,
+  type StoredPayload,
+  storedPayload,
+} from './job-contract.ts';
 import { mapJob, type Job } from './job.ts';
 import { planWake, wakeStatement, type EnqueueOptions } from './wake.ts';
 
@@ -116,7 +124,9 @@ export async function enqueue(
   const { notify, ...settings } = contractSettings(operation, third);
   const check = await checkPayload(target.schema, second);
   if ('problems' in check) throw new LeaseholdInputError(operation, check.problems.slice(0, 20));
-  return enqueueSpec(executor, contractSpec(target, second, settings), notify === undefined ? {} : { notify });
+  const stored = await storedPayload(target.schema, second, check.value);
+  if ('problems' in stored) throw new LeaseholdInputError(operation, stored.problems.slice(0, 20));
+  return enqueueSpec(executor, contractSpec(target, stored.payload, settings), notify === undefined ? {} : { notify });
 }
 
 /**
@@ -159,10 +169,19 @@ export async function enqueueMany(
     : (checked as PayloadCheck<unknown>[]);
   const problems = checks.flatMap((check) => ('problems' in check ? check.problems : []));
   if (problems.length > 0) throw new LeaseholdInputError(operation, problems.slice(0, 20));
+  const storing = checks.map((check, index) =>
+    storedPayload(target.schema, payloads[index], (check as { value: unknown }).value, `jobs[${index}].payload`),
+  );
+  const stored = storing.some((s) => s instanceof Promise)
+    ? await Promise.all(storing.map((s) => Promise.resolve(s)))
+    : (storing as StoredPayload[]);
+  const storeProblems = stored.flatMap((s) => ('problems' in s ? s.problems : []));
+  if (storeProblems.length > 0) throw new LeaseholdInputError(operation, storeProblems.slice(0, 20));
   const specs = payloads.map((payload, index) =>
     contractSpec(
       target,
-      payload,
+      (stored[index] as { payload: unknown }).payload,
+      // The key is made from the payload as given (the caller's own value).
       idempotencyKey ? { ...settings, idempotencyKey: idempotencyKey(payload, index) } : settings,
     ),
   );
@@ -186,7 +205,7 @@ function contractSettings<T extends object>(operation: string, options: T | unde
 }
 
 function contractSpec(job: JobContract, payload: unknown, settings: Omit<JobEnqueueOptions, 'notify'>): EnqueueSpec {
-  // The payload as given (the schema's input), not the validated output: see job-contract.ts.
+  // What storedPayload chose: the schema's output, or the input with what the output lacks masked (job-contract.ts).
   return { ...settings, queue: settings.queue ?? job.queue, kind: job.kind, kindVersion: job.version, payload };
 }
 
