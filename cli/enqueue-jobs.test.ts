@@ -2,6 +2,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { run } from '../db/queue/executor.ts';
+import { registerKinds } from '../db/queue/kinds.ts';
 import { useTestDatabase } from '../test/db.ts';
 import { uniqueQueue } from '../test/factories.ts';
 import { cli } from '../test/cli.ts';
@@ -14,11 +15,26 @@ const jobsIn = (queue: string) =>
     t.db,
     sql`SELECT id, kind, payload, idempotency_key, priority FROM leasehold.jobs WHERE queue = ${queue} ORDER BY id`,
   );
+/** The kind versions a worker would have registered at its start. */
+const registered = (...kinds: [string, number][]) =>
+  registerKinds(
+    t.db,
+    kinds.map(([kind, version]) => ({
+      kind,
+      version,
+      defaultQueue: 'default',
+      displayName: kind,
+      redactedPaths: [],
+      rerunSafe: false,
+      maxAttempts: null,
+    })),
+  );
 const jobCount = async () => (await run<{ n: number }>(t.db, sql`SELECT count(*)::int AS n FROM leasehold.jobs`))[0]!.n;
 
 describe('leasehold enqueue', () => {
   it('adds the job with its payload and prints its id; a repeated idempotency key adds nothing', async () => {
     const queue = uniqueQueue('cli');
+    await registered(['report.build', 1]);
     const first = await cli(
       [
         'enqueue',
@@ -50,6 +66,36 @@ describe('leasehold enqueue', () => {
     expect(await jobsIn(queue)).toHaveLength(1);
   });
 
+  it('refuses a kind version no worker has registered unless --force, naming the versions that are', async () => {
+    const queue = uniqueQueue('cli');
+    await registered(['invoice.send', 2]);
+    const before = await jobCount();
+    const unknown = await cli(['enqueue', queue, 'invoice.sned', '{}'], { env: env() });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(
+      /no worker has registered invoice\.sned v1 \(the kinds registry has no version of it\): .*pass --force to add it anyway; nothing was added/,
+    );
+    const version = await cli(['enqueue', queue, 'invoice.send', '{}'], { env: env() });
+    expect(version.code).toBe(2);
+    expect(version.stderr).toMatch(/no worker has registered invoice\.send v1 \(registered: v2\)/);
+    expect(unknown.stdout + version.stdout).toBe('');
+    expect(await jobCount()).toBe(before);
+
+    const forced = await cli(['enqueue', queue, 'invoice.sned', '{}', '--force'], { env: env() });
+    expect(forced.code).toBe(0);
+    const ok = await cli(['enqueue', queue, 'invoice.send', '{}', '--kind-version', '2'], { env: env() });
+    expect(ok.code).toBe(0);
+    expect((await jobsIn(queue)).map((j) => j.id).sort()).toEqual([forced.stdout.trim(), ok.stdout.trim()].sort());
+  });
+
+  it('says in --help that it does not check the payload against the kind’s schema', async () => {
+    const help = await cli(['enqueue', '--help'], { env: env() });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/The payload is NOT checked against the kind's schema/);
+    expect(help.stdout).toMatch(/first attempt fails as permanent/);
+    expect(help.stdout).toMatch(/--force/);
+  });
+
   it('refuses bad JSON, a bad --run-at, a bad name or a missing argument with a sentence, writing nothing', async () => {
     const queue = uniqueQueue('cli');
     const before = await jobCount();
@@ -74,6 +120,7 @@ describe('leasehold enqueue', () => {
 describe('leasehold jobs', () => {
   it('lists the newest jobs of a queue as a table, filtered by state', async () => {
     const queue = uniqueQueue('cli');
+    await registered(['mail.send', 1]);
     const now = (await cli(['enqueue', queue, 'mail.send', '{"to":"a@example.com"}'], { env: env() })).stdout.trim();
     const later = (
       await cli(['enqueue', queue, 'mail.send', '{}', '--run-at', new Date(Date.now() + 3_600_000).toISOString()], {
@@ -84,10 +131,10 @@ describe('leasehold jobs', () => {
     const all = await cli(['jobs', '--queue', queue], { env: env() });
     expect(all.code).toBe(0);
     const lines = all.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+QUEUE\s+KIND\s+STATE\s+ATTEMPTS\s+CREATED\s+RUN AT$/);
-    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 5))).toEqual([
-      [later, queue, 'mail.send', 'scheduled', '0/10'],
-      [now, queue, 'mail.send', 'ready', '0/10'],
+    expect(lines[0]).toMatch(/^ID\s+QUEUE\s+KIND\s+STATE\s+ATTEMPTS\s+CAP BY\s+UNCHARGED\s+CREATED\s+RUN AT$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 7))).toEqual([
+      [later, queue, 'mail.send', 'scheduled', '0/10', 'job', '0'],
+      [now, queue, 'mail.send', 'ready', '0/10', 'job', '0'],
     ]);
 
     const scheduled = await cli(['jobs', '--queue', queue, '--state', 'scheduled'], { env: env() });

@@ -1,4 +1,6 @@
 /** `leasehold enqueue <queue> <kind> <json>`: adds one job (db/queue enqueue) and prints its id. */
+import { registeredVersions } from '../db/queries/kinds.ts';
+import { prepareSpecs } from '../db/queue/enqueue-spec.ts';
 import { enqueue, LeaseholdInputError } from '../db/queue/index.ts';
 import { DEFAULT_MAX_ATTEMPTS } from '../db/schema.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, UsageError, wholeNumber } from './command.ts';
@@ -9,12 +11,19 @@ const HELP = `usage: leasehold enqueue <queue> <kind> <json> [options]
 Adds one job of <kind> to <queue> with the JSON payload <json> (quote it for your shell:
 '{"orderId": 42}') and prints the job's id. Bad JSON or a bad option writes nothing.
 
+The payload is NOT checked against the kind's schema here (this command has no handler code):
+a payload the handler's schema refuses is stored, and its first attempt fails as permanent.
+A kind version no worker has registered (the kinds registry) is refused, since a job of it
+would wait for a worker and end dead after the unknown-kind grace period; --force adds it
+anyway (a worker that runs it may not have started yet).
+
   --idempotency-key KEY   a repeat with the same key adds nothing and prints the first job's id
   --run-at TIME           earliest start, an ISO 8601 time (2026-12-01T09:00:00Z)
   --delay-ms N            earliest start, N ms from now (not with --run-at)
   --priority N            higher runs first (default 0)
   --max-attempts N        attempts before it is dead (default ${DEFAULT_MAX_ATTEMPTS})
   --kind-version N        the payload's kind version (default 1)
+  --force                 add it even if no worker has registered <kind> at that version
 ${EMBEDDED_HELP}
   --help, --version
 
@@ -27,6 +36,7 @@ const OPTIONS = {
   priority: { type: 'string' },
   'max-attempts': { type: 'string' },
   'kind-version': { type: 'string' },
+  force: { type: 'boolean' },
   embedded: { type: 'boolean' },
 } as const;
 
@@ -88,15 +98,27 @@ export const enqueueCommand: Command = {
       maxAttempts: integer('max-attempts', values['max-attempts']),
       kindVersion: integer('kind-version', values['kind-version']),
     };
-    const result = await withDb(context, values.embedded === true, ({ db }) => enqueue(db, spec)).catch(
-      (error: unknown) => {
-        if (error instanceof LeaseholdInputError)
+    const result = await withDb(context, values.embedded === true, async ({ db }) => {
+      if (values.force !== true) {
+        // Bad input is named first (as the enqueue would), before the registry is asked.
+        prepareSpecs('enqueue', [spec]);
+        const version = spec.kindVersion ?? 1;
+        const versions = await registeredVersions(db, kind);
+        if (!versions.includes(version))
           throw new UsageError(
-            `invalid input: ${error.problems.map((p) => p.replace(/^(\w+)(?=[.:[])/, (f) => ARGUMENT_OF[f] ?? f)).join('; ')}`,
+            `no worker has registered ${kind} v${version} (${
+              versions.length === 0 ? 'the kinds registry has no version of it' : `registered: v${versions.join(', v')}`
+            }): the job would wait and end dead unless a worker that runs it starts. Check <kind> and --kind-version, or pass --force to add it anyway; nothing was added`,
           );
-        throw error;
-      },
-    );
+      }
+      return enqueue(db, spec);
+    }).catch((error: unknown) => {
+      if (error instanceof LeaseholdInputError)
+        throw new UsageError(
+          `invalid input: ${error.problems.map((p) => p.replace(/^(\w+)(?=[.:[])/, (f) => ARGUMENT_OF[f] ?? f)).join('; ')}`,
+        );
+      throw error;
+    });
     console.log(result.id);
     if (!result.created)
       console.error(

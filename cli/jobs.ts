@@ -8,8 +8,10 @@ import { withDb } from './database.ts';
 const HELP = `usage: leasehold jobs [--state STATE] [--queue QUEUE] [--kind KIND] [--limit N]
 
 Prints the newest jobs (newest first) as a table: id, queue, kind, state (as the dashboard's
-badge shows it: scheduled and retrying are ready jobs, lease_expired a running one), attempts,
-when it was created and when it may run.
+badge shows it: scheduled and retrying are ready jobs, lease_expired a running one), the
+charged attempts against the cap that applies (ATTEMPTS), which cap that is (CAP BY: handler,
+job or limit), the attempts handed back or released and not charged (UNCHARGED), when it was
+created and when it may run.
 
   --state STATE   one of ${LIST_STATES.join(', ')}
   --queue QUEUE   only this queue
@@ -67,13 +69,15 @@ export const jobsCommand: Command = {
     }
     const now = Date.now();
     const rows = [
-      ['ID', 'QUEUE', 'KIND', 'STATE', 'ATTEMPTS', 'CREATED', 'RUN AT'],
+      ['ID', 'QUEUE', 'KIND', 'STATE', 'ATTEMPTS', 'CAP BY', 'UNCHARGED', 'CREATED', 'RUN AT'],
       ...jobs.map((j) => [
         j.id,
         j.queue,
         j.kind,
         subStateOf(j, now),
-        `${j.attempts}/${j.maxAttempts}`,
+        `${j.budget.charged}/${j.budget.cap}`,
+        j.budget.source,
+        String(j.budget.released),
         j.createdAt.toISOString(),
         j.runAt.toISOString(),
       ]),

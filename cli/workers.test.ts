@@ -53,7 +53,7 @@ describe('leasehold workers', () => {
     const project = tempProject();
     writeFileSync(path.join(project, 'jobs.mjs'), handlerSource('cli.double', 'default'));
     const queue = uniqueQueue('cli');
-    const enqueued = await cli(['enqueue', queue, 'cli.double', '{"n":21}'], { env: env() });
+    const enqueued = await cli(['enqueue', queue, 'cli.double', '{"n":21}', '--force'], { env: env() });
     expect(enqueued.code).toBe(0);
     const id = enqueued.stdout.trim();
 
@@ -98,7 +98,7 @@ describe('leasehold workers', () => {
       ),
     );
     const queue = uniqueQueue('cli');
-    await cli(['enqueue', queue, 'cli.same', '{"n":1}'], { env: env() });
+    await cli(['enqueue', queue, 'cli.same', '{"n":1}', '--force'], { env: env() });
     const before = await snapshot();
 
     const cases: [string, RegExp][] = [

@@ -46,6 +46,9 @@ export { errorDetail, redactedValues } from '../db/queue/error-detail.ts';
 export type { ErrorDetail, ErrorCause } from '../db/queue/error-detail.ts';
 export type { Job, ClaimedJob, LeaseRef, SettleOutcome } from '../db/queue/job.ts';
 export { LEASE_LOST } from '../db/queue/job.ts';
+// A job's attempts as the fail path counts them: charged against the cap that applies (docs/contract.md, "Attempts").
+export { attemptBudget, attemptsAfterRetry, MAX_ATTEMPTS, noAttemptsLeft } from '../db/queue/attempt-cap.ts';
+export type { AttemptBudget, AttemptCapSource } from '../db/queue/attempt-cap.ts';
 export { DEFAULT_RETRY_POLICY } from '../db/queue/retry-policy.ts';
 export type { RetryPolicy } from '../db/queue/retry-policy.ts';
 

@@ -3,6 +3,7 @@
  * Client components import this module, so its only values are the pure lists of
  * db/states.ts (no imports there); everything else here is a type.
  */
+import type { AttemptBudget } from '../db/queue/attempt-cap.ts';
 import type { AttemptRow, failureGroups } from '../db/queries/jobs.ts';
 import type { KindEntry } from '../db/queries/kinds.ts';
 import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview.ts';
@@ -31,8 +32,14 @@ export interface JobDTO {
   state: JobState;
   subState: SubState;
   priority: number;
+  /** Attempts started, charged or not. */
   attempts: number;
+  /** The job's own cap (the handler's may be lower: see `budget`). */
   maxAttempts: number;
+  /** The attempts counted against the cap that applies (db/queue/attempt-cap.ts, attemptBudget). */
+  budget: AttemptBudget;
+  /** `budget` as the job page says it (lib/present.ts, attemptLine). */
+  attemptLine: string;
   runAt: string;
   createdAt: string;
   startedAt: string | null;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { attemptBudget } from '../db/queue/attempt-cap.ts';
 import type { ActionResult } from '../db/queue/index.ts';
 import {
   actionOutcomeMessage,
@@ -10,6 +11,7 @@ import {
   removeRedactionMessage,
   signInErrorMessage,
   retryPlan,
+  attemptLine,
 } from './present.ts';
 
 const bulk = (requested: number, affected: number): ActionResult => ({
@@ -70,14 +72,64 @@ describe('sentences about actions', () => {
 
 describe('the retry plan', () => {
   it('gives the next attempt, the attempts left and the delivery key', () => {
-    const job = { attempts: 3, maxAttempts: 3, idempotencyKey: 'order-7', kind: 'receipt.send', kindVersion: 2 };
+    const counts = { attempts: 3, released: 0, maxAttempts: 3 };
+    const job = {
+      ...counts,
+      budget: attemptBudget(counts, null),
+      idempotencyKey: 'order-7',
+      kind: 'receipt.send',
+      kindVersion: 2,
+    };
     expect(retryPlan(job)).toBe(
       'A retry puts this job back to ready now as attempt 4 (up to 1 more attempt), with the same id and delivery key ' +
         'order-7, so a provider that honours the key will not deliver twice; it runs with whatever handler version the ' +
         'workers have for receipt.send v2.',
     );
-    expect(retryPlan({ ...job, attempts: 1, idempotencyKey: null })).toMatch(
+    const once = { attempts: 1, released: 0, maxAttempts: 3 };
+    expect(retryPlan({ ...job, ...once, budget: attemptBudget(once, null), idempotencyKey: null })).toMatch(
       /as attempt 2 \(up to 2 more attempts\), with the same id, so/,
+    );
+  });
+
+  it('counts the attempts a retry allows against the handler’s cap, not the job’s', () => {
+    // A handler with maxAttempts: 3 that throws: dead at 3 of 3, the job's own cap is 10.
+    const counts = { attempts: 3, released: 0, maxAttempts: 10 };
+    const job = {
+      ...counts,
+      budget: attemptBudget(counts, 3),
+      idempotencyKey: null,
+      kind: 'mail.send',
+      kindVersion: 1,
+    };
+    expect(retryPlan(job)).toMatch(/as attempt 4 \(up to 1 more attempt; the handler's maxAttempts of 3 applies\)/);
+    expect(retryPlan(job)).not.toMatch(/7 more/);
+  });
+});
+
+describe('the attempt line', () => {
+  it('names the handler’s cap when it is the one that applies', () => {
+    const budget = attemptBudget({ attempts: 3, released: 0, maxAttempts: 10 }, 3);
+    expect(budget).toMatchObject({ charged: 3, cap: 3, source: 'handler', left: 0 });
+    expect(attemptLine(budget)).toBe("3 of 3 charged (the handler's maxAttempts; the job's own is 10)");
+  });
+
+  it('shows hand-backs and releases apart, as not charged', () => {
+    // A deaf handler with maxAttempts: 2, handed back 14 times: 16 attempts, 2 charged.
+    const budget = attemptBudget({ attempts: 16, released: 14, maxAttempts: 10 }, 2);
+    expect(attemptLine(budget)).toBe(
+      "2 of 2 charged (the handler's maxAttempts; the job's own is 10); 14 handed back or released, not charged",
+    );
+  });
+
+  it('names the job’s cap, or the limit, when the handler sets none lower', () => {
+    expect(attemptLine(attemptBudget({ attempts: 1, released: 0, maxAttempts: 10 }, null))).toBe(
+      "1 of 10 charged (the job's maxAttempts)",
+    );
+    expect(attemptLine(attemptBudget({ attempts: 1, released: 0, maxAttempts: 5 }, 20))).toBe(
+      "1 of 5 charged (the job's maxAttempts; the handler's is 20)",
+    );
+    expect(attemptLine(attemptBudget({ attempts: 2, released: 0, maxAttempts: 1000 }, null))).toBe(
+      '2 of 1000 charged (the limit: a job gets at most 1000 attempts)',
     );
   });
 });

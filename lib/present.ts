@@ -6,6 +6,7 @@
  */
 import { throttledMessage, throttledSeconds } from './sign-in-wait.ts';
 import { MAX_CAUSE_DEPTH, MAX_DETAIL_CHARS, MAX_STACK_FRAMES, type ErrorDetail } from '../db/queue/error-detail.ts';
+import { type AttemptBudget, attemptsAfterRetry, MAX_ATTEMPTS } from '../db/queue/attempt-cap.ts';
 import {
   MAX_ADDED_REDACTED_PATHS,
   type ActionResult,
@@ -63,11 +64,38 @@ export function queuePauseMessage(queue: string, paused: boolean, applied: boole
   return paused ? `${queue} was already paused.` : `${queue} was not paused.`;
 }
 
-/** What pressing Retry on this job will do: the attempt number, the key, the handler. */
-export function retryPlan(job: Pick<Job, 'attempts' | 'maxAttempts' | 'idempotencyKey' | 'kind' | 'kindVersion'>) {
-  const remaining = Math.max(job.maxAttempts, job.attempts + 1) - job.attempts;
+/** Which cap applies, as the attempt line names it. */
+export function attemptCapName(budget: AttemptBudget): string {
+  if (budget.source === 'handler') return `the handler's maxAttempts; the job's own is ${budget.jobMax}`;
+  if (budget.source === 'job') {
+    return budget.handlerMax === null
+      ? "the job's maxAttempts"
+      : `the job's maxAttempts; the handler's is ${budget.handlerMax}`;
+  }
+  return `the limit: a job gets at most ${MAX_ATTEMPTS} attempts`;
+}
+
+/**
+ * The job page's attempt line: the charged attempts against the cap that applies, which cap it
+ * is, and the uncharged ones apart: `2 of 2 charged (the handler's maxAttempts; the job's own is
+ * 10); 14 handed back or released, not charged`.
+ */
+export function attemptLine(budget: AttemptBudget): string {
+  const released = budget.released > 0 ? `; ${budget.released} handed back or released, not charged` : '';
+  return `${budget.charged} of ${budget.cap} charged (${attemptCapName(budget)})${released}`;
+}
+
+/** What pressing Retry on this job will do: the attempt number, the attempts it allows, the key, the handler. */
+export function retryPlan(
+  job: Pick<Job, 'attempts' | 'idempotencyKey' | 'kind' | 'kindVersion'> & { budget: AttemptBudget },
+) {
+  const remaining = attemptsAfterRetry(job.budget);
+  const cap =
+    job.budget.source === 'handler' || (job.budget.handlerMax !== null && job.budget.handlerMax <= job.budget.charged)
+      ? `; the handler's maxAttempts of ${job.budget.handlerMax} applies`
+      : '';
   return (
-    `A retry puts this job back to ready now as attempt ${job.attempts + 1} (up to ${plural(remaining, 'more attempt')}), ` +
+    `A retry puts this job back to ready now as attempt ${job.attempts + 1} (up to ${plural(remaining, 'more attempt')}${cap}), ` +
     `with the same id${job.idempotencyKey ? ` and delivery key ${job.idempotencyKey}` : ''}, so a provider that honours the key will not deliver twice; ` +
     `it runs with whatever handler version the workers have for ${job.kind} v${job.kindVersion}.`
   );

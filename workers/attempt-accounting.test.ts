@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobDetail, jobListSchema, listJobs } from '../db/queries/jobs.ts';
 import { enqueue } from '../db/queue/index.ts';
 import { testDatabase, type TestDatabase } from '../test/db.ts';
 import { attemptsOf, getJob, jobInState, uniqueQueue } from '../test/factories.ts';
@@ -19,6 +20,47 @@ afterAll(async () => {
 });
 
 describe('releases at shutdown and the handler cap', () => {
+  it("counts a failing job's attempts against its handler's maxAttempts in the read models, as the fail path does", async () => {
+    const queue = uniqueQueue();
+    const kind = `capped-${queue}`;
+    const handler = defineHandler({
+      kind,
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 60_000,
+      maxAttempts: 3,
+      handle: () => Promise.reject(new TransientError('provider down')),
+    });
+    const { id } = await enqueue(t.db, { queue, kind });
+    const worker = new Worker(workerSettings(queue, 'capped', { retry: { baseDelayMs: 0, maxDelayMs: 0 } }), {
+      db: t.db,
+      databaseUrl: t.url,
+      registry: new HandlerRegistry([handler]),
+      logger: pino({ level: 'silent' }),
+    });
+    await worker.start();
+    try {
+      await until('dead', jobInState(t.db, id, 'dead', 'done'));
+    } finally {
+      await worker.stop(0);
+    }
+    const detail = await jobDetail(t.db, id);
+    expect(detail?.job).toMatchObject({ state: 'dead', attempts: 3, released: 0, maxAttempts: 10 });
+    expect(detail?.job.lastError).toMatch(/no attempts left: 3 of 3 used/);
+    // The page, the list and the CLI read this budget: 3 of 3 by the handler's cap, not 3 of 10.
+    expect(detail?.job.budget).toEqual({
+      charged: 3,
+      released: 0,
+      cap: 3,
+      source: 'handler',
+      jobMax: 10,
+      handlerMax: 3,
+      left: 0,
+    });
+    const { jobs } = await listJobs(t.db, jobListSchema.parse({ queue }));
+    expect(jobs.map((j) => j.budget)).toEqual([detail?.job.budget]);
+  });
+
   it("lets a job released at shutdown more times than its handler's maxAttempts still run and complete", async () => {
     const queue = uniqueQueue();
     const kind = `deploy-${queue}`;
@@ -76,6 +118,13 @@ describe('releases at shutdown and the handler cap', () => {
       'failed',
       'completed',
     ]);
+    // Shown as the queue counted it: 2 charged of the handler's 2, the 3 releases apart.
+    expect((await jobDetail(t.db, id))?.job.budget).toMatchObject({
+      charged: 2,
+      released: 3,
+      cap: 2,
+      source: 'handler',
+    });
   });
 
   it("registers the handler's cap for the reaper", () => {

@@ -24,6 +24,12 @@
  *                                                       its slot before it is abandoned (default 30000)
  *   --reap-interval-ms N    LEASEHOLD_REAP_INTERVAL_MS  reaper period (default 5000)
  *   --retention-interval-ms N LEASEHOLD_RETENTION_INTERVAL_MS (default 60000)
+ *   --retention-done D      LEASEHOLD_RETENTION_DONE    how long done jobs are kept (30s, 15m, 36h, 7d; default 1d)
+ *   --retention-dead D      LEASEHOLD_RETENTION_DEAD    dead jobs (default 14d)
+ *   --retention-cancelled D LEASEHOLD_RETENTION_CANCELLED cancelled jobs (default 7d)
+ *   --retention-attempts D  LEASEHOLD_RETENTION_ATTEMPTS attempt history (default 14d)
+ *   --retention-queue Q:S=D LEASEHOLD_RETENTION_QUEUES  a queue's own windows: `audit:dead=90d,done=7d`, the flag
+ *                                                       repeated or the variable `;`-separated (docs/operations.md)
  *   --unknown-kind-grace-ms N LEASEHOLD_UNKNOWN_KIND_GRACE_MS how long a job whose kind version no live worker
  *                                                       runs waits before it ends dead (default 86400000: 24 h)
  *   --no-maintenance        LEASEHOLD_MAINTENANCE=false no reaper/retention in this process
@@ -42,6 +48,13 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { MAX_CLAIM_BATCH } from '../db/queue/claim.ts';
 import { DEFAULT_UNKNOWN_KIND_GRACE_MS } from '../db/queue/reap.ts';
+import {
+  DEFAULT_RETENTION,
+  MAX_RETENTION_SECONDS,
+  parseRetentionDuration,
+  type RetentionOptions,
+  retentionProblems,
+} from '../db/queue/retention.ts';
 import { NAME_PATTERN } from '../db/queue/validate.ts';
 import { claimStaleDefault } from './health.ts';
 import { DEFAULT_HEALTH_HOST, DEFAULT_METRICS_HOST } from './metrics.ts';
@@ -55,6 +68,62 @@ const HOSTNAME =
 const host = z
   .string()
   .refine((s) => net.isIP(s) !== 0 || HOSTNAME.test(s), 'not an IP address or host name (e.g. 0.0.0.0, 127.0.0.1, ::)');
+/** A retention window: `30s`, `15m`, `36h`, `7d`, as seconds. */
+const duration = z.string().transform((text, ctx) => {
+  const seconds = parseRetentionDuration(text);
+  if (seconds === undefined || seconds > MAX_RETENTION_SECONDS) {
+    ctx.addIssue({
+      code: 'custom',
+      message: 'expected a duration such as 30s, 15m, 36h or 7d (at most 36500d)',
+    });
+    return z.NEVER;
+  }
+  return seconds;
+});
+const RETENTION_STATES = {
+  done: 'doneAfterSeconds',
+  dead: 'deadAfterSeconds',
+  cancelled: 'cancelledAfterSeconds',
+} as const;
+/** `audit:dead=90d,done=7d;mail:done=1h`: each queue's own windows. */
+const retentionQueues = z.string().transform((text, ctx) => {
+  const queues: NonNullable<RetentionOptions['queues']> = {};
+  for (const entry of text
+    .split(';')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    const colon = entry.lastIndexOf(':');
+    const queue = entry.slice(0, colon);
+    const windows = colon > 0 ? entry.slice(colon + 1).split(',') : [];
+    const own: Record<string, number> = {};
+    for (const window of windows) {
+      const [state = '', value = ''] = window.split('=').map((p) => p.trim());
+      const key = RETENTION_STATES[state as keyof typeof RETENTION_STATES];
+      const seconds = parseRetentionDuration(value);
+      if (!key || seconds === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${JSON.stringify(entry)}: expected QUEUE:STATE=DURATION[,STATE=DURATION] with STATE done, dead or cancelled and DURATION such as 36h or 7d`,
+        });
+        return z.NEVER;
+      }
+      own[key] = seconds;
+    }
+    if (colon <= 0 || windows.length === 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${JSON.stringify(entry)}: expected QUEUE:STATE=DURATION (audit:dead=90d)`,
+      });
+      return z.NEVER;
+    }
+    if (!NAME_PATTERN.test(queue)) {
+      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(queue)}: not a queue name` });
+      return z.NEVER;
+    }
+    queues[queue] = { ...queues[queue], ...own };
+  }
+  return queues;
+});
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v));
 
 const schema = z.strictObject({
@@ -88,6 +157,11 @@ const schema = z.strictObject({
   abandonAfterMs: int(0, 86_400_000),
   reapIntervalMs: int(100, 3_600_000),
   retentionIntervalMs: int(1000, 86_400_000),
+  retentionDone: duration,
+  retentionDead: duration,
+  retentionCancelled: duration,
+  retentionAttempts: duration,
+  retentionQueue: retentionQueues.optional(),
   unknownKindGraceMs: int(0, 365 * 86_400_000),
   maintenance: bool,
   retryBaseMs: int(0, 86_400_000),
@@ -134,6 +208,10 @@ const DEFAULTS: Record<string, string> = {
   abandonAfterMs: String(DEFAULT_ABANDON_AFTER_MS),
   reapIntervalMs: '5000',
   retentionIntervalMs: '60000',
+  retentionDone: `${DEFAULT_RETENTION.doneAfterSeconds / 86_400}d`,
+  retentionDead: `${DEFAULT_RETENTION.deadAfterSeconds / 86_400}d`,
+  retentionCancelled: `${DEFAULT_RETENTION.cancelledAfterSeconds / 86_400}d`,
+  retentionAttempts: `${DEFAULT_RETENTION.attemptsAfterSeconds / 86_400}d`,
   unknownKindGraceMs: String(DEFAULT_UNKNOWN_KIND_GRACE_MS),
   maintenance: 'true',
   retryBaseMs: '1000',
@@ -163,6 +241,11 @@ const FLAGS = {
   'abandon-after-ms': 'LEASEHOLD_ABANDON_AFTER_MS',
   'reap-interval-ms': 'LEASEHOLD_REAP_INTERVAL_MS',
   'retention-interval-ms': 'LEASEHOLD_RETENTION_INTERVAL_MS',
+  'retention-done': 'LEASEHOLD_RETENTION_DONE',
+  'retention-dead': 'LEASEHOLD_RETENTION_DEAD',
+  'retention-cancelled': 'LEASEHOLD_RETENTION_CANCELLED',
+  'retention-attempts': 'LEASEHOLD_RETENTION_ATTEMPTS',
+  'retention-queue': 'LEASEHOLD_RETENTION_QUEUES',
   'unknown-kind-grace-ms': 'LEASEHOLD_UNKNOWN_KIND_GRACE_MS',
   maintenance: 'LEASEHOLD_MAINTENANCE',
   'retry-base-ms': 'LEASEHOLD_RETRY_BASE_MS',
@@ -211,9 +294,14 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
     // `--handlers a.ts --handlers b.ts` loads both (as `--handlers a.ts,b.ts` does), rather than
     // the last one alone.
     options.handlers = { type: 'string', multiple: true };
+    // `--retention-queue a:done=1h --retention-queue b:dead=90d`: one queue each.
+    options['retention-queue'] = { type: 'string', multiple: true };
     const parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
     values = Object.fromEntries(
-      Object.entries(parsed).map(([key, value]) => [key, Array.isArray(value) ? value.join(',') : value]),
+      Object.entries(parsed).map(([key, value]) => [
+        key,
+        Array.isArray(value) ? value.join(key === 'retention-queue' ? ';' : ',') : value,
+      ]),
     );
   } catch (error) {
     throw new ConfigError(`${(error as Error).message} (the settings: leasehold workers --help, or docs/workers.md)`);
@@ -240,6 +328,15 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
   const c = parsed.data;
   if (c.retryMaxMs < c.retryBaseMs)
     throw new ConfigError('invalid worker settings: --retry-max-ms is below --retry-base-ms');
+  const retention: RetentionOptions = {
+    doneAfterSeconds: c.retentionDone,
+    deadAfterSeconds: c.retentionDead,
+    cancelledAfterSeconds: c.retentionCancelled,
+    attemptsAfterSeconds: c.retentionAttempts,
+    queues: c.retentionQueue ?? {},
+  };
+  const retentionIssues = retentionProblems(retention);
+  if (retentionIssues.length > 0) throw new ConfigError(`invalid worker settings:\n  ${retentionIssues.join('\n  ')}`);
   const claimStaleMs = c.claimStaleMs ?? claimStaleDefault(c.pollMs);
   // With a free slot the loop claims at least every pollMs ± 20 %: a shorter bound reports a
   // healthy worker stale between two polls.
@@ -275,7 +372,7 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
       retentionIntervalMs: c.retentionIntervalMs,
       staleWorkerSeconds: 60,
       receiptsRetentionSeconds: 30 * 86_400,
-      retention: {},
+      retention,
       unknownKindGraceMs: c.unknownKindGraceMs,
     },
     metricsPort: c.metricsPort,

@@ -19,6 +19,7 @@ import pino, { type Logger } from 'pino';
 import { createDb, type Db } from '../db/client.ts';
 import { MAX_CLAIM_BATCH } from '../db/queue/claim.ts';
 import type { RetryPolicy } from '../db/queue/index.ts';
+import { type RetentionOptions, retentionProblems } from '../db/queue/retention.ts';
 import { NAME_PATTERN } from '../db/queue/validate.ts';
 import * as schema from '../db/schema.ts';
 import { WorkerEvents, type WorkerEventListener, type WorkerEventName } from './events.ts';
@@ -65,6 +66,13 @@ export interface CreateWorkerOptions {
   /** Run the reaper and retention in this process too (default true; one process at a time does). */
   maintenance?: boolean | undefined;
   retry?: Partial<RetryPolicy> | undefined;
+  /**
+   * How long finished jobs and attempt history are kept, in seconds (default: done 1 d, dead
+   * 14 d, cancelled 7 d, attempts 14 d), and per queue where a queue has its own:
+   * `{ deadAfterSeconds: 30 * 86400, queues: { audit: { deadAfterSeconds: 90 * 86400 } } }`
+   * (docs/operations.md, "Retention"). Applies when this process runs maintenance.
+   */
+  retention?: RetentionOptions | undefined;
   /** Default `<host>:<pid>:<random>`. */
   workerId?: string | undefined;
   /** A pino logger (default: pino at `warn`). */
@@ -143,6 +151,7 @@ const KNOWN_OPTIONS = new Set<string>([
   'preparedStatements',
   'maintenance',
   'retry',
+  'retention',
   'workerId',
   'logger',
   'metrics',
@@ -344,7 +353,8 @@ function parseRunFor(options: RunForOptions): { maxMs: number; drainMs: number }
   return { maxMs, drainMs };
 }
 
-function parseOptions(options: CreateWorkerOptions): Parsed {
+/** The Worker settings createWorker makes of its options (exported for tests; not in the package's entries). */
+export function parseOptions(options: CreateWorkerOptions): Parsed {
   if (typeof options !== 'object' || options === null)
     throw new WorkerOptionsError('createWorker(options): pass { pool or connectionString, jobs: [handlers] }');
   const problems: string[] = [];
@@ -414,6 +424,7 @@ function parseOptions(options: CreateWorkerOptions): Parsed {
     problems.push('logger: not a pino logger (it needs child, isLevelEnabled, info, warn, error)');
   if (options.retry !== undefined && (typeof options.retry !== 'object' || options.retry === null))
     problems.push('retry: an object of retry policy fields');
+  problems.push(...retentionProblems(options.retention));
 
   if (problems.length > 0) throw new WorkerOptionsError(`createWorker: invalid options:\n  ${problems.join('\n  ')}`);
   return {
@@ -441,7 +452,7 @@ function parseOptions(options: CreateWorkerOptions): Parsed {
         retentionIntervalMs: 60_000,
         staleWorkerSeconds: 60,
         receiptsRetentionSeconds: 30 * 86_400,
-        retention: {},
+        retention: options.retention ?? {},
       },
     },
   };

@@ -7,6 +7,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CANCELLABLE_FROM, FAILURE_CLASSES, LIST_STATES, RETRYABLE_FROM, type JobState } from '../states.ts';
 import { run, toDate, toDateOrNull, type Executor, type PgTimestamp } from '../queue/executor.ts';
+import { attemptBudget, type AttemptBudget } from '../queue/attempt-cap.ts';
 import { attemptHistory, type AttemptRow } from '../queue/history.ts';
 import { JOB_COLUMNS, mapJob, type Job, type JobColumnsRow } from '../queue/job.ts';
 import { nameSchema, uuidSchema } from '../queue/validate.ts';
@@ -43,6 +44,23 @@ export type JobListQuery = z.input<typeof jobListSchema>;
 const KEY_OWNER = (key: string) =>
   sql`SELECT d.job_id FROM leasehold.dedupe_keys d JOIN leasehold.jobs j ON j.id = d.job_id AND j.idempotency_key = d.key WHERE d.key = ${key}`;
 
+/**
+ * A job as the dashboard and `leasehold jobs` show it: with its attempt budget, counted against
+ * the cap that applies (the handler's `maxAttempts` from the kinds registry, the job's own, or
+ * the limit), as the fail path and the reaper count it.
+ */
+export type JobView = Job & { budget: AttemptBudget };
+
+/** The handler's cap for the row's kind version (the kinds registry's), beside JOB_COLUMNS. */
+const HANDLER_CAP_COLUMN = `(SELECT k.max_attempts FROM leasehold.kinds k WHERE k.kind = jobs.kind AND k.version = jobs.kind_version) AS handler_max_attempts`;
+const VIEW_COLUMNS = `${JOB_COLUMNS}, ${HANDLER_CAP_COLUMN}`;
+type JobViewRow = JobColumnsRow & { handler_max_attempts: number | null };
+
+function mapJobView(row: JobViewRow): JobView {
+  const job = mapJob(row);
+  return { ...job, budget: attemptBudget(job, row.handler_max_attempts) };
+}
+
 export function filterSql(filter: JobFilter): SQL {
   const parts: SQL[] = [sql`true`];
   if (filter.state) parts.push(inListState(filter.state));
@@ -63,7 +81,7 @@ export function filterSql(filter: JobFilter): SQL {
 export async function listJobs(
   executor: Executor,
   query: z.output<typeof jobListSchema>,
-): Promise<{ jobs: Job[]; next: string | null }> {
+): Promise<{ jobs: JobView[]; next: string | null }> {
   const desc = query.sort === 'newest';
   const keyset = query.after ? (desc ? sql`AND id < ${query.after}::uuid` : sql`AND id > ${query.after}::uuid`) : sql``;
   const order = sql.raw(desc ? 'DESC' : 'ASC');
@@ -90,7 +108,7 @@ export async function listJobs(
         : null;
   // Finished jobs and lists without a state walk an index in id order: the primary key, or
   // (queue, id), (kind, id), (failure_class, id), each written once at enqueue or failure.
-  const rows = await run<JobColumnsRow>(
+  const rows = await run<JobViewRow>(
     executor,
     candidates
       ? sql`WITH candidate AS MATERIALIZED (${candidates}),
@@ -98,11 +116,11 @@ export async function listJobs(
                    SELECT id FROM leasehold.jobs WHERE id IN (SELECT id FROM candidate) AND ${filterSql(query)} ${keyset}
                  ),
                  page AS (SELECT id FROM matching ORDER BY id ${order} LIMIT ${limit})
-            SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id IN (SELECT id FROM page) ORDER BY id ${order}`
-      : sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE ${filterSql(query)} ${keyset}
+            SELECT ${sql.raw(VIEW_COLUMNS)} FROM leasehold.jobs WHERE id IN (SELECT id FROM page) ORDER BY id ${order}`
+      : sql`SELECT ${sql.raw(VIEW_COLUMNS)} FROM leasehold.jobs WHERE ${filterSql(query)} ${keyset}
             ORDER BY id ${order} LIMIT ${limit}`,
   );
-  const jobs = rows.slice(0, query.limit).map(mapJob);
+  const jobs = rows.slice(0, query.limit).map(mapJobView);
   return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };
 }
 
@@ -124,9 +142,9 @@ export interface AuditEntry {
 export async function jobDetail(
   executor: Executor,
   id: string,
-): Promise<{ job: Job; attempts: AttemptRow[]; audit: AuditEntry[] } | null> {
+): Promise<{ job: JobView; attempts: AttemptRow[]; audit: AuditEntry[] } | null> {
   const [jobs, attempts, audit] = await Promise.all([
-    run<JobColumnsRow>(executor, sql`SELECT ${sql.raw(JOB_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`),
+    run<JobViewRow>(executor, sql`SELECT ${sql.raw(VIEW_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`),
     attemptHistory(executor, id),
     run<AuditLogRow>(
       executor,
@@ -135,7 +153,7 @@ export async function jobDetail(
   ]);
   if (!jobs[0]) return null;
   return {
-    job: mapJob(jobs[0]),
+    job: mapJobView(jobs[0]),
     attempts,
     audit: audit.map(mapAudit),
   };

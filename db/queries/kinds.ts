@@ -68,3 +68,12 @@ export async function redactedPathsOf(executor: Executor, kind: string, version:
   );
   return rows[0] ? [...new Set(rows[0].redacted_paths)] : null;
 }
+
+/** The versions of `kind` some worker has registered (the kinds registry), lowest first: none when no worker runs it. */
+export async function registeredVersions(executor: Executor, kind: string): Promise<number[]> {
+  const rows = await run<{ version: number }>(
+    executor,
+    sql`SELECT version FROM leasehold.kinds WHERE kind = ${kind} ORDER BY version`,
+  );
+  return rows.map((r) => r.version);
+}

@@ -182,6 +182,7 @@ export async function insertOne(executor: Executor, job: PreparedSpec, notify: b
     priority: job.priority,
     run_at: row.run_at,
     attempts: 0,
+    released: 0,
     max_attempts: job.maxAttempts,
     lease_token: null,
     lease_until: null,

@@ -232,7 +232,7 @@ describe('bad input', () => {
   ];
   it.each(cases)('refuses %s with a typed error and writes nothing', async (_name, spec, message) => {
     const before = await count();
-    const error = await enqueue(t.db, spec as never).catch((e: unknown) => e);
+    const error = await enqueue(t.db, spec as EnqueueSpec).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LeaseholdInputError);
     expect((error as LeaseholdInputError).message).toMatch(message);
     expect(await count()).toBe(before);

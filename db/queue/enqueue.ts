@@ -14,7 +14,15 @@ import { LeaseholdInputError, LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from '.
 import { prepareSpecs, type EnqueueSpec, type PreparedSpec } from './enqueue-spec.ts';
 import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql.ts';
 import { field, inPoolTransaction, ownPool, run, type Executor } from './executor.ts';
-import { checkPayload, isJobContract, type JobContract, type JobInput, type PayloadCheck } from './job-contract.ts';
+import {
+  checkPayload,
+  isJobContract,
+  type JobContract,
+  type JobInput,
+  type PayloadCheck,
+  type StoredPayload,
+  storedPayload,
+} from './job-contract.ts';
 import { mapJob, type Job } from './job.ts';
 import { planWake, wakeStatement, type EnqueueOptions } from './wake.ts';
 
@@ -73,6 +81,26 @@ export type JobEnqueueManyOptions<Payload> = Omit<JobEnqueueOptions, 'id' | 'ide
 type NotAContract = { schema?: never; version?: never };
 
 /**
+ * What the second argument is checked against: a contract as itself, anything else as a spec.
+ * One signature, not two overloads: with overloads, a contract whose payload has a wrong field
+ * matched neither, and TypeScript 7 reports only the last overload's complaint (that a contract
+ * is not a spec), never the field. Here a contract's payload is checked against its schema's
+ * input alone, so the error names the field (`'userID' does not exist … Did you mean to write
+ * 'userId'?`); test/type-errors.test.ts reads the diagnostics under TypeScript 5.9 and 7.
+ */
+type EnqueueTarget<Target> = Target extends JobContract ? Target : EnqueueSpec & NotAContract;
+
+/** After the target: a contract's payload and options, or a spec's options. */
+type EnqueueRest<Target> = Target extends JobContract
+  ? [payload: JobInput<Target>, options?: JobEnqueueOptions]
+  : [options?: EnqueueOptions];
+
+/** After the target of enqueueMany: a contract's payloads and options, or the specs' options. */
+type EnqueueManyRest<Target> = Target extends JobContract
+  ? [payloads: readonly JobInput<Target>[], options?: JobEnqueueManyOptions<JobInput<Target>>]
+  : [options?: EnqueueOptions];
+
+/**
  * Adds one job. Pass the caller's transaction as `executor` to commit the job with the
  * business write. With `idempotencyKey`, a repeat returns the first job and `created: false`.
  *
@@ -80,18 +108,14 @@ type NotAContract = { schema?: never; version?: never };
  * contract's schema and checked by it first (async validators are awaited); a payload it
  * refuses throws LeaseholdInputError naming the field, and nothing is written. The contract
  * gives `kind`, `kindVersion` and the default `queue`.
+ *
+ * With a spec (`enqueue(tx, { kind, payload, queue, … }, options)`) the payload has no schema
+ * of its own.
  */
-export function enqueue<Contract extends JobContract>(
+export function enqueue<Target extends JobContract | EnqueueSpec>(
   executor: Executor,
-  job: Contract,
-  payload: JobInput<Contract>,
-  options?: JobEnqueueOptions,
-): Promise<EnqueueResult>;
-/** Adds one job from a spec (`{ kind, payload, queue, … }`), with no payload schema of its own. */
-export function enqueue(
-  executor: Executor,
-  spec: EnqueueSpec & NotAContract,
-  options?: EnqueueOptions,
+  target: EnqueueTarget<Target>,
+  ...rest: EnqueueRest<Target>
 ): Promise<EnqueueResult>;
 export async function enqueue(
   executor: Executor,
@@ -104,28 +128,24 @@ export async function enqueue(
   const { notify, ...settings } = contractSettings(operation, third);
   const check = await checkPayload(target.schema, second);
   if ('problems' in check) throw new LeaseholdInputError(operation, check.problems.slice(0, 20));
-  return enqueueSpec(executor, contractSpec(target, second, settings), notify === undefined ? {} : { notify });
+  const stored = await storedPayload(target.schema, second, check.value);
+  if ('problems' in stored) throw new LeaseholdInputError(operation, stored.problems.slice(0, 20));
+  return enqueueSpec(executor, contractSpec(target, stored.payload, settings), notify === undefined ? {} : { notify });
 }
 
 /**
- * Adds many jobs of one contract, all or none: each payload is checked by the contract's
- * schema (problems are named `jobs[3].payload.orderId: …`), then written as `enqueueMany`
- * writes specs. `options` apply to every job; `idempotencyKey` makes each job's key.
+ * Adds many jobs. With a job contract (`enqueueMany(tx, receiptJob, payloads, options)`), all
+ * or none: each payload is checked by the contract's schema (problems are named
+ * `jobs[3].payload.orderId: …`), then written as specs are. `options` apply to every job;
+ * `idempotencyKey` makes each job's key.
+ *
+ * With specs (up to 100,000), all or none. Results are in input order; repeated keys, within
+ * the call or against earlier jobs, give `created: false` and the owning job's id.
  */
-export function enqueueMany<Contract extends JobContract>(
+export function enqueueMany<Target extends JobContract | readonly EnqueueSpec[]>(
   executor: Executor,
-  job: Contract,
-  payloads: readonly JobInput<Contract>[],
-  options?: JobEnqueueManyOptions<JobInput<Contract>>,
-): Promise<BulkEnqueueResult[]>;
-/**
- * Adds many jobs from specs (up to 100,000), all or none. Results are in input order; repeated
- * keys, within the call or against earlier jobs, give `created: false` and the owning job's id.
- */
-export function enqueueMany(
-  executor: Executor,
-  specs: readonly (EnqueueSpec & NotAContract)[],
-  options?: EnqueueOptions,
+  target: Target extends JobContract ? Target : readonly (EnqueueSpec & NotAContract)[],
+  ...rest: EnqueueManyRest<Target>
 ): Promise<BulkEnqueueResult[]>;
 export async function enqueueMany(
   executor: Executor,
@@ -153,10 +173,19 @@ export async function enqueueMany(
     : (checked as PayloadCheck<unknown>[]);
   const problems = checks.flatMap((check) => ('problems' in check ? check.problems : []));
   if (problems.length > 0) throw new LeaseholdInputError(operation, problems.slice(0, 20));
+  const storing = checks.map((check, index) =>
+    storedPayload(target.schema, payloads[index], (check as { value: unknown }).value, `jobs[${index}].payload`),
+  );
+  const stored = storing.some((s) => s instanceof Promise)
+    ? await Promise.all(storing.map((s) => Promise.resolve(s)))
+    : (storing as StoredPayload[]);
+  const storeProblems = stored.flatMap((s) => ('problems' in s ? s.problems : []));
+  if (storeProblems.length > 0) throw new LeaseholdInputError(operation, storeProblems.slice(0, 20));
   const specs = payloads.map((payload, index) =>
     contractSpec(
       target,
-      payload,
+      (stored[index] as { payload: unknown }).payload,
+      // The key is made from the payload as given (the caller's own value).
       idempotencyKey ? { ...settings, idempotencyKey: idempotencyKey(payload, index) } : settings,
     ),
   );
@@ -180,7 +209,7 @@ function contractSettings<T extends object>(operation: string, options: T | unde
 }
 
 function contractSpec(job: JobContract, payload: unknown, settings: Omit<JobEnqueueOptions, 'notify'>): EnqueueSpec {
-  // The payload as given (the schema's input), not the validated output: see job-contract.ts.
+  // What storedPayload chose: the schema's output, or the input with what the output lacks masked (job-contract.ts).
   return { ...settings, queue: settings.queue ?? job.queue, kind: job.kind, kindVersion: job.version, payload };
 }
 

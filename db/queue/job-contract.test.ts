@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { useTestDatabase } from '../../test/db.ts';
 import { getJob, uniqueQueue } from '../../test/factories.ts';
 import { run } from './executor.ts';
+import { MASK } from './redaction-rules.ts';
 import { defineJob, enqueue, enqueueMany, LeaseholdInputError, type StandardSchemaV1 } from './index.ts';
 
 const t = useTestDatabase();
@@ -126,6 +127,60 @@ describe('enqueue with a job contract', () => {
     expect((await getJob(t.db, id)).payload).toEqual({ at: '2026-01-02T03:04:05Z' });
   });
 
+  it("stores a stripping schema's output: a field outside the schema is not written", async () => {
+    const job = defineJob({ kind: 'strip.send', version: 1, schema: z.object({ userId: z.int() }) });
+    const { id } = await enqueue(t.db, job, { userId: 1, extra: 'x' } as { userId: number });
+    expect((await getJob(t.db, id)).payload).toEqual({ userId: 1 });
+    const [stored] = await run<{ text: string }>(
+      t.db,
+      sql`SELECT payload::text AS text FROM leasehold.jobs WHERE id = ${id}::uuid`,
+    );
+    expect(stored?.text).not.toMatch(/extra/);
+  });
+
+  it("stores a defaulting schema's output, its defaults filled in", async () => {
+    const job = defineJob({
+      kind: 'default.send',
+      version: 1,
+      schema: z.object({ to: z.string(), tries: z.int().default(3), tags: z.array(z.string()).default([]) }),
+    });
+    const { id } = await enqueue(t.db, job, { to: 'a@example.com' });
+    expect((await getJob(t.db, id)).payload).toEqual({ to: 'a@example.com', tries: 3, tags: [] });
+  });
+
+  it('stores the input when the output does not pass the schema again (z.string().transform(Number))', async () => {
+    const job = defineJob({ kind: 'number.send', version: 1, schema: z.string().transform(Number) });
+    const { id } = await enqueue(t.db, job, '42');
+    // 42 is JSON, but z.string() refuses it: the input is what the worker's check takes again.
+    expect((await getJob(t.db, id)).payload).toBe('42');
+  });
+
+  it('masks, in a stored input, every path the output lacks', async () => {
+    const job = defineJob({
+      kind: 'mixed.send',
+      version: 1,
+      schema: z.object({ amount: z.string().transform(Number), lines: z.array(z.object({ sku: z.string() })) }),
+    });
+    const input = { amount: '12', lines: [{ sku: 'a', note: 'call 555-0100' }], email: 'a@example.com' };
+    const { id } = await enqueue(t.db, job, input as never);
+    const stored = (await getJob(t.db, id)).payload;
+    expect(stored).toEqual({ amount: '12', lines: [{ sku: 'a', note: MASK }], email: MASK });
+    // What the handler gets from the stored payload is what it would have got from the input.
+    expect(job.schema['~standard'].validate(stored)).toEqual({ value: { amount: 12, lines: [{ sku: 'a' }] } });
+  });
+
+  it('refuses, writing nothing, a payload whose extra field the schema needs in its input but drops from its output', async () => {
+    const job = defineJob({
+      kind: 'needs.send',
+      version: 1,
+      schema: z.object({ at: z.string(), secret: z.number() }).transform(({ at }) => ({ at: new Date(at) })),
+    });
+    const before = await rows();
+    const error = await errorOf(() => enqueue(t.db, job, { at: '2026-01-02T03:04:05Z', secret: 7 }));
+    expect(error.problems).toEqual([expect.stringMatching(/^payload\.secret: not in the schema's output/)]);
+    expect(await rows()).toEqual(before);
+  });
+
   it('takes a hand-written Standard Schema, sync or async, and names its issue paths', async () => {
     const calls: unknown[] = [];
     const positive: StandardSchemaV1<{ items: { n: number }[] }> = {
@@ -154,7 +209,8 @@ describe('enqueue with a job contract', () => {
     const error = await errorOf(() => enqueue(t.db, job, { items: [{ n: 1 }, { n: -4 }] }));
     expect(error.problems).toEqual(['payload.items[1].n: must be positive']);
     expect(await rows()).toEqual(before);
-    expect(calls).toHaveLength(2);
+    // The good payload twice (its output is checked again before it is stored), the bad one once.
+    expect(calls).toHaveLength(3);
 
     const sync: StandardSchemaV1<string> = {
       '~standard': {
@@ -178,6 +234,16 @@ describe('enqueue with a job contract', () => {
 });
 
 describe('enqueueMany with a job contract', () => {
+  it('stores each payload as the schema outputs it, extra fields left out', async () => {
+    const job = defineJob({ kind: 'strip.many', version: 1, schema: z.object({ n: z.int(), d: z.int().default(0) }) });
+    const results = await enqueueMany(t.db, job, [{ n: 1, extra: 'x' } as { n: number }, { n: 2, d: 5 }]);
+    const payloads = await Promise.all(results.map(async (r) => (await getJob(t.db, r.id)).payload));
+    expect(payloads).toEqual([
+      { n: 1, d: 0 },
+      { n: 2, d: 5 },
+    ]);
+  });
+
   const invoiceJob = defineJob({ kind: 'invoice.send', version: 1, schema: z.object({ invoiceId: z.int().min(1) }) });
 
   it('writes every job with the contract’s settings and keys made from each payload', async () => {

@@ -11,12 +11,19 @@
  *   would make every service on zod 3 carry two zods and fail to pass its own schemas;
  * - the same schema checks a payload twice: at enqueue (nothing is written when it fails) and
  *   before the handler runs (a stored payload from an older producer, or written by SQL, fails
- *   the attempt `permanent`). What is stored is the payload as given, the schema's *input*:
- *   an output with transforms or defaults applied may not be JSON, or may not pass the schema
- *   again; the handler gets the output.
+ *   the attempt `permanent`); the handler gets the output;
+ * - what is stored is what the contract says (storedPayload): the schema's *output* when it is
+ *   plain JSON and passes the schema again to an equal value (a stripping schema's output has
+ *   no field outside the schema, a defaulting one's has its defaults), so a field the schema
+ *   does not name never reaches the table, where per-kind redaction would not know to mask it.
+ *   Otherwise (an output with transforms may not be JSON, or may not pass the schema again:
+ *   `z.string().transform(Number)`) the *input* is stored, with every path the output lacks
+ *   redacted: its value is stored as MASK, and the input so masked must still pass the schema
+ *   to an equal output, or the enqueue is refused naming the paths (nothing is written).
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { LeaseholdInputError } from './errors.ts';
+import { MASK } from './redaction-rules.ts';
 import { NAME_PATTERN } from './validate.ts';
 
 export type { StandardSchemaV1 };
@@ -150,4 +157,103 @@ export function issuePath(issue: StandardSchemaV1.Issue, prefix = 'payload'): st
     else path += path ? `.${String(key)}` : String(key);
   }
   return path || 'payload';
+}
+
+/** What an enqueue stores of a checked payload, or why it cannot (one line per path). */
+export type StoredPayload = { payload: unknown; as: 'output' | 'input' } | { problems: string[] };
+
+/**
+ * What is stored of `input`, whose check gave `output` (see the invariants above): the output
+ * when it is plain JSON and passes `schema` again to an equal value; else the input with the
+ * paths the output lacks masked, when that still passes to an output equal to `output`.
+ * Synchronous when the validator is.
+ */
+export function storedPayload<Output>(
+  schema: StandardSchemaV1<unknown, Output>,
+  input: unknown,
+  output: Output,
+  prefix = 'payload',
+): StoredPayload | Promise<StoredPayload> {
+  const asInput = (): StoredPayload | Promise<StoredPayload> => {
+    const lacking = lackingPaths(input, output);
+    if (lacking.length === 0) return { payload: input, as: 'input' };
+    const masked = maskPaths(input, lacking);
+    return then(checkPayload(schema, masked, prefix), (again) =>
+      'value' in again && sameValue(again.value, output)
+        ? { payload: masked, as: 'input' }
+        : {
+            problems: lacking.map(
+              (path) =>
+                `${pathText(prefix, path)}: not in the schema's output, which is not JSON the schema takes again, and the schema does not accept it masked; Leasehold stores no field outside the schema (name it in the schema, or drop it before the enqueue)`,
+            ),
+          },
+    );
+  };
+  if (!isPlainJson(output)) return asInput();
+  return then(checkPayload(schema, output, prefix), (again) =>
+    'value' in again && sameValue(again.value, output) ? { payload: output, as: 'output' } : asInput(),
+  );
+}
+
+function then<T, U>(value: T | Promise<T>, next: (value: T) => U | Promise<U>): U | Promise<U> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
+type Path = (string | number)[];
+
+function pathText(prefix: string, path: Path): string {
+  return path.reduce<string>((text, key) => (typeof key === 'number' ? `${text}[${key}]` : `${text}.${key}`), prefix);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** JSON as it round-trips: null, booleans, finite numbers, strings, arrays and plain objects of these (no undefined). */
+export function isPlainJson(value: unknown, depth = 0): boolean {
+  if (depth > 100) return false;
+  if (value === null || typeof value === 'boolean' || typeof value === 'string') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every((v) => isPlainJson(v, depth + 1));
+  if (isPlainObject(value)) return Object.values(value).every((v) => isPlainJson(v, depth + 1));
+  return false;
+}
+
+/** Equal as values: primitives, Dates by time, arrays and plain objects member by member. */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => sameValue(v, b[i]));
+  if (isPlainObject(a) && isPlainObject(b)) {
+    const keys = Object.keys(a);
+    return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && sameValue(a[k], b[k]));
+  }
+  return false;
+}
+
+/** The paths of `input` the output lacks: object keys it does not have, where both are objects (arrays by index). */
+function lackingPaths(input: unknown, output: unknown, path: Path = []): Path[] {
+  if (isPlainObject(input) && isPlainObject(output)) {
+    return Object.keys(input).flatMap((key) =>
+      Object.hasOwn(output, key) ? lackingPaths(input[key], output[key], [...path, key]) : [[...path, key]],
+    );
+  }
+  if (Array.isArray(input) && Array.isArray(output)) {
+    return input.flatMap((item, i) =>
+      i < output.length ? lackingPaths(item, output[i], [...path, i]) : [[...path, i]],
+    );
+  }
+  return [];
+}
+
+function maskPaths(input: unknown, paths: readonly Path[]): unknown {
+  const copy: unknown = structuredClone(input);
+  for (const path of paths) {
+    let node: unknown = copy;
+    for (const key of path.slice(0, -1)) node = (node as Record<string | number, unknown>)[key];
+    (node as Record<string | number, unknown>)[path[path.length - 1]!] = MASK;
+  }
+  return copy;
 }

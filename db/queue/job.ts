@@ -16,7 +16,14 @@ export interface Job {
   state: JobState;
   priority: number;
   runAt: Date;
+  /** Attempts started, charged or not (the fence number of the latest). */
   attempts: number;
+  /**
+   * Of `attempts`, those given back uncharged: released at shutdown or handed back by a worker
+   * where an earlier execution still ran. The charged ones are `attempts - released`.
+   */
+  released: number;
+  /** The job's own cap; the handler's `maxAttempts` may be lower (attemptBudget says which applies). */
   maxAttempts: number;
   leaseToken: string | null;
   leaseUntil: Date | null;
@@ -57,7 +64,7 @@ export const LEASE_LOST: LeaseLost = Object.freeze({ applied: false, reason: 'le
 
 /** Column list shared by every statement that returns whole jobs. */
 export const JOB_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_key, state, priority,
-  run_at, attempts, max_attempts, lease_token, lease_until, worker_id, failure_class, last_error,
+  run_at, attempts, released, max_attempts, lease_token, lease_until, worker_id, failure_class, last_error,
   trace_id, expires_at, created_at, started_at, finished_at, updated_at`;
 
 /** JOB_COLUMNS qualified by a table alias (`j.id, j.queue, …`). */
@@ -92,6 +99,7 @@ interface CommonJobColumns {
   priority: number;
   run_at: PgTimestamp;
   attempts: number;
+  released: number;
   max_attempts: number;
   /** Text: checked against FAILURE_CLASSES when mapped. */
   failure_class: string | null;
@@ -130,6 +138,7 @@ export function mapJob(row: JobColumnsRow): Job {
     priority: row.priority,
     runAt: toDate(row.run_at),
     attempts: row.attempts,
+    released: row.released,
     maxAttempts: row.max_attempts,
     leaseToken: row.lease_token,
     leaseUntil: toDateOrNull(row.lease_until),
@@ -151,7 +160,7 @@ export function mapJob(row: JobColumnsRow): Job {
  * `started_at`.
  */
 export const CLAIM_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
-  attempts, max_attempts, lease_until, started_at, failure_class, last_error, trace_id, expires_at, created_at`;
+  attempts, released, max_attempts, lease_until, started_at, failure_class, last_error, trace_id, expires_at, created_at`;
 
 /** A row of CLAIM_COLUMNS (claim.ts reads the instants of the first row of a batch). */
 export interface ClaimColumnsRow extends CommonJobColumns {
@@ -186,6 +195,7 @@ export function mapClaimedJob(row: ClaimColumnsRow, claim: ClaimInstant): Claime
     priority: row.priority,
     runAt: toDate(row.run_at),
     attempts: row.attempts,
+    released: row.released,
     maxAttempts: row.max_attempts,
     leaseToken: claim.leaseToken,
     leaseUntil: new Date(claim.leaseUntil),

@@ -3,30 +3,74 @@
  * (short statements, rows another cleaner holds are skipped). Attempt history and idempotency
  * keys keep their own windows; a key is dropped only once its job is gone too, so a key never
  * stops deduplicating while its job still exists.
+ *
+ * The windows are settings (docs/operations.md, "Retention"): `done`, `dead` and `cancelled`
+ * per terminal state and `attempts` for the history, each with a default (1 d, 14 d, 7 d,
+ * 14 d), and per queue where a queue overrides a state's window. The worker's flags and
+ * environment (`--retention-done 3d`, workers/config.ts) and createWorker's `retention` option
+ * both arrive here as RetentionOptions, checked by one schema.
  */
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../states.ts';
 import { z } from 'zod';
 import { run, type Executor } from './executor.ts';
-import { parseInput } from './validate.ts';
+import { NAME_PATTERN, parseInput } from './validate.ts';
 
 const DAY = 24 * 3600;
 /** The dashboard's time windows reach a day back; the rollup keeps two. */
 export const ROLLUP_KEPT_SECONDS = 2 * DAY;
 
-const seconds = z
-  .number()
-  .min(0)
-  .max(100 * 365 * DAY);
+/** The longest window: a hundred years. */
+export const MAX_RETENTION_SECONDS = 100 * 365 * DAY;
+
+const seconds = z.number().min(0).max(MAX_RETENTION_SECONDS);
+
+/** The windows when no setting names them. */
+export const DEFAULT_RETENTION = Object.freeze({
+  doneAfterSeconds: 1 * DAY,
+  deadAfterSeconds: 14 * DAY,
+  cancelledAfterSeconds: 7 * DAY,
+  attemptsAfterSeconds: 14 * DAY,
+});
+
+/** A queue's own windows: each state it names replaces the default for its jobs. */
+const queueWindowsSchema = z.strictObject({
+  doneAfterSeconds: seconds.optional(),
+  deadAfterSeconds: seconds.optional(),
+  cancelledAfterSeconds: seconds.optional(),
+});
+
+/** Most queues with windows of their own (each is a CASE arm in the statement). */
+export const MAX_RETENTION_QUEUES = 100;
 
 const retentionSchema = z.strictObject({
-  doneAfterSeconds: seconds.default(1 * DAY),
-  deadAfterSeconds: seconds.default(14 * DAY),
-  cancelledAfterSeconds: seconds.default(7 * DAY),
-  attemptsAfterSeconds: seconds.default(14 * DAY),
+  doneAfterSeconds: seconds.default(DEFAULT_RETENTION.doneAfterSeconds),
+  deadAfterSeconds: seconds.default(DEFAULT_RETENTION.deadAfterSeconds),
+  cancelledAfterSeconds: seconds.default(DEFAULT_RETENTION.cancelledAfterSeconds),
+  attemptsAfterSeconds: seconds.default(DEFAULT_RETENTION.attemptsAfterSeconds),
+  /** Per queue, the windows that differ from the ones above: `{ audit: { deadAfterSeconds: 90 * 86400 } }`. */
+  queues: z
+    .record(z.string().regex(NAME_PATTERN, 'not a queue name'), queueWindowsSchema)
+    .refine((q) => Object.keys(q).length <= MAX_RETENTION_QUEUES, `at most ${MAX_RETENTION_QUEUES} queues`)
+    .default({}),
   /** Most rows removed per call for each terminal state, attempt history and keys. */
   limit: z.int().min(1).max(100_000).default(1000),
 });
+
+/** Checks retention settings without running anything (the worker does at start): the problems, one line each. */
+export function retentionProblems(options: unknown, prefix = 'retention'): string[] {
+  const result = retentionSchema.safeParse(options ?? {});
+  if (result.success) return [];
+  return result.error.issues.map((i) => `${[prefix, ...i.path.map(String)].join('.')}: ${i.message}`);
+}
+
+/** `30s`, `15m`, `36h`, `7d` (or `0`): a retention window in seconds, or undefined when it is none of these. */
+export function parseRetentionDuration(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(s|m|h|d)$/.exec(text.trim());
+  if (!match) return text.trim() === '0' ? 0 : undefined;
+  const unit = { s: 1, m: 60, h: 3600, d: DAY }[match[2] as 's' | 'm' | 'h' | 'd'];
+  return Math.round(Number(match[1]) * unit);
+}
 
 export type RetentionOptions = z.input<typeof retentionSchema>;
 
@@ -43,7 +87,23 @@ export async function removeExpiredHistory(
 ): Promise<RetentionResult> {
   const o = parseInput('retention', retentionSchema, options);
   const age = (seconds: number) => sql`statement_timestamp() - make_interval(secs => ${seconds}::float8)`;
-  const oldest = Math.min(o.doneAfterSeconds, o.deadAfterSeconds, o.cancelledAfterSeconds);
+  const overrides = Object.entries(o.queues);
+  // A state's cutoff: the default's, or a CASE on the queue when some queue has its own.
+  const cutoff = (key: 'doneAfterSeconds' | 'deadAfterSeconds' | 'cancelledAfterSeconds') => {
+    const arms = overrides.flatMap(([queue, windows]) => {
+      const own = windows[key];
+      return own === undefined ? [] : [sql`WHEN ${queue} THEN ${age(own)}`];
+    });
+    return arms.length === 0 ? age(o[key]) : sql`CASE queue ${sql.join(arms, sql` `)} ELSE ${age(o[key])} END`;
+  };
+  const oldest = Math.min(
+    o.doneAfterSeconds,
+    o.deadAfterSeconds,
+    o.cancelledAfterSeconds,
+    ...overrides
+      .flatMap(([, w]) => [w.doneAfterSeconds, w.deadAfterSeconds, w.cancelledAfterSeconds])
+      .filter((n) => n !== undefined),
+  );
   const rows = await run<{ jobs: number; attempts: number; dedupe_keys: number }>(
     executor,
     sql`
@@ -53,9 +113,9 @@ export async function removeExpiredHistory(
       -- shortest window's cutoff: a job finished before a cutoff was created before it.
       SELECT id FROM leasehold.jobs
       WHERE created_at < ${age(oldest)}
-        AND ((state = 'done' AND finished_at < ${age(o.doneAfterSeconds)})
-          OR (state = 'dead' AND finished_at < ${age(o.deadAfterSeconds)})
-          OR (state = 'cancelled' AND finished_at < ${age(o.cancelledAfterSeconds)}))
+        AND ((state = 'done' AND finished_at < ${cutoff('doneAfterSeconds')})
+          OR (state = 'dead' AND finished_at < ${cutoff('deadAfterSeconds')})
+          OR (state = 'cancelled' AND finished_at < ${cutoff('cancelledAfterSeconds')}))
       ORDER BY created_at
       LIMIT ${o.limit}
       FOR UPDATE SKIP LOCKED

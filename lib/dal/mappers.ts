@@ -1,7 +1,7 @@
 import 'server-only';
 /** Row-model → DTO mappers: every Date becomes an ISO string, lease tokens only when asked. */
-import type { Job } from '../../db/queue/index.ts';
-import type { AuditEntry } from '../../db/queries/jobs.ts';
+import type { AuditEntry, JobView } from '../../db/queries/jobs.ts';
+import { attemptLine } from '../present.ts';
 import { subStateOf } from '../../db/states.ts';
 import type { AuditDTO, JobDTO } from '../dto.ts';
 import { scrubByAll, type Scrub } from './scrub.ts';
@@ -9,7 +9,7 @@ import { scrubByAll, type Scrub } from './scrub.ts';
 export const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** `showToken`: the viewer may cancel, and a cancel of a running job must present the token. */
-export function jobDto(job: Job, showToken: boolean): JobDTO {
+export function jobDto(job: JobView, showToken: boolean): JobDTO {
   return {
     id: job.id,
     queue: job.queue,
@@ -20,6 +20,8 @@ export function jobDto(job: Job, showToken: boolean): JobDTO {
     priority: job.priority,
     attempts: job.attempts,
     maxAttempts: job.maxAttempts,
+    budget: job.budget,
+    attemptLine: attemptLine(job.budget),
     runAt: job.runAt.toISOString(),
     createdAt: job.createdAt.toISOString(),
     startedAt: iso(job.startedAt),

@@ -91,8 +91,9 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
                   <td>
                     {j.kind} v{j.kindVersion}
                   </td>
-                  <td className="num">
-                    {j.attempts}/{j.maxAttempts}
+                  <td className="num" title={j.attemptLine}>
+                    {j.budget.charged}/{j.budget.cap} {j.budget.source}
+                    {j.budget.released > 0 ? ` +${j.budget.released} uncharged` : ''}
                   </td>
                   <td>{j.failureClass ?? ''}</td>
                   <td>{new Date(j.createdAt).toLocaleString()}</td>

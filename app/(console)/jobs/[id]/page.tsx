@@ -24,7 +24,7 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
     ['queue', job.queue],
     ['kind', `${job.kind} v${job.kindVersion}`],
     ['priority', job.priority],
-    ['attempts', `${job.attempts} of ${job.maxAttempts}`],
+    ['attempts', job.attemptLine],
     ['run at', job.runAt],
     ['created', job.createdAt],
     ['started', job.startedAt],
