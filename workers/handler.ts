@@ -23,6 +23,7 @@ import {
   type RetryPolicy,
   type StandardSchemaV1,
 } from '../db/queue/index.ts';
+import { isolatedLoadingOf } from './isolated-loader.ts';
 
 /**
  * What a handler receives for one attempt. Read its members or destructure them (functions
@@ -243,6 +244,10 @@ export class HandlerRegistry {
         `Leasehold workers: handler ${handler.kind}: isolated: the thread needs the handler's module: isolated: { mode: '${isolationMode(handler)}', module: import.meta.url } (a --handlers file records its own)`,
       );
     }
+    // A module its thread or process could not load is refused now, not by a failed attempt.
+    const moduleUrl = isolatedModule(handler);
+    const problem = moduleUrl === undefined ? undefined : isolatedLoadingOf(moduleUrl).problem;
+    if (problem !== undefined) throw new Error(`Leasehold workers: handler ${handler.kind}: isolated: ${problem}`);
     // A bad redact path or display name fails here, when the handlers load, not at start.
     parseKindRegistrations(kindRegistrations(handler));
     this.byKind.set(handler.kind, handler);

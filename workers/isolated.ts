@@ -24,10 +24,7 @@
  *   the attempt's wait at once, before the thread has gone: workers/attempt.ts Attempt.run).
  */
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import {
@@ -40,6 +37,7 @@ import {
   ValidationError,
 } from './errors.ts';
 import { type Handler, type HandlerContext, type IsolationMode, isolatedModule, isolationMode } from './handler.ts';
+import { ISOLATED_ENTRY, isolatedLoadingOf, type TsxFiles } from './isolated-loader.ts';
 
 /** What the thread starts from (its workerData). */
 export interface IsolatedStart {
@@ -138,42 +136,21 @@ export function reviveError(serialized: SerializedError | { thrown: unknown }): 
   return error;
 }
 
-/** The thread's entry, beside this file (.ts in the repository, .js in the package). */
-const ENTRY = new URL(`./isolated-entry${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
+const ENTRY = ISOLATED_ENTRY;
 
 /**
- * Node 20 does not apply a loader given by `--import` (tsx) to a worker thread's modules, and
- * runs no TypeScript of its own: when the entry or the handler's module is TypeScript and this
- * Node cannot strip types, the thread registers tsx's loader itself, found from the handler's
- * module (or this package) — a worker that runs TypeScript handlers already has it.
+ * A thread applies no `--import` loader of its parent (tsx's among them), on Node 20 as on 24,
+ * and Node's own type stripping refuses enums, namespaces and parameter properties: when tsx
+ * loads the TypeScript (workers/isolated-loader.ts decides, once per module), the thread
+ * registers tsx's ESM loader itself before it imports the entry.
  */
 const BOOTSTRAP = `
 const { workerData } = require('node:worker_threads');
-const { createRequire } = require('node:module');
-const { fileURLToPath, pathToFileURL } = require('node:url');
-const path = require('node:path');
 (async () => {
-  const { entry, start } = workerData;
-  if (workerData.typescript) {
-    // tsx's ESM API, by its package's exports (its CommonJS build cannot register from here).
-    let api = null;
-    for (const base of [start.module, entry]) {
-      try {
-        const manifest = createRequire(fileURLToPath(base)).resolve('tsx/package.json');
-        const target = require(manifest).exports['./esm/api'].import;
-        api = pathToFileURL(path.join(path.dirname(manifest), typeof target === 'string' ? target : target.default)).href;
-        break;
-      } catch {}
-    }
-    if (!api) throw new Error('Leasehold isolated handler: ' + start.module + ' is TypeScript and this Node runs none: install tsx beside it, use Node 22.18 or later, or compile the handler to .js');
-    (await import(api)).register();
-  }
-  await import(entry);
+  if (workerData.tsx) (await import(workerData.tsx)).register();
+  await import(workerData.entry);
 })().catch((error) => { process.nextTick(() => { throw error; }); });
 `;
-
-const isTypeScript = (url: string) => /\.[cm]?tsx?$/.test(new URL(url).pathname);
-const nodeStripsTypes = () => Boolean((process.features as { typescript?: unknown }).typescript);
 
 /** A thread or a child process running one isolated attempt, as runIsolated drives it. */
 export interface Isolate {
@@ -187,22 +164,19 @@ export interface Isolate {
   terminate(): Promise<unknown>;
 }
 
-function startThread(start: IsolatedStart, typescript: boolean): Isolate {
-  const thread = new Worker(BOOTSTRAP, { eval: true, workerData: { entry: ENTRY, start, typescript } });
+function startThread(start: IsolatedStart, tsx: TsxFiles | undefined): Isolate {
+  const thread = new Worker(BOOTSTRAP, { eval: true, workerData: { entry: ENTRY, start, tsx: tsx?.api } });
   return Object.assign(thread, { mode: 'thread' as const }) as unknown as Isolate;
 }
 
 /**
  * A child process on the entry, by IPC with structured-clone serialization. A process takes the
- * flags this one runs with (a tsx loader among them); one without a loader for TypeScript gets
- * tsx's, found from the handler's module or this package.
+ * flags this one runs with (a tsx loader among them); when tsx loads the TypeScript and the
+ * flags have none, tsx's loader is added.
  */
-function startProcess(start: IsolatedStart, typescript: boolean): Isolate {
+function startProcess(start: IsolatedStart, tsx: TsxFiles | undefined): Isolate {
   const execArgv = [...process.execArgv];
-  if (typescript && !execArgv.some((arg) => arg.includes('tsx'))) {
-    const loader = tsxLoader([start.module, ENTRY]);
-    if (loader) execArgv.push('--import', loader);
-  }
+  if (tsx && !execArgv.some((arg) => /(^|=)tsx$|[\\/]tsx[\\/]/.test(arg))) execArgv.push('--import', tsx.loader);
   const child = fork(fileURLToPath(ENTRY), [], { execArgv, serialization: 'advanced', stdio: 'inherit' });
   child.send({ type: 'start', start });
   const isolate = {
@@ -220,19 +194,6 @@ function startProcess(start: IsolatedStart, typescript: boolean): Isolate {
       }),
   };
   return isolate as unknown as Isolate;
-}
-
-/** tsx's ESM loader (its package's `.` export) as found from one of `bases`, or undefined. */
-function tsxLoader(bases: string[]): string | undefined {
-  for (const base of bases) {
-    try {
-      const manifest = createRequire(fileURLToPath(base)).resolve('tsx/package.json');
-      const exported = (JSON.parse(readFileSync(manifest, 'utf8')) as { exports: { '.': unknown } }).exports['.'];
-      const target = typeof exported === 'string' ? exported : (exported as { import: string }).import;
-      return pathToFileURL(path.join(path.dirname(manifest), target)).href;
-    } catch {}
-  }
-  return undefined;
 }
 
 /** The threads and processes of isolated attempts running now (what the tests read). */
@@ -272,12 +233,15 @@ export function runIsolated(
     deliveryKey: context.deliveryKey,
     logLevel: logger.level,
   };
-  const typescript = (isTypeScript(ENTRY) || isTypeScript(moduleUrl)) && !nodeStripsTypes();
+  // Refused at start (HandlerRegistry.register); here for a handler run without a registry.
+  const loading = isolatedLoadingOf(moduleUrl);
+  if (loading.problem !== undefined)
+    return Promise.reject(new PermanentError(`isolated handler ${handler.kind}: ${loading.problem}`));
   const startedAt = performance.now();
   return new Promise<unknown>((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
     const thread =
-      isolationMode(handler) === 'process' ? startProcess(start, typescript) : startThread(start, typescript);
+      isolationMode(handler) === 'process' ? startProcess(start, loading.tsx) : startThread(start, loading.tsx);
     live.add(thread);
     let ended = false;
     const end = (settle: () => void) => {
