@@ -10,9 +10,11 @@ import 'server-only';
  *
  * A session lasts SESSION_MAX_SECONDS (8 hours) from sign-in, however often it is refreshed:
  * the token carries its sign-in time (`signedInAt`), its own expiry never passes that plus 8
- * hours, and every read of it (the jwt callback) refuses one past it, one without a sign-in
- * time, and one whose identity signed out or was disabled since (lib/identity.ts). A refused
- * token is no session: /api/auth/session answers `{}` and clears the cookie.
+ * hours, and every read of it (the jwt callback) refuses one past it and one without a sign-in
+ * time. A refused token is no session: /api/auth/session answers `{}` and clears the cookie.
+ * One whose identity signed out, was disabled or was switched off since is refused by the
+ * database check (lib/identity.ts): on every data read (lib/dal/session.ts), and for
+ * /api/auth/session by checkedSessionAnswer, so a copied cookie gets no session there either.
  */
 import type { NextAuthOptions } from 'next-auth';
 import { encode, type JWT } from 'next-auth/jwt';
@@ -24,7 +26,7 @@ import { safeRedirect } from './callback-url.ts';
 import { database } from './db.ts';
 import type { LoginOptionsDTO } from './dto.ts';
 import { webEnv } from './env.ts';
-import { currentUser } from './identity.ts';
+import { currentUser, type SessionClaims } from './identity.ts';
 import { signInRequest } from './sign-in-context.ts';
 import { throttledCode } from './sign-in-wait.ts';
 import { OIDC_PROVIDER_ID, oidcProvider, type OidcUser } from './sso.ts';
@@ -66,6 +68,42 @@ export function sessionSecondsLeft(token: JWT, now: number): number {
   const at = token.signedInAt;
   if (typeof at !== 'number' || !Number.isFinite(at)) return 0;
   return Math.max(0, Math.min(SESSION_MAX_SECONDS, at + SESSION_MAX_SECONDS - now));
+}
+
+/** next-auth's session cookie, plain or `__Secure-`, whole or in chunks (`.0`, `.1`, …). */
+const SESSION_COOKIE = /^(?:__Secure-)?next-auth\.session-token(?:\.\d+)?$/;
+
+/**
+ * next-auth's answer to `GET /api/auth/session`, checked against the database (lib/identity.ts):
+ * a session whose identity signed out, was disabled or was switched off since is answered `{}`
+ * with its cookie cleared, as next-auth answers an expired one, instead of the user and a fresh
+ * cookie. next-auth itself only decodes the token. A database that cannot be asked leaves the
+ * answer as it is: it says who the cookie was issued to, and every data route asks again.
+ */
+export async function checkedSessionAnswer(response: Response): Promise<Response> {
+  if (response.status !== 200) return response;
+  let body: unknown;
+  try {
+    body = await response.clone().json();
+  } catch {
+    return response;
+  }
+  const user = (body as { user?: SessionClaims } | null)?.user;
+  if (!user) return response;
+  if ((await currentUser(user).catch(() => undefined)) !== null) return response;
+  const headers = new Headers(response.headers);
+  headers.delete('set-cookie');
+  headers.delete('content-length');
+  for (const cookie of response.headers.getSetCookie()) {
+    const name = cookie.slice(0, cookie.indexOf('='));
+    if (!SESSION_COOKIE.test(name)) headers.append('set-cookie', cookie);
+    else
+      headers.append(
+        'set-cookie',
+        `${name}=; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; HttpOnly; SameSite=Lax${name.startsWith('__Secure-') ? '; Secure' : ''}`,
+      );
+  }
+  return new Response('{}', { status: 200, headers });
 }
 
 /** Ended sessions are routine: next-auth would log each one as an error with its stack. */
@@ -183,13 +221,11 @@ export function authOptions(): NextAuthOptions {
           }
           return token;
         }
-        // Every later read: past its 8 hours, or its identity signed out, disabled or switched
-        // off since, the token is no session. A database that cannot be asked does not end
-        // it here: the data routes ask again (lib/dal/session.ts) and answer that they could not.
+        // Every later read: past its 8 hours, the token is no session. (Whether its identity
+        // signed out or was disabled since is the database's to say: lib/dal/session.ts asks
+        // on every data read, the route asks for /api/auth/session, checkedSessionAnswer.)
         const limit = sessionLimitReason(token, nowSeconds());
         if (limit) throw new SessionEnded(limit);
-        const current = await currentUser(token).catch(() => undefined);
-        if (current === null) throw new SessionEnded('its identity signed out, was disabled or is switched off');
         return token;
       },
       session({ session, token }) {

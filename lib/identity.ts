@@ -1,9 +1,9 @@
 import 'server-only';
 /**
- * Whether what a session token says still names someone who may act, and who: asked by
- * next-auth's jwt callback on every read of a session (lib/auth.ts: a token that fails is no
- * session, and /api/auth/session answers none) and again by lib/dal/session.ts for the current
- * role. Pure of next-auth: the claims are the token's (or the session callback's copy of them).
+ * Whether what a session says still names someone who may act, and who: asked by
+ * lib/dal/session.ts on every data read (the current role with it), and by the sign-in route
+ * for /api/auth/session (lib/auth.ts, checkedSessionAnswer: a session that fails is answered as
+ * none). Pure of next-auth: the claims are the session callback's copy of the token's.
  *
  * - A built-in user: the users row as it is now (not disabled, its role), and the session
  *   version the token was issued under still the email's.

@@ -1,6 +1,6 @@
 import NextAuth from 'next-auth';
 import { NextRequest, NextResponse } from 'next/server';
-import { authOptions } from '../../../../lib/auth.ts';
+import { authOptions, checkedSessionAnswer } from '../../../../lib/auth.ts';
 import { authRequestProblem } from '../../../../lib/callback-url.ts';
 import { clientAddress } from '../../../../lib/client-address.ts';
 import { webEnv } from '../../../../lib/env.ts';
@@ -24,15 +24,22 @@ async function handler(request: Request, context: Context, body: Uint8Array | nu
   // What next-auth would answer with an empty 500 (a callbackUrl that is no URL, a JSON body
   // that is not JSON) is refused here with a sentence.
   const problem = authRequestProblem(request.url, request.headers.get('content-type'), body);
-  if (problem) return NextResponse.json({ message: problem }, { status: 400, headers: { 'cache-control': 'no-store' } });
+  if (problem)
+    return NextResponse.json({ message: problem }, { status: 400, headers: { 'cache-control': 'no-store' } });
   const signIn: SignInRequest = { client: clientAddress(request.headers, webEnv().trustedProxies), throttled: null };
   const response = await withSignInRequest(signIn, () => NextAuth(request as never, context as never, authOptions()));
+  // next-auth only decodes the token: whether its identity signed out since is asked here.
+  if (request.method === 'GET' && (await context.params).nextauth?.[0] === 'session')
+    return checkedSessionAnswer(response as Response);
   if (!signIn.throttled) return response as Response;
   const seconds = signIn.throttled.seconds;
   const error = throttledCode(seconds);
   // On the dashboard's public origin (NEXTAUTH_URL), not the address this process listens on,
   // which behind a proxy is nobody's to open.
-  const login = new URL(`${process.env.NEXT_PUBLIC_LEASEHOLD_BASE_PATH ?? ''}/login`, webEnv().publicUrl ?? request.url);
+  const login = new URL(
+    `${process.env.NEXT_PUBLIC_LEASEHOLD_BASE_PATH ?? ''}/login`,
+    webEnv().publicUrl ?? request.url,
+  );
   login.searchParams.set('error', error);
   const headers = new Headers();
   // next-auth's cookies (the CSRF token) go along; its Location and body do not.
