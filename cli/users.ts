@@ -4,8 +4,9 @@ import { ROLES } from '../db/schema.ts';
 import { addUser, DEMO_PASSWORD, disableUser, listUsers, userInputSchema } from '../db/users.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, UsageError } from './command.ts';
 import { withDb } from './database.ts';
+import { passwordFromPrompt, passwordFromStdin } from './password-input.ts';
 
-const HELP = `usage: leasehold users add <email> --role ROLE [--password PASSWORD] [--enable]
+const HELP = `usage: leasehold users add <email> --role ROLE [--password-prompt | --password-stdin] [--enable]
        leasehold users disable <email>
        leasehold users list
 
@@ -13,14 +14,19 @@ The people who may sign in to the dashboard (leasehold dashboard), with a role:
 ${ROLES.join(' < ')} (viewers look, operators retry and cancel, admins also reveal masked fields).
 
   add       creates the user, or changes an existing user's role and password (which
-            ends their sessions). Without --password one is generated and printed once.
+            ends their sessions). The password is never an argument (other users of the
+            machine could read it in ps): type it at a prompt, or pipe it in. Without
+            either, one is generated and printed once.
             A disabled user stays disabled (nothing is changed) unless --enable is given.
   disable   the user can no longer sign in, and their sessions end (the row stays, for
             the audit log)
   list      every user: email, role, disabled
 
   --role ROLE           ${ROLES.join(', ')} (add)
-  --password PASSWORD   at least 10 characters (add; default: generated)
+  --password-prompt     type the password at a prompt, not shown, twice (add; needs a terminal)
+  --password-stdin      read the password from standard input, its first line (add):
+                        printf '%s\\n' "$PASSWORD" | leasehold users add … --password-stdin
+                        Passwords have at least 10 characters; default: generated.
   --enable              enable a disabled user again (add)
 ${EMBEDDED_HELP}
   --help, --version
@@ -29,7 +35,10 @@ environment: DATABASE_URL (required unless --embedded)`;
 
 const OPTIONS = {
   role: { type: 'string' },
+  // Refused with a sentence (below): kept so the old form says what to use instead.
   password: { type: 'string' },
+  'password-prompt': { type: 'boolean' },
+  'password-stdin': { type: 'boolean' },
   enable: { type: 'boolean' },
   embedded: { type: 'boolean' },
 } as const;
@@ -43,23 +52,34 @@ export const usersCommand: Command = {
     const embedded = values.embedded === true;
     const usage = (why: string) => new UsageError(`${why} (leasehold users --help)`);
     if (extra.length > 0) throw usage(`unexpected argument ${JSON.stringify(extra[0])}`);
-    if (action !== 'add' && (values.role !== undefined || values.password !== undefined || values.enable))
-      throw usage('--role, --password and --enable go with users add');
+    const prompt = values['password-prompt'] === true;
+    const stdin = values['password-stdin'] === true;
+    if (values.password !== undefined)
+      throw usage(
+        '--password no longer takes the password on the command line, where other users of this machine can read it (ps, shell history); nothing was changed. Type it at a prompt with --password-prompt, or pipe it in with --password-stdin',
+      );
+    if (action !== 'add' && (values.role !== undefined || prompt || stdin || values.enable))
+      throw usage('--role, --password-prompt, --password-stdin and --enable go with users add');
+    if (prompt && stdin) throw usage('--password-prompt and --password-stdin: choose one');
 
     if (action === 'add') {
       if (!email) throw usage('users add needs an email: leasehold users add someone@example.com --role viewer');
       if (!values.role) throw usage(`users add needs --role: one of ${ROLES.join(', ')}`);
       const demo = context.env.LEASEHOLD_DEMO === 'true' || context.env.LEASEHOLD_DEMO === '1';
-      if (values.password === DEMO_PASSWORD && !demo)
-        throw new UsageError('--password: that is the demo password; choose another (it is refused outside demo mode)');
-      const password = values.password ?? randomBytes(12).toString('base64url');
+      const source = prompt ? '--password-prompt' : stdin ? '--password-stdin' : null;
+      const names: Record<string, string> = { email: '<email>', role: '--role', password: source ?? 'password' };
+      const refuse = (issues: readonly { path: readonly PropertyKey[]; message: string }[]) =>
+        new UsageError(issues.map((i) => `${names[String(i.path[0])] ?? String(i.path[0])}: ${i.message}`).join('; '));
+      // The email and role first: nobody types a password for a command that would refuse them.
+      const named = userInputSchema.pick({ email: true, role: true }).safeParse({ email, role: values.role });
+      if (!named.success) throw refuse(named.error.issues);
+      const address = email.trim().toLowerCase();
+      const given = prompt ? await passwordFromPrompt(address) : stdin ? await passwordFromStdin() : null;
+      if (given === DEMO_PASSWORD && !demo)
+        throw new UsageError(`${source}: that is the demo password; choose another (it is refused outside demo mode)`);
+      const password = given ?? randomBytes(12).toString('base64url');
       const checked = userInputSchema.safeParse({ email, role: values.role, password });
-      if (!checked.success) {
-        const names: Record<string, string> = { email: '<email>', role: '--role', password: '--password' };
-        throw new UsageError(
-          checked.error.issues.map((i) => `${names[String(i.path[0])] ?? String(i.path[0])}: ${i.message}`).join('; '),
-        );
-      }
+      if (!checked.success) throw refuse(checked.error.issues);
       const result = await withDb(context, embedded, ({ db }) =>
         addUser(db, { email, role: values.role as 'viewer', password }, { enable: values.enable === true }),
       );
@@ -71,7 +91,7 @@ export const usersCommand: Command = {
         return 2;
       }
       const done = { created: 'created', updated: 'updated', enabled: 'enabled again and updated' }[result.outcome];
-      console.log(`${done} ${who}${values.password ? '' : `; password: ${password}`}`);
+      console.log(`${done} ${who}${given !== null ? '' : `; password: ${password}`}`);
       return 0;
     }
     if (action === 'disable') {

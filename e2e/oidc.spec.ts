@@ -4,13 +4,19 @@
  * beside single sign-on, one with single sign-on only. Sign-in through the provider's login
  * form, the role from its claim (an operator sees operator actions, a viewer does not), a user
  * without the role claim refused with a sentence, sign-out; and the credentials endpoint
- * refusing valid demo credentials once built-in users are off.
+ * refusing valid demo credentials once built-in users are off. Identities: an email the
+ * provider does not say it verified is refused; an SSO user who calls themselves a built-in
+ * user's address is audited apart and signs out only themselves; a session token of the kind
+ * issued before SSO sessions were keyed by issuer and subject is no session.
  */
 import type { Page } from '@playwright/test';
+import { sql } from 'drizzle-orm';
+import { encode } from 'next-auth/jwt';
+import { run } from '../db/queue/executor.ts';
 import { DEMO_PASSWORD } from '../db/users.ts';
 import { startOidcProvider, type TestOidcProvider } from '../test/oidc-provider.ts';
-import { signInWithOidc } from '../test/package/session.ts';
-import { deadJob, expect, startDashboard, test, uniqueQueue, type DashboardServer } from './fixtures.ts';
+import { signIn, signInWithOidc } from '../test/package/session.ts';
+import { db, deadJob, expect, startDashboard, test, uniqueQueue, type DashboardServer } from './fixtures.ts';
 import { e2ePorts } from './ports.ts';
 
 const PORTS = e2ePorts();
@@ -20,6 +26,12 @@ const OIDC_PORT = PORTS.oidc;
 const SSO_NAME = 'Example SSO';
 const REFUSED =
   'Your identity provider signed you in but gave you no Leasehold role: the leasehold_role claim is missing or names no role';
+const UNVERIFIED =
+  'Your identity provider signed you in but does not say your email address is verified (email_verified)';
+/** How the audit log and the header name a single sign-on user of this provider. */
+const SSO = `(sso: 127.0.0.1:${OIDC_PORT})`;
+/** The server with built-in users signs sessions with a known secret: the test forges an old-style one. */
+const SECRET = 'oidc-e2e-secret-8d2f6b1c9a7e4035b2d1f0c3a9e8';
 
 let provider: TestOidcProvider;
 const servers: DashboardServer[] = [];
@@ -45,10 +57,13 @@ test.beforeAll(async () => {
       { login: 'olive', email: 'olive@sso.example.com', name: 'Olive', role: 'operator' },
       { login: 'vera', email: 'vera@sso.example.com', name: 'Vera', role: 'viewer' },
       { login: 'nora', email: 'nora@sso.example.com', name: 'Nora' },
+      // Unverified at the provider, and named like the built-in admin in another case.
+      { login: 'red', email: 'RED-ADMIN@example.com', emailVerified: false, role: 'viewer' },
+      { login: 'twin', email: 'admin@example.com', role: 'viewer' },
     ],
   });
   await Promise.all([
-    startSsoDashboard(WITH_USERS, {}),
+    startSsoDashboard(WITH_USERS, { NEXTAUTH_SECRET: SECRET }),
     startSsoDashboard(SSO_ONLY, { LEASEHOLD_BUILTIN_USERS: 'false' }),
   ]);
 });
@@ -78,7 +93,7 @@ test.describe('single sign-on beside built-in users', () => {
     const id = await deadJob(uniqueQueue('sso-op'));
     await signInWithSso(page, WITH_USERS, 'olive');
     await page.waitForURL(`${WITH_USERS}/`);
-    await expect(page.getByTestId('who')).toHaveText('olive@sso.example.com · operator');
+    await expect(page.getByTestId('who')).toHaveText(`olive@sso.example.com ${SSO} · operator`);
     await page.goto(`${WITH_USERS}/jobs/${id}`);
     await expect(page.getByRole('button', { name: 'Retry' })).toBeVisible();
   });
@@ -87,7 +102,7 @@ test.describe('single sign-on beside built-in users', () => {
     const id = await deadJob(uniqueQueue('sso-view'));
     await signInWithSso(page, WITH_USERS, 'vera');
     await page.waitForURL(`${WITH_USERS}/`);
-    await expect(page.getByTestId('who')).toHaveText('vera@sso.example.com · viewer');
+    await expect(page.getByTestId('who')).toHaveText(`vera@sso.example.com ${SSO} · viewer`);
     await page.goto(`${WITH_USERS}/jobs/${id}`);
     await expect(page.getByTestId('who')).toBeVisible();
     await expect(page.getByText(id).first()).toBeVisible();
@@ -168,6 +183,75 @@ test.describe('single sign-on only (LEASEHOLD_BUILTIN_USERS=false)', () => {
   test('an operator still signs in through the provider', async ({ page }) => {
     await signInWithSso(page, SSO_ONLY, 'olive');
     await page.waitForURL(`${SSO_ONLY}/`);
-    await expect(page.getByTestId('who')).toHaveText('olive@sso.example.com · operator');
+    await expect(page.getByTestId('who')).toHaveText(`olive@sso.example.com ${SSO} · operator`);
+  });
+});
+
+/** Signs the session in `cookie` out through next-auth, as the Sign out button does. */
+async function signOut(base: string, cookie: string) {
+  const csrf = await fetch(`${base}/api/auth/csrf`, { headers: { cookie } });
+  const { csrfToken } = (await csrf.json()) as { csrfToken: string };
+  const withCsrf = [cookie, ...csrf.headers.getSetCookie().map((c) => c.split(';')[0])].join('; ');
+  const out = await fetch(`${base}/api/auth/signout`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: withCsrf, origin: base },
+    body: new URLSearchParams({ csrfToken, callbackUrl: `${base}/login`, json: 'true' }),
+  });
+  expect(out.status).toBeLessThan(400);
+}
+
+const sessionOf = async (base: string, cookie: string) =>
+  (await (await fetch(`${base}/api/auth/session`, { headers: { cookie } })).json()) as { user?: { email?: string } };
+
+const signInAudit = async (actor: string) =>
+  (
+    await run<{ outcome: string }>(
+      db(),
+      sql`SELECT outcome FROM leasehold.audit_log WHERE action = 'sign_in' AND actor = ${actor} ORDER BY id`,
+    )
+  ).map((r) => r.outcome);
+
+test.describe('single sign-on identities', () => {
+  test('an email the provider does not say it verified is refused with a sentence, audited, and gets no session', async ({
+    page,
+  }) => {
+    await signInWithSso(page, WITH_USERS, 'red');
+    await page.waitForURL(/\/login\?error=EmailUnverified/);
+    await expect(page.locator('p[role="alert"]')).toContainText(UNVERIFIED);
+    expect(await (await page.request.get(`${WITH_USERS}/api/auth/session`)).json()).toEqual({});
+    expect(await signInAudit(`red-admin@example.com ${SSO}`)).toEqual(['refused']);
+    // Never under the bare address, which a built-in user could have.
+    expect(await signInAudit('red-admin@example.com')).toEqual([]);
+  });
+
+  test('one named like a built-in user is audited apart, and signing it out leaves the built-in user signed in', async () => {
+    const admin = await signIn(WITH_USERS, 'admin@example.com', DEMO_PASSWORD);
+    const twin = await signInWithOidc(WITH_USERS, 'twin');
+    expect((await sessionOf(WITH_USERS, twin)).user).toBeDefined();
+    expect(await signInAudit(`admin@example.com ${SSO}`)).toContain('succeeded');
+    const html = await (await fetch(`${WITH_USERS}/`, { headers: { cookie: twin } })).text();
+    expect(html).toContain(`admin@example.com ${SSO}`);
+    await signOut(WITH_USERS, twin);
+    expect(await sessionOf(WITH_USERS, twin)).toEqual({});
+    expect((await fetch(`${WITH_USERS}/api/overview`, { headers: { cookie: twin } })).status).toBe(401);
+    // The built-in admin's session is another identity's: still signed in.
+    expect((await fetch(`${WITH_USERS}/api/overview`, { headers: { cookie: admin } })).status).toBe(200);
+    expect((await sessionOf(WITH_USERS, admin)).user?.email).toBe('admin@example.com');
+  });
+
+  test('a session token as they were issued before the upgrade (keyed by email) is no session', async () => {
+    // What lib/auth.ts signed for olive before: the e-mail as actor and key, no sign-in time.
+    const token = await encode({
+      token: { email: 'olive@sso.example.com', via: 'oidc', actor: 'olive@sso.example.com', role: 'operator', sv: 0 },
+      secret: SECRET,
+      maxAge: 3600,
+    });
+    const cookie = `next-auth.session-token=${token}`;
+    expect(await sessionOf(WITH_USERS, cookie)).toEqual({});
+    expect((await fetch(`${WITH_USERS}/api/overview`, { headers: { cookie } })).status).toBe(401);
+    // A session signed in now works with the same secret: the refusal is the token's kind.
+    const fresh = await signInWithOidc(WITH_USERS, 'olive');
+    expect((await fetch(`${WITH_USERS}/api/overview`, { headers: { cookie: fresh } })).status).toBe(200);
   });
 });

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { NextAuthOptions, User } from 'next-auth';
-import type { JWT } from 'next-auth/jwt';
+import { decode, type JWT } from 'next-auth/jwt';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { run } from '../db/queue/executor.ts';
 import { useTestDatabase } from '../test/db.ts';
@@ -44,6 +44,8 @@ async function load() {
     users: await import('../db/users.ts'),
     session: await import('./dal/session.ts'),
     db: await import('./db.ts'),
+    sso: await import('./sso.ts'),
+    env: await import('./env.ts'),
   };
 }
 
@@ -94,6 +96,20 @@ async function sessionOf(user: User, provider = 'credentials') {
   return { token, session };
 }
 
+/** A later read of the token, as next-auth's session route makes it: the token, or the refusal. */
+async function refresh(token: JWT): Promise<JWT | Error> {
+  try {
+    return (await options().callbacks!.jwt!({ token } as never)) as JWT;
+  } catch (error) {
+    return error as Error;
+  }
+}
+
+/** A single sign-on user as the provider's profile step makes them from the ID token's claims. */
+function ssoUser(claims: Record<string, unknown>): User {
+  return m.sso.oidcUser(claims, m.env.webEnv().oidc!) as unknown as User;
+}
+
 async function viewerWith(session: unknown) {
   m.getServerSession.mockResolvedValue(session as never);
   return m.session.getViewer();
@@ -136,25 +152,48 @@ describe('guessing a password', () => {
     expect(rows[7]!.detail.retry_after).toBeGreaterThanOrEqual(1);
   });
 
-  it('audits a single sign-on refused for want of a role, and one let in', async () => {
+  it('audits a single sign-on refused for want of a role, and one let in, under its SSO name', async () => {
     const signIn = options().callbacks!.signIn!;
     const account = { provider: 'oidc', type: 'oauth', providerAccountId: 'x' };
-    const refused = {
-      id: 'x',
-      email: 'nobody@sso.example.com',
-      name: null,
-      role: null,
-      actor: 'nobody@sso.example.com',
-    };
-    const admitted = { ...refused, email: 'ada@sso.example.com', actor: 'ada@sso.example.com', role: 'viewer' };
+    const refused = ssoUser({ sub: 'nobody-1', email: 'nobody@sso.example.com', email_verified: true });
+    const admitted = ssoUser({
+      sub: 'ada-1',
+      email: 'ada@sso.example.com',
+      email_verified: true,
+      leasehold_role: 'viewer',
+    });
     await m.context.withSignInRequest({ client: '203.0.113.4', throttled: null }, async () => {
       expect(await signIn({ user: refused, account } as never)).toBe(false);
       expect(await signIn({ user: admitted, account } as never)).toBe(true);
     });
-    expect((await auditRows('nobody@sso.example.com')).map((r) => [r.outcome, r.detail])).toEqual([
-      ['refused', { via: 'oidc', client: '203.0.113.4' }],
+    expect(
+      (await auditRows('nobody@sso.example.com (sso: login.example.com)')).map((r) => [r.outcome, r.detail]),
+    ).toEqual([['refused', { via: 'oidc', client: '203.0.113.4' }]]);
+    expect((await auditRows('ada@sso.example.com (sso: login.example.com)')).map((r) => r.outcome)).toEqual([
+      'succeeded',
     ]);
-    expect((await auditRows('ada@sso.example.com')).map((r) => r.outcome)).toEqual(['succeeded']);
+  });
+
+  it('refuses a single sign-on whose email the provider does not say it verified, to a page that says so', async () => {
+    const signIn = options().callbacks!.signIn!;
+    const account = { provider: 'oidc', type: 'oauth', providerAccountId: 'x' };
+    const claims = { sub: 'red-1', email: 'RED-ADMIN@example.com', leasehold_role: 'viewer' };
+    for (const unverified of [claims, { ...claims, email_verified: false }, { ...claims, email_verified: 'false' }]) {
+      expect(await signIn({ user: ssoUser(unverified), account } as never)).toBe('/login?error=EmailUnverified');
+    }
+    expect((await auditRows('red-admin@example.com (sso: login.example.com)')).map((r) => r.outcome)).toEqual([
+      'refused',
+      'refused',
+      'refused',
+    ]);
+    // A verified one, and one without an email claim (nothing to vouch for), sign in.
+    expect(await signIn({ user: ssoUser({ ...claims, email_verified: true }), account } as never)).toBe(true);
+    expect(
+      await signIn({
+        user: ssoUser({ sub: 'red-2', preferred_username: 'red', leasehold_role: 'viewer' }),
+        account,
+      } as never),
+    ).toBe(true);
   });
 });
 
@@ -231,16 +270,113 @@ describe('a session', () => {
   });
 
   it('of single sign-on ends at sign-out too', async () => {
-    const user = {
-      id: 'y',
+    const user = ssoUser({
+      sub: 'grace-1',
       email: 'grace@sso.example.com',
-      name: null,
+      email_verified: true,
+      leasehold_role: 'operator',
+    });
+    const { token, session } = await sessionOf(user, 'oidc');
+    expect(await viewerWith(session)).toEqual({
+      email: 'grace@sso.example.com (sso: login.example.com)',
       role: 'operator',
-      actor: 'grace@sso.example.com',
-    };
-    const { token, session } = await sessionOf(user as User, 'oidc');
-    expect(await viewerWith(session)).toEqual({ email: 'grace@sso.example.com', role: 'operator' });
+    });
     await options().events!.signOut!({ token, session } as never);
     expect(await viewerWith(session)).toBeNull();
+  });
+
+  it('is answered as none by /api/auth/session after sign-out, its cookie cleared, for a copied cookie', async () => {
+    const { token, session } = await signedIn();
+    // next-auth's answer for a cookie it could decode: the user and a renewed cookie.
+    const answer = () =>
+      new Response(JSON.stringify(session), {
+        headers: [
+          ['content-type', 'application/json'],
+          ['set-cookie', 'next-auth.session-token=renewed; Path=/; HttpOnly; SameSite=Lax'],
+          ['set-cookie', 'next-auth.csrf-token=kept; Path=/'],
+        ],
+      });
+    const before = await m.auth.checkedSessionAnswer(answer());
+    expect(await before.json()).toEqual(session);
+    await options().events!.signOut!({ token, session } as never);
+    const after = await m.auth.checkedSessionAnswer(answer());
+    expect(await after.json()).toEqual({});
+    expect(after.headers.getSetCookie()).toEqual([
+      'next-auth.session-token=; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; HttpOnly; SameSite=Lax',
+      'next-auth.csrf-token=kept; Path=/',
+    ]);
+  });
+
+  it('of a single sign-on identity named like a built-in user is audited apart and signs out only itself', async () => {
+    const builtin = await signedIn('operator');
+    // At the provider, someone gave themselves the built-in user's address (verified there).
+    const twin = ssoUser({
+      sub: 'twin-1',
+      email: builtin.email.toUpperCase(),
+      email_verified: true,
+      leasehold_role: 'viewer',
+    });
+    const sso = await sessionOf(twin, 'oidc');
+    expect(await viewerWith(sso.session)).toEqual({
+      email: `${builtin.email} (sso: login.example.com)`,
+      role: 'viewer',
+    });
+    expect(sso.token.sk).toBe('sso https://login.example.com twin-1');
+    await options().events!.signOut!({ token: sso.token, session: sso.session } as never);
+    expect(await viewerWith(sso.session)).toBeNull();
+    // The built-in user's session is untouched: another key, another version.
+    expect(await viewerWith(builtin.session)).toEqual({ email: builtin.email, role: 'operator' });
+  });
+});
+
+describe('a session’s lifetime', () => {
+  const HOUR = 3600;
+  const at = (token: JWT, seconds: number) => ({ ...token, signedInAt: Math.floor(Date.now() / 1000) - seconds });
+  async function freshToken() {
+    const email = await newUser();
+    const { user } = await guess(email, PASSWORD, '192.0.2.60');
+    return (await sessionOf(user!)).token;
+  }
+
+  it('is 8 hours in the token next-auth signs, not next-auth’s 30 days', async () => {
+    const o = options();
+    expect(o.session?.maxAge).toBe(8 * HOUR);
+    expect(o.jwt?.maxAge).toBe(8 * HOUR);
+    const token = await freshToken();
+    expect(token.signedInAt).toBeCloseTo(Date.now() / 1000, -1);
+    // As next-auth's callback route calls it at sign-in: `jwt.maxAge` (30 days when unset).
+    const signed = await o.jwt!.encode!({ token, secret: o.secret!, maxAge: 30 * 24 * HOUR });
+    const decoded = (await decode({ token: signed, secret: o.secret! }))!;
+    expect(Number(decoded.exp) - Number(token.signedInAt)).toBeLessThanOrEqual(8 * HOUR);
+    expect(Number(decoded.exp) - Number(token.signedInAt)).toBeGreaterThan(8 * HOUR - 60);
+  });
+
+  it('ends 8 hours after sign-in however often it was refreshed: the re-signed token expires then', async () => {
+    const o = options();
+    const token = at(await freshToken(), 7.5 * HOUR);
+    const refreshed = await refresh(token);
+    expect(refreshed).not.toBeInstanceOf(Error);
+    // A refresh re-signs with `session.maxAge`: capped at what is left of the 8 hours.
+    const signed = await o.jwt!.encode!({ token: refreshed as JWT, secret: o.secret!, maxAge: 8 * HOUR });
+    const left = Number((await decode({ token: signed, secret: o.secret! }))!.exp) - Date.now() / 1000;
+    expect(left).toBeGreaterThan(0.5 * HOUR - 60);
+    expect(left).toBeLessThanOrEqual(0.5 * HOUR + 1);
+    // Past the 8 hours the token itself is refused, whatever its own expiry says.
+    const late = await refresh(at(token, 8 * HOUR + 1));
+    expect(late).toBeInstanceOf(Error);
+    expect((late as Error).message).toBe('signed in more than 8 hours ago');
+    // The session the client is told about ends then too.
+    const session = await o.callbacks!.session!({
+      session: { user: { email: token.email }, expires: new Date(Date.now() + 8 * HOUR * 1000).toISOString() },
+      token,
+    } as never);
+    expect(Date.parse(session.expires) / 1000).toBeCloseTo(Number(token.signedInAt) + 8 * HOUR, -1);
+  });
+
+  it('is refused without a sign-in time (a token from before the limit): everyone signs in once', async () => {
+    const { signedInAt: _, ...old } = await freshToken();
+    const refused = await refresh(old as JWT);
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toBe('the token has no sign-in time');
   });
 });

@@ -168,5 +168,8 @@ describe('sentences on the login page', () => {
       'Your identity provider signed you in but gave you no Leasehold role: the leasehold_role claim is missing or names no role (viewer, operator, admin). Ask whoever runs your sign-in for one.',
     );
     expect(signInErrorMessage('CredentialsSignin', null)).toMatch(/^Those credentials did not work/);
+    expect(signInErrorMessage('EmailUnverified', 'leasehold_role')).toMatch(
+      /^Your identity provider signed you in but does not say your email address is verified \(email_verified\)/,
+    );
   });
 });

@@ -163,7 +163,8 @@ export function errorDetailSummary(detail: ErrorDetail): string {
 
 /**
  * What the login page says about next-auth's `?error=` code. AccessDenied is the signIn
- * callback's refusal: single sign-on worked but the identity provider named no role.
+ * callback's refusal: single sign-on worked but the identity provider named no role;
+ * EmailUnverified its refusal of an email the provider does not vouch for (lib/sso.ts).
  */
 export function signInErrorMessage(code: string, roleClaim: string | null): string {
   const throttled = throttledSeconds(code);
@@ -173,6 +174,8 @@ export function signInErrorMessage(code: string, roleClaim: string | null): stri
       return roleClaim
         ? `Your identity provider signed you in but gave you no Leasehold role: the ${roleClaim} claim is missing or names no role (viewer, operator, admin). Ask whoever runs your sign-in for one.`
         : 'That sign-in was refused.';
+    case 'EmailUnverified':
+      return 'Your identity provider signed you in but does not say your email address is verified (email_verified), so Leasehold cannot tell it is yours. Verify it at the provider and sign in again; if your provider never sends email_verified, whoever runs the dashboard can set LEASEHOLD_OIDC_EMAIL_VERIFIED=not-sent.';
     case 'CredentialsSignin':
       return 'Those credentials did not work. Check the email and password.';
     case 'OAuthSignin':

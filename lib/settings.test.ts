@@ -31,6 +31,7 @@ describe('single sign-on settings', () => {
       scope: 'openid email profile',
       roleClaim: 'leasehold_role',
       roleMap: null,
+      emailVerified: 'required',
     });
   });
 
@@ -40,6 +41,29 @@ describe('single sign-on settings', () => {
     );
     expect(() => parseWebEnv({ ...BASE, LEASEHOLD_OIDC_ROLE_CLAIM: 'groups' })).toThrow(
       /half configured: set LEASEHOLD_OIDC_ISSUER, LEASEHOLD_OIDC_CLIENT_ID, LEASEHOLD_OIDC_CLIENT_SECRET too/,
+    );
+  });
+
+  it('refuses a plain http:// issuer on a host that is not this machine, as it refuses such a NEXTAUTH_URL', () => {
+    expect(() =>
+      parseWebEnv({ ...BASE, ...OIDC, LEASEHOLD_OIDC_ISSUER: 'http://login.example.com/realms/ops' }),
+    ).toThrow(
+      'Leasehold dashboard: LEASEHOLD_OIDC_ISSUER must be https:// (login.example.com is not this machine, so the client secret and ID tokens would travel in the clear); only localhost and 127.0.0.1 may use http://',
+    );
+    expect(() => parseWebEnv({ ...BASE, ...OIDC, LEASEHOLD_OIDC_ISSUER: 'http://10.0.0.5:8080' })).toThrow(
+      /LEASEHOLD_OIDC_ISSUER must be https:\/\/ \(10\.0\.0\.5:8080 is not this machine/,
+    );
+    for (const loopback of ['http://127.0.0.1:9570', 'http://localhost:8080/realms/ops', 'http://[::1]:9000'])
+      expect(parseWebEnv({ ...BASE, ...OIDC, LEASEHOLD_OIDC_ISSUER: loopback }).oidc?.issuer).toBe(loopback);
+  });
+
+  it('requires email_verified unless LEASEHOLD_OIDC_EMAIL_VERIFIED=not-sent says the provider does not send it', () => {
+    expect(parseWebEnv({ ...BASE, ...OIDC }).oidc?.emailVerified).toBe('required');
+    expect(parseWebEnv({ ...BASE, ...OIDC, LEASEHOLD_OIDC_EMAIL_VERIFIED: 'not-sent' }).oidc?.emailVerified).toBe(
+      'not-sent',
+    );
+    expect(() => parseWebEnv({ ...BASE, ...OIDC, LEASEHOLD_OIDC_EMAIL_VERIFIED: 'no' })).toThrow(
+      /LEASEHOLD_OIDC_EMAIL_VERIFIED must be required \(the default\) or not-sent/,
     );
   });
 

@@ -59,6 +59,7 @@ const OIDC_OPTIONAL = [
   'LEASEHOLD_OIDC_SCOPE',
   'LEASEHOLD_OIDC_ROLE_CLAIM',
   'LEASEHOLD_OIDC_ROLE_MAP',
+  'LEASEHOLD_OIDC_EMAIL_VERIFIED',
 ] as const;
 
 const flag = z.enum(['true', 'false', '1', '0', '']).optional();
@@ -136,6 +137,11 @@ const schema = z.object({
     .optional(),
   LEASEHOLD_OIDC_ROLE_CLAIM: z.string().max(200).optional(),
   LEASEHOLD_OIDC_ROLE_MAP: roleMapSchema.optional(),
+  LEASEHOLD_OIDC_EMAIL_VERIFIED: z
+    .enum(['required', 'not-sent'], {
+      error: 'LEASEHOLD_OIDC_EMAIL_VERIFIED must be required (the default) or not-sent',
+    })
+    .optional(),
   LEASEHOLD_TRUSTED_PROXIES: z.string().max(10_000).optional(),
 });
 
@@ -151,6 +157,11 @@ export interface OidcEnv {
   roleClaim: string;
   /** Claim values to roles; null: the claim's value is the role's name itself. */
   roleMap: Record<string, Role> | null;
+  /**
+   * `required`: an ID token with an email claim must say `email_verified: true`. `not-sent`: the
+   * provider never sends the claim (Entra ID, for one), so its absence is accepted; false is not.
+   */
+  emailVerified: 'required' | 'not-sent';
 }
 
 export interface WebEnv {
@@ -274,6 +285,14 @@ function parseOidc(e: z.infer<typeof schema>): OidcEnv | null {
       `Leasehold dashboard: single sign-on is half configured: set ${missing.join(', ')} too (${OIDC_REQUIRED.join(', ')} go together), or unset every LEASEHOLD_OIDC_* variable`,
     );
   }
+  // Like NEXTAUTH_URL: the client secret and the ID token travel to and from the issuer, so
+  // plain http only to this machine.
+  const issuerUrl = new URL(e.LEASEHOLD_OIDC_ISSUER!);
+  if (issuerUrl.protocol === 'http:' && !isLoopbackHost(issuerUrl.hostname)) {
+    throw new Error(
+      `Leasehold dashboard: LEASEHOLD_OIDC_ISSUER must be https:// (${issuerUrl.host} is not this machine, so the client secret and ID tokens would travel in the clear); only localhost and 127.0.0.1 may use http://`,
+    );
+  }
   return {
     // The issuer as the provider states it in its discovery document, without a trailing slash
     // (the well-known URL is appended to it).
@@ -285,5 +304,6 @@ function parseOidc(e: z.infer<typeof schema>): OidcEnv | null {
     roleClaim: e.LEASEHOLD_OIDC_ROLE_CLAIM ?? DEFAULT_ROLE_CLAIM,
     roleMap:
       e.LEASEHOLD_OIDC_ROLE_MAP && Object.keys(e.LEASEHOLD_OIDC_ROLE_MAP).length > 0 ? e.LEASEHOLD_OIDC_ROLE_MAP : null,
+    emailVerified: e.LEASEHOLD_OIDC_EMAIL_VERIFIED ?? 'required',
   };
 }

@@ -3,7 +3,8 @@ import 'server-only';
  * Single sign-on through one OpenID Connect provider (next-auth's generic OAuth provider in
  * OIDC mode: discovery, PKCE and state, the ID token's signature checked against the issuer's
  * keys). The role comes from one claim of the ID token; a person whose token has no claim that
- * names a role is refused at sign-in, never let in as a viewer by default.
+ * names a role is refused at sign-in, never let in as a viewer by default, and so is one whose
+ * email the provider does not say it verified (`email_verified`, unless configured as not sent).
  */
 import type { OAuthConfig } from 'next-auth/providers/oauth';
 import { ROLES, type Role } from '../db/schema.ts';
@@ -34,18 +35,52 @@ export function roleFromClaims(
   return best;
 }
 
+/** The longest audit name kept (db/sign-in.ts cuts there): the suffix is never cut off. */
+const ACTOR_MAX = 254;
+
 /**
  * Who the audit log says acted: the email claim, else the preferred username, else the
- * subject qualified by the issuer (subjects are unique per issuer only).
+ * subject, each followed by ` (sso: <issuer host>)`. The suffix keeps it apart from every
+ * built-in user (whose audit name is their bare email), so an SSO user who calls themselves
+ * `admin@example.com` at the provider is never recorded as the built-in admin; the name is cut
+ * before the suffix is.
  */
 export function actorFromClaims(claims: Record<string, unknown>, issuer: string): string | null {
   const text = (key: string) => {
     const v = claims[key];
-    return typeof v === 'string' && v.trim() ? v.trim().slice(0, 254) : null;
+    return typeof v === 'string' && v.trim() ? v.trim() : null;
   };
-  const sub = text('sub');
-  return text('email')?.toLowerCase() ?? text('preferred_username') ?? (sub ? `${sub}@${new URL(issuer).host}` : null);
+  const name = text('email')?.toLowerCase() ?? text('preferred_username') ?? text('sub');
+  if (!name) return null;
+  const suffix = ` (sso: ${new URL(issuer).host})`;
+  return `${name.slice(0, Math.max(1, ACTOR_MAX - suffix.length))}${suffix}`;
 }
+
+/**
+ * The key of a single sign-on identity's session version (leasehold.session_versions.actor):
+ * issuer and subject, the pair OpenID Connect makes unique, never the e-mail (which a user may
+ * change at the provider, or set to a built-in user's). Built-in users are keyed by their email,
+ * which cannot contain a space: this key always does, so the two never meet.
+ */
+export function ssoSessionKey(issuer: string, subject: string): string {
+  return `sso ${issuer} ${subject}`;
+}
+
+/**
+ * Whether the ID token vouches for its email claim: `email_verified` true (some providers send
+ * the string "true"). A token without an email claim has nothing to vouch for. A provider
+ * configured as not sending the claim (LEASEHOLD_OIDC_EMAIL_VERIFIED=not-sent) may leave it out,
+ * but one that says false is refused there too.
+ */
+export function emailVerified(claims: Record<string, unknown>, oidc: Pick<OidcEnv, 'emailVerified'>): boolean {
+  if (typeof claims.email !== 'string' || !claims.email.trim()) return true;
+  const said = claims.email_verified;
+  if (said === true || said === 'true') return true;
+  return said === undefined && oidc.emailVerified === 'not-sent';
+}
+
+/** Why a single sign-on is refused in the signIn callback (lib/auth.ts); the login page's code. */
+export type SsoRefusal = 'AccessDenied' | 'EmailUnverified';
 
 /** What the provider's profile step hands to the signIn and jwt callbacks. */
 export interface OidcUser {
@@ -55,6 +90,33 @@ export interface OidcUser {
   /** Null: refused in the signIn callback. */
   role: Role | null;
   actor: string | null;
+  /** The configured issuer, and the session-version key of it and the subject. */
+  issuer: string;
+  sessionKey: string | null;
+  /** Set: refused in the signIn callback, with that code (no role; an unverified email). */
+  refusal: SsoRefusal | null;
+}
+
+/** The identity an ID token's verified claims describe, and whether it may sign in. */
+export function oidcUser(claims: Record<string, unknown>, oidc: OidcEnv): OidcUser {
+  const email = typeof claims.email === 'string' ? claims.email.toLowerCase() : null;
+  const subject = typeof claims.sub === 'string' && claims.sub ? claims.sub : null;
+  const role = roleFromClaims(claims, oidc);
+  const actor = actorFromClaims(claims, oidc.issuer);
+  return {
+    id: String(claims.sub),
+    email,
+    name: typeof claims.name === 'string' ? claims.name : email,
+    role,
+    actor,
+    issuer: oidc.issuer,
+    sessionKey: subject ? ssoSessionKey(oidc.issuer, subject) : null,
+    refusal: !emailVerified(claims, oidc)
+      ? 'EmailUnverified'
+      : role === null || actor === null || subject === null
+        ? 'AccessDenied'
+        : null,
+  };
 }
 
 export function oidcProvider(oidc: OidcEnv): OAuthConfig<Record<string, unknown>> {
@@ -70,14 +132,7 @@ export function oidcProvider(oidc: OidcEnv): OAuthConfig<Record<string, unknown>
     clientSecret: oidc.clientSecret,
     authorization: { params: { scope: oidc.scope } },
     profile(claims): OidcUser {
-      const email = typeof claims.email === 'string' ? claims.email.toLowerCase() : null;
-      return {
-        id: String(claims.sub),
-        email,
-        name: typeof claims.name === 'string' ? claims.name : email,
-        role: roleFromClaims(claims, oidc),
-        actor: actorFromClaims(claims, oidc.issuer),
-      };
+      return oidcUser(claims, oidc);
     },
   };
 }

@@ -31,17 +31,23 @@ function baseEnv(): Record<string, string> {
   return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir() };
 }
 
+export interface CliOptions {
+  env?: Record<string, string>;
+  cwd?: string;
+  script?: string;
+  /** What standard input carries (then closed); none: standard input is /dev/null. */
+  input?: string;
+}
+
 /** Starts `leasehold <args>` (or another TypeScript entry, `script`) in `cwd`. */
-export function startCli(
-  args: string[],
-  options: { env?: Record<string, string>; cwd?: string; script?: string } = {},
-): CliProcess {
+export function startCli(args: string[], options: CliOptions = {}): CliProcess {
   const child = spawn(process.execPath, ['--import', TSX, options.script ?? MAIN, ...args], {
     cwd: options.cwd ?? ROOT,
     // A clean environment (Next.js's types declare NODE_ENV always set; here it is not).
     env: { ...baseEnv(), ...options.env } as unknown as NodeJS.ProcessEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (options.input !== undefined) child.stdin!.end(options.input);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -53,10 +59,7 @@ export function startCli(
 }
 
 /** Runs `leasehold <args>` to its end. */
-export function cli(
-  args: string[],
-  options: { env?: Record<string, string>; cwd?: string; script?: string } = {},
-): Promise<CliRun> {
+export function cli(args: string[], options: CliOptions = {}): Promise<CliRun> {
   return startCli(args, options).exited;
 }
 

@@ -12,6 +12,8 @@ export interface TestAccount {
   /** What the provider's login form takes as the login. */
   login: string;
   email?: string;
+  /** What the ID token's email_verified says (default true); null: the claim is left out. */
+  emailVerified?: boolean | null;
   name?: string;
   /** The configured role claim's value; absent: the ID token has no such claim. */
   role?: string | string[];
@@ -68,7 +70,10 @@ export async function startOidcProvider(options: {
           return {
             sub,
             preferred_username: account.login,
-            ...(account.email ? { email: account.email, email_verified: true } : {}),
+            ...(account.email ? { email: account.email } : {}),
+            ...(account.email && account.emailVerified !== null
+              ? { email_verified: account.emailVerified ?? true }
+              : {}),
             ...(account.name ? { name: account.name } : {}),
             ...(account.role !== undefined ? { [roleClaim]: account.role } : {}),
           };

@@ -56,6 +56,16 @@ const OIDC = {
   LEASEHOLD_OIDC_CLIENT_SECRET: 'secret',
 };
 
+/** What lib/auth.ts puts in a single sign-on session: the audit name, the issuer, the session key. */
+const ssoUser = (email: string, role: string) => ({
+  email,
+  via: 'oidc',
+  actor: `${email} (sso: login.example.com)`,
+  iss: 'https://login.example.com',
+  sk: `sso https://login.example.com ${email}-subject`,
+  role,
+});
+
 async function deadJob() {
   const queue = uniqueQueue('session-dead');
   const job = await addJob(t.db, { queue });
@@ -66,19 +76,22 @@ async function deadJob() {
 describe('a single sign-on session', () => {
   it('acts with the role from its claim, without a users row, and the audit log names it', async () => {
     const { dal, session } = await dalWith(OIDC);
-    session({ email: 'grace@sso.example.com', via: 'oidc', actor: 'grace@sso.example.com', role: 'operator' });
-    expect(await dal.getViewer()).toEqual({ email: 'grace@sso.example.com', role: 'operator' });
+    session(ssoUser('grace@sso.example.com', 'operator'));
+    expect(await dal.getViewer()).toEqual({
+      email: 'grace@sso.example.com (sso: login.example.com)',
+      role: 'operator',
+    });
     const job = await deadJob();
     expect(await dal.retryJob({ id: job.id })).toMatchObject({ ok: true });
     const { rows } = await t.pool.query('SELECT actor FROM leasehold.audit_log WHERE $1::uuid = ANY(job_ids)', [
       job.id,
     ]);
-    expect(rows).toEqual([{ actor: 'grace@sso.example.com' }]);
+    expect(rows).toEqual([{ actor: 'grace@sso.example.com (sso: login.example.com)' }]);
     await expect(dal.previewBulk({ action: 'retry', filter: {} })).rejects.toThrow(/needs the admin role/);
   });
 
   it('is refused with a role no claim could give, and once single sign-on is switched off', async () => {
-    const sso = { email: 'grace@sso.example.com', via: 'oidc', actor: 'grace@sso.example.com', role: 'root' };
+    const sso = ssoUser('grace@sso.example.com', 'root');
     const on = await dalWith(OIDC);
     on.session(sso);
     expect(await on.dal.getViewer()).toBeNull();
@@ -89,6 +102,19 @@ describe('a single sign-on session', () => {
   });
 });
 
+describe('a single sign-on session from before sessions were keyed by issuer and subject', () => {
+  it('is refused: no session key, or another issuer than the configured one', async () => {
+    const { dal, session } = await dalWith(OIDC);
+    // As lib/auth.ts wrote them before: the e-mail as actor and session-version key.
+    session({ email: 'hal@sso.example.com', via: 'oidc', actor: 'hal@sso.example.com', role: 'operator' });
+    expect(await dal.getViewer()).toBeNull();
+    session({ ...ssoUser('hal@sso.example.com', 'operator'), iss: 'https://old-login.example.com' });
+    expect(await dal.getViewer()).toBeNull();
+    session(ssoUser('hal@sso.example.com', 'operator'));
+    expect(await dal.getViewer()).toMatchObject({ role: 'operator' });
+  });
+});
+
 describe('built-in users switched off', () => {
   it('ends a built-in user’s session at once; single sign-on still works', async () => {
     const { dal, session } = await dalWith({ ...OIDC, LEASEHOLD_BUILTIN_USERS: 'false' });
@@ -96,8 +122,8 @@ describe('built-in users switched off', () => {
     expect(await dal.getViewer()).toBeNull();
     session({ email: BUILTIN, role: 'operator' }); // a session from before `via` was recorded
     expect(await dal.getViewer()).toBeNull();
-    session({ email: 'ada@sso.example.com', via: 'oidc', actor: 'ada@sso.example.com', role: 'viewer' });
-    expect(await dal.getViewer()).toEqual({ email: 'ada@sso.example.com', role: 'viewer' });
+    session(ssoUser('ada@sso.example.com', 'viewer'));
+    expect(await dal.getViewer()).toEqual({ email: 'ada@sso.example.com (sso: login.example.com)', role: 'viewer' });
   });
 
   it('leaves a built-in user’s session working while they are on', async () => {

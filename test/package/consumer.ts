@@ -220,15 +220,13 @@ await pool.end();
     // 5. The dashboard, from the same package, once its packages are installed.
     const peers = DASHBOARD_PACKAGES.map((name) => `${name}@${manifest.peerDependencies[name]}`);
     run('npm', ['install', '--no-audit', '--no-fund', ...peers], { cwd: project, node });
-    run(
-      'npx',
-      ['leasehold', 'users', 'add', 'support@example.com', '--role', 'viewer', '--password', 'consumer-password-1'],
-      {
-        cwd: project,
-        node,
-        env,
-      },
-    );
+    // The password piped in, as the docs show it: never an argument (docs/cli.md).
+    run('npx', ['leasehold', 'users', 'add', 'support@example.com', '--role', 'viewer', '--password-stdin'], {
+      cwd: project,
+      node,
+      env,
+      input: 'consumer-password-1\n',
+    });
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const idp = await startOidcProvider({
