@@ -500,9 +500,11 @@ export function reapStatement(limit: number, delaySeconds: number): SQL {
 /**
  * Ends `dead` (class `permanent`) up to `limit` due ready jobs whose kind version no live
  * worker has run for `graceSeconds`: no worker seen within `liveSeconds` has registered it
- * (worker_kinds), and the job has been due, the kind version last seen live (kinds.live_at)
- * and last registered (kinds.last_seen_at) all longer than the grace ago. A job of a kind that
- * was never registered waits the grace from when it became due.
+ * (worker_kinds), and the job has been due, has existed (jobs.created_at), and the kind version
+ * was last seen live (kinds.live_at) and last registered (kinds.last_seen_at) all longer than
+ * the grace ago. A job of a kind that was never registered waits the grace from the later of
+ * when it became due and when it was enqueued: a back-dated `runAt` (an outbox replay, a
+ * backfill keeping its timestamps) still gets the whole grace, so producers first stays safe.
  *
  * First it records `live_at = now` on the kind versions live workers run (so a worker that
  * dies starts the grace then, not at its start), taking those rows in registerKinds' order so
@@ -533,8 +535,9 @@ export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds:
     ),
     unrun AS (
       SELECT r.ctid FROM leasehold.ready_jobs r
+      JOIN leasehold.jobs jc ON jc.id = r.id
       LEFT JOIN leasehold.kinds k ON k.kind = r.kind AND k.version = r.kind_version
-      WHERE r.kind_version IS NOT NULL AND r.run_at <= ${since}
+      WHERE r.kind_version IS NOT NULL AND r.run_at <= ${since} AND jc.created_at <= ${since}
         AND NOT EXISTS (SELECT 1 FROM live l WHERE l.kind = r.kind AND l.version = r.kind_version)
         AND coalesce(greatest(k.live_at, k.last_seen_at) <= ${since}, true)
       LIMIT ${p.limit}
@@ -550,7 +553,7 @@ export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds:
                             'start a worker with a handler for it, then retry the job', j.kind, j.kind_version,
                             justify_interval(make_interval(secs => ${p.graceSeconds}::float8))),
         finished_at = statement_timestamp(), updated_at = statement_timestamp()
-      WHERE j.id = ANY(ARRAY(SELECT id FROM gone)) AND j.state = 'ready' AND j.run_at <= ${since}
+      WHERE j.id = ANY(ARRAY(SELECT id FROM gone)) AND j.state = 'ready' AND j.run_at <= ${since} AND j.created_at <= ${since}
       RETURNING j.id, j.queue, j.kind, j.state, j.attempts
     ),${sql.raw(rollup('settled'))}
     SELECT id FROM settled`;
