@@ -44,6 +44,13 @@ export {
 /** Largest payload stored inline, in bytes of its JSON text. Bigger data goes by reference. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 /**
+ * How deep a payload may nest: the payload itself is level 0, each array element or object
+ * member one level below its container; a value at level 101 is refused by both enqueues (the
+ * TypeScript one and `leasehold.enqueue()`), and the dashboard shows anything below this level
+ * of a row written otherwise as TOO_DEEP (db/queue/redaction-rules.ts).
+ */
+export const MAX_PAYLOAD_DEPTH = 100;
+/**
  * The database's own backstop. jsonb's binary form can be several times larger than the JSON
  * text (an array of small numbers: about 6×), so the CHECK is far looser than the API's limit;
  * the API refuses first, with a clearer message.
