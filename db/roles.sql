@@ -187,6 +187,11 @@ BEGIN
     max_attempts) ON leasehold.kinds TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.worker_kinds TO leasehold_worker;
   GRANT SELECT ON leasehold.migrations TO leasehold_worker;
+  -- Maintenance locks its task's row FOR UPDATE (db/queue/maintenance.ts), which needs UPDATE on
+  -- a column: the worker's alone, so no other login can hold a round back; INSERT for a task
+  -- with no row yet. Audit retention goes through remove_old_audit (never under 90 days).
+  GRANT SELECT, INSERT, UPDATE (task) ON leasehold.maintenance_locks TO leasehold_worker;
+  GRANT EXECUTE ON FUNCTION leasehold.remove_old_audit(interval, integer) TO leasehold_worker;
 
   -- Dashboard: everything db/queries and lib/dal read, the surface's views, and the writes of
   -- the operator actions (db/queue/operator.ts: retry, cancel, pause, resume, each with its
@@ -214,6 +219,8 @@ BEGIN
   -- Sign-in: failed guesses counted per account and address (and forgotten), and the session
   -- versions that sign-out, password changes and disabling raise.
   GRANT INSERT, UPDATE, DELETE ON leasehold.sign_in_throttle TO leasehold_dashboard;
+  -- A sign-in's audit row, within the per-address and per-minute caps (drizzle/0011).
+  GRANT EXECUTE ON FUNCTION leasehold.record_sign_in(text, text, text, text, integer) TO leasehold_dashboard;
   GRANT INSERT, UPDATE (version, updated_at) ON leasehold.session_versions TO leasehold_dashboard;
 END
 $grants$;

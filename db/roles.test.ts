@@ -289,6 +289,59 @@ describe('the worker', () => {
   });
 });
 
+describe('the maintenance lock', () => {
+  const reaperRound = () => withMaintenanceLock(as.worker.db, 'reaper', async () => 'reaped');
+
+  it("is not held back by a producer's or the dashboard's login holding the advisory lock", async () => {
+    for (const login of ['producer', 'dashboard'] as const) {
+      const holder = await as[login].pool.connect();
+      try {
+        expect(
+          (await holder.query(`SELECT pg_advisory_lock(19528, hashtext('reaper')) IS NOT NULL AS held`)).rows,
+        ).toEqual([{ held: true }]);
+        expect(await reaperRound()).toEqual({ ran: true, result: 'reaped' });
+      } finally {
+        await holder.query(`SELECT pg_advisory_unlock(19528, hashtext('reaper'))`);
+        holder.release();
+      }
+    }
+  });
+
+  it("cannot be taken by a producer's or the dashboard's login (42501)", async () => {
+    for (const login of ['producer', 'dashboard'] as const) {
+      expect(
+        await sqlStateOf(
+          as[login].pool.query(
+            `SELECT task FROM leasehold.maintenance_locks WHERE task = 'reaper' FOR UPDATE SKIP LOCKED`,
+          ),
+        ),
+      ).toBe(refused);
+      expect(
+        await sqlStateOf(as[login].pool.query(`INSERT INTO leasehold.maintenance_locks (task) VALUES ('x')`)),
+      ).toBe(refused);
+    }
+  });
+
+  it("makes a second worker skip the round while one runs it, and while a previous release's worker holds the advisory lock", async () => {
+    // A round in progress: its transaction holds the task's row.
+    const inside = await withMaintenanceLock(as.worker.db, 'reaper', async () => reaperRound());
+    expect(inside).toEqual({ ran: true, result: { ran: false } });
+    // A worker of the previous release takes only the transaction advisory lock.
+    const old = await as.worker.pool.connect();
+    try {
+      await old.query(`BEGIN`);
+      expect((await old.query(`SELECT pg_try_advisory_xact_lock(19528, hashtext('reaper')) AS locked`)).rows).toEqual([
+        { locked: true },
+      ]);
+      expect(await reaperRound()).toEqual({ ran: false });
+    } finally {
+      await old.query('ROLLBACK');
+      old.release();
+    }
+    expect(await reaperRound()).toEqual({ ran: true, result: 'reaped' });
+  });
+});
+
 describe('the dashboard', () => {
   let queue: string;
   let fixture: Awaited<ReturnType<typeof mixedFixture>>;

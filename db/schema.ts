@@ -360,7 +360,13 @@ export const auditLog = leasehold.table(
     outcome: text('outcome').notNull(),
     detail: jsonb('detail').notNull().default({}),
   },
-  (t) => [index('audit_log_at_idx').on(t.at), index('audit_log_job_ids_idx').using('gin', t.jobIds)],
+  (t) => [
+    index('audit_log_at_idx').on(t.at),
+    index('audit_log_job_ids_idx').using('gin', t.jobIds),
+    // The audit page's filters (/audit?actor=, ?action=), newest first (db/queries/jobs.ts listAudit).
+    index('audit_log_actor_idx').on(t.actor, t.id),
+    index('audit_log_action_idx').on(t.action, t.id),
+  ],
 );
 
 /**
@@ -493,6 +499,15 @@ export const signInThrottle = leasehold.table(
     firstFailureAt: tstz('first_failure_at').notNull().defaultNow(),
     lastFailureAt: tstz('last_failure_at').notNull().defaultNow(),
     blockedUntil: tstz('blocked_until'),
+    /**
+     * The audit cap's counts (db/sign-in.ts, recordSignIn), on the rows of account
+     * AUDIT_ACCOUNT (upper case: never an account as counted, which is lower-cased): per
+     * client address, and for every address together (`client = ''`), the minute counted,
+     * how many sign-in audit rows it wrote and how many it left out.
+     */
+    auditMinute: tstz('audit_minute'),
+    audited: integer('audited').notNull().default(0),
+    unaudited: integer('unaudited').notNull().default(0),
   },
   (t) => [
     primaryKey({ name: 'sign_in_throttle_pkey', columns: [t.account, t.client] }),
@@ -500,6 +515,20 @@ export const signInThrottle = leasehold.table(
     check('sign_in_throttle_account_check', sql`length(account) BETWEEN 1 AND 254`),
     check('sign_in_throttle_client_check', sql`length(client) <= 100`),
   ],
+);
+
+/**
+ * One row per maintenance task (reaper, unknown kinds, retention): a round holds its task's
+ * row `FOR UPDATE SKIP LOCKED` for its transaction, so one process in the fleet runs it at a
+ * time (db/queue/maintenance.ts). A row lock needs UPDATE on the table, which only the worker
+ * role has: no other login can stop maintenance by holding the lock.
+ */
+export const maintenanceLocks = leasehold.table(
+  'maintenance_locks',
+  {
+    task: text('task').primaryKey(),
+  },
+  () => [check('maintenance_locks_task_check', sql`length(task) BETWEEN 1 AND 200`)],
 );
 
 /**

@@ -1,0 +1,291 @@
+-- leasehold:schema-version 9
+-- leasehold:compatible-from 1
+-- Security, second pass (issue 33). Expanding: code of versions 1 to 8 keeps running on it
+-- (nothing it reads or writes changed), except as db/roles.sql then takes grants away
+-- (docs/operations.md, Upgrading to schema version 9).
+--
+-- * maintenance_locks: one row per maintenance task, held FOR UPDATE SKIP LOCKED by the
+--   round that runs it (db/queue/maintenance.ts); only the worker role may lock it, so a
+--   producer's or the dashboard's login can no longer stop the reaper with an advisory lock.
+-- * sign_in_throttle.audit_minute/audited/unaudited and leasehold.record_sign_in(…): sign-in
+--   audit rows capped per client address and minute and for all addresses together, the rest
+--   counted and summed up in one row per minute (db/sign-in.ts).
+-- * leasehold.remove_old_audit(…): the worker's retention removes audit rows past their age
+--   (never younger than 90 days) through it, without DELETE on the table.
+-- * leasehold.enqueue(…) refuses a payload nested deeper than 100 levels, as the TypeScript
+--   enqueue does (MAX_PAYLOAD_DEPTH); otherwise the same signature and body as 0007 (CREATE OR
+--   REPLACE keeps the owner and the grants).
+CREATE TABLE "leasehold"."maintenance_locks" (
+	"task" text PRIMARY KEY NOT NULL,
+	CONSTRAINT "maintenance_locks_task_check" CHECK (length(task) BETWEEN 1 AND 200)
+);
+--> statement-breakpoint
+ALTER TABLE "leasehold"."sign_in_throttle" ADD COLUMN "audit_minute" timestamp with time zone;--> statement-breakpoint
+ALTER TABLE "leasehold"."sign_in_throttle" ADD COLUMN "audited" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE "leasehold"."sign_in_throttle" ADD COLUMN "unaudited" integer DEFAULT 0 NOT NULL;
+--> statement-breakpoint
+INSERT INTO "leasehold"."maintenance_locks" (task) VALUES ('reaper'), ('unknown kinds'), ('retention') ON CONFLICT DO NOTHING;
+--> statement-breakpoint
+CREATE OR REPLACE FUNCTION "leasehold"."enqueue"(
+  kind text,
+  payload jsonb DEFAULT '{}'::jsonb,
+  queue text DEFAULT 'default',
+  run_at timestamptz DEFAULT NULL,
+  delay interval DEFAULT NULL,
+  priority integer DEFAULT 0,
+  max_attempts integer DEFAULT 10,
+  idempotency_key text DEFAULT NULL,
+  dedupe_window interval DEFAULT interval '30 days',
+  trace_id text DEFAULT NULL,
+  max_age interval DEFAULT NULL,
+  kind_version integer DEFAULT 1,
+  job_id uuid DEFAULT NULL,
+  notify boolean DEFAULT true
+) RETURNS TABLE (id uuid, created boolean)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  -- The TypeScript NAME_PATTERN (db/queue/validate.ts).
+  name_pattern CONSTANT text := '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$';
+  names CONSTANT text := '1 to 128 of A-Z a-z 0-9 _ . : - (starting with a letter or digit)';
+  ten_years CONSTANT interval := interval '3650 days';
+  problems text[] := ARRAY[]::text[];
+  payload_bytes bigint;
+  micros bigint;
+  fraction integer;
+  bytes bytea;
+  new_id uuid;
+  key_owner uuid;
+  written integer;
+BEGIN
+  -- Input: every problem named at once, as a sentence; nothing is written.
+  IF enqueue.kind IS NULL THEN
+    problems := array_append(problems, 'kind is required');
+  ELSIF enqueue.kind !~ name_pattern THEN
+    problems := array_append(problems, format('kind must be %s, not %L', names, left(enqueue.kind, 140)));
+  END IF;
+  IF enqueue.queue IS NULL OR enqueue.queue !~ name_pattern THEN
+    problems := array_append(problems, format('queue must be %s, not %L', names, left(enqueue.queue, 140)));
+  END IF;
+  IF enqueue.payload IS NULL THEN
+    problems := array_append(problems, 'payload must be a JSON value, not SQL NULL (pass ''{}'' for none)');
+  ELSE
+    payload_bytes := octet_length(enqueue.payload::text);
+    IF payload_bytes > 262144 THEN
+      problems := array_append(problems, format('payload is %s bytes of JSON, more than the 262144 allowed (store large data elsewhere and enqueue a reference)', payload_bytes));
+    -- The TypeScript MAX_PAYLOAD_DEPTH (db/schema.ts): the payload is level 0, a value at 101 is too deep.
+    ELSIF jsonb_path_exists(enqueue.payload, 'strict $.**{101}') THEN
+      problems := array_append(problems, 'payload is nested deeper than 100 levels (flatten it, or store it elsewhere and enqueue a reference)');
+    END IF;
+  END IF;
+  IF enqueue.kind_version IS NULL OR enqueue.kind_version NOT BETWEEN 1 AND 1000000 THEN
+    problems := array_append(problems, format('kind_version must be an integer from 1 to 1000000, not %s', coalesce(enqueue.kind_version::text, 'NULL')));
+  END IF;
+  IF enqueue.priority IS NULL OR enqueue.priority NOT BETWEEN 0 AND 100 THEN
+    problems := array_append(problems, format('priority must be an integer from 0 (the default, lowest) to 100, not %s', coalesce(enqueue.priority::text, 'NULL')));
+  END IF;
+  IF enqueue.run_at IS NOT NULL AND enqueue.delay IS NOT NULL THEN
+    problems := array_append(problems, 'give run_at or delay, not both');
+  END IF;
+  IF enqueue.run_at IS NOT NULL AND NOT isfinite(enqueue.run_at) THEN
+    problems := array_append(problems, format('run_at must be a finite time, not %s', enqueue.run_at));
+  END IF;
+  IF enqueue.delay IS NOT NULL AND (enqueue.delay < interval '0' OR enqueue.delay > ten_years) THEN
+    problems := array_append(problems, format('delay must be from 0 to 3650 days, not %s', enqueue.delay));
+  END IF;
+  IF enqueue.max_attempts IS NULL OR enqueue.max_attempts NOT BETWEEN 1 AND 1000 THEN
+    problems := array_append(problems, format('max_attempts must be an integer from 1 to 1000, not %s', coalesce(enqueue.max_attempts::text, 'NULL')));
+  END IF;
+  IF enqueue.max_age IS NOT NULL AND (enqueue.max_age <= interval '0' OR enqueue.max_age > ten_years) THEN
+    problems := array_append(problems, format('max_age must be more than 0 and at most 3650 days, not %s', enqueue.max_age));
+  END IF;
+  IF enqueue.idempotency_key IS NOT NULL AND length(enqueue.idempotency_key) NOT BETWEEN 1 AND 512 THEN
+    problems := array_append(problems, format('idempotency_key must be 1 to 512 characters, not %s', length(enqueue.idempotency_key)));
+  END IF;
+  IF enqueue.dedupe_window IS NULL OR enqueue.dedupe_window <= interval '0' OR enqueue.dedupe_window > ten_years THEN
+    problems := array_append(problems, format('dedupe_window must be more than 0 and at most 3650 days, not %s', coalesce(enqueue.dedupe_window::text, 'NULL')));
+  END IF;
+  IF enqueue.trace_id IS NOT NULL AND length(enqueue.trace_id) NOT BETWEEN 1 AND 128 THEN
+    problems := array_append(problems, format('trace_id must be 1 to 128 characters, not %s', length(enqueue.trace_id)));
+  END IF;
+  IF enqueue.notify IS NULL THEN
+    problems := array_append(problems, 'notify must be true or false, not NULL');
+  END IF;
+  IF cardinality(problems) > 0 THEN
+    RAISE EXCEPTION USING
+      ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('leasehold.enqueue refused the job: %s.', array_to_string(problems, '; ')),
+      HINT = 'Nothing was written. See docs/contract.md, Enqueue, for each argument''s rule.';
+  END IF;
+
+  IF enqueue.job_id IS NOT NULL THEN
+    new_id := enqueue.job_id;
+  ELSE
+    micros := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+    fraction := ((micros % 1000) * 4096 / 1000)::integer;
+    bytes := uuid_send(gen_random_uuid()); -- version 4: its variant bits (10) are already right
+    bytes := overlay(bytes PLACING substring(int8send(micros / 1000) FROM 3) FROM 1 FOR 6);
+    bytes := set_byte(bytes, 6, 112 | (fraction >> 8)); -- version 7, then the fraction's high 4 bits
+    bytes := set_byte(bytes, 7, fraction & 255);
+    new_id := encode(bytes, 'hex')::uuid;
+  END IF;
+
+  -- Three tries only for the rare race where a repeat's key was purged between statements.
+  FOR try_number IN 1..3 LOOP
+    IF enqueue.idempotency_key IS NOT NULL THEN
+      -- A concurrent enqueue of the key waits here on the key's unique index: one inserts,
+      -- the others return its job; if the first rolls back, a waiter inserts.
+      INSERT INTO leasehold.dedupe_keys (key, job_id, queue, expires_at)
+      VALUES (enqueue.idempotency_key, new_id, enqueue.queue, statement_timestamp() + enqueue.dedupe_window)
+      ON CONFLICT ON CONSTRAINT dedupe_keys_pkey DO NOTHING;
+      GET DIAGNOSTICS written = ROW_COUNT;
+      IF written = 0 THEN
+        -- A new snapshot (READ COMMITTED): it sees the key that committed after this
+        -- statement began.
+        SELECT d.job_id INTO key_owner FROM leasehold.dedupe_keys d WHERE d.key = enqueue.idempotency_key;
+        IF FOUND THEN
+          id := key_owner;
+          created := false;
+          RETURN NEXT;
+          RETURN;
+        END IF;
+        CONTINUE;
+      END IF;
+    END IF;
+    -- claim_at is the aging sort key: run_at moved earlier by priority × the queue's aging
+    -- step (60 s for a queue without a row). The ready row comes from jobs_inserted_ready_rows.
+    INSERT INTO leasehold.jobs (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
+                                claim_at, max_attempts, trace_id, expires_at)
+    SELECT new_id, enqueue.queue, enqueue.kind, enqueue.kind_version, enqueue.payload, enqueue.idempotency_key,
+           enqueue.priority, s.run_at,
+           s.run_at - make_interval(secs => enqueue.priority * coalesce(q.aging_seconds, 60)),
+           enqueue.max_attempts, enqueue.trace_id, statement_timestamp() + enqueue.max_age
+    FROM (SELECT coalesce(enqueue.run_at, statement_timestamp() + coalesce(enqueue.delay, interval '0')) AS run_at) s
+    LEFT JOIN leasehold.queues q ON q.name = enqueue.queue
+    ON CONFLICT ON CONSTRAINT jobs_pkey DO NOTHING;
+    GET DIAGNOSTICS written = ROW_COUNT;
+    IF written = 0 THEN
+      -- Raising also undoes the key taken above: the call wrote nothing.
+      RAISE EXCEPTION USING
+        ERRCODE = 'unique_violation',
+        MESSAGE = format('leasehold.enqueue refused the job: a job with id %s already exists (ids must be unique; use idempotency_key to deduplicate).', new_id),
+        HINT = 'Nothing was written.';
+    END IF;
+    -- Above half the NOTIFY queue in use, no wake-up: workers poll (db/queue/wake.ts).
+    IF enqueue.notify AND pg_catalog.pg_notification_queue_usage() < 0.5 THEN
+      PERFORM pg_notify('leasehold_jobs', enqueue.queue);
+    END IF;
+    id := new_id;
+    created := true;
+    RETURN NEXT;
+    RETURN;
+  END LOOP;
+  RAISE EXCEPTION USING
+    ERRCODE = 'serialization_failure',
+    MESSAGE = format('leasehold.enqueue: idempotency key %L kept changing owner; try again.', left(enqueue.idempotency_key, 140));
+END
+$$;
+--> statement-breakpoint
+-- One sign-in's audit row, unless the caps for this minute are reached: PER_CLIENT rows per
+-- client address (whatever accounts it names) and ALL_CLIENTS rows for every address together;
+-- past either, the attempt is only counted. The first call in a later minute writes one summary
+-- row for the minute before with how many were left out (action sign_in, outcome not_audited).
+-- The counts live on the sign_in_throttle rows of account 'AUDIT' (upper case, never an account
+-- as counted); audit rows are only ever inserted. Returns whether this attempt got its row.
+CREATE FUNCTION "leasehold"."record_sign_in"(
+  actor text,
+  outcome text,
+  via text,
+  client text,
+  retry_after integer DEFAULT NULL
+) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+#variable_conflict use_column
+DECLARE
+  per_client CONSTANT integer := 10;
+  all_clients CONSTANT integer := 120;
+  this_minute CONSTANT timestamptz := date_trunc('minute', statement_timestamp());
+  who CONSTANT text := left(coalesce(nullif(record_sign_in.actor, ''), '-'), 254);
+  address CONSTANT text := left(coalesce(record_sign_in.client, ''), 99);
+  counted_minute timestamptz;
+  all_audited integer;
+  all_unaudited integer;
+  mine integer;
+BEGIN
+  IF record_sign_in.outcome IS NULL OR record_sign_in.outcome NOT IN ('succeeded', 'failed', 'throttled', 'refused') THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('leasehold.record_sign_in: outcome must be succeeded, failed, throttled or refused, not %L', record_sign_in.outcome);
+  END IF;
+  IF record_sign_in.via IS NULL OR record_sign_in.via NOT IN ('credentials', 'oidc') THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('leasehold.record_sign_in: via must be credentials or oidc, not %L', record_sign_in.via);
+  END IF;
+  -- Every address together: one row, locked, so the counts below are exact.
+  INSERT INTO leasehold.sign_in_throttle (account, client, audit_minute) VALUES ('AUDIT', '', this_minute)
+  ON CONFLICT (account, client) DO NOTHING;
+  SELECT t.audit_minute, t.audited, t.unaudited INTO counted_minute, all_audited, all_unaudited
+  FROM leasehold.sign_in_throttle t WHERE t.account = 'AUDIT' AND t.client = '' FOR UPDATE;
+  IF counted_minute IS NULL OR counted_minute < this_minute THEN
+    IF all_unaudited > 0 THEN
+      INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
+      VALUES ('-', 'sign_in', all_unaudited, 0, 'not_audited',
+              jsonb_build_object('minute', counted_minute, 'not_audited', all_unaudited,
+                                 'per_client_per_minute', per_client, 'all_clients_per_minute', all_clients));
+    END IF;
+    UPDATE leasehold.sign_in_throttle t SET audit_minute = this_minute, audited = 0, unaudited = 0,
+           last_failure_at = statement_timestamp()
+    WHERE t.account = 'AUDIT' AND t.client = '';
+    all_audited := 0;
+  END IF;
+  -- This address.
+  INSERT INTO leasehold.sign_in_throttle AS t (account, client, audit_minute) VALUES ('AUDIT', '@' || address, this_minute)
+  ON CONFLICT (account, client) DO UPDATE SET
+    audited = CASE WHEN t.audit_minute IS NULL OR t.audit_minute < this_minute THEN 0 ELSE t.audited END,
+    unaudited = CASE WHEN t.audit_minute IS NULL OR t.audit_minute < this_minute THEN 0 ELSE t.unaudited END,
+    audit_minute = greatest(t.audit_minute, this_minute),
+    last_failure_at = statement_timestamp()
+  RETURNING t.audited INTO mine;
+  IF mine < per_client AND all_audited < all_clients THEN
+    INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
+    VALUES (who, 'sign_in', 1, CASE WHEN record_sign_in.outcome = 'succeeded' THEN 1 ELSE 0 END, record_sign_in.outcome,
+            jsonb_strip_nulls(jsonb_build_object('via', record_sign_in.via, 'client', record_sign_in.client,
+                                                 'retry_after', record_sign_in.retry_after)));
+    UPDATE leasehold.sign_in_throttle t SET audited = t.audited + 1
+    WHERE t.account = 'AUDIT' AND t.client IN ('', '@' || address);
+    RETURN true;
+  END IF;
+  UPDATE leasehold.sign_in_throttle t SET unaudited = t.unaudited + 1
+  WHERE t.account = 'AUDIT' AND t.client IN ('', '@' || address);
+  RETURN false;
+END
+$$;
+--> statement-breakpoint
+-- Audit retention (the worker's retention round, db/queue/retention.ts removeOldAudit): up to
+-- `batch` audit rows older than `older_than`, oldest first; refuses to remove any row younger
+-- than 90 days. Returns how many went.
+CREATE FUNCTION "leasehold"."remove_old_audit"(
+  older_than interval DEFAULT interval '400 days',
+  batch integer DEFAULT 1000
+) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+#variable_conflict use_column
+DECLARE
+  removed integer;
+BEGIN
+  IF remove_old_audit.older_than IS NULL OR remove_old_audit.older_than < interval '90 days' THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('leasehold.remove_old_audit refused: audit rows are kept at least 90 days, not %s', coalesce(remove_old_audit.older_than::text, 'NULL')),
+      HINT = 'Nothing was removed.';
+  END IF;
+  IF remove_old_audit.batch IS NULL OR remove_old_audit.batch NOT BETWEEN 1 AND 100000 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('leasehold.remove_old_audit refused: batch must be from 1 to 100000, not %s', coalesce(remove_old_audit.batch::text, 'NULL')),
+      HINT = 'Nothing was removed.';
+  END IF;
+  DELETE FROM leasehold.audit_log a WHERE a.id = ANY(ARRAY(
+    SELECT o.id FROM leasehold.audit_log o WHERE o.at < statement_timestamp() - remove_old_audit.older_than
+    ORDER BY o.at LIMIT remove_old_audit.batch));
+  GET DIAGNOSTICS removed = ROW_COUNT;
+  RETURN removed;
+END
+$$;
