@@ -44,7 +44,7 @@ import { failureGroups, jobDetail, jobListSchema, listAudit, listJobs, previewFo
 import { applyRoles, LEASEHOLD_ROLES, rolesSql, type LeaseholdRole } from './roles.ts';
 import { schemaCompatibility } from './schema-version.ts';
 import { LIST_STATES, subStateOf } from './states.ts';
-import { findUserByEmail, upsertUser } from './users.ts';
+import { findUserByEmail, raiseSessionVersion, upsertUser } from './users.ts';
 import { expireLease, getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories.ts';
 import { roleDatabase, sqlStateOf, useRoleDatabase, type RoleDatabase } from '../test/roles.ts';
 
@@ -382,7 +382,8 @@ describe('the dashboard', () => {
     expect((await previewForAction(as.dashboard.db, 'retry', { queue }, 10)).jobs.map((j) => j.id).sort()).toEqual(
       [fixture.dead!.id, fixture.cancelled!.id].sort(),
     );
-    await upsertUser(as.dashboard.db, {
+    // Users are the migrator's to add (`leasehold users add` runs as a migrator login).
+    await upsertUser(as.migrator.db, {
       email: `admin-${queue}@example.com`,
       password: 'a long enough password',
       role: 'admin',
@@ -428,6 +429,65 @@ describe('the dashboard', () => {
     expect((await claim(as.worker.db, { queues: [queue], workerId: 'w-dash', limit: 10 })).map((j) => j.id)).toContain(
       fixture.dead!.id,
     );
+  });
+
+  it('cannot fake a job state, a ready, attempt or rollup row, a lower session version or an audit row (42501)', async () => {
+    const own = uniqueQueue('dash-fake');
+    const { id: ready } = await enqueue(as.producer.db, { queue: own, kind: 'k' });
+    const { id: other } = await enqueue(as.producer.db, { queue: own, kind: 'k' });
+    const [running] = await claim(as.worker.db, { queues: [own], workerId: 'w-fake', limit: 1 });
+    expect(running).toBeDefined();
+    const readyId = running!.id === ready ? other : ready;
+    await raiseSessionVersion(as.dashboard.db, `signed-out-${own}@example.com`);
+    await raiseSessionVersion(as.dashboard.db, `signed-out-${own}@example.com`);
+    const statements: Record<string, string> = {
+      'a fake claim': `UPDATE leasehold.jobs SET state = 'running', lease_token = gen_random_uuid(), lease_until = now() + interval '5 s' WHERE id = '${readyId}'`,
+      'a token swap': `UPDATE leasehold.jobs SET lease_token = gen_random_uuid() WHERE id = '${running!.id}'`,
+      'a fake finish': `UPDATE leasehold.jobs SET state = 'done', lease_token = NULL, lease_until = NULL WHERE id = '${running!.id}'`,
+      'a ready-row delete': `DELETE FROM leasehold.ready_jobs WHERE id = '${readyId}'`,
+      'an attempt row': `INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, duration_ms)
+                         VALUES ('${readyId}', 1, '${own}', 'k', 'w', gen_random_uuid(), now(), now(), 'completed', 0)`,
+      'a rollup row': `INSERT INTO leasehold.finished_rollup (minute, queue, kind, state, attempts, shard, jobs)
+                       VALUES (date_trunc('minute', now()), '${own}', 'k', 'done', 1, 0, 1000)`,
+      'a rollup count': `UPDATE leasehold.finished_rollup SET jobs = jobs + 1000`,
+      'a lease count': `UPDATE leasehold.leases SET running = 0`,
+      'a lower session version': `UPDATE leasehold.session_versions SET version = 0 WHERE actor = 'signed-out-${own}@example.com'`,
+      'a session version row': `INSERT INTO leasehold.session_versions (actor, version) VALUES ('x-${own}', 0)`,
+      'an audit row with no action': `INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome) VALUES ('ops', 'retry', 1, 1, 'applied')`,
+      'a queue pause of its own': `UPDATE leasehold.queues SET paused = true`,
+      'a user': `INSERT INTO leasehold.users (email, password_hash, role) VALUES ('x-${own}@example.com', 'x', 'admin')`,
+      'a user change': `UPDATE leasehold.users SET role = 'admin'`,
+      'a redaction rule of its own': `DELETE FROM leasehold.kind_redactions`,
+    };
+    const states = await Promise.all(
+      Object.values(statements).map((text) => sqlStateOf(as.dashboard.pool.query(text))),
+    );
+    expect(Object.fromEntries(Object.keys(statements).map((name, i) => [name, states[i]]))).toEqual(
+      Object.fromEntries(Object.keys(statements).map((name) => [name, refused])),
+    );
+    // Nothing changed: the ready job waits with its row, the running one still holds its lease.
+    expect(await getJob(as.admin.db, readyId)).toMatchObject({ state: 'ready', leaseToken: null });
+    expect(await getJob(as.admin.db, running!.id)).toMatchObject({ state: 'running', leaseToken: running!.leaseToken });
+    expect(
+      await one(as.admin, 'SELECT version FROM leasehold.session_versions WHERE actor = $1', [
+        `signed-out-${own}@example.com`,
+      ]),
+    ).toEqual({ version: 2 });
+    // Its one way to a session version: up.
+    expect(await raiseSessionVersion(as.dashboard.db, `signed-out-${own}@example.com`)).toBe(3);
+    // And its functions keep their guards: a cancel with a token it did not see is refused, audited.
+    const swapped = await cancelIfUnchanged(as.dashboard.db, {
+      id: running!.id,
+      leaseToken: '00000000-0000-4000-8000-000000000000',
+      actor: 'ops@example.com',
+    });
+    expect(swapped).toMatchObject({ applied: false, reason: 'changed_since_viewed', state: 'running' });
+    expect(
+      await one(as.admin, 'SELECT action, outcome FROM leasehold.audit_log WHERE id = $1', [swapped.auditId]),
+    ).toEqual({
+      action: 'cancel',
+      outcome: 'refused',
+    });
   });
 
   it("adds and removes an admin's redaction rule, each with its audit row", async () => {

@@ -12,6 +12,11 @@
 --   counted and summed up in one row per minute (db/sign-in.ts).
 -- * leasehold.remove_old_audit(…): the worker's retention removes audit rows past their age
 --   (never younger than 90 days) through it, without DELETE on the table.
+-- * the dashboard's actions as SECURITY DEFINER functions, one per action, each with its
+--   audit row (operator_retry, operator_cancel, operator_set_paused, add_redacted_path,
+--   remove_added_redacted_path, record_payload_reveal, raise_session_version), so that
+--   db/roles.sql can take the dashboard's write grants away (a BREAKING step for a dashboard
+--   of the previous release: docs/operations.md gives the order).
 -- * leasehold.enqueue(…) refuses a payload nested deeper than 100 levels, as the TypeScript
 --   enqueue does (MAX_PAYLOAD_DEPTH); otherwise the same signature and body as 0007 (CREATE OR
 --   REPLACE keeps the owner and the grants).
@@ -287,5 +292,314 @@ BEGIN
     ORDER BY o.at LIMIT remove_old_audit.batch));
   GET DIAGNOSTICS removed = ROW_COUNT;
   RETURN removed;
+END
+$$;
+
+--> statement-breakpoint
+-- The dashboard's actions (docs/operations.md, Database roles): one SECURITY DEFINER function
+-- per action, running as their owner leasehold_migrator with search_path = pg_catalog, each
+-- making the same guarded change as the TypeScript statement it replaces (db/queue/operator.ts,
+-- kinds.ts, db/queries/jobs.ts, db/users.ts) and writing its own audit row in that statement.
+-- db/roles.sql then takes the dashboard's write grants away: it can act only through these,
+-- so it cannot fake a claim, a finish, a ready row, an attempt or rollup row, lower a session
+-- version or write an audit row of its own. The actor is the dashboard's word (its signed-in
+-- user), as before.
+--
+-- Their input checks, as the TypeScript schemas make them (the dashboard checks first, so
+-- these only refuse a caller that skipped it).
+CREATE FUNCTION "leasehold"."check_operator_input"(
+  p_action text, p_allowed text[], p_actor text, p_reason text, p_ids uuid[]
+) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog AS $$
+DECLARE
+  problems text[] := ARRAY[]::text[];
+BEGIN
+  IF p_action IS NULL OR NOT (p_action = ANY (p_allowed)) THEN
+    problems := array_append(problems, format('action must be one of %s, not %L', array_to_string(p_allowed, ', '), p_action));
+  END IF;
+  IF p_actor IS NULL OR length(p_actor) NOT BETWEEN 1 AND 256 THEN
+    problems := array_append(problems, 'actor must be 1 to 256 characters');
+  END IF;
+  IF p_reason IS NOT NULL AND length(p_reason) > 1000 THEN
+    problems := array_append(problems, 'reason must be at most 1000 characters');
+  END IF;
+  IF p_ids IS NOT NULL AND (cardinality(p_ids) NOT BETWEEN 1 AND 1000 OR array_position(p_ids, NULL) IS NOT NULL
+      OR (SELECT count(DISTINCT i) FROM unnest(p_ids) AS i) <> cardinality(p_ids)) THEN
+    problems := array_append(problems, 'ids must be 1 to 1000 distinct job ids');
+  END IF;
+  IF cardinality(problems) > 0 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('leasehold: the %s action was refused: %s.', coalesce(p_action, 'operator'), array_to_string(problems, '; ')),
+      HINT = 'Nothing was written.';
+  END IF;
+END
+$$;
+--> statement-breakpoint
+-- dead | cancelled -> ready (retryIfTerminal, retryManyIfTerminal; db/queue/transitions.ts EDGES).
+CREATE FUNCTION "leasehold"."operator_retry"(p_action text, p_actor text, p_reason text, p_ids uuid[])
+RETURNS TABLE (row_type text, id text, state text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+#variable_conflict use_column
+BEGIN
+  IF p_ids IS NULL THEN p_ids := ARRAY[]::uuid[]; END IF;
+  PERFORM leasehold.check_operator_input(p_action, ARRAY['retry', 'bulk_retry'], p_actor, p_reason,
+                                         CASE WHEN cardinality(p_ids) = 0 THEN ARRAY[NULL]::uuid[] ELSE p_ids END);
+  RETURN QUERY
+  WITH input AS (SELECT unnest(p_ids::uuid[]) AS id),
+      changed_retry AS (
+        UPDATE leasehold.jobs j SET state = 'ready', run_at = statement_timestamp(), claim_at = statement_timestamp() - (j.run_at - j.claim_at),
+               max_attempts = greatest(j.max_attempts, j.attempts - j.released + 1),
+               expires_at = CASE WHEN j.expires_at IS NULL THEN NULL ELSE statement_timestamp() + (j.expires_at - j.created_at) END,
+               finished_at = NULL, updated_at = statement_timestamp()
+        FROM input i
+        WHERE j.id = i.id AND j.state IN ('dead', 'cancelled') AND j.attempts - j.released < 1000
+        RETURNING j.id, j.queue
+      ),
+      changed AS (SELECT id, queue FROM changed_retry),
+      audit AS (
+        INSERT INTO leasehold.audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
+        SELECT p_actor, p_action, p_ids::uuid[],
+               (SELECT CASE WHEN count(DISTINCT queue) = 1 THEN min(queue) END FROM changed),
+               cardinality(p_ids)::int, (SELECT count(*) FROM changed)::int,
+               CASE (SELECT count(*) FROM changed) WHEN 0 THEN 'refused' WHEN cardinality(p_ids)::int THEN 'applied' ELSE 'partial' END,
+               jsonb_build_object('reason', p_reason::text,
+                                  'applied', coalesce((SELECT jsonb_agg(id) FROM changed), '[]'::jsonb))
+        RETURNING id
+      )
+      SELECT 'audit'::text AS row_type, (SELECT id FROM audit)::text AS id, NULL::text AS state
+      UNION ALL SELECT 'changed', id::text, NULL FROM changed
+      UNION ALL SELECT 'seen', j.id::text, j.state FROM leasehold.jobs j JOIN input i ON i.id = j.id;
+END
+$$;
+--> statement-breakpoint
+-- ready -> cancelled, running -> cancelled with the lease token the operator saw
+-- (cancelIfUnchanged, cancelManyIfUnchanged; db/queue/transitions.ts EDGES).
+CREATE FUNCTION "leasehold"."operator_cancel"(p_action text, p_actor text, p_reason text, p_ids uuid[], p_tokens uuid[])
+RETURNS TABLE (row_type text, id text, state text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+#variable_conflict use_column
+DECLARE
+  message text;
+BEGIN
+  IF p_ids IS NULL THEN p_ids := ARRAY[]::uuid[]; END IF;
+  PERFORM leasehold.check_operator_input(p_action, ARRAY['cancel', 'bulk_cancel'], p_actor, p_reason,
+                                         CASE WHEN cardinality(p_ids) = 0 THEN ARRAY[NULL]::uuid[] ELSE p_ids END);
+  IF p_tokens IS NULL THEN
+    p_tokens := array_fill(NULL::uuid, ARRAY[cardinality(p_ids)]);
+  ELSIF cardinality(p_tokens) <> cardinality(p_ids) THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('leasehold: the %s action was refused: %s lease tokens for %s jobs.', p_action, cardinality(p_tokens), cardinality(p_ids)),
+      HINT = 'Nothing was written.';
+  END IF;
+  message := 'cancelled by ' || p_actor || CASE WHEN coalesce(p_reason, '') = '' THEN '' ELSE ': ' || p_reason END;
+  RETURN QUERY
+  WITH input AS (SELECT * FROM unnest(p_ids::uuid[], p_tokens::uuid[]) AS t(id, token)),
+      ready_gone AS (
+        DELETE FROM leasehold.ready_jobs r
+        USING leasehold.jobs j, input i
+        WHERE i.token IS NULL AND j.id = i.id AND j.state = 'ready'
+          AND r.queue = j.queue AND r.claim_at = j.claim_at AND r.id = j.id
+        RETURNING r.id
+      ),
+      changed_ready AS (
+        UPDATE leasehold.jobs j SET state = 'cancelled', failure_class = 'cancelled', last_error = message,
+                    lease_token = NULL, lease_until = NULL, finished_at = statement_timestamp(), updated_at = statement_timestamp()
+        FROM input i
+        WHERE j.id = i.id AND j.state = 'ready' AND i.token IS NULL
+          AND (SELECT count(*) FROM ready_gone) >= 0
+        RETURNING j.id, j.queue, j.kind, j.state, j.attempts
+      ),
+      settled AS (
+        UPDATE leasehold.jobs j SET state = 'cancelled', failure_class = 'cancelled', last_error = message,
+                    lease_token = NULL, lease_until = NULL, finished_at = statement_timestamp(), updated_at = statement_timestamp()
+        FROM input i WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token
+        RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, i.token
+      ),
+      history AS (
+      INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at,
+                                outcome, failure_class, error, error_detail, duration_ms)
+      SELECT s.id, s.attempts, s.queue, s.kind, s.worker_id, s.token, s.started_at, statement_timestamp(), 'cancelled',
+             'cancelled', message, NULL, least(greatest(0, extract(epoch FROM statement_timestamp() - s.started_at) * 1000), 2147483647)::int
+      FROM settled s),
+
+      lease_ended AS (SELECT token, queue, count(*)::int AS n FROM settled GROUP BY token, queue),
+      lease_left AS (
+        UPDATE leasehold.leases l SET running = greatest(l.running - e.n, 0) FROM lease_ended e
+        WHERE l.token = e.token AND l.queue = e.queue
+        RETURNING 1
+      ),
+      finished AS (SELECT queue, kind, state, attempts FROM changed_ready UNION ALL SELECT queue, kind, state, attempts FROM settled),
+
+      rolled AS (
+        INSERT INTO leasehold.finished_rollup AS r (minute, queue, kind, state, attempts, shard, jobs)
+        SELECT date_trunc('minute', statement_timestamp()), f.queue, f.kind, f.state, f.attempts, pg_backend_pid() % 8, count(*)::int
+        FROM finished f WHERE f.state IN ('done', 'dead', 'cancelled')
+        GROUP BY f.queue, f.kind, f.state, f.attempts
+        ON CONFLICT (minute, queue, kind, state, attempts, shard) DO UPDATE SET jobs = r.jobs + excluded.jobs
+        RETURNING 1
+      ),
+      changed AS (SELECT id, queue FROM changed_ready UNION ALL SELECT id, queue FROM settled),
+      audit AS (
+        INSERT INTO leasehold.audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
+        SELECT p_actor, p_action, p_ids::uuid[],
+               (SELECT CASE WHEN count(DISTINCT queue) = 1 THEN min(queue) END FROM changed),
+               cardinality(p_ids)::int, (SELECT count(*) FROM changed)::int,
+               CASE (SELECT count(*) FROM changed) WHEN 0 THEN 'refused' WHEN cardinality(p_ids)::int THEN 'applied' ELSE 'partial' END,
+               jsonb_build_object('reason', p_reason::text,
+                                  'applied', coalesce((SELECT jsonb_agg(id) FROM changed), '[]'::jsonb))
+        RETURNING id
+      )
+      SELECT 'audit'::text AS row_type, (SELECT id FROM audit)::text AS id, NULL::text AS state
+      UNION ALL SELECT 'changed', id::text, NULL FROM changed
+      UNION ALL SELECT 'seen', j.id::text, j.state FROM leasehold.jobs j JOIN input i ON i.id = j.id;
+END
+$$;
+--> statement-breakpoint
+-- Pause and resume a queue (pauseQueue, resumeQueue), with the audit row.
+CREATE FUNCTION "leasehold"."operator_set_paused"(p_action text, p_queue text, p_actor text, p_reason text)
+RETURNS TABLE (audit_id bigint, applied boolean)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+#variable_conflict use_column
+BEGIN
+  PERFORM leasehold.check_operator_input(p_action, ARRAY['pause', 'resume'], p_actor, p_reason, NULL);
+  IF p_queue IS NULL OR p_queue !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$' THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('leasehold: the %s action was refused: queue must be 1 to 128 of A-Z a-z 0-9 _ . : - (starting with a letter or digit), not %L.', p_action, left(p_queue, 140)),
+      HINT = 'Nothing was written.';
+  END IF;
+  IF p_action = 'pause' THEN
+    RETURN QUERY
+    WITH changed AS (
+      INSERT INTO leasehold.queues (name, paused, paused_at, paused_by) VALUES (p_queue, true, statement_timestamp(), p_actor)
+      ON CONFLICT (name) DO UPDATE SET paused = true, paused_at = statement_timestamp(), paused_by = excluded.paused_by, updated_at = statement_timestamp()
+      WHERE NOT queues.paused
+      RETURNING name
+    ), audit AS (
+      INSERT INTO leasehold.audit_log (actor, action, queue, requested, affected, outcome, detail)
+      SELECT p_actor, p_action, p_queue, 1, (SELECT count(*) FROM changed)::int,
+             CASE WHEN EXISTS (SELECT 1 FROM changed) THEN 'applied' ELSE 'refused' END,
+             jsonb_build_object('reason', p_reason)
+      RETURNING id
+    )
+    SELECT (SELECT id FROM audit), EXISTS (SELECT 1 FROM changed);
+  ELSE
+    RETURN QUERY
+    WITH changed AS (
+      UPDATE leasehold.queues SET paused = false, paused_at = NULL, paused_by = NULL, updated_at = statement_timestamp()
+      WHERE name = p_queue AND paused
+      RETURNING name
+    ), audit AS (
+      INSERT INTO leasehold.audit_log (actor, action, queue, requested, affected, outcome, detail)
+      SELECT p_actor, p_action, p_queue, 1, (SELECT count(*) FROM changed)::int,
+             CASE WHEN EXISTS (SELECT 1 FROM changed) THEN 'applied' ELSE 'refused' END,
+             jsonb_build_object('reason', p_reason)
+      RETURNING id
+    )
+    SELECT (SELECT id FROM audit), EXISTS (SELECT 1 FROM changed);
+  END IF;
+END
+$$;
+--> statement-breakpoint
+-- An admin's redaction rule for a whole kind (addRedactedPath), with the audit row; refused,
+-- audited: not_found (no version registered), already_masked, too_many (past 100 rules).
+CREATE FUNCTION "leasehold"."add_redacted_path"(p_kind text, p_path text, p_actor text, p_reason text)
+RETURNS TABLE (audit_id bigint, verdict text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+#variable_conflict use_column
+BEGIN
+  PERFORM leasehold.check_operator_input('add_redacted_path', ARRAY['add_redacted_path'], p_actor, p_reason, NULL);
+  IF p_kind IS NULL OR p_kind !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$' OR p_path IS NULL OR length(p_path) NOT BETWEEN 1 AND 200 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'leasehold: the add_redacted_path action was refused: a kind name and a path of 1 to 200 characters are needed.',
+      HINT = 'Nothing was written.';
+  END IF;
+  RETURN QUERY
+  WITH facts AS (
+    SELECT EXISTS (SELECT 1 FROM leasehold.kinds WHERE kind = p_kind) AS registered,
+           EXISTS (SELECT 1 FROM leasehold.kind_redactions WHERE kind = p_kind AND path = p_path) AS masked,
+           (SELECT count(*) FROM leasehold.kind_redactions WHERE kind = p_kind) >= 100 AS at_cap
+  ), added AS (
+    INSERT INTO leasehold.kind_redactions (kind, path, added_by)
+    SELECT p_kind, p_path, p_actor FROM facts WHERE registered AND NOT masked AND NOT at_cap
+    ON CONFLICT (kind, path) DO NOTHING
+    RETURNING path
+  ), verdict AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM added) THEN 'applied'
+                WHEN NOT f.registered THEN 'not_found'
+                WHEN f.at_cap AND NOT f.masked THEN 'too_many'
+                ELSE 'already_masked' END AS verdict
+    FROM facts f
+  ), audit AS (
+    INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
+    SELECT p_actor, 'add_redacted_path', 1, (SELECT count(*) FROM added)::int,
+           CASE WHEN v.verdict = 'applied' THEN 'applied' ELSE 'refused' END,
+           jsonb_build_object('reason', p_reason, 'kind', p_kind, 'path', p_path, 'refused', NULLIF(v.verdict, 'applied'))
+    FROM verdict v
+    RETURNING id
+  )
+  SELECT (SELECT id FROM audit), (SELECT verdict FROM verdict);
+END
+$$;
+--> statement-breakpoint
+-- Removes a rule an admin added (removeAddedRedactedPath), with the audit row; a path the
+-- workers declared is not in kind_redactions, so it stays masked (refused, audited: not_added).
+CREATE FUNCTION "leasehold"."remove_added_redacted_path"(p_kind text, p_path text, p_actor text, p_reason text)
+RETURNS TABLE (audit_id bigint, removed boolean, declared boolean)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+#variable_conflict use_column
+BEGIN
+  PERFORM leasehold.check_operator_input('remove_redacted_path', ARRAY['remove_redacted_path'], p_actor, p_reason, NULL);
+  RETURN QUERY
+  WITH removed AS (
+    DELETE FROM leasehold.kind_redactions WHERE kind = p_kind AND path = p_path RETURNING path
+  ), facts AS (
+    SELECT EXISTS (SELECT 1 FROM removed) AS removed,
+           EXISTS (SELECT 1 FROM leasehold.kinds WHERE kind = p_kind AND p_path = ANY (redacted_paths)) AS declared
+  ), audit AS (
+    INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
+    SELECT p_actor, 'remove_redacted_path', 1, (SELECT count(*) FROM removed)::int,
+           CASE WHEN f.removed THEN 'applied' ELSE 'refused' END,
+           jsonb_build_object('reason', p_reason, 'kind', p_kind, 'path', p_path, 'declared_by_workers', f.declared)
+    FROM facts f
+    RETURNING id
+  )
+  SELECT (SELECT id FROM audit), f.removed, f.declared FROM facts f;
+END
+$$;
+--> statement-breakpoint
+-- An admin's payload reveal (lib/dal/jobs.ts revealPayload): its audit row, the job's queue
+-- read here. Returns the row's id, NULL when the job is gone (nothing written).
+CREATE FUNCTION "leasehold"."record_payload_reveal"(p_actor text, p_job_id uuid, p_role text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+#variable_conflict use_column
+DECLARE
+  audit_id bigint;
+BEGIN
+  PERFORM leasehold.check_operator_input('reveal_payload', ARRAY['reveal_payload'], p_actor, NULL, ARRAY[p_job_id]);
+  INSERT INTO leasehold.audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
+  SELECT p_actor, 'reveal_payload', ARRAY[j.id], j.queue, 1, 1, 'applied', jsonb_build_object('role', p_role)
+  FROM leasehold.jobs j WHERE j.id = p_job_id
+  RETURNING id INTO audit_id;
+  RETURN audit_id;
+END
+$$;
+--> statement-breakpoint
+-- Ends every session of an identity (sign-out): its session version only ever rises.
+CREATE FUNCTION "leasehold"."raise_session_version"(p_actor text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+#variable_conflict use_column
+DECLARE
+  raised integer;
+BEGIN
+  IF p_actor IS NULL OR length(p_actor) NOT BETWEEN 1 AND 512 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'leasehold.raise_session_version refused: the identity must be 1 to 512 characters.', HINT = 'Nothing was written.';
+  END IF;
+  INSERT INTO leasehold.session_versions AS v (actor, version) VALUES (p_actor, 1)
+  ON CONFLICT (actor) DO UPDATE SET version = v.version + 1, updated_at = now()
+  RETURNING v.version INTO raised;
+  RETURN raised;
 END
 $$;

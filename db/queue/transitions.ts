@@ -51,10 +51,14 @@ export const EDGES: readonly Edge[] = [
   { from: 'running', to: 'ready', by: 'reapExpiredLeases (lease_until <= now(), attempts left under the handler cap)' },
   { from: 'running', to: 'dead', by: 'reapExpiredLeases (no attempts left under the handler cap, or max age)' },
   { from: 'ready', to: 'dead', by: 'deadIfKindUnrun (no live worker ran its kind version for the grace period)' },
-  { from: 'running', to: 'cancelled', by: 'cancelIfUnchanged (operator, with the token they saw)' },
-  { from: 'ready', to: 'cancelled', by: 'cancelIfUnchanged (operator)' },
-  { from: 'dead', to: 'ready', by: 'retryIfTerminal (operator)' },
-  { from: 'cancelled', to: 'ready', by: 'retryIfTerminal (operator)' },
+  {
+    from: 'running',
+    to: 'cancelled',
+    by: 'cancelIfUnchanged (operator, with the token they saw; leasehold.operator_cancel)',
+  },
+  { from: 'ready', to: 'cancelled', by: 'cancelIfUnchanged (operator; leasehold.operator_cancel)' },
+  { from: 'dead', to: 'ready', by: 'retryIfTerminal (operator; leasehold.operator_retry)' },
+  { from: 'cancelled', to: 'ready', by: 'retryIfTerminal (operator; leasehold.operator_retry)' },
   { from: 'done', to: null, by: 'removeExpiredHistory' },
   { from: 'dead', to: null, by: 'removeExpiredHistory' },
   { from: 'cancelled', to: null, by: 'removeExpiredHistory' },
@@ -560,56 +564,9 @@ export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds:
 }
 
 // ---------------------------------------------------------------------------------------------
-// Operator actions: CTE fragments for operator.ts's actAndAudit (CTE `input` holds the ids)
-
-/**
- * dead | cancelled → ready (CTE `changed_retry`): at least one more attempt (charged ones:
- * `attempts - released`), never past MAX_ATTEMPTS; a max age restarts from now. The ready row
- * comes from the trigger.
- */
-export const OPERATOR_RETRY = sql`changed_retry AS (
-      UPDATE leasehold.jobs j SET state = 'ready', run_at = statement_timestamp(), claim_at = statement_timestamp() - (j.run_at - j.claim_at),
-             max_attempts = greatest(j.max_attempts, j.attempts - j.released + 1),
-             expires_at = CASE WHEN j.expires_at IS NULL THEN NULL ELSE statement_timestamp() + (j.expires_at - j.created_at) END,
-             finished_at = NULL, updated_at = statement_timestamp()
-      FROM input i
-      WHERE j.id = i.id AND j.state IN ('dead', 'cancelled') AND j.attempts - j.released < ${sql.raw(String(MAX_ATTEMPTS))}
-      RETURNING j.id, j.queue
-    )`;
-
-/**
- * ready → cancelled (CTE `changed_ready`, input rows without a token) and running → cancelled
- * (CTE `settled`, input rows with the token the operator saw). A token means the operator saw
- * the job running: if it is ready now (reaped, released), it changed since they looked.
- *
- * The ready rows go first (`ready_gone`, referenced by the UPDATE so it runs before any job
- * is locked): a claim locks a ready row before its job, so taking them in the other order
- * could deadlock with one.
- */
-export function operatorCancel(message: string): SQL {
-  const end = sql`state = 'cancelled', failure_class = 'cancelled', last_error = ${message},
-                  ${sql.raw(END_LEASE)}, finished_at = statement_timestamp(), updated_at = statement_timestamp()`;
-  return sql`ready_gone AS (
-      DELETE FROM leasehold.ready_jobs r
-      USING leasehold.jobs j, input i
-      WHERE i.token IS NULL AND j.id = i.id AND j.state = 'ready'
-        AND r.queue = j.queue AND r.claim_at = j.claim_at AND r.id = j.id
-      RETURNING r.id
-    ),
-    changed_ready AS (
-      UPDATE leasehold.jobs j SET ${end}
-      FROM input i
-      WHERE j.id = i.id AND j.state = 'ready' AND i.token IS NULL
-        AND (SELECT count(*) FROM ready_gone) >= 0
-      RETURNING j.id, j.queue, j.kind, j.state, j.attempts
-    ),
-    settled AS (
-      UPDATE leasehold.jobs j SET ${end}
-      FROM input i WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token
-      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, i.token
-    ),
-    history AS (${recordAttempts('cancelled', sql`s.token`, sql`'cancelled'`, sql`${message}`)}),
-    ${sql.raw(leaseCountdown('settled'))},
-    finished AS (SELECT queue, kind, state, attempts FROM changed_ready UNION ALL SELECT queue, kind, state, attempts FROM settled),
-    ${sql.raw(rollup('finished'))}`;
-}
+// Operator actions (dead | cancelled → ready, ready → cancelled, running → cancelled with the
+// token the operator saw) are the SECURITY DEFINER functions leasehold.operator_retry and
+// leasehold.operator_cancel (drizzle/0011), so that the dashboard's role needs no write on the
+// tables: a call of one is a transition of EDGES above (retryIfTerminal, cancelIfUnchanged),
+// covered by the model test (model.test.ts) like the statements here. Their bodies are this
+// file's former OPERATOR_RETRY and operatorCancel CTEs with the audit row, unchanged.
