@@ -165,6 +165,71 @@ describe('the producer', () => {
   });
 });
 
+describe('the producer, writing its own rows', () => {
+  const insertJob = (columns: string, values: string) =>
+    sqlStateOf(
+      as.producer.pool.query(`INSERT INTO leasehold.jobs (id, ${columns}) VALUES (gen_random_uuid(), ${values})`),
+    );
+
+  it('is refused by the table what leasehold.enqueue refuses: names, a sort key jumping every priority, 3.8 MB', async () => {
+    const queue = uniqueQueue('prod-direct');
+    const checked = '23514';
+    expect(await insertJob('queue, kind', `'${queue}', E'red\\nteam'`)).toBe(checked);
+    expect(await insertJob('queue, kind', `'${queue}', '<b>kind</b>'`)).toBe(checked);
+    expect(await insertJob('queue, kind', `E'q\\n${queue}', 'k'`)).toBe(checked);
+    expect(await insertJob('queue, kind, run_at, claim_at', `'${queue}', 'k', now(), '0001-01-01'`)).toBe(checked);
+    expect(
+      await insertJob('queue, kind, payload', `'${queue}', 'k', jsonb_build_object('blob', repeat('x', 3800000))`),
+    ).toBe(checked);
+    // What the enqueues write still goes in: the highest priority, as the TypeScript enqueue sets it.
+    expect(
+      await insertJob(
+        'queue, kind, priority, run_at, claim_at',
+        `'${queue}', 'k', 100, now(), now() - interval '100 minutes'`,
+      ),
+    ).toBeNull();
+    expect(await one(as.admin, 'SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = $1', [queue])).toEqual({
+      n: 1,
+    });
+  });
+
+  it('cannot leave an idempotency key pointing at no job, so a later enqueue with it makes the job', async () => {
+    const queue = uniqueQueue('prod-key');
+    const key = `orphan-${queue}`;
+    const client = await as.producer.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO leasehold.dedupe_keys (key, job_id, queue, expires_at) VALUES ($1, gen_random_uuid(), $2, now() + interval '1 day')`,
+        [key, queue],
+      );
+      expect(await sqlStateOf(client.query('COMMIT'))).toBe('23503');
+    } finally {
+      client.release();
+    }
+    expect(await one(as.admin, 'SELECT count(*)::int AS n FROM leasehold.dedupe_keys WHERE key = $1', [key])).toEqual({
+      n: 0,
+    });
+    const first = await enqueue(as.producer.db, { queue, kind: 'k', idempotencyKey: key });
+    expect(first.created).toBe(true);
+    expect(await getJob(as.admin.db, first.id)).toMatchObject({ state: 'ready', idempotencyKey: key });
+    // Through leasehold.enqueue too, and a repeat finds the job.
+    const [viaSql] = (
+      await as.producer.pool.query(
+        'SELECT id, created FROM leasehold.enqueue($1, queue => $2, idempotency_key => $3)',
+        ['k', queue, `sql-${key}`],
+      )
+    ).rows as { id: string; created: boolean }[];
+    expect(viaSql!.created).toBe(true);
+    // A running job found by its key comes back without its lease token.
+    const [lease] = await claim(as.worker.db, { queues: [queue], workerId: 'w-key', limit: 10 });
+    expect(lease).toBeDefined();
+    const again = await enqueue(as.producer.db, { queue, kind: 'k', idempotencyKey: key });
+    expect(again).toMatchObject({ created: false, id: first.id });
+    expect(again.job).toMatchObject({ state: 'running', leaseToken: null });
+  });
+});
+
 describe('the worker', () => {
   it('claims, heartbeats, completes, fails, releases and reaps', async () => {
     const queue = uniqueQueue('work');

@@ -154,6 +154,14 @@ export const jobs = leasehold.table(
     check('jobs_payload_size_check', sql`pg_column_size(payload) <= ${sql.raw(String(MAX_PAYLOAD_STORED_BYTES))}`),
     check('jobs_names_check', sql`length(queue) BETWEEN 1 AND 128 AND length(kind) BETWEEN 1 AND 128`),
     check('jobs_kind_version_check', sql`kind_version >= 1`),
+    // What leasehold.enqueue() and the TypeScript enqueue refuse, refused by the table too, so a
+    // producer's own INSERT cannot skip them (drizzle/0013, added NOT VALID; 0014 validates; the
+    // reasons for each bound are there): the name pattern, 384 KiB of PostgreSQL's JSON text (1.5
+    // × the compact 256 KiB), a sort key no earlier than the longest aging step times the priority.
+    check('jobs_queue_pattern_check', sql`queue ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$'`),
+    check('jobs_kind_pattern_check', sql`kind ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$'`),
+    check('jobs_payload_text_check', sql`(pg_column_size(payload) <= 65536 OR octet_length(payload::text) <= 393216)`),
+    check('jobs_claim_at_floor_check', sql`claim_at >= run_at - make_interval(secs => priority * 86400)`),
   ],
 );
 

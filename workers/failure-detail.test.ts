@@ -17,7 +17,7 @@ import {
 } from '../db/queue/error-detail.ts';
 import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
 import { testDatabase, type TestDatabase } from '../test/db.ts';
-import { jobInState, uniqueQueue } from '../test/factories.ts';
+import { jobInState, uniqueQueue, writeDeepPayload } from '../test/factories.ts';
 import { until } from '../test/wait.ts';
 import { PermanentError } from './errors.ts';
 import { defineHandler, HandlerRegistry, type Handler } from './handler.ts';
@@ -235,10 +235,7 @@ describe('a payload nested past the enqueue limit (written by the migrator, past
     });
     const { job } = await enqueue(t.db, { kind: handler.kind, queue, payload: { deep: [] }, maxAttempts: 1 });
     // 3,000 levels, as `'{"deep":' || repeat('[', 3000) || repeat(']', 3000) || '}'` from psql.
-    await t.pool.query(
-      `UPDATE leasehold.jobs SET payload = ('{"deep":' || repeat('[', 3000) || repeat(']', 3000) || '}')::jsonb WHERE id = $1`,
-      [job!.id],
-    );
+    await writeDeepPayload(t.db, job!.id, 3000);
     const worker = new Worker(workerSettings(queue, `w-${queue}`), {
       db: t.db,
       databaseUrl: t.url,

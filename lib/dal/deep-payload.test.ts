@@ -9,7 +9,7 @@ import { beforeAll, afterAll, describe, expect, it, vi } from 'vitest';
 import { registerKinds } from '../../db/queue/index.ts';
 import { run } from '../../db/queue/executor.ts';
 import { MAX_PAYLOAD_DEPTH } from '../../db/schema.ts';
-import { addJob, uniqueQueue } from '../../test/factories.ts';
+import { addJob, uniqueQueue, writeDeepPayload } from '../../test/factories.ts';
 import { useTestDatabase } from '../../test/db.ts';
 import { dalSession } from '../../test/dal-session.ts';
 import { TOO_DEEP } from '../redaction.ts';
@@ -42,11 +42,8 @@ const DEPTH = 3000;
 async function deepJob(kind: string) {
   const queue = uniqueQueue('deep');
   const job = await addJob(t.db, { kind, queue, payload: { deep: [] } });
-  await run(
-    t.db,
-    sql`UPDATE leasehold.jobs SET payload = ('{"deep":' || repeat('[', ${DEPTH}) || repeat(']', ${DEPTH}) || '}')::jsonb,
-        last_error = 'boom' WHERE id = ${job.id}::uuid`,
-  );
+  await writeDeepPayload(t.db, job.id, DEPTH);
+  await run(t.db, sql`UPDATE leasehold.jobs SET last_error = 'boom' WHERE id = ${job.id}::uuid`);
   return { queue, job };
 }
 
