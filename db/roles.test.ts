@@ -29,6 +29,7 @@ import {
   releaseIfLeaseHeld,
   removeAddedRedactedPath,
   removeExpiredHistory,
+  removeOldAudit,
   removeOldReceipts,
   removeStaleWorkers,
   resumeQueue,
@@ -370,6 +371,24 @@ describe('the maintenance lock', () => {
         holder.release();
       }
     }
+  });
+
+  it('lets the worker remove old audit rows only through remove_old_audit, never under 90 days', async () => {
+    const actor = `old-${uniqueQueue()}`;
+    await as.admin.pool.query(
+      `INSERT INTO leasehold.audit_log (at, actor, action, requested, affected, outcome)
+       VALUES (now() - interval '401 days', $1, 'pause', 1, 1, 'applied'), (now() - interval '30 days', $1, 'pause', 1, 1, 'applied')`,
+      [actor],
+    );
+    expect(await removeOldAudit(as.worker.db)).toBeGreaterThanOrEqual(1);
+    expect(await sqlStateOf(as.worker.pool.query('DELETE FROM leasehold.audit_log WHERE actor = $1', [actor]))).toBe(
+      refused,
+    );
+    expect(await sqlStateOf(as.worker.pool.query(`SELECT leasehold.remove_old_audit(interval '1 day')`))).toBe('22023');
+    expect(await sqlStateOf(as.producer.pool.query(`SELECT leasehold.remove_old_audit()`))).toBe(refused);
+    expect(await one(as.admin, 'SELECT count(*)::int AS n FROM leasehold.audit_log WHERE actor = $1', [actor])).toEqual(
+      { n: 1 },
+    );
   });
 
   it("cannot be taken by a producer's or the dashboard's login (42501)", async () => {
