@@ -116,13 +116,14 @@ export type SignInOutcome = 'succeeded' | 'failed' | 'throttled' | 'refused';
  * The audit caps of sign-ins (leasehold.record_sign_in, drizzle/0011): at most this many
  * sign-in audit rows per client address and minute, whatever accounts it names …
  */
-export const AUDITED_PER_CLIENT_PER_MINUTE = 10;
+export const AUDITED_PER_CLIENT_PER_MINUTE = 30;
 /** … and at most this many per minute for every address together … */
 export const AUDITED_PER_MINUTE = 120;
 /**
  * … plus one summary row (action `sign_in`, outcome `not_audited`, `requested` = how many were
  * left out) for a minute past either cap, written by the first sign-in of a later minute. So a
- * minute never gets more than AUDITED_PER_MINUTE + 1 sign-in rows, whoever floods it.
+ * minute never gets more than AUDITED_PER_MINUTE + 1 sign-in rows, whoever floods it without a
+ * password: a success is always written (and counts toward the caps).
  */
 export const MAX_SIGN_IN_AUDIT_ROWS_PER_MINUTE = AUDITED_PER_MINUTE + 1;
 

@@ -193,7 +193,8 @@ $$;
 --> statement-breakpoint
 -- One sign-in's audit row, unless the caps for this minute are reached: PER_CLIENT rows per
 -- client address (whatever accounts it names) and ALL_CLIENTS rows for every address together;
--- past either, the attempt is only counted. The first call in a later minute writes one summary
+-- past either, a failed, throttled or refused attempt is only counted (a success is always
+-- written). The first call in a later minute writes one summary
 -- row for the minute before with how many were left out (action sign_in, outcome not_audited).
 -- The counts live on the sign_in_throttle rows of account 'AUDIT' (upper case, never an account
 -- as counted); audit rows are only ever inserted. Returns whether this attempt got its row.
@@ -207,7 +208,7 @@ CREATE FUNCTION "leasehold"."record_sign_in"(
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
 #variable_conflict use_column
 DECLARE
-  per_client CONSTANT integer := 10;
+  per_client CONSTANT integer := 30;
   all_clients CONSTANT integer := 120;
   this_minute CONSTANT timestamptz := date_trunc('minute', statement_timestamp());
   who CONSTANT text := left(coalesce(nullif(record_sign_in.actor, ''), '-'), 254);
@@ -241,6 +242,10 @@ BEGIN
            last_failure_at = statement_timestamp()
     WHERE t.account = 'AUDIT' AND t.client = '';
     all_audited := 0;
+  ELSIF counted_minute > this_minute THEN
+    -- A later minute's call took the counts while this one waited for the row: this attempt
+    -- counts there, and writes no row dated in a minute whose counts are gone (a success still does).
+    all_audited := all_clients;
   END IF;
   -- This address.
   INSERT INTO leasehold.sign_in_throttle AS t (account, client, audit_minute) VALUES ('AUDIT', '@' || address, this_minute)
@@ -250,7 +255,9 @@ BEGIN
     audit_minute = greatest(t.audit_minute, this_minute),
     last_failure_at = statement_timestamp()
   RETURNING t.audited INTO mine;
-  IF mine < per_client AND all_audited < all_clients THEN
+  -- A success is always audited (it takes the right password, so no anonymous client can
+  -- flood with it); it still counts toward the caps.
+  IF record_sign_in.outcome = 'succeeded' OR (mine < per_client AND all_audited < all_clients) THEN
     INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
     VALUES (who, 'sign_in', 1, CASE WHEN record_sign_in.outcome = 'succeeded' THEN 1 ELSE 0 END, record_sign_in.outcome,
             jsonb_strip_nulls(jsonb_build_object('via', record_sign_in.via, 'client', record_sign_in.client,
