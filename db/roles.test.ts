@@ -45,6 +45,7 @@ import { failureGroups, jobDetail, jobListSchema, listAudit, listJobs, previewFo
 import { applyRoles, LEASEHOLD_ROLES, rolesSql, type LeaseholdRole } from './roles.ts';
 import { schemaCompatibility } from './schema-version.ts';
 import { LIST_STATES, subStateOf } from './states.ts';
+import { recordSignIn, recordSignInFailure } from './sign-in.ts';
 import { findUserByEmail, raiseSessionVersion, upsertUser } from './users.ts';
 import { expireLease, getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories.ts';
 import { roleDatabase, sqlStateOf, useRoleDatabase, type RoleDatabase } from '../test/roles.ts';
@@ -557,6 +558,16 @@ describe('the dashboard', () => {
         `signed-out-${own}@example.com`,
       ]),
     ).toEqual({ version: 2 });
+    // A sign-in's audit row goes through record_sign_in, the throttle's counts are its own.
+    expect(
+      await recordSignIn(as.dashboard.db, {
+        actor: `x-${own}@example.com`,
+        outcome: 'failed',
+        via: 'credentials',
+        client: '192.0.2.9',
+      }),
+    ).toBe(true);
+    expect((await recordSignInFailure(as.dashboard.db, `x-${own}@example.com`, '192.0.2.9')).pairFailures).toBe(1);
     // Its one way to a session version: up.
     expect(await raiseSessionVersion(as.dashboard.db, `signed-out-${own}@example.com`)).toBe(3);
     // And its functions keep their guards: a cancel with a token it did not see is refused, audited.
