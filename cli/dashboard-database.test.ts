@@ -112,9 +112,9 @@ describe('a login that cannot do what the dashboard needs', () => {
     for (const lacking of [
       'SELECT on leasehold.migrations',
       'SELECT on leasehold.audit_log',
-      'INSERT on leasehold.audit_log',
-      'USAGE on sequence leasehold.audit_log_id_seq',
-      'UPDATE (state, max_attempts, run_at, claim_at, expires_at, failure_class, last_error, lease_token, lease_until, finished_at, updated_at) on leasehold.jobs',
+      'EXECUTE on function leasehold.operator_retry(text, text, text, uuid[])',
+      'EXECUTE on function leasehold.record_sign_in(text, text, text, text, integer)',
+      'INSERT on leasehold.sign_in_throttle',
     ])
       expect(message).toContain(lacking);
     // What the producer has is not listed: SELECT on jobs, USAGE on the schema.

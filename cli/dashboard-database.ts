@@ -18,10 +18,12 @@ type Db = DbHandle['db'];
 
 /** One right the dashboard uses: on a table or view (all columns, or the ones listed), or a sequence. */
 export interface DashboardGrant {
-  privilege: 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE' | 'USAGE';
-  /** Schema-qualified: `leasehold.jobs`. */
+  privilege: 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE' | 'USAGE' | 'EXECUTE';
+  /** Schema-qualified: `leasehold.jobs`; a function with its argument types. */
   object: string;
   sequence?: boolean;
+  /** A function: `object` is its signature. */
+  routine?: boolean;
   columns?: readonly string[];
 }
 
@@ -54,48 +56,26 @@ const READ = [
 export const DASHBOARD_GRANTS: readonly DashboardGrant[] = [
   { privilege: 'SELECT', object: 'leasehold.migrations' },
   ...READ.filter((t) => t !== 'migrations').map((t) => ({ privilege: 'SELECT' as const, object: `leasehold.${t}` })),
-  {
-    privilege: 'UPDATE',
-    object: 'leasehold.jobs',
-    columns: [
-      'state',
-      'max_attempts',
-      'run_at',
-      'claim_at',
-      'expires_at',
-      'failure_class',
-      'last_error',
-      'lease_token',
-      'lease_until',
-      'finished_at',
-      'updated_at',
-    ],
-  },
-  { privilege: 'DELETE', object: 'leasehold.ready_jobs' },
-  { privilege: 'UPDATE', object: 'leasehold.leases', columns: ['running'] },
-  { privilege: 'INSERT', object: 'leasehold.finished_rollup' },
-  { privilege: 'UPDATE', object: 'leasehold.finished_rollup', columns: ['jobs'] },
-  { privilege: 'INSERT', object: 'leasehold.job_attempts' },
-  { privilege: 'INSERT', object: 'leasehold.queues', columns: ['name', 'paused', 'paused_at', 'paused_by'] },
-  { privilege: 'UPDATE', object: 'leasehold.queues', columns: ['paused', 'paused_at', 'paused_by', 'updated_at'] },
-  { privilege: 'INSERT', object: 'leasehold.audit_log' },
-  { privilege: 'USAGE', object: 'leasehold.audit_log_id_seq', sequence: true },
-  // An admin's own redaction rules; what workers declared (kinds.redacted_paths) is not the dashboard's to change.
-  { privilege: 'INSERT', object: 'leasehold.kind_redactions' },
-  { privilege: 'DELETE', object: 'leasehold.kind_redactions' },
-  { privilege: 'INSERT', object: 'leasehold.users' },
-  { privilege: 'UPDATE', object: 'leasehold.users', columns: ['password_hash', 'role', 'disabled', 'updated_at'] },
-  // Sign-in throttling (lib/sign-in-throttle.ts) and session versions (lib/dal/session.ts).
+  // Every action is a SECURITY DEFINER function with its audit row (drizzle/0011); no table write.
+  ...[
+    'operator_retry(text, text, text, uuid[])',
+    'operator_cancel(text, text, text, uuid[], uuid[])',
+    'operator_set_paused(text, text, text, text)',
+    'add_redacted_path(text, text, text, text)',
+    'remove_added_redacted_path(text, text, text, text)',
+    'record_payload_reveal(text, uuid, text)',
+    'raise_session_version(text)',
+    'record_sign_in(text, text, text, text, integer)',
+  ].map((f) => ({ privilege: 'EXECUTE' as const, object: `leasehold.${f}`, routine: true })),
+  // Sign-in throttling (db/sign-in.ts): failed guesses counted per account and address.
   { privilege: 'INSERT', object: 'leasehold.sign_in_throttle' },
   { privilege: 'UPDATE', object: 'leasehold.sign_in_throttle' },
   { privilege: 'DELETE', object: 'leasehold.sign_in_throttle' },
-  { privilege: 'INSERT', object: 'leasehold.session_versions' },
-  { privilege: 'UPDATE', object: 'leasehold.session_versions', columns: ['version', 'updated_at'] },
 ];
 
 export function describeGrant(grant: DashboardGrant): string {
   const columns = grant.columns ? ` (${grant.columns.join(', ')})` : '';
-  return `${grant.privilege}${columns} on ${grant.sequence ? 'sequence ' : ''}${grant.object}`;
+  return `${grant.privilege}${columns} on ${grant.sequence ? 'sequence ' : grant.routine ? 'function ' : ''}${grant.object}`;
 }
 
 /** The login's standing: who it is, and whether it could change schema leasehold. */
@@ -134,14 +114,17 @@ export async function missingDashboardGrants(db: Db): Promise<DashboardGrant[]> 
   for (const grant of DASHBOARD_GRANTS) {
     const [row] = await run<{ ok: boolean | null }>(
       db,
-      grant.sequence
-        ? sql`SELECT CASE WHEN to_regclass(${grant.object}) IS NULL THEN false
-                ELSE has_sequence_privilege(${grant.object}, ${grant.privilege}) END AS ok`
-        : grant.columns
+      grant.routine
+        ? sql`SELECT CASE WHEN to_regprocedure(${grant.object}) IS NULL THEN false
+                ELSE has_function_privilege(to_regprocedure(${grant.object}), 'EXECUTE') END AS ok`
+        : grant.sequence
           ? sql`SELECT CASE WHEN to_regclass(${grant.object}) IS NULL THEN false
+                ELSE has_sequence_privilege(${grant.object}, ${grant.privilege}) END AS ok`
+          : grant.columns
+            ? sql`SELECT CASE WHEN to_regclass(${grant.object}) IS NULL THEN false
                   ELSE bool_and(has_column_privilege(${grant.object}, c, ${grant.privilege})) END AS ok
                 FROM unnest(${sql.param(grant.columns)}::text[]) AS c`
-          : sql`SELECT CASE WHEN to_regclass(${grant.object}) IS NULL THEN false
+            : sql`SELECT CASE WHEN to_regclass(${grant.object}) IS NULL THEN false
                   ELSE has_table_privilege(${grant.object}, ${grant.privilege}) END AS ok`,
     );
     if (!row?.ok) missing.push(grant);

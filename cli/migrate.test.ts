@@ -64,4 +64,25 @@ describe('leasehold migrate', () => {
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/give --print-sql or --check, not both/);
   });
+
+  it('exits 2 naming the session that holds the migration lock past --lock-wait-ms', async () => {
+    const env = { DATABASE_URL: empty.url };
+    const holder = new pg.Client({ connectionString: empty.url, application_name: 'red-lock-holder' });
+    await holder.connect();
+    try {
+      const { rows } = await holder.query<{ pid: number }>(
+        'SELECT pg_backend_pid() AS pid, pg_advisory_lock(19528, 1) IS NOT NULL AS held',
+      );
+      const busy = await cli(['migrate', '--lock-wait-ms', '300'], { env });
+      expect(busy.code).toBe(2);
+      expect(busy.stderr).toMatch(
+        new RegExp(
+          `^leasehold migrate: Leasehold will not migrate: another session has held the migration lock \\(pg_advisory_lock\\(19528, 1\\)\\) for the 300 ms this run waited: pid ${rows[0]!.pid}, user \\S+, application "red-lock-holder"\\.`,
+        ),
+      );
+    } finally {
+      await holder.end();
+    }
+    expect((await cli(['migrate', '--lock-wait-ms', '300'], { env })).code).toBe(0);
+  });
 });

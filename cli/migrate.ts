@@ -16,6 +16,8 @@ from two processes at once (an advisory lock). Run it on a direct connection, no
   --check               say whether migrations are pending: exit 0 when none, 1 when some (nothing written)
   --allow-proxy         skip the direct-connection check (a tunnel or port mapping, never a pooler)
   --lock-timeout-ms N   lock_timeout of every migration statement (default 5000)
+  --lock-wait-ms N      how long to wait for the migration lock another session holds (default
+                        30000); then name that session (pid, user, application) and exit 2
 ${EMBEDDED_HELP}
   --help, --version
 
@@ -26,6 +28,7 @@ const OPTIONS = {
   check: { type: 'boolean' },
   'allow-proxy': { type: 'boolean' },
   'lock-timeout-ms': { type: 'string' },
+  'lock-wait-ms': { type: 'string' },
   embedded: { type: 'boolean' },
 } as const;
 
@@ -59,6 +62,7 @@ export const migrateCommand: Command = {
       return 2;
     }
     const lockTimeoutMs = wholeNumber('lock-timeout-ms', values['lock-timeout-ms'], 0, 3_600_000);
+    const lockWaitMs = wholeNumber('lock-wait-ms', values['lock-wait-ms'], 0, 86_400_000);
     const database = await commandDatabase(context, values.embedded === true);
     try {
       if (values['print-sql']) {
@@ -76,6 +80,7 @@ export const migrateCommand: Command = {
       }
       const { applied } = await migrateDatabase(database.url, {
         lockTimeoutMs,
+        ...(lockWaitMs !== undefined ? { lockWaitMs } : {}),
         allowProxy: values['allow-proxy'] === true,
         log: (line) => console.error(`leasehold migrate: ${line}`),
       });

@@ -81,6 +81,7 @@ const SENTENCES: Record<string, number> = {
   DatabaseSettingError: 2,
   HandlerFileError: 2,
   MigrationRefused: 1,
+  MigrationLockBusy: 2,
   MigrationFailed: 1,
 };
 

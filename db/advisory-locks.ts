@@ -15,6 +15,11 @@
  * The maintenance tasks today are `reaper` (hashtext -830691748) and `retention` (-91814152).
  * A maintenance key equal to a fixed key would only make that round skip while the runner
  * holds the lock (maintenance try-locks), never a wrong result.
+ *
+ * These keys are public API (docs/versioning.md, Advisory locks). Since schema version 9
+ * maintenance is serialised by a row lock in `leasehold.maintenance_locks` (which only the
+ * worker role may take); the maintenance key is still taken for workers of the previous release.
+ * The migration runner waits at most `lockWaitMs` for its key, then names the holder.
  */
 
 /** Leasehold's class id, the first int of every lock: 0x4c48 = 19528, "LH". */

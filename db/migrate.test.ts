@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ScratchDatabase } from '../test/db.ts';
-import { MigrationFailed, migrateDatabase, MIGRATIONS_FOLDER, readMigrations } from './migrate.ts';
+import { MigrationFailed, MigrationLockBusy, migrateDatabase, MIGRATIONS_FOLDER, readMigrations } from './migrate.ts';
 import { declaredTables, journal, query, scratchDatabase, writeMigrations } from '../test/migrations.ts';
 import { until } from '../test/wait.ts';
 
@@ -115,6 +115,32 @@ describe('the migration runner', () => {
     expect((await migrateDatabase(url, { migrationsFolder: folder, lockTimeoutMs: 300 })).applied).toEqual([
       '0001_alter',
     ]);
+  });
+
+  it('stops waiting for a migration lock another session holds, naming its pid, user and application, and applies nothing', async () => {
+    const url = await fresh();
+    const folder = writeMigrations([table('late')]);
+    const holder = new pg.Client({ connectionString: url, application_name: 'red-holder' });
+    await holder.connect();
+    try {
+      const { rows } = await holder.query<{ pid: number; who: string }>(
+        'SELECT pg_backend_pid() AS pid, current_user AS who, pg_advisory_lock(19528, 1) IS NOT NULL AS held',
+      );
+      const started = Date.now();
+      const error = await migrateDatabase(url, { migrationsFolder: folder, lockWaitMs: 600 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MigrationLockBusy);
+      expect((error as Error).message).toBe(
+        'Leasehold will not migrate: another session has held the migration lock (pg_advisory_lock(19528, 1)) for the ' +
+          `600 ms this run waited: pid ${rows[0]!.pid}, user ${rows[0]!.who}, application "red-holder". Let that ` +
+          'migration finish, or end that session (SELECT pg_terminate_backend(pid)) if it is not one, then run again; ' +
+          'nothing was applied.',
+      );
+      expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+      expect(await query(url, "SELECT to_regclass('leasehold.late') AS late")).toEqual([{ late: null }]);
+    } finally {
+      await holder.end();
+    }
+    expect((await migrateDatabase(url, { migrationsFolder: folder, lockWaitMs: 600 })).applied).toEqual(['late']);
   });
 
   it.each([

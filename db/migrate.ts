@@ -64,6 +64,41 @@ export interface MigrateOptions {
   allowProxy?: boolean;
   /** Where progress lines go (default: nowhere). */
   log?: (line: string) => void;
+  /**
+   * How long to wait for the migration lock another session holds (default 30,000 ms); then
+   * the run stops with MigrationLockBusy naming the holder, instead of waiting for ever.
+   */
+  lockWaitMs?: number;
+}
+
+/** The default of MigrateOptions.lockWaitMs. */
+export const DEFAULT_LOCK_WAIT_MS = 30_000;
+
+/** Another session held the migration lock for longer than the run would wait (exit code 2 in the CLI). */
+export class MigrationLockBusy extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MigrationLockBusy';
+  }
+}
+
+/** Who holds the migration lock, as a sentence fragment (`pid 123, user bob, application "psql"`). */
+async function lockHolder(client: pg.Client): Promise<string> {
+  const rows = await runText<{ pid: number; usename: string | null; application_name: string | null }>(
+    client,
+    `SELECT l.pid, a.usename, a.application_name
+     FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+     WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+       AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2 AND l.pid <> pg_catalog.pg_backend_pid()
+     ORDER BY l.pid`,
+    [LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY],
+  );
+  if (rows.length === 0) return 'a session that has since let it go';
+  return rows
+    .map(
+      (r) => `pid ${r.pid}, user ${r.usename ?? '(unknown)'}, application ${JSON.stringify(r.application_name ?? '')}`,
+    )
+    .join('; ');
 }
 
 export interface MigrateResult {
@@ -87,6 +122,12 @@ export async function migrateDatabase(url: string, options: MigrateOptions = {})
   const table = options.migrationsTable ?? JOURNAL_TABLE;
   journalName(table); // checks the name before anything connects
   const lockTimeoutMs = checkedLockTimeout(options.lockTimeoutMs);
+  const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+  if (!Number.isInteger(lockWaitMs) || lockWaitMs < 0 || lockWaitMs > 86_400_000) {
+    throw new RangeError(
+      `Leasehold migrate: lockWaitMs must be a whole number of milliseconds from 0 to 86400000, not ${lockWaitMs}`,
+    );
+  }
   const log = options.log ?? (() => {});
   // A broken folder refuses before anything connects.
   const migrations = readMigrations(folder);
@@ -100,7 +141,9 @@ export async function migrateDatabase(url: string, options: MigrateOptions = {})
   try {
     if (!options.allowProxy) await refuseIndirectConnection(client);
     // Polled, not waited for: a runner waiting inside pg_advisory_lock is a running statement,
-    // which the other runner's CREATE INDEX CONCURRENTLY waits for in turn (a deadlock).
+    // which the other runner's CREATE INDEX CONCURRENTLY waits for in turn (a deadlock). Not
+    // for ever: any login may take this lock, so after lockWaitMs the run names the holder.
+    const waitUntil = Date.now() + lockWaitMs;
     while (
       !(
         await runText<{ locked: boolean }>(client, 'SELECT pg_try_advisory_lock($1, $2) AS locked', [
@@ -109,6 +152,14 @@ export async function migrateDatabase(url: string, options: MigrateOptions = {})
         ])
       )[0]?.locked
     ) {
+      if (Date.now() >= waitUntil) {
+        throw new MigrationLockBusy(
+          `Leasehold will not migrate: another session has held the migration lock ` +
+            `(pg_advisory_lock(${LEASEHOLD_LOCK_CLASS}, ${MIGRATION_LOCK_KEY})) for the ${lockWaitMs} ms this run waited: ` +
+            `${await lockHolder(client)}. Let that migration finish, or end that session ` +
+            `(SELECT pg_terminate_backend(pid)) if it is not one, then run again; nothing was applied.`,
+        );
+      }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     try {

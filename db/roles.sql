@@ -5,9 +5,9 @@
 --   leasehold_migrator   owns schema leasehold and everything in it: runs the migrations (DDL)
 --   leasehold_worker     claims, settles, reaps, cleans up, keeps the worker and kinds registries
 --   leasehold_producer   enqueues (TypeScript enqueue and leasehold.enqueue(…)), nothing more
---   leasehold_dashboard  reads everything the dashboard shows; writes what its operator and
---                        admin actions write, always with their audit row (never the paths
---                        workers declared secret)
+--   leasehold_dashboard  reads everything the dashboard shows; acts only through the SECURITY
+--                        DEFINER functions of its actions, each writing its audit row (never
+--                        the paths workers declared secret); counts failed sign-ins
 --
 -- Not a migration: roles belong to the cluster, not to one database, and creating them needs
 -- CREATEROLE, which the migrator should not have; two databases of one cluster (staging and
@@ -187,34 +187,38 @@ BEGIN
     max_attempts) ON leasehold.kinds TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.worker_kinds TO leasehold_worker;
   GRANT SELECT ON leasehold.migrations TO leasehold_worker;
+  -- Maintenance locks its task's row FOR UPDATE (db/queue/maintenance.ts), which needs UPDATE on
+  -- a column: the worker's alone, so no other login can hold a round back; INSERT for a task
+  -- with no row yet. Audit retention goes through remove_old_audit (never under 90 days).
+  GRANT SELECT, INSERT, UPDATE (task) ON leasehold.maintenance_locks TO leasehold_worker;
+  GRANT EXECUTE ON FUNCTION leasehold.remove_old_audit(interval, integer) TO leasehold_worker;
 
-  -- Dashboard: everything db/queries and lib/dal read, the surface's views, and the writes of
-  -- the operator actions (db/queue/operator.ts: retry, cancel, pause, resume, each with its
-  -- audit row), the admin's redaction rules and users changes, and audit rows of its own (recordAudit).
-  -- It cannot claim: no INSERT on leases, no UPDATE of attempts, worker_id or started_at.
+  -- Dashboard: everything db/queries and lib/dal read, and the surface's views. It writes
+  -- nothing in the tables itself: each of its actions is a SECURITY DEFINER function (drizzle/0011)
+  -- that makes the same guarded change as before and writes its own audit row, so it cannot fake
+  -- a claim, a finish, a ready, attempt or rollup row, lower a session version or write an audit
+  -- row of its own. Users are added and disabled by `leasehold users` as a migrator login.
   GRANT SELECT ON leasehold.jobs, leasehold.ready_jobs, leasehold.leases, leasehold.finished_rollup,
     leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.worker_kinds, leasehold.kinds,
     leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats,
     leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions
     TO leasehold_dashboard;
-  GRANT UPDATE (state, max_attempts, run_at, claim_at, expires_at, failure_class, last_error, lease_token, lease_until,
-                finished_at, updated_at) ON leasehold.jobs TO leasehold_dashboard;
-  GRANT DELETE ON leasehold.ready_jobs TO leasehold_dashboard;
-  GRANT UPDATE (running) ON leasehold.leases TO leasehold_dashboard;
-  GRANT INSERT, UPDATE (jobs) ON leasehold.finished_rollup TO leasehold_dashboard;
-  GRANT INSERT ON leasehold.job_attempts TO leasehold_dashboard;
-  GRANT INSERT (name, paused, paused_at, paused_by), UPDATE (paused, paused_at, paused_by, updated_at)
-    ON leasehold.queues TO leasehold_dashboard;
-  GRANT INSERT ON leasehold.audit_log TO leasehold_dashboard;
-  GRANT USAGE ON SEQUENCE leasehold.audit_log_id_seq TO leasehold_dashboard;
+  -- The operator actions (db/queue/operator.ts): retry, cancel, pause and resume, each with its audit row.
+  GRANT EXECUTE ON FUNCTION leasehold.operator_retry(text, text, text, uuid[]),
+    leasehold.operator_cancel(text, text, text, uuid[], uuid[]),
+    leasehold.operator_set_paused(text, text, text, text) TO leasehold_dashboard;
   -- Redaction: an admin adds and removes its own rules (kind_redactions); what the workers
   -- declared in kinds.redacted_paths is theirs alone, so the dashboard cannot unmask it.
-  GRANT INSERT, DELETE ON leasehold.kind_redactions TO leasehold_dashboard;
-  GRANT INSERT, UPDATE (password_hash, role, disabled, updated_at) ON leasehold.users TO leasehold_dashboard;
-  -- Sign-in: failed guesses counted per account and address (and forgotten), and the session
-  -- versions that sign-out, password changes and disabling raise.
+  GRANT EXECUTE ON FUNCTION leasehold.add_redacted_path(text, text, text, text),
+    leasehold.remove_added_redacted_path(text, text, text, text) TO leasehold_dashboard;
+  -- An admin's payload reveal is recorded (its audit row) before the payload is shown.
+  GRANT EXECUTE ON FUNCTION leasehold.record_payload_reveal(text, uuid, text) TO leasehold_dashboard;
+  -- Sign-out ends the sessions: a session version only rises.
+  GRANT EXECUTE ON FUNCTION leasehold.raise_session_version(text) TO leasehold_dashboard;
+  -- Sign-in: failed guesses counted per account and address (and forgotten), and each sign-in's
+  -- audit row within the per-address and per-minute caps (drizzle/0011).
   GRANT INSERT, UPDATE, DELETE ON leasehold.sign_in_throttle TO leasehold_dashboard;
-  GRANT INSERT, UPDATE (version, updated_at) ON leasehold.session_versions TO leasehold_dashboard;
+  GRANT EXECUTE ON FUNCTION leasehold.record_sign_in(text, text, text, text, integer) TO leasehold_dashboard;
 END
 $grants$;
 

@@ -29,6 +29,7 @@ import {
   releaseIfLeaseHeld,
   removeAddedRedactedPath,
   removeExpiredHistory,
+  removeOldAudit,
   removeOldReceipts,
   removeStaleWorkers,
   resumeQueue,
@@ -44,7 +45,8 @@ import { failureGroups, jobDetail, jobListSchema, listAudit, listJobs, previewFo
 import { applyRoles, LEASEHOLD_ROLES, rolesSql, type LeaseholdRole } from './roles.ts';
 import { schemaCompatibility } from './schema-version.ts';
 import { LIST_STATES, subStateOf } from './states.ts';
-import { findUserByEmail, upsertUser } from './users.ts';
+import { recordSignIn, recordSignInFailure } from './sign-in.ts';
+import { findUserByEmail, raiseSessionVersion, upsertUser } from './users.ts';
 import { expireLease, getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories.ts';
 import { roleDatabase, sqlStateOf, useRoleDatabase, type RoleDatabase } from '../test/roles.ts';
 
@@ -162,6 +164,71 @@ describe('the producer', () => {
     expect(Object.fromEntries(statements.map((s, i) => [s, states[i]]))).toEqual(
       Object.fromEntries(statements.map((s) => [s, refused])),
     );
+  });
+});
+
+describe('the producer, writing its own rows', () => {
+  const insertJob = (columns: string, values: string) =>
+    sqlStateOf(
+      as.producer.pool.query(`INSERT INTO leasehold.jobs (id, ${columns}) VALUES (gen_random_uuid(), ${values})`),
+    );
+
+  it('is refused by the table what leasehold.enqueue refuses: names, a sort key jumping every priority, 3.8 MB', async () => {
+    const queue = uniqueQueue('prod-direct');
+    const checked = '23514';
+    expect(await insertJob('queue, kind', `'${queue}', E'red\\nteam'`)).toBe(checked);
+    expect(await insertJob('queue, kind', `'${queue}', '<b>kind</b>'`)).toBe(checked);
+    expect(await insertJob('queue, kind', `E'q\\n${queue}', 'k'`)).toBe(checked);
+    expect(await insertJob('queue, kind, run_at, claim_at', `'${queue}', 'k', now(), '0001-01-01'`)).toBe(checked);
+    expect(
+      await insertJob('queue, kind, payload', `'${queue}', 'k', jsonb_build_object('blob', repeat('x', 3800000))`),
+    ).toBe(checked);
+    // What the enqueues write still goes in: the highest priority, as the TypeScript enqueue sets it.
+    expect(
+      await insertJob(
+        'queue, kind, priority, run_at, claim_at',
+        `'${queue}', 'k', 100, now(), now() - interval '100 minutes'`,
+      ),
+    ).toBeNull();
+    expect(await one(as.admin, 'SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = $1', [queue])).toEqual({
+      n: 1,
+    });
+  });
+
+  it('cannot leave an idempotency key pointing at no job, so a later enqueue with it makes the job', async () => {
+    const queue = uniqueQueue('prod-key');
+    const key = `orphan-${queue}`;
+    const client = await as.producer.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO leasehold.dedupe_keys (key, job_id, queue, expires_at) VALUES ($1, gen_random_uuid(), $2, now() + interval '1 day')`,
+        [key, queue],
+      );
+      expect(await sqlStateOf(client.query('COMMIT'))).toBe('23503');
+    } finally {
+      client.release();
+    }
+    expect(await one(as.admin, 'SELECT count(*)::int AS n FROM leasehold.dedupe_keys WHERE key = $1', [key])).toEqual({
+      n: 0,
+    });
+    const first = await enqueue(as.producer.db, { queue, kind: 'k', idempotencyKey: key });
+    expect(first.created).toBe(true);
+    expect(await getJob(as.admin.db, first.id)).toMatchObject({ state: 'ready', idempotencyKey: key });
+    // Through leasehold.enqueue too, and a repeat finds the job.
+    const [viaSql] = (
+      await as.producer.pool.query(
+        'SELECT id, created FROM leasehold.enqueue($1, queue => $2, idempotency_key => $3)',
+        ['k', queue, `sql-${key}`],
+      )
+    ).rows as { id: string; created: boolean }[];
+    expect(viaSql!.created).toBe(true);
+    // A running job found by its key comes back without its lease token.
+    const [lease] = await claim(as.worker.db, { queues: [queue], workerId: 'w-key', limit: 10 });
+    expect(lease).toBeDefined();
+    const again = await enqueue(as.producer.db, { queue, kind: 'k', idempotencyKey: key });
+    expect(again).toMatchObject({ created: false, id: first.id });
+    expect(again.job).toMatchObject({ state: 'running', leaseToken: null });
   });
 });
 
@@ -289,6 +356,77 @@ describe('the worker', () => {
   });
 });
 
+describe('the maintenance lock', () => {
+  const reaperRound = () => withMaintenanceLock(as.worker.db, 'reaper', async () => 'reaped');
+
+  it("is not held back by a producer's or the dashboard's login holding the advisory lock", async () => {
+    for (const login of ['producer', 'dashboard'] as const) {
+      const holder = await as[login].pool.connect();
+      try {
+        expect(
+          (await holder.query(`SELECT pg_advisory_lock(19528, hashtext('reaper')) IS NOT NULL AS held`)).rows,
+        ).toEqual([{ held: true }]);
+        expect(await reaperRound()).toEqual({ ran: true, result: 'reaped' });
+      } finally {
+        await holder.query(`SELECT pg_advisory_unlock(19528, hashtext('reaper'))`);
+        holder.release();
+      }
+    }
+  });
+
+  it('lets the worker remove old audit rows only through remove_old_audit, never under 90 days', async () => {
+    const actor = `old-${uniqueQueue()}`;
+    await as.admin.pool.query(
+      `INSERT INTO leasehold.audit_log (at, actor, action, requested, affected, outcome)
+       VALUES (now() - interval '401 days', $1, 'pause', 1, 1, 'applied'), (now() - interval '30 days', $1, 'pause', 1, 1, 'applied')`,
+      [actor],
+    );
+    expect(await removeOldAudit(as.worker.db)).toBeGreaterThanOrEqual(1);
+    expect(await sqlStateOf(as.worker.pool.query('DELETE FROM leasehold.audit_log WHERE actor = $1', [actor]))).toBe(
+      refused,
+    );
+    expect(await sqlStateOf(as.worker.pool.query(`SELECT leasehold.remove_old_audit(interval '1 day')`))).toBe('22023');
+    expect(await sqlStateOf(as.producer.pool.query(`SELECT leasehold.remove_old_audit()`))).toBe(refused);
+    expect(await one(as.admin, 'SELECT count(*)::int AS n FROM leasehold.audit_log WHERE actor = $1', [actor])).toEqual(
+      { n: 1 },
+    );
+  });
+
+  it("cannot be taken by a producer's or the dashboard's login (42501)", async () => {
+    for (const login of ['producer', 'dashboard'] as const) {
+      expect(
+        await sqlStateOf(
+          as[login].pool.query(
+            `SELECT task FROM leasehold.maintenance_locks WHERE task = 'reaper' FOR UPDATE SKIP LOCKED`,
+          ),
+        ),
+      ).toBe(refused);
+      expect(
+        await sqlStateOf(as[login].pool.query(`INSERT INTO leasehold.maintenance_locks (task) VALUES ('x')`)),
+      ).toBe(refused);
+    }
+  });
+
+  it("makes a second worker skip the round while one runs it, and while a previous release's worker holds the advisory lock", async () => {
+    // A round in progress: its transaction holds the task's row.
+    const inside = await withMaintenanceLock(as.worker.db, 'reaper', async () => reaperRound());
+    expect(inside).toEqual({ ran: true, result: { ran: false } });
+    // A worker of the previous release takes only the transaction advisory lock.
+    const old = await as.worker.pool.connect();
+    try {
+      await old.query(`BEGIN`);
+      expect((await old.query(`SELECT pg_try_advisory_xact_lock(19528, hashtext('reaper')) AS locked`)).rows).toEqual([
+        { locked: true },
+      ]);
+      expect(await reaperRound()).toEqual({ ran: false });
+    } finally {
+      await old.query('ROLLBACK');
+      old.release();
+    }
+    expect(await reaperRound()).toEqual({ ran: true, result: 'reaped' });
+  });
+});
+
 describe('the dashboard', () => {
   let queue: string;
   let fixture: Awaited<ReturnType<typeof mixedFixture>>;
@@ -329,7 +467,8 @@ describe('the dashboard', () => {
     expect((await previewForAction(as.dashboard.db, 'retry', { queue }, 10)).jobs.map((j) => j.id).sort()).toEqual(
       [fixture.dead!.id, fixture.cancelled!.id].sort(),
     );
-    await upsertUser(as.dashboard.db, {
+    // Users are the migrator's to add (`leasehold users add` runs as a migrator login).
+    await upsertUser(as.migrator.db, {
       email: `admin-${queue}@example.com`,
       password: 'a long enough password',
       role: 'admin',
@@ -375,6 +514,75 @@ describe('the dashboard', () => {
     expect((await claim(as.worker.db, { queues: [queue], workerId: 'w-dash', limit: 10 })).map((j) => j.id)).toContain(
       fixture.dead!.id,
     );
+  });
+
+  it('cannot fake a job state, a ready, attempt or rollup row, a lower session version or an audit row (42501)', async () => {
+    const own = uniqueQueue('dash-fake');
+    const { id: ready } = await enqueue(as.producer.db, { queue: own, kind: 'k' });
+    const { id: other } = await enqueue(as.producer.db, { queue: own, kind: 'k' });
+    const [running] = await claim(as.worker.db, { queues: [own], workerId: 'w-fake', limit: 1 });
+    expect(running).toBeDefined();
+    const readyId = running!.id === ready ? other : ready;
+    await raiseSessionVersion(as.dashboard.db, `signed-out-${own}@example.com`);
+    await raiseSessionVersion(as.dashboard.db, `signed-out-${own}@example.com`);
+    const statements: Record<string, string> = {
+      'a fake claim': `UPDATE leasehold.jobs SET state = 'running', lease_token = gen_random_uuid(), lease_until = now() + interval '5 s' WHERE id = '${readyId}'`,
+      'a token swap': `UPDATE leasehold.jobs SET lease_token = gen_random_uuid() WHERE id = '${running!.id}'`,
+      'a fake finish': `UPDATE leasehold.jobs SET state = 'done', lease_token = NULL, lease_until = NULL WHERE id = '${running!.id}'`,
+      'a ready-row delete': `DELETE FROM leasehold.ready_jobs WHERE id = '${readyId}'`,
+      'an attempt row': `INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, worker_id, lease_token, started_at, ended_at, outcome, duration_ms)
+                         VALUES ('${readyId}', 1, '${own}', 'k', 'w', gen_random_uuid(), now(), now(), 'completed', 0)`,
+      'a rollup row': `INSERT INTO leasehold.finished_rollup (minute, queue, kind, state, attempts, shard, jobs)
+                       VALUES (date_trunc('minute', now()), '${own}', 'k', 'done', 1, 0, 1000)`,
+      'a rollup count': `UPDATE leasehold.finished_rollup SET jobs = jobs + 1000`,
+      'a lease count': `UPDATE leasehold.leases SET running = 0`,
+      'a lower session version': `UPDATE leasehold.session_versions SET version = 0 WHERE actor = 'signed-out-${own}@example.com'`,
+      'a session version row': `INSERT INTO leasehold.session_versions (actor, version) VALUES ('x-${own}', 0)`,
+      'an audit row with no action': `INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome) VALUES ('ops', 'retry', 1, 1, 'applied')`,
+      'a queue pause of its own': `UPDATE leasehold.queues SET paused = true`,
+      'a user': `INSERT INTO leasehold.users (email, password_hash, role) VALUES ('x-${own}@example.com', 'x', 'admin')`,
+      'a user change': `UPDATE leasehold.users SET role = 'admin'`,
+      'a redaction rule of its own': `DELETE FROM leasehold.kind_redactions`,
+    };
+    const states = await Promise.all(
+      Object.values(statements).map((text) => sqlStateOf(as.dashboard.pool.query(text))),
+    );
+    expect(Object.fromEntries(Object.keys(statements).map((name, i) => [name, states[i]]))).toEqual(
+      Object.fromEntries(Object.keys(statements).map((name) => [name, refused])),
+    );
+    // Nothing changed: the ready job waits with its row, the running one still holds its lease.
+    expect(await getJob(as.admin.db, readyId)).toMatchObject({ state: 'ready', leaseToken: null });
+    expect(await getJob(as.admin.db, running!.id)).toMatchObject({ state: 'running', leaseToken: running!.leaseToken });
+    expect(
+      await one(as.admin, 'SELECT version FROM leasehold.session_versions WHERE actor = $1', [
+        `signed-out-${own}@example.com`,
+      ]),
+    ).toEqual({ version: 2 });
+    // A sign-in's audit row goes through record_sign_in, the throttle's counts are its own.
+    expect(
+      await recordSignIn(as.dashboard.db, {
+        actor: `x-${own}@example.com`,
+        outcome: 'failed',
+        via: 'credentials',
+        client: '192.0.2.9',
+      }),
+    ).toBe(true);
+    expect((await recordSignInFailure(as.dashboard.db, `x-${own}@example.com`, '192.0.2.9')).pairFailures).toBe(1);
+    // Its one way to a session version: up.
+    expect(await raiseSessionVersion(as.dashboard.db, `signed-out-${own}@example.com`)).toBe(3);
+    // And its functions keep their guards: a cancel with a token it did not see is refused, audited.
+    const swapped = await cancelIfUnchanged(as.dashboard.db, {
+      id: running!.id,
+      leaseToken: '00000000-0000-4000-8000-000000000000',
+      actor: 'ops@example.com',
+    });
+    expect(swapped).toMatchObject({ applied: false, reason: 'changed_since_viewed', state: 'running' });
+    expect(
+      await one(as.admin, 'SELECT action, outcome FROM leasehold.audit_log WHERE id = $1', [swapped.auditId]),
+    ).toEqual({
+      action: 'cancel',
+      outcome: 'refused',
+    });
   });
 
   it("adds and removes an admin's redaction rule, each with its audit row", async () => {

@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 8;
+export const SCHEMA_VERSION = 9;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -27,9 +27,11 @@ export const SCHEMA_VERSION = 8;
  * is compatible from this code's version or earlier.
  * From 6 on: receipt() claims its key in receipt_claims (migration 0008); from 7 on: the
  * dashboard reads the admin-added redaction rules in kind_redactions (migration 0009); from 8 on:
- * the dashboard throttles sign-ins and checks session versions (migration 0010).
+ * the dashboard throttles sign-ins and checks session versions (migration 0010); from 9 on:
+ * maintenance locks its task's row in maintenance_locks, retention removes old audit rows
+ * through remove_old_audit and sign-ins are audited through record_sign_in (migration 0011).
  */
-export const SUPPORTED_SCHEMA = { min: 8, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 9, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

@@ -44,6 +44,13 @@ export {
 /** Largest payload stored inline, in bytes of its JSON text. Bigger data goes by reference. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 /**
+ * How deep a payload may nest: the payload itself is level 0, each array element or object
+ * member one level below its container; a value at level 101 is refused by both enqueues (the
+ * TypeScript one and `leasehold.enqueue()`), and the dashboard shows anything below this level
+ * of a row written otherwise as TOO_DEEP (db/queue/redaction-rules.ts).
+ */
+export const MAX_PAYLOAD_DEPTH = 100;
+/**
  * The database's own backstop. jsonb's binary form can be several times larger than the JSON
  * text (an array of small numbers: about 6×), so the CHECK is far looser than the API's limit;
  * the API refuses first, with a clearer message.
@@ -147,6 +154,14 @@ export const jobs = leasehold.table(
     check('jobs_payload_size_check', sql`pg_column_size(payload) <= ${sql.raw(String(MAX_PAYLOAD_STORED_BYTES))}`),
     check('jobs_names_check', sql`length(queue) BETWEEN 1 AND 128 AND length(kind) BETWEEN 1 AND 128`),
     check('jobs_kind_version_check', sql`kind_version >= 1`),
+    // What leasehold.enqueue() and the TypeScript enqueue refuse, refused by the table too, so a
+    // producer's own INSERT cannot skip them (drizzle/0013, added NOT VALID; 0014 validates; the
+    // reasons for each bound are there): the name pattern, 384 KiB of PostgreSQL's JSON text (1.5
+    // × the compact 256 KiB), a sort key no earlier than the longest aging step times the priority.
+    check('jobs_queue_pattern_check', sql`queue ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$'`),
+    check('jobs_kind_pattern_check', sql`kind ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$'`),
+    check('jobs_payload_text_check', sql`(pg_column_size(payload) <= 65536 OR octet_length(payload::text) <= 393216)`),
+    check('jobs_claim_at_floor_check', sql`claim_at >= run_at - make_interval(secs => priority * 86400)`),
   ],
 );
 
@@ -353,7 +368,13 @@ export const auditLog = leasehold.table(
     outcome: text('outcome').notNull(),
     detail: jsonb('detail').notNull().default({}),
   },
-  (t) => [index('audit_log_at_idx').on(t.at), index('audit_log_job_ids_idx').using('gin', t.jobIds)],
+  (t) => [
+    index('audit_log_at_idx').on(t.at),
+    index('audit_log_job_ids_idx').using('gin', t.jobIds),
+    // The audit page's filters (/audit?actor=, ?action=), newest first (db/queries/jobs.ts listAudit).
+    index('audit_log_actor_idx').on(t.actor, t.id),
+    index('audit_log_action_idx').on(t.action, t.id),
+  ],
 );
 
 /**
@@ -486,6 +507,15 @@ export const signInThrottle = leasehold.table(
     firstFailureAt: tstz('first_failure_at').notNull().defaultNow(),
     lastFailureAt: tstz('last_failure_at').notNull().defaultNow(),
     blockedUntil: tstz('blocked_until'),
+    /**
+     * The audit cap's counts (db/sign-in.ts, recordSignIn), on the rows of account
+     * AUDIT_ACCOUNT (upper case: never an account as counted, which is lower-cased): per
+     * client address, and for every address together (`client = ''`), the minute counted,
+     * how many sign-in audit rows it wrote and how many it left out.
+     */
+    auditMinute: tstz('audit_minute'),
+    audited: integer('audited').notNull().default(0),
+    unaudited: integer('unaudited').notNull().default(0),
   },
   (t) => [
     primaryKey({ name: 'sign_in_throttle_pkey', columns: [t.account, t.client] }),
@@ -493,6 +523,20 @@ export const signInThrottle = leasehold.table(
     check('sign_in_throttle_account_check', sql`length(account) BETWEEN 1 AND 254`),
     check('sign_in_throttle_client_check', sql`length(client) <= 100`),
   ],
+);
+
+/**
+ * One row per maintenance task (reaper, unknown kinds, retention): a round holds its task's
+ * row `FOR UPDATE SKIP LOCKED` for its transaction, so one process in the fleet runs it at a
+ * time (db/queue/maintenance.ts). A row lock needs UPDATE on the table, which only the worker
+ * role has: no other login can stop maintenance by holding the lock.
+ */
+export const maintenanceLocks = leasehold.table(
+  'maintenance_locks',
+  {
+    task: text('task').primaryKey(),
+  },
+  () => [check('maintenance_locks_task_check', sql`length(task) BETWEEN 1 AND 200`)],
 );
 
 /**

@@ -5,7 +5,8 @@
  * every further failure, up to PAIR.maxSeconds; all addresses together get ACCOUNT.free, then
  * the same doubling. A row whose last failure is older than WINDOW_SECONDS starts again from
  * nothing; every failure deletes such rows. A refused guess is answered before any password
- * hash runs (lib/auth.ts). Sign-ins are audit rows (action `sign_in`).
+ * hash runs (lib/auth.ts). Sign-ins are audit rows (action `sign_in`), capped per client address
+ * and minute and for all addresses together (recordSignIn).
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { run, type Executor, type PgTimestamp } from './queue/executor.ts';
@@ -83,6 +84,8 @@ export async function recordSignInFailure(
           DELETE FROM leasehold.sign_in_throttle
           WHERE last_failure_at < now() - make_interval(secs => ${WINDOW_SECONDS})
             AND NOT (account = ${account} AND client IN (${client}, ${PER_ACCOUNT}))
+            -- The audit cap's count for every address: it holds the last minute's summary.
+            AND NOT (account = 'AUDIT' AND client = '')
         ),
         pair AS (${counted(client, PAIR)}),
         whole AS (${counted(PER_ACCOUNT, ACCOUNT)})
@@ -109,17 +112,34 @@ export async function clearSignInFailures(executor: Executor, account: string, c
 
 export type SignInOutcome = 'succeeded' | 'failed' | 'throttled' | 'refused';
 
-/** One audit row per sign-in: who (as typed, or the SSO identity), how it went, from where. */
+/**
+ * The audit caps of sign-ins (leasehold.record_sign_in, drizzle/0011): at most this many
+ * sign-in audit rows per client address and minute, whatever accounts it names …
+ */
+export const AUDITED_PER_CLIENT_PER_MINUTE = 30;
+/** … and at most this many per minute for every address together … */
+export const AUDITED_PER_MINUTE = 120;
+/**
+ * … plus one summary row (action `sign_in`, outcome `not_audited`, `requested` = how many were
+ * left out) for a minute past either cap, written by the first sign-in of a later minute. So a
+ * minute never gets more than AUDITED_PER_MINUTE + 1 sign-in rows, whoever floods it without a
+ * password: a success is always written (and counts toward the caps).
+ */
+export const MAX_SIGN_IN_AUDIT_ROWS_PER_MINUTE = AUDITED_PER_MINUTE + 1;
+
+/**
+ * One audit row per sign-in (who, as typed, or the SSO identity; how it went; from where),
+ * within the caps above: past them the attempt is counted (sign_in_throttle, account `AUDIT`),
+ * not written. Returns whether this one got its row. Audit rows are never updated.
+ */
 export async function recordSignIn(
   executor: Executor,
   entry: { actor: string; outcome: SignInOutcome; via: 'credentials' | 'oidc'; client: string; retryAfter?: number },
-): Promise<void> {
-  const detail: Record<string, unknown> = { via: entry.via, client: entry.client };
-  if (entry.retryAfter !== undefined) detail.retry_after = entry.retryAfter;
-  const applied = entry.outcome === 'succeeded' ? 1 : 0;
-  await run(
+): Promise<boolean> {
+  const rows = await run<{ audited: boolean }>(
     executor,
-    sql`INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
-        VALUES (${entry.actor.slice(0, 254) || '-'}, 'sign_in', 1, ${applied}, ${entry.outcome}, ${JSON.stringify(detail)}::jsonb)`,
+    sql`SELECT leasehold.record_sign_in(${entry.actor}, ${entry.outcome}, ${entry.via}, ${entry.client},
+                                        ${entry.retryAfter ?? null}::integer) AS audited`,
   );
+  return rows[0]?.audited === true;
 }

@@ -229,6 +229,31 @@ describe('leasehold.enqueue', () => {
     expect(big?.message).toMatch(
       /^leasehold\.enqueue refused the job: payload is \d+ bytes of JSON, more than the 262144 allowed/,
     );
+    // Deeper than MAX_PAYLOAD_DEPTH (100 levels), as the TypeScript enqueue refuses it; 100 is taken.
+    const deep = await failure(
+      t.pool.query(
+        `SELECT leasehold.enqueue('k', ('{"deep":' || repeat('[', 3000) || repeat(']', 3000) || '}')::jsonb, $1)`,
+        [queue],
+      ),
+    );
+    expect(deep).toEqual({
+      code: '22023',
+      message:
+        'leasehold.enqueue refused the job: payload is nested deeper than 100 levels (flatten it, or store it elsewhere and enqueue a reference).',
+    });
+    const deepest = await one(
+      `SELECT id FROM leasehold.enqueue('k', ('{"deep":' || repeat('[', 99) || repeat(']', 99) || '}')::jsonb, $1)`,
+      [uniqueQueue('deep-ok')],
+    );
+    expect(deepest?.id).toEqual(expect.any(String));
+    expect(
+      await failure(
+        t.pool.query(
+          `SELECT leasehold.enqueue('k', ('{"deep":' || repeat('[', 100) || '1' || repeat(']', 100) || '}')::jsonb, $1)`,
+          [queue],
+        ),
+      ),
+    ).toMatchObject({ code: '22023' });
     const { id } = await enqueue(t.db, { queue: uniqueQueue('taken'), kind: 'k' });
     const repeat = await failure(
       t.pool.query(`SELECT * FROM leasehold.enqueue('k', queue => $1, job_id => $2, idempotency_key => $3)`, [

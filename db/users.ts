@@ -204,11 +204,11 @@ function raiseVersions(actors: SQL): SQL {
 
 /** Ends every session of `actor` (sign-out): raises its session version; the new one is returned. */
 export async function raiseSessionVersion(executor: Executor, actor: string): Promise<number> {
+  // Through the SECURITY DEFINER leasehold.raise_session_version (drizzle/0011): the dashboard's
+  // role may only raise a version, never set or lower one.
   const rows = await run<{ version: number }>(
     executor,
-    sql`INSERT INTO leasehold.session_versions AS v (actor, version) VALUES (${actor}, 1)
-        ON CONFLICT (actor) DO UPDATE SET version = v.version + 1, updated_at = now()
-        RETURNING v.version`,
+    sql`SELECT leasehold.raise_session_version(${actor}) AS version`,
   );
   return Number(rows[0]?.version ?? 0);
 }

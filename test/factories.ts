@@ -119,3 +119,16 @@ export async function mixedFixture(db: Executor, queue: string): Promise<Record<
   for (const [name, job] of Object.entries(jobs)) fresh[name] = await getJob(db, job.id);
   return fresh;
 }
+
+/**
+ * Gives job `id` a payload `{"deep": [[…]]}` nested `depth` arrays deep, as a row written past
+ * the enqueues' checks would be (by the migrator, or by leasehold.enqueue before drizzle/0011):
+ * the table has no depth check (drizzle/0013 says why).
+ */
+export async function writeDeepPayload(db: Executor, id: string, depth: number): Promise<void> {
+  await run(
+    db,
+    sql`UPDATE leasehold.jobs SET payload = ('{"deep":' || repeat('[', ${depth}::int) || repeat(']', ${depth}::int) || '}')::jsonb
+        WHERE id = ${id}::uuid`,
+  );
+}

@@ -17,7 +17,7 @@ import {
 } from '../db/queue/error-detail.ts';
 import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
 import { testDatabase, type TestDatabase } from '../test/db.ts';
-import { jobInState, uniqueQueue } from '../test/factories.ts';
+import { jobInState, uniqueQueue, writeDeepPayload } from '../test/factories.ts';
 import { until } from '../test/wait.ts';
 import { PermanentError } from './errors.ts';
 import { defineHandler, HandlerRegistry, type Handler } from './handler.ts';
@@ -217,6 +217,46 @@ describe('a failed attempt records', () => {
     // jsonb orders the keys its own way: each masked pair is checked on its own.
     for (const pair of [`{"Email":"${MASK}"}`, `"accessToken":"${MASK}"`, `{"card_number":"${MASK}"}`])
       expect(row.error).toContain(pair);
+  });
+});
+
+describe('a payload nested past the enqueue limit (written by the migrator, past every check)', () => {
+  it('still settles the attempt with the error the handler threw, not as a lost lease', async () => {
+    const queue = uniqueQueue('fail-deep');
+    const handler = defineHandler({
+      kind: 'detail.deep',
+      versions: [1],
+      schema: z.object({ deep: z.unknown() }),
+      timeoutMs: 5000,
+      redact: ['deep[0].token'],
+      async handle() {
+        throw new PermanentError('cannot handle a payload this deep', { cause: new RangeError('too deep') });
+      },
+    });
+    const { job } = await enqueue(t.db, { kind: handler.kind, queue, payload: { deep: [] }, maxAttempts: 1 });
+    // 3,000 levels, as `'{"deep":' || repeat('[', 3000) || repeat(']', 3000) || '}'` from psql.
+    await writeDeepPayload(t.db, job!.id, 3000);
+    const worker = new Worker(workerSettings(queue, `w-${queue}`), {
+      db: t.db,
+      databaseUrl: t.url,
+      registry: new HandlerRegistry([handler]),
+      logger: pino({ level: 'silent' }),
+    });
+    workers.push(worker);
+    await worker.start();
+    await until('the attempt failed', jobInState(t.db, job!.id, 'dead'));
+    const { rows } = await t.pool.query<AttemptRecord & { outcome: string }>(
+      `SELECT a.outcome, a.error, a.error_detail, j.last_error
+       FROM leasehold.job_attempts a JOIN leasehold.jobs j ON j.id = a.job_id WHERE a.job_id = $1`,
+      [job!.id],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      outcome: 'failed',
+      error: 'PermanentError: cannot handle a payload this deep',
+      last_error: 'PermanentError: cannot handle a payload this deep',
+    });
+    expect(rows[0]!.error_detail!.causes).toMatchObject([{ name: 'RangeError', message: 'too deep' }]);
   });
 });
 

@@ -121,7 +121,7 @@ describe('the unknown-kind round', () => {
     const mine = await addJob(t.db, { queue, kind: 'mine' });
     await run(
       t.db,
-      sql`UPDATE leasehold.jobs SET run_at = now() - interval '2 hours', claim_at = now() - interval '2 hours' WHERE queue = ${queue}`,
+      sql`UPDATE leasehold.jobs SET run_at = now() - interval '2 hours', claim_at = now() - interval '2 hours', created_at = now() - interval '2 hours' WHERE queue = ${queue}`,
     );
     n += 1;
     const m = new Maintenance(

@@ -17,6 +17,7 @@ import {
   registerKinds,
   registerWorker,
   removeExpiredHistory,
+  removeOldAudit,
   removeOldReceipts,
   removeStaleWorkers,
   touchWorker,
@@ -200,13 +201,16 @@ export class Maintenance {
         const removed = await removeExpiredHistory(tx, { ...m.retention, limit });
         const receipts = await removeOldReceipts(tx, { olderThanSeconds: m.receiptsRetentionSeconds, limit });
         const workers = await removeStaleWorkers(tx, m.staleWorkerSeconds);
-        return { ...removed, receipts, workers };
+        const audit = await removeOldAudit(tx, { ...m.retention, limit });
+        return { ...removed, receipts, workers, audit };
       });
       if (!outcome.ran) return;
       const r = outcome.result;
-      if (r.jobs + r.attempts + r.dedupeKeys + r.receipts + r.workers > 0) logger.info(r, 'retention removed old rows');
+      if (r.jobs + r.attempts + r.dedupeKeys + r.receipts + r.workers + r.audit > 0) {
+        logger.info(r, 'retention removed old rows');
+      }
       // Jobs are removed up to `limit` per terminal state.
-      if (Math.max(r.jobs / TERMINAL_STATES.length, r.attempts, r.dedupeKeys, r.receipts) < limit) return;
+      if (Math.max(r.jobs / TERMINAL_STATES.length, r.attempts, r.dedupeKeys, r.receipts, r.audit) < limit) return;
     }
   }
 }

@@ -219,19 +219,21 @@ export async function listAudit(executor: Executor, query: z.output<typeof audit
   return { entries, next: rows.length > query.limit ? entries[entries.length - 1]!.id : null };
 }
 
-/** Writes one audit row for an action that changes no job (a payload reveal, a login). */
-export async function recordAudit(
+/**
+ * An admin's payload reveal: its audit row (action `reveal_payload`, the job and its queue),
+ * through the SECURITY DEFINER leasehold.record_payload_reveal (drizzle/0011): the dashboard's
+ * role writes no audit row of its own. The row's id; null when the job is gone (nothing written).
+ */
+export async function recordPayloadReveal(
   executor: Executor,
-  entry: { actor: string; action: string; jobIds?: string[]; queue?: string | null; detail?: Record<string, unknown> },
-): Promise<number> {
-  const rows = await run<{ id: string }>(
+  entry: { actor: string; jobId: string; role: string },
+): Promise<number | null> {
+  const rows = await run<{ id: string | null }>(
     executor,
-    sql`INSERT INTO leasehold.audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
-        VALUES (${entry.actor}, ${entry.action}, ${sql.param(entry.jobIds ?? [])}::uuid[], ${entry.queue ?? null},
-                ${(entry.jobIds ?? []).length}, ${(entry.jobIds ?? []).length}, 'applied', ${JSON.stringify(entry.detail ?? {})}::jsonb)
-        RETURNING id`,
+    sql`SELECT leasehold.record_payload_reveal(${entry.actor}, ${entry.jobId}::uuid, ${entry.role}) AS id`,
   );
-  return Number(rows[0]!.id);
+  const id = rows[0]?.id;
+  return id === null || id === undefined ? null : Number(id);
 }
 
 /** Fingerprint of an error: numbers, ids and quoted values folded, so alike errors group. */

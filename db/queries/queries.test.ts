@@ -5,7 +5,16 @@ import { run } from '../queue/executor.ts';
 import { testDatabase, type TestDatabase } from '../../test/db.ts';
 import { mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../../test/factories.ts';
 import { backlog, overview } from './overview.ts';
-import { failureGroups, filterSql, jobListSchema, listJobs, previewForAction, previewIds } from './jobs.ts';
+import {
+  auditListSchema,
+  failureGroups,
+  filterSql,
+  jobListSchema,
+  listAudit,
+  listJobs,
+  previewForAction,
+  previewIds,
+} from './jobs.ts';
 
 let t: TestDatabase;
 let queue: string;
@@ -120,5 +129,32 @@ describe('failure groups and bulk previews', () => {
     expect(await ids('cancel')).toEqual(of('ready', 'scheduled', 'retrying', 'running', 'expired'));
     const running = (await previewForAction(t.db, 'cancel', { queue, state: 'running' }, 100)).jobs;
     expect(running.every((j) => j.leaseToken !== null)).toBe(true);
+  });
+});
+
+describe('the audit log filters', () => {
+  it('find one actor’s and one action’s rows by index, not by walking the whole log', async () => {
+    await run(
+      t.db,
+      sql`INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome)
+          SELECT 'flood-' || (g % 5000) || '@example.com', 'sign_in', 1, 0, 'failed' FROM generate_series(1, 50000) g`,
+    );
+    await run(t.db, sql`ANALYZE leasehold.audit_log`);
+    const { entries } = await listAudit(t.db, auditListSchema.parse({ actor: 'flood-7@example.com' }));
+    expect(entries).toHaveLength(10);
+    type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
+    const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+    for (const [filter, index] of [
+      [sql`actor = 'flood-7@example.com'`, 'audit_log_actor_idx'],
+      [sql`action = 'pause'`, 'audit_log_action_idx'],
+    ] as const) {
+      const [explained] = await run<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        t.db,
+        sql`EXPLAIN (FORMAT JSON) SELECT * FROM leasehold.audit_log WHERE true AND ${filter} ORDER BY id DESC LIMIT 51`,
+      );
+      const plan = nodes(explained!['QUERY PLAN'][0].Plan);
+      expect(plan.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+      expect(plan.flatMap((n) => (n['Index Name'] ? [n['Index Name']] : []))).toEqual([index]);
+    }
   });
 });

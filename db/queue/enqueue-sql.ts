@@ -7,7 +7,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { DEFAULT_AGING_SECONDS } from '../schema.ts';
 import type { PreparedSpec } from './enqueue-spec.ts';
 import { run, runText, type Executor, type PgTimestamp } from './executor.ts';
-import { JOB_COLUMNS, jobColumns, mapJob, type Job, type JobColumnsRow } from './job.ts';
+import { mapJob, producerJobColumns, type Job, type JobColumnsRow } from './job.ts';
 import { NOTIFY_QUEUE_HAS_ROOM, WAKE_CHANNEL } from './wake.ts';
 
 /**
@@ -61,7 +61,7 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
       : sql`unnest(${sql.param(jobs.map(pick))}::${sql.raw(`${type}[]`)})`;
   };
   const keyed = returns !== 'count';
-  const returning = returns === 'jobs' ? sql.raw(JOB_COLUMNS) : sql.raw('id, queue');
+  const returning = returns === 'jobs' ? sql.raw(producerJobColumns()) : sql.raw('id, queue');
   // Without idempotency keys every job is inserted or the statement fails: a count says it all,
   // and 100,000 ids need not travel back as JSON.
   const inserted =
@@ -212,7 +212,7 @@ export async function lookupKeys(
 ): Promise<Map<string, KeyOwnerRow>> {
   const rows = await run<KeyOwnerRow>(
     executor,
-    sql`SELECT d.key, d.job_id ${withJobs ? sql.raw(', ' + jobColumns('j')) : sql.raw('')}
+    sql`SELECT d.key, d.job_id ${withJobs ? sql.raw(', ' + producerJobColumns('j')) : sql.raw('')}
         FROM leasehold.dedupe_keys d ${withJobs ? sql.raw('LEFT JOIN leasehold.jobs j ON j.id = d.job_id AND j.idempotency_key = d.key') : sql.raw('')}
         WHERE d.key = ANY(${sql.param(keys)}::text[])`,
   );

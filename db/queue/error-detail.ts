@@ -19,6 +19,7 @@
  * the registry's paths when it reads (paths added later, rows written by other clients).
  */
 import { z } from 'zod';
+import { MAX_PAYLOAD_DEPTH } from '../schema.ts';
 import { DEFAULT_REDACTED_KEYS, MASK, redactionMatcher, scrubSecretPatterns } from './redaction-rules.ts';
 import { storableText } from './validate.ts';
 
@@ -96,25 +97,33 @@ function detailChars(d: ErrorDetail): number {
 export function redactedValues(payload: unknown, paths: readonly string[] | null): string[] {
   const masked = redactionMatcher(paths ?? []);
   const found = new Set<string>();
-  const leaves = (value: unknown): void => {
-    if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
-      const s = String(value);
-      if (s.length >= MIN_SCRUBBED_LENGTH) found.add(s);
-    } else if (Array.isArray(value)) value.forEach(leaves);
-    else if (value && typeof value === 'object') Object.values(value).forEach(leaves);
+  // Every string and number under `root`, without recursion: any depth is walked, none throws.
+  const leaves = (root: unknown): void => {
+    const stack: unknown[] = [root];
+    while (stack.length > 0) {
+      const value = stack.pop();
+      if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
+        const s = String(value);
+        if (s.length >= MIN_SCRUBBED_LENGTH) found.add(s);
+      } else if (Array.isArray(value)) for (const v of value) stack.push(v);
+      else if (value && typeof value === 'object') for (const v of Object.values(value)) stack.push(v);
+    }
   };
-  const walk = (value: unknown, path: string): void => {
-    if (Array.isArray(value)) value.forEach((v, i) => walk(v, `${path}[${i}]`));
+  // At most MAX_PAYLOAD_DEPTH + 1 frames deep: below that level every value is scrubbed (a row
+  // that deep was written past the enqueues' check; scrubbing too much hides no secret).
+  const walk = (value: unknown, path: string, level: number): void => {
+    if (level > MAX_PAYLOAD_DEPTH) leaves(value);
+    else if (Array.isArray(value)) value.forEach((v, i) => walk(v, `${path}[${i}]`, level + 1));
     else if (value && typeof value === 'object') {
       for (const [key, v] of Object.entries(value)) {
         const here = path ? `${path}.${key}` : key;
         if (masked(key, here)) leaves(v);
-        else walk(v, here);
+        else walk(v, here, level + 1);
       }
     }
   };
   if (paths === null) leaves(payload);
-  else walk(payload, '');
+  else walk(payload, '', 0);
   const forms = new Set<string>();
   for (const s of found) {
     forms.add(s);

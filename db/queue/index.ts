@@ -69,7 +69,7 @@ export type {
   RefusalReason,
   QueueActionOutcome,
 } from './operator.ts';
-export { removeExpiredHistory } from './retention.ts';
+export { removeExpiredHistory, removeOldAudit, MIN_AUDIT_DAYS, DEFAULT_AUDIT_DAYS } from './retention.ts';
 export type { RetentionOptions, RetentionResult } from './retention.ts';
 export { heartbeatManyIfLeaseHeld } from './settle.ts';
 export {

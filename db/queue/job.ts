@@ -67,6 +67,18 @@ export const JOB_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_
   run_at, attempts, released, max_attempts, lease_token, lease_until, worker_id, failure_class, last_error,
   trace_id, expires_at, created_at, started_at, finished_at, updated_at`;
 
+/**
+ * JOB_COLUMNS as the producer's statements name them (the enqueues' RETURNING and key look-up):
+ * `lease_token` is NULL, never read, so the producer's role needs no right on it and an
+ * enqueue's result never carries a running attempt's token (`leaseToken: null`).
+ */
+export function producerJobColumns(alias?: string): string {
+  return JOB_COLUMNS.split(',')
+    .map((c) => c.trim())
+    .map((c) => (c === 'lease_token' ? 'NULL::uuid AS lease_token' : alias ? `${alias}.${c}` : c))
+    .join(', ');
+}
+
 /** JOB_COLUMNS qualified by a table alias (`j.id, j.queue, …`). */
 export function jobColumns(alias: string): string {
   return qualified(JOB_COLUMNS, alias);

@@ -202,35 +202,11 @@ export async function addRedactedPath(
 ): Promise<AddRedactedPathOutcome> {
   const { kind, path, actor, reason } = parseInput('addRedactedPath', addedPathSchema, input);
   // Two admins adding the same path at once: the primary key lets one insert and the other
-  // `DO NOTHING`, which the audit row records as refused (already_masked).
+  // `DO NOTHING`, which the audit row records as refused (already_masked). The function
+  // (drizzle/0011, SECURITY DEFINER) writes the rule and its audit row in one statement.
   const rows = await run<{ audit_id: string; verdict: string }>(
     executor,
-    sql`
-    WITH facts AS (
-      SELECT EXISTS (SELECT 1 FROM leasehold.kinds WHERE kind = ${kind}) AS registered,
-             EXISTS (SELECT 1 FROM leasehold.kind_redactions WHERE kind = ${kind} AND path = ${path}) AS masked,
-             (SELECT count(*) FROM leasehold.kind_redactions WHERE kind = ${kind}) >= ${MAX_ADDED_REDACTED_PATHS}::int AS at_cap
-    ), added AS (
-      INSERT INTO leasehold.kind_redactions (kind, path, added_by)
-      SELECT ${kind}, ${path}, ${actor} FROM facts WHERE registered AND NOT masked AND NOT at_cap
-      ON CONFLICT (kind, path) DO NOTHING
-      RETURNING path
-    ), verdict AS (
-      SELECT CASE WHEN EXISTS (SELECT 1 FROM added) THEN 'applied'
-                  WHEN NOT f.registered THEN 'not_found'
-                  WHEN f.at_cap AND NOT f.masked THEN 'too_many'
-                  ELSE 'already_masked' END AS verdict
-      FROM facts f
-    ), audit AS (
-      INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
-      SELECT ${actor}, 'add_redacted_path', 1, (SELECT count(*) FROM added)::int,
-             CASE WHEN v.verdict = 'applied' THEN 'applied' ELSE 'refused' END,
-             jsonb_build_object('reason', ${reason ?? null}::text, 'kind', ${kind}::text, 'path', ${path}::text,
-                                'refused', NULLIF(v.verdict, 'applied'))
-      FROM verdict v
-      RETURNING id
-    )
-    SELECT (SELECT id FROM audit) AS audit_id, (SELECT verdict FROM verdict) AS verdict`,
+    sql`SELECT audit_id, verdict FROM leasehold.add_redacted_path(${kind}, ${path}, ${actor}, ${reason ?? null}::text)`,
   );
   const row = rows[0]!;
   const auditId = Number(row.audit_id);
@@ -255,22 +231,7 @@ export async function removeAddedRedactedPath(
   const { kind, path, actor, reason } = parseInput('removeAddedRedactedPath', addedPathSchema, input);
   const rows = await run<{ audit_id: string; removed: boolean; declared: boolean }>(
     executor,
-    sql`
-    WITH removed AS (
-      DELETE FROM leasehold.kind_redactions WHERE kind = ${kind} AND path = ${path} RETURNING path
-    ), facts AS (
-      SELECT EXISTS (SELECT 1 FROM removed) AS removed,
-             EXISTS (SELECT 1 FROM leasehold.kinds WHERE kind = ${kind} AND ${path}::text = ANY (redacted_paths)) AS declared
-    ), audit AS (
-      INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
-      SELECT ${actor}, 'remove_redacted_path', 1, (SELECT count(*) FROM removed)::int,
-             CASE WHEN f.removed THEN 'applied' ELSE 'refused' END,
-             jsonb_build_object('reason', ${reason ?? null}::text, 'kind', ${kind}::text, 'path', ${path}::text,
-                                'declared_by_workers', f.declared)
-      FROM facts f
-      RETURNING id
-    )
-    SELECT (SELECT id FROM audit) AS audit_id, f.removed, f.declared FROM facts f`,
+    sql`SELECT audit_id, removed, declared FROM leasehold.remove_added_redacted_path(${kind}, ${path}, ${actor}, ${reason ?? null}::text)`,
   );
   const row = rows[0]!;
   const auditId = Number(row.audit_id);

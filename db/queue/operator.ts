@@ -1,7 +1,9 @@
 /**
- * Operator actions: retry, cancel, pause, resume. Each is one statement that changes the jobs
- * and writes its `audit_log` row together, so an action is never applied without its audit
- * entry nor audited without being applied. Refusals are audited too (outcome `refused`).
+ * Operator actions: retry, cancel, pause, resume. Each is one call of its SECURITY DEFINER
+ * function (drizzle/0011), one statement that changes the jobs and writes its `audit_log` row
+ * together, so an action is never applied without its audit entry nor audited without being
+ * applied; the dashboard's role may call them and write nothing else (db/roles.sql). Refusals
+ * are audited too (outcome `refused`).
  *
  * Guards (every transition is a compare-and-set on what the operator saw):
  * - retry: only `dead` or `cancelled` jobs go back to `ready`;
@@ -15,7 +17,6 @@ import { z } from 'zod';
 import type { JobState } from '../schema.ts';
 import { JOB_STATES, oneOf } from '../states.ts';
 import { run, type Executor } from './executor.ts';
-import { OPERATOR_RETRY, operatorCancel } from './transitions.ts';
 import { actorSchema, nameSchema, parseInput, textSchema, uuidSchema } from './validate.ts';
 
 export const MAX_BULK_ACTION = 1000;
@@ -62,46 +63,19 @@ const cancelManySchema = z.strictObject({
 });
 const cancelOneSchema = z.strictObject({ id: uuidSchema, leaseToken: uuidSchema.nullish(), ...actorFields });
 
-/** actAndAudit's rows: its audit row's id, the ids it changed, and each requested job as it was. */
+/** The action functions' rows: its audit row's id, the ids it changed, and each requested job as it was. */
 type ActionRow =
   | { row_type: 'audit'; id: string | null; state: null }
   | { row_type: 'changed'; id: string; state: null }
   | { row_type: 'seen'; id: string; state: string };
 
 /**
- * Runs `changes` (CTEs named `changed…` returning `id, queue`) with the audit insert, then
- * reads the pre-action state of every requested id to explain refusals.
+ * Calls the action's SECURITY DEFINER function (drizzle/0011: `leasehold.operator_retry`,
+ * `leasehold.operator_cancel`), which makes the guarded change and writes the audit row in one
+ * statement, then reads the pre-action state of every requested id to explain refusals.
  */
-async function actAndAudit(
-  executor: Executor,
-  action: string,
-  actor: string,
-  reason: string | undefined,
-  ids: string[],
-  input: SQL,
-  changes: SQL,
-  changedUnion: string,
-): Promise<ActionResult> {
-  const rows = await run<ActionRow>(
-    executor,
-    sql`
-    WITH input AS (${input}),
-    ${changes},
-    changed AS (${sql.raw(changedUnion)}),
-    audit AS (
-      INSERT INTO leasehold.audit_log (actor, action, job_ids, queue, requested, affected, outcome, detail)
-      SELECT ${actor}, ${action}, ${sql.param(ids)}::uuid[],
-             (SELECT CASE WHEN count(DISTINCT queue) = 1 THEN min(queue) END FROM changed),
-             ${ids.length}::int, (SELECT count(*) FROM changed)::int,
-             CASE (SELECT count(*) FROM changed) WHEN 0 THEN 'refused' WHEN ${ids.length}::int THEN 'applied' ELSE 'partial' END,
-             jsonb_build_object('reason', ${reason ?? null}::text,
-                                'applied', coalesce((SELECT jsonb_agg(id) FROM changed), '[]'::jsonb))
-      RETURNING id
-    )
-    SELECT 'audit' AS row_type, (SELECT id FROM audit)::text AS id, NULL AS state
-    UNION ALL SELECT 'changed', id::text, NULL FROM changed
-    UNION ALL SELECT 'seen', j.id::text, j.state FROM leasehold.jobs j JOIN input i ON i.id = j.id`,
-  );
+async function actAndAudit(executor: Executor, ids: string[], call: SQL): Promise<ActionResult> {
+  const rows = await run<ActionRow>(executor, sql`SELECT row_type, id, state FROM ${call}`);
   const changed = new Set<string>();
   const seen = new Map<string, JobState>();
   let auditId = Number.NaN;
@@ -140,13 +114,8 @@ function retrySql(executor: Executor, action: string, actor: string, reason: str
   // A retry gives the job at least one more attempt; a max age restarts from now.
   return actAndAudit(
     executor,
-    action,
-    actor,
-    reason,
     ids,
-    sql`SELECT unnest(${sql.param(ids)}::uuid[]) AS id`,
-    OPERATOR_RETRY,
-    'SELECT id, queue FROM changed_retry',
+    sql`leasehold.operator_retry(${action}, ${actor}, ${reason ?? null}::text, ${sql.param(ids)}::uuid[])`,
   );
 }
 
@@ -175,17 +144,12 @@ function cancelSql(
   reason: string | undefined,
   jobs: { id: string; leaseToken?: string | null | undefined }[],
 ) {
-  const message = `cancelled by ${actor}${reason ? `: ${reason}` : ''}`;
   const ids = jobs.map((j) => j.id);
   return actAndAudit(
     executor,
-    action,
-    actor,
-    reason,
     ids,
-    sql`SELECT * FROM unnest(${sql.param(ids)}::uuid[], ${sql.param(jobs.map((j) => j.leaseToken ?? null))}::uuid[]) AS t(id, token)`,
-    operatorCancel(message),
-    'SELECT id, queue FROM changed_ready UNION ALL SELECT id, queue FROM settled',
+    sql`leasehold.operator_cancel(${action}, ${actor}, ${reason ?? null}::text, ${sql.param(ids)}::uuid[],
+                                  ${sql.param(jobs.map((j) => j.leaseToken ?? null))}::uuid[])`,
   );
 }
 
@@ -220,28 +184,9 @@ async function setPaused(
   input: unknown,
 ): Promise<QueueActionOutcome> {
   const { queue, actor, reason } = parseInput(operation, queueActionSchema, input);
-  const paused = operation === 'pause';
   const rows = await run<{ audit_id: string; applied: boolean }>(
     executor,
-    sql`
-    WITH changed AS (${
-      paused
-        ? sql`INSERT INTO leasehold.queues (name, paused, paused_at, paused_by) VALUES (${queue}, true, statement_timestamp(), ${actor})
-              ON CONFLICT (name) DO UPDATE SET paused = true, paused_at = statement_timestamp(), paused_by = excluded.paused_by, updated_at = statement_timestamp()
-              WHERE NOT queues.paused
-              RETURNING name`
-        : sql`UPDATE leasehold.queues SET paused = false, paused_at = NULL, paused_by = NULL, updated_at = statement_timestamp()
-              WHERE name = ${queue} AND paused
-              RETURNING name`
-    }
-    ), audit AS (
-      INSERT INTO leasehold.audit_log (actor, action, queue, requested, affected, outcome, detail)
-      SELECT ${actor}, ${operation}, ${queue}, 1, (SELECT count(*) FROM changed)::int,
-             CASE WHEN EXISTS (SELECT 1 FROM changed) THEN 'applied' ELSE 'refused' END,
-             jsonb_build_object('reason', ${reason ?? null}::text)
-      RETURNING id
-    )
-    SELECT (SELECT id FROM audit) AS audit_id, EXISTS (SELECT 1 FROM changed) AS applied`,
+    sql`SELECT audit_id, applied FROM leasehold.operator_set_paused(${operation}, ${queue}, ${actor}, ${reason ?? null}::text)`,
   );
   return { applied: rows[0]?.applied === true, auditId: Number(rows[0]?.audit_id) };
 }

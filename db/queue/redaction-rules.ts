@@ -119,6 +119,13 @@ export function redactionMatcher(paths: readonly string[]): (key: string, path: 
 /** What replaces a masked value, in a payload and in error text. */
 export const MASK = '••••••';
 
+/**
+ * What the dashboard shows in place of a value nested deeper than MAX_PAYLOAD_DEPTH (db/schema.ts):
+ * a row written past the enqueues' check (by the migrator, or before the check) is shown to that
+ * depth, and every walk over a payload stops there or walks without recursion, so no depth throws.
+ */
+export const TOO_DEEP = '[nested too deep]';
+
 const KEY = String.raw`[A-Za-z0-9_$.-]{1,100}`;
 /** `"key": "value"` or `"key": 123` (JSON, JS), and `'key': 'value'`. */
 const QUOTED_PAIR = new RegExp(

@@ -8,6 +8,7 @@ import {
   failIfLeaseHeld,
   recordReceipt,
   removeExpiredHistory,
+  removeOldAudit,
   removeOldReceipts,
 } from '.';
 import { jobListSchema, listJobs } from '../queries/jobs.ts';
@@ -166,6 +167,52 @@ describe('retention', () => {
       expect(await removeOldReceipts(t.db, { olderThanSeconds: 86400 })).toBe(0);
       await completeManyIfLeaseHeld(t.db, await claim(t.db, { queues: [queue], workerId: 'w' }));
       expect(await removeOldReceipts(t.db, { olderThanSeconds: 86400 })).toBe(1);
+    });
+  });
+
+  describe('of the audit log', () => {
+    const DAY = 86_400;
+    it('removes rows past the age (400 days by default) through the database function, oldest first, in batches', async () => {
+      const actor = `retention-${uniqueQueue()}`;
+      await run(
+        t.db,
+        sql`INSERT INTO leasehold.audit_log (at, actor, action, requested, affected, outcome)
+            SELECT now() - make_interval(days => d), ${actor}, 'reveal_payload', 0, 0, 'applied'
+            FROM unnest(ARRAY[10, 95, 399, 401, 402, 500]) AS d`,
+      );
+      const left = async () =>
+        (
+          await run<{ days: number }>(
+            t.db,
+            sql`SELECT round(extract(epoch FROM now() - at) / 86400)::int AS days FROM leasehold.audit_log WHERE actor = ${actor} ORDER BY at DESC`,
+          )
+        ).map((r) => r.days);
+      expect(await removeOldAudit(t.db, { limit: 2 })).toBe(2);
+      expect(await left()).toEqual([10, 95, 399, 401]);
+      expect(await removeOldAudit(t.db)).toBe(1);
+      expect(await left()).toEqual([10, 95, 399]);
+      expect(await removeOldAudit(t.db, { auditAfterSeconds: 90 * DAY })).toBe(2);
+      expect(await left()).toEqual([10]);
+    });
+
+    it('refuses an age under 90 days, in TypeScript and in the database, and removes nothing', async () => {
+      const actor = `retention-young-${uniqueQueue()}`;
+      await run(
+        t.db,
+        sql`INSERT INTO leasehold.audit_log (at, actor, action, requested, affected, outcome)
+            VALUES (now() - interval '89 days', ${actor}, 'reveal_payload', 0, 0, 'applied')`,
+      );
+      await expect(removeOldAudit(t.db, { auditAfterSeconds: 89 * DAY })).rejects.toThrow(
+        /retention.*auditAfterSeconds: audit rows are kept at least 90 days/,
+      );
+      await expect(run(t.db, sql`SELECT leasehold.remove_old_audit(interval '89 days')`)).rejects.toThrow(
+        /leasehold\.remove_old_audit refused: audit rows are kept at least 90 days, not 89 days/,
+      );
+      const [row] = await run<{ n: number }>(
+        t.db,
+        sql`SELECT count(*)::int AS n FROM leasehold.audit_log WHERE actor = ${actor}`,
+      );
+      expect(row).toEqual({ n: 1 });
     });
   });
 });

@@ -20,6 +20,11 @@ const DAY = 24 * 3600;
 /** The dashboard's time windows reach a day back; the rollup keeps two. */
 export const ROLLUP_KEPT_SECONDS = 2 * DAY;
 
+/** Audit rows are kept at least this long (leasehold.remove_old_audit refuses less) … */
+export const MIN_AUDIT_DAYS = 90;
+/** … and this long by default. */
+export const DEFAULT_AUDIT_DAYS = 400;
+
 /** The longest window: a hundred years. */
 export const MAX_RETENTION_SECONDS = 100 * 365 * DAY;
 
@@ -53,7 +58,16 @@ const retentionSchema = z.strictObject({
     .record(z.string().regex(NAME_PATTERN, 'not a queue name'), queueWindowsSchema)
     .refine((q) => Object.keys(q).length <= MAX_RETENTION_QUEUES, `at most ${MAX_RETENTION_QUEUES} queues`)
     .default({}),
-  /** Most rows removed per call for each terminal state, attempt history and keys. */
+  /**
+   * Audit rows older than this go (removeOldAudit); never fewer than 90 days (the database
+   * function refuses it too), 400 by default.
+   */
+  auditAfterSeconds: z
+    .number()
+    .min(MIN_AUDIT_DAYS * DAY, `audit rows are kept at least ${MIN_AUDIT_DAYS} days`)
+    .max(MAX_RETENTION_SECONDS)
+    .default(DEFAULT_AUDIT_DAYS * DAY),
+  /** Most rows removed per call for each terminal state, attempt history, keys and audit rows. */
   limit: z.int().min(1).max(100_000).default(1000),
 });
 
@@ -161,4 +175,18 @@ export async function removeExpiredHistory(
   );
   const row = rows[0];
   return { jobs: row?.jobs ?? 0, attempts: row?.attempts ?? 0, dedupeKeys: row?.dedupe_keys ?? 0 };
+}
+
+/**
+ * Removes one bounded batch of audit rows older than `auditAfterSeconds` (default 400 days,
+ * at least 90), through the SECURITY DEFINER leasehold.remove_old_audit (drizzle/0011): the
+ * worker role has no DELETE on the audit log. Call again while it returns `limit`.
+ */
+export async function removeOldAudit(executor: Executor, options: RetentionOptions = {}): Promise<number> {
+  const o = parseInput('retention', retentionSchema, options);
+  const rows = await run<{ removed: number }>(
+    executor,
+    sql`SELECT leasehold.remove_old_audit(make_interval(secs => ${o.auditAfterSeconds}::float8), ${o.limit}::integer) AS removed`,
+  );
+  return rows[0]?.removed ?? 0;
 }

@@ -51,10 +51,14 @@ export const EDGES: readonly Edge[] = [
   { from: 'running', to: 'ready', by: 'reapExpiredLeases (lease_until <= now(), attempts left under the handler cap)' },
   { from: 'running', to: 'dead', by: 'reapExpiredLeases (no attempts left under the handler cap, or max age)' },
   { from: 'ready', to: 'dead', by: 'deadIfKindUnrun (no live worker ran its kind version for the grace period)' },
-  { from: 'running', to: 'cancelled', by: 'cancelIfUnchanged (operator, with the token they saw)' },
-  { from: 'ready', to: 'cancelled', by: 'cancelIfUnchanged (operator)' },
-  { from: 'dead', to: 'ready', by: 'retryIfTerminal (operator)' },
-  { from: 'cancelled', to: 'ready', by: 'retryIfTerminal (operator)' },
+  {
+    from: 'running',
+    to: 'cancelled',
+    by: 'cancelIfUnchanged (operator, with the token they saw; leasehold.operator_cancel)',
+  },
+  { from: 'ready', to: 'cancelled', by: 'cancelIfUnchanged (operator; leasehold.operator_cancel)' },
+  { from: 'dead', to: 'ready', by: 'retryIfTerminal (operator; leasehold.operator_retry)' },
+  { from: 'cancelled', to: 'ready', by: 'retryIfTerminal (operator; leasehold.operator_retry)' },
   { from: 'done', to: null, by: 'removeExpiredHistory' },
   { from: 'dead', to: null, by: 'removeExpiredHistory' },
   { from: 'cancelled', to: null, by: 'removeExpiredHistory' },
@@ -500,9 +504,11 @@ export function reapStatement(limit: number, delaySeconds: number): SQL {
 /**
  * Ends `dead` (class `permanent`) up to `limit` due ready jobs whose kind version no live
  * worker has run for `graceSeconds`: no worker seen within `liveSeconds` has registered it
- * (worker_kinds), and the job has been due, the kind version last seen live (kinds.live_at)
- * and last registered (kinds.last_seen_at) all longer than the grace ago. A job of a kind that
- * was never registered waits the grace from when it became due.
+ * (worker_kinds), and the job has been due, has existed (jobs.created_at), and the kind version
+ * was last seen live (kinds.live_at) and last registered (kinds.last_seen_at) all longer than
+ * the grace ago. A job of a kind that was never registered waits the grace from the later of
+ * when it became due and when it was enqueued: a back-dated `runAt` (an outbox replay, a
+ * backfill keeping its timestamps) still gets the whole grace, so producers first stays safe.
  *
  * First it records `live_at = now` on the kind versions live workers run (so a worker that
  * dies starts the grace then, not at its start), taking those rows in registerKinds' order so
@@ -533,8 +539,9 @@ export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds:
     ),
     unrun AS (
       SELECT r.ctid FROM leasehold.ready_jobs r
+      JOIN leasehold.jobs jc ON jc.id = r.id
       LEFT JOIN leasehold.kinds k ON k.kind = r.kind AND k.version = r.kind_version
-      WHERE r.kind_version IS NOT NULL AND r.run_at <= ${since}
+      WHERE r.kind_version IS NOT NULL AND r.run_at <= ${since} AND jc.created_at <= ${since}
         AND NOT EXISTS (SELECT 1 FROM live l WHERE l.kind = r.kind AND l.version = r.kind_version)
         AND coalesce(greatest(k.live_at, k.last_seen_at) <= ${since}, true)
       LIMIT ${p.limit}
@@ -550,63 +557,16 @@ export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds:
                             'start a worker with a handler for it, then retry the job', j.kind, j.kind_version,
                             justify_interval(make_interval(secs => ${p.graceSeconds}::float8))),
         finished_at = statement_timestamp(), updated_at = statement_timestamp()
-      WHERE j.id = ANY(ARRAY(SELECT id FROM gone)) AND j.state = 'ready' AND j.run_at <= ${since}
+      WHERE j.id = ANY(ARRAY(SELECT id FROM gone)) AND j.state = 'ready' AND j.run_at <= ${since} AND j.created_at <= ${since}
       RETURNING j.id, j.queue, j.kind, j.state, j.attempts
     ),${sql.raw(rollup('settled'))}
     SELECT id FROM settled`;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Operator actions: CTE fragments for operator.ts's actAndAudit (CTE `input` holds the ids)
-
-/**
- * dead | cancelled → ready (CTE `changed_retry`): at least one more attempt (charged ones:
- * `attempts - released`), never past MAX_ATTEMPTS; a max age restarts from now. The ready row
- * comes from the trigger.
- */
-export const OPERATOR_RETRY = sql`changed_retry AS (
-      UPDATE leasehold.jobs j SET state = 'ready', run_at = statement_timestamp(), claim_at = statement_timestamp() - (j.run_at - j.claim_at),
-             max_attempts = greatest(j.max_attempts, j.attempts - j.released + 1),
-             expires_at = CASE WHEN j.expires_at IS NULL THEN NULL ELSE statement_timestamp() + (j.expires_at - j.created_at) END,
-             finished_at = NULL, updated_at = statement_timestamp()
-      FROM input i
-      WHERE j.id = i.id AND j.state IN ('dead', 'cancelled') AND j.attempts - j.released < ${sql.raw(String(MAX_ATTEMPTS))}
-      RETURNING j.id, j.queue
-    )`;
-
-/**
- * ready → cancelled (CTE `changed_ready`, input rows without a token) and running → cancelled
- * (CTE `settled`, input rows with the token the operator saw). A token means the operator saw
- * the job running: if it is ready now (reaped, released), it changed since they looked.
- *
- * The ready rows go first (`ready_gone`, referenced by the UPDATE so it runs before any job
- * is locked): a claim locks a ready row before its job, so taking them in the other order
- * could deadlock with one.
- */
-export function operatorCancel(message: string): SQL {
-  const end = sql`state = 'cancelled', failure_class = 'cancelled', last_error = ${message},
-                  ${sql.raw(END_LEASE)}, finished_at = statement_timestamp(), updated_at = statement_timestamp()`;
-  return sql`ready_gone AS (
-      DELETE FROM leasehold.ready_jobs r
-      USING leasehold.jobs j, input i
-      WHERE i.token IS NULL AND j.id = i.id AND j.state = 'ready'
-        AND r.queue = j.queue AND r.claim_at = j.claim_at AND r.id = j.id
-      RETURNING r.id
-    ),
-    changed_ready AS (
-      UPDATE leasehold.jobs j SET ${end}
-      FROM input i
-      WHERE j.id = i.id AND j.state = 'ready' AND i.token IS NULL
-        AND (SELECT count(*) FROM ready_gone) >= 0
-      RETURNING j.id, j.queue, j.kind, j.state, j.attempts
-    ),
-    settled AS (
-      UPDATE leasehold.jobs j SET ${end}
-      FROM input i WHERE j.id = i.id AND j.state = 'running' AND j.lease_token = i.token
-      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, i.token
-    ),
-    history AS (${recordAttempts('cancelled', sql`s.token`, sql`'cancelled'`, sql`${message}`)}),
-    ${sql.raw(leaseCountdown('settled'))},
-    finished AS (SELECT queue, kind, state, attempts FROM changed_ready UNION ALL SELECT queue, kind, state, attempts FROM settled),
-    ${sql.raw(rollup('finished'))}`;
-}
+// Operator actions (dead | cancelled → ready, ready → cancelled, running → cancelled with the
+// token the operator saw) are the SECURITY DEFINER functions leasehold.operator_retry and
+// leasehold.operator_cancel (drizzle/0011), so that the dashboard's role needs no write on the
+// tables: a call of one is a transition of EDGES above (retryIfTerminal, cancelIfUnchanged),
+// covered by the model test (model.test.ts) like the statements here. Their bodies are this
+// file's former OPERATOR_RETRY and operatorCancel CTEs with the audit row, unchanged.

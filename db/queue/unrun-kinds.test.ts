@@ -9,11 +9,12 @@ import { run } from './executor.ts';
 const t = useTestDatabase();
 const DAY = 86_400_000;
 
-/** Makes a ready job look due since `hours` ago (the rows' times, as the testing kit would). */
+/** Makes a ready job look enqueued and due since `hours` ago (the rows' times, as the testing kit would). */
 async function dueSince(id: string, hours: number) {
   await run(
     t.db,
-    sql`UPDATE leasehold.jobs SET run_at = now() - make_interval(hours => ${hours}), claim_at = now() - make_interval(hours => ${hours})
+    sql`UPDATE leasehold.jobs SET run_at = now() - make_interval(hours => ${hours}), claim_at = now() - make_interval(hours => ${hours}),
+        created_at = now() - make_interval(hours => ${hours})
         WHERE id = ${id}::uuid`,
   );
 }
@@ -98,6 +99,17 @@ describe('jobs of a kind no live worker runs', () => {
       t.db,
       sql`UPDATE leasehold.kinds SET live_at = now() - interval '25 hours', last_seen_at = now() - interval '25 hours' WHERE kind = 'was.run'`,
     );
+    expect((await deadIfKindUnrun(t.db, { graceMs: DAY })).dead).toEqual([job.id]);
+  });
+
+  it('gives a job enqueued just now with a back-dated run_at the whole grace, counted from its enqueue', async () => {
+    const queue = uniqueQueue('unrun-backdated');
+    const job = await enqueue(t.db, { queue, kind: 'not.yet.deployed', runAt: new Date(Date.now() - 2 * DAY) });
+    expect(await getJob(t.db, job.id)).toMatchObject({ state: 'ready' });
+    expect((await deadIfKindUnrun(t.db, { graceMs: DAY })).dead).toEqual([]);
+    expect(await getJob(t.db, job.id)).toMatchObject({ state: 'ready', lastError: null });
+    // Enqueued a little over a grace ago (run_at stays two days back): now it ends dead.
+    await run(t.db, sql`UPDATE leasehold.jobs SET created_at = now() - interval '25 hours' WHERE id = ${job.id}::uuid`);
     expect((await deadIfKindUnrun(t.db, { graceMs: DAY })).dead).toEqual([job.id]);
   });
 

@@ -3,7 +3,7 @@
  * call writes nothing and says which field is wrong.
  */
 import { z } from 'zod';
-import { MAX_PAYLOAD_BYTES } from '../schema.ts';
+import { MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH } from '../schema.ts';
 import { LeaseholdInputError } from './errors.ts';
 
 /** Queue and kind names: letters, digits and `_ . : -`, up to 128 characters. */
@@ -71,8 +71,8 @@ function payloadProblems(payload: unknown): string[] {
   const seen = new Set<object>();
   const visit = (value: unknown, path: string, depth: number): void => {
     if (problems.length >= 5) return;
-    if (depth > 100) {
-      problems.push(`${path}: nested deeper than 100 levels`);
+    if (depth > MAX_PAYLOAD_DEPTH) {
+      problems.push(`${path}: nested deeper than ${MAX_PAYLOAD_DEPTH} levels`);
       return;
     }
     if (value === null || typeof value === 'boolean') return;
@@ -120,10 +120,10 @@ function payloadProblems(payload: unknown): string[] {
 /**
  * True when `value` is JSON that encodePayload takes as it is: the same rules as its visitor
  * (finite numbers, storable well-formed strings and keys, plain objects and arrays, no
- * undefined fields, at most 100 levels, so a cycle also fails), without naming anything.
+ * undefined fields, at most MAX_PAYLOAD_DEPTH levels, so a cycle also fails), without naming anything.
  */
 function isPlainJson(value: unknown, depth: number): boolean {
-  if (depth > 100) return false;
+  if (depth > MAX_PAYLOAD_DEPTH) return false;
   if (value === null || typeof value === 'boolean') return true;
   if (typeof value === 'number') return Number.isFinite(value);
   if (typeof value === 'string') return isStorable(value);

@@ -3,7 +3,7 @@ import 'server-only';
 import { redactedValues, scrubDetail } from '../../db/queue/error-detail.ts';
 import type { Job } from '../../db/queue/index.ts';
 import { uuidSchema } from '../../db/queue/validate.ts';
-import { failureGroups, jobDetail, jobListSchema, listJobs, recordAudit } from '../../db/queries/jobs.ts';
+import { failureGroups, jobDetail, jobListSchema, listJobs, recordPayloadReveal } from '../../db/queries/jobs.ts';
 import { CANCELLABLE_FROM, RETRYABLE_FROM } from '../../db/states.ts';
 import { database } from '../db.ts';
 import type { FailureGroupDTO, JobDetailDTO, JobDTO } from '../dto.ts';
@@ -89,13 +89,9 @@ export async function revealPayload(id: string): Promise<{ payload: unknown }> {
   const jobId = parse(uuidSchema, id, 'job id');
   const detail = await jobDetail(database(), jobId);
   if (!detail) throw new InputError(JOB_GONE);
-  await recordAudit(database(), {
-    actor: user.email,
-    action: 'reveal_payload',
-    jobIds: [jobId],
-    queue: detail.job.queue,
-    detail: { role: user.role },
-  });
+  const auditId = await recordPayloadReveal(database(), { actor: user.email, jobId, role: user.role });
+  // Gone between the read and the audit row: nothing is shown unaudited.
+  if (auditId === null) throw new InputError(JOB_GONE);
   return { payload: detail.job.payload };
 }
 
