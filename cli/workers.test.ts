@@ -179,7 +179,7 @@ describe('leasehold workers', () => {
         handle: ({ signal }) => new Promise((resolve) => signal.addEventListener('abort', resolve)) }];\n`,
     );
     const queue = uniqueQueue('cli');
-    const enqueued = await cli(['enqueue', queue, 'cli.slow', '{}'], { env: env() });
+    const enqueued = await cli(['enqueue', queue, 'cli.slow', '{}', '--force'], { env: env() });
     const id = enqueued.stdout.trim();
     // A shell entrypoint's last line: exec, so the signal goes to the worker, not to a shell (or npx) that dies of it.
     const entrypoint = spawn(
@@ -356,9 +356,9 @@ describe('leasehold workers: /healthz and /metrics', () => {
     );
     const queue = uniqueQueue('cli');
     const elsewhere = uniqueQueue('cli-reaped');
-    const done = (await cli(['enqueue', queue, 'cli.metrics', '{"n":2}'], { env: env() })).stdout.trim();
-    const failing = (await cli(['enqueue', queue, 'cli.metrics', '{"n":-1}'], { env: env() })).stdout.trim();
-    const lost = (await cli(['enqueue', elsewhere, 'cli.metrics', '{"n":3}'], { env: env() })).stdout.trim();
+    const done = (await cli(['enqueue', queue, 'cli.metrics', '{"n":2}', '--force'], { env: env() })).stdout.trim();
+    const failing = (await cli(['enqueue', queue, 'cli.metrics', '{"n":-1}', '--force'], { env: env() })).stdout.trim();
+    const lost = (await cli(['enqueue', elsewhere, 'cli.metrics', '{"n":3}', '--force'], { env: env() })).stdout.trim();
     // A job of a queue this worker does not serve, leased by a worker that died: its reaper reaps it.
     await claimOne(t.db, elsewhere, 'dead-worker');
     await expireLease(t.db, lost);
