@@ -210,7 +210,10 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
 DECLARE
   per_client CONSTANT integer := 30;
   all_clients CONSTANT integer := 120;
-  this_minute CONSTANT timestamptz := date_trunc('minute', statement_timestamp());
+  -- now(), not statement_timestamp(): audit_log.at defaults to now(), and the two can straddle
+  -- a minute's end (Parse and Execute are separate messages), which would date a row in a
+  -- minute whose count it did not take.
+  this_minute CONSTANT timestamptz := date_trunc('minute', now());
   who CONSTANT text := left(coalesce(nullif(record_sign_in.actor, ''), '-'), 254);
   address CONSTANT text := left(coalesce(record_sign_in.client, ''), 99);
   counted_minute timestamptz;

@@ -56,7 +56,7 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
  */
 export const UNSHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   migrations: ['applied_at'],
-  sign_in_throttle: ['first_failure_at', 'last_failure_at', 'blocked_until'],
+  sign_in_throttle: ['first_failure_at', 'last_failure_at', 'blocked_until', 'audit_minute'],
   session_versions: ['updated_at'],
 };
 
