@@ -4,26 +4,12 @@
  * Next.js fills in is the client's own when the client sent one. Installed once per server
  * process by instrumentation.ts; the header a client sent under that name is always replaced.
  */
-import http from 'node:http';
-import https from 'node:https';
 import { PEER_HEADER } from './client-address.ts';
-
-const INSTALLED = Symbol.for('leasehold.peer-address');
+import { hookServerRequests } from './server-request-hook.ts';
 
 export function recordPeerAddresses(): void {
-  for (const Server of [http.Server, https.Server]) {
-    const proto = Server.prototype as unknown as Record<symbol, unknown> & {
-      emit: (event: string | symbol, ...args: unknown[]) => boolean;
-    };
-    if (proto[INSTALLED]) continue;
-    const emit = proto.emit;
-    proto.emit = function (this: unknown, event: string | symbol, ...args: unknown[]): boolean {
-      if (event === 'request') {
-        const request = args[0] as http.IncomingMessage;
-        request.headers[PEER_HEADER] = request.socket?.remoteAddress ?? '';
-      }
-      return emit.call(this, event, ...args);
-    };
-    proto[INSTALLED] = true;
-  }
+  hookServerRequests('leasehold.peer-address', (request) => {
+    request.headers[PEER_HEADER] = request.socket?.remoteAddress ?? '';
+    return false;
+  });
 }

@@ -5,10 +5,7 @@
  * 400 and a sentence: JSON under /api/ (the shape every route answers in), plain text for pages.
  * Installed once per server process by instrumentation.ts, beside lib/peer-address.ts.
  */
-import http from 'node:http';
-import https from 'node:https';
-
-const INSTALLED = Symbol.for('leasehold.undecodable-path');
+import { hookServerRequests } from './server-request-hook.ts';
 
 export const UNDECODABLE_PATH_MESSAGE =
   'The address is not valid percent-encoding (each %XX must spell UTF-8): check the link, or encode the queue name or job id in it with encodeURIComponent.';
@@ -55,26 +52,12 @@ export function undecodablePathAnswer(
 }
 
 export function refuseUndecodablePaths(): void {
-  for (const Server of [http.Server, https.Server]) {
-    const proto = Server.prototype as unknown as Record<symbol, unknown> & {
-      emit: (event: string | symbol, ...args: unknown[]) => boolean;
-    };
-    if (proto[INSTALLED]) continue;
-    const emit = proto.emit;
-    proto.emit = function (this: unknown, event: string | symbol, ...args: unknown[]): boolean {
-      if (event === 'request') {
-        const request = args[0] as http.IncomingMessage;
-        const target = request.url ?? '/';
-        if (isUndecodablePath(target)) {
-          const { headers, body } = undecodablePathAnswer(target);
-          const response = args[1] as http.ServerResponse;
-          response.writeHead(400, { ...headers, 'content-length': Buffer.byteLength(body) });
-          response.end(request.method === 'HEAD' ? undefined : body);
-          return true;
-        }
-      }
-      return emit.call(this, event, ...args);
-    };
-    proto[INSTALLED] = true;
-  }
+  hookServerRequests('leasehold.undecodable-path', (request, response) => {
+    const target = request.url ?? '/';
+    if (!isUndecodablePath(target)) return false;
+    const { headers, body } = undecodablePathAnswer(target);
+    response.writeHead(400, { ...headers, 'content-length': Buffer.byteLength(body) });
+    response.end(request.method === 'HEAD' ? undefined : body);
+    return true;
+  });
 }
