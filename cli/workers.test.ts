@@ -19,6 +19,8 @@ import { claimOne, expireLease, uniqueQueue } from '../test/factories.ts';
 import { freePort, takeDatabaseDown } from '../test/outage.ts';
 import { until } from '../test/wait.ts';
 import { cli, ROOT, startCli, tempProject } from '../test/cli.ts';
+import { cliSettings, helpDefault } from '../workers/settings.ts';
+import { workersCommand } from './workers.ts';
 
 const t = useTestDatabase({ max: 2 });
 const env = () => ({ DATABASE_URL: t.url, LEASEHOLD_LOG_LEVEL: 'info' });
@@ -47,6 +49,23 @@ const snapshot = async () =>
                (SELECT count(*) FROM leasehold.job_attempts)::int AS attempts,
                (SELECT count(*) FROM leasehold.jobs WHERE state <> 'ready')::int AS moved`,
   );
+
+describe('leasehold workers --help', () => {
+  it('lists every setting of the table (workers/settings.ts) with its variable and default, and no other flag', () => {
+    const help = workersCommand.help;
+    for (const [key, s] of cliSettings()) {
+      const flag = s.type === 'boolean' ? `--${s.flag} / --no-${s.flag}` : `--${s.flag} <value>`;
+      const line = help.split('\n').find((l) => l.trimStart().startsWith(`${flag} `));
+      expect(line, key).toBeDefined();
+      const [, env, fallback] = line!.trim().split(/\s{2,}/);
+      expect([env, fallback ?? ''], key).toEqual([s.env, helpDefault(s)]);
+    }
+    const flags = new Set(cliSettings().flatMap(([, s]) => [s.flag, `no-${s.flag}`]));
+    const others = [...help.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]!).filter((f) => !flags.has(f));
+    // The command's own: the embedded server, --help and --version.
+    expect([...new Set(others)].sort()).toEqual(['embedded', 'help', 'version']);
+  });
+});
 
 describe('leasehold workers', () => {
   it('runs the jobs of a handler file in the project folder to done, and stops on SIGTERM', async () => {

@@ -2,8 +2,10 @@
  * The web process's settings as the environment gives them: single sign-on all or nothing, the
  * role map, built-in users switched off, the configured redaction defaults. Pure parsing.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost, parseWebEnv } from './settings.ts';
+import { isLoopbackHost, NOT_WEB_SETTINGS, parseWebEnv, WEB_SETTINGS } from './settings.ts';
 
 const BASE = {
   DATABASE_URL: 'postgres://db/leasehold',
@@ -190,5 +192,51 @@ describe('production settings that fail closed', () => {
     expect(parseWebEnv(BASE).demoLogins).toBe(false);
     expect(parseWebEnv({ ...BASE, LEASEHOLD_DEMO: 'true' }).demoLogins).toBe(true);
     expect(parseWebEnv({ ...BASE, LEASEHOLD_DEMO: 'true', LEASEHOLD_DEMO_USERS: 'false' }).demoLogins).toBe(false);
+  });
+});
+
+describe('the list of web settings (WEB_SETTINGS)', () => {
+  const root = path.join(import.meta.dirname, '..');
+  const sources = (folder: string): string[] =>
+    readdirSync(path.join(root, folder), { recursive: true, encoding: 'utf8' })
+      .filter((f) => /\.tsx?$/.test(f) && !/\.test(-d)?\.tsx?$/.test(f))
+      .map((f) => path.join(folder, f));
+  const files = [
+    ...sources('lib'),
+    ...sources('app'),
+    ...readdirSync(path.join(root, 'cli'))
+      .filter((f) => /^dashboard.*\.ts$/.test(f) && !f.includes('.test.'))
+      .map((f) => path.join('cli', f)),
+    'scripts/web.ts',
+    'instrumentation.ts',
+    'proxy.ts',
+    'next.config.ts',
+  ];
+  /** Upper-case variables read: `env.X`, `process.env.X`, `env['X']`. */
+  const readsIn = (source: string) => [
+    ...[...source.matchAll(/\benv\??\.([A-Z][A-Z0-9_]*)\b/g)].map((m) => m[1]!),
+    ...[...source.matchAll(/\benv\[\s*['"`]([A-Z][A-Z0-9_]*)['"`]\s*\]/g)].map((m) => m[1]!),
+  ];
+  const settingsSource = readFileSync(path.join(root, 'lib', 'settings.ts'), 'utf8');
+  const schemaBlock = settingsSource.slice(settingsSource.indexOf('const schema = z.object({'));
+  /** What parseWebEnv reads: its schema's keys. */
+  const parsed = [
+    ...schemaBlock.slice(0, schemaBlock.indexOf('} satisfies')).matchAll(/^ {2}([A-Z][A-Z0-9_]*):/gm),
+  ].map((m) => m[1]!);
+
+  it('holds every variable read in lib/, app/, cli/dashboard*.ts, scripts/web.ts, instrumentation.ts, proxy.ts and next.config.ts', () => {
+    const known = new Set<string>([...Object.keys(WEB_SETTINGS), ...NOT_WEB_SETTINGS]);
+    const unknown = files.flatMap((file) =>
+      readsIn(readFileSync(path.join(root, file), 'utf8'))
+        .filter((name) => !known.has(name))
+        .map((name) => `${file}: ${name}`),
+    );
+    expect(unknown).toEqual([]);
+  });
+
+  it('holds no variable that nothing reads', () => {
+    expect(parsed.length).toBeGreaterThan(10);
+    const read = new Set([...parsed, ...files.flatMap((file) => readsIn(readFileSync(path.join(root, file), 'utf8')))]);
+    expect(Object.keys(WEB_SETTINGS).filter((name) => !read.has(name))).toEqual([]);
   });
 });

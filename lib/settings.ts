@@ -52,6 +52,124 @@ export const DEFAULT_ROLE_CLAIM = 'leasehold_role';
 export const DEFAULT_OIDC_SCOPE = 'openid email profile';
 export const DEFAULT_OIDC_NAME = 'single sign-on';
 
+/** A variable of the dashboard, its launchers (`leasehold dashboard`, `npm run web`) or the connection. */
+export interface WebSetting {
+  /** The default as docs/dashboard.md says it (— for none). */
+  readonly default: string;
+  readonly help: string;
+  /** Listed under "Single sign-on" too. */
+  readonly sso?: boolean;
+}
+
+/**
+ * Every variable the web process and its launchers read, once: docs/dashboard.md's settings
+ * tables are made of this list (`npm run docs:settings`), and lib/settings.test.ts fails when
+ * lib/, app/, cli/dashboard*.ts, scripts/web.ts, instrumentation.ts, proxy.ts or next.config.ts
+ * read a variable that is not here, or one here is read nowhere.
+ */
+export const WEB_SETTINGS = {
+  DATABASE_URL: {
+    default: '— (required)',
+    help: 'the PostgreSQL the dashboard reads and writes, as a login with the role `leasehold_dashboard` (`--embedded`: the embedded server)',
+  },
+  PORT: { default: '3000', help: 'the port the dashboard listens on (`--port` wins)' },
+  LEASEHOLD_DASHBOARD_HOSTNAME: {
+    default: '`127.0.0.1`',
+    help: 'the address it listens on (`--hostname` wins): this machine only, `0.0.0.0` for every interface (a container)',
+  },
+  LEASEHOLD_DASHBOARD_DIR: {
+    default: '`./.leasehold/dashboard`',
+    help: '`leasehold dashboard`’s build folder (`--dir` wins)',
+  },
+  LEASEHOLD_BASE_PATH: {
+    default: 'none',
+    help: 'the path prefix behind your proxy, e.g. `/leasehold`, fixed at build time (`--base-path` wins; Behind your proxy)',
+  },
+  LEASEHOLD_DASHBOARD_ROOT: {
+    default: 'set by the launcher',
+    help: 'the project whose packages the build uses: `leasehold dashboard` sets it for `next build`, not you',
+  },
+  NEXTAUTH_SECRET: {
+    default: '— (required outside demo mode)',
+    help: 'signs the sessions: at least 32 random characters (`openssl rand -base64 32`)',
+  },
+  NEXTAUTH_URL: {
+    default: '— (required outside demo mode)',
+    help: 'the public URL (under a base path, with it and `/api/auth`); `https://` except on this machine',
+  },
+  LEASEHOLD_DEMO: {
+    default: '`false`',
+    help: 'demo mode (`npm start`, `npm run dev`): one machine, a random secret per data folder',
+  },
+  LEASEHOLD_DEMO_USERS: { default: '`true`', help: 'in demo mode, whether the login page offers the demo users' },
+  LEASEHOLD_METRICS_TOKEN: {
+    default: 'none (`/api/metrics` off)',
+    help: 'the bearer token `/api/metrics` takes: at least 32 random characters',
+  },
+  LEASEHOLD_REDACT_PATHS: {
+    default: 'none',
+    help: 'comma-separated paths masked in every kind’s payload (Redaction rules)',
+  },
+  LEASEHOLD_TRUSTED_PROXIES: {
+    default: 'none',
+    help: 'the proxies whose `X-Forwarded-For` names the client: addresses or ranges (`127.0.0.1, 10.0.0.0/8`)',
+  },
+  LEASEHOLD_OIDC_ISSUER: {
+    default: 'none (no single sign-on)',
+    help: 'the issuer URL, e.g. `https://login.example.com/realms/ops`; the dashboard reads `<issuer>/.well-known/openid-configuration`',
+    sso: true,
+  },
+  LEASEHOLD_OIDC_CLIENT_ID: { default: 'none', help: 'the client registered for the dashboard', sso: true },
+  LEASEHOLD_OIDC_CLIENT_SECRET: {
+    default: 'none',
+    help: 'its secret (a confidential client; the flow is the authorization code flow with PKCE and state)',
+    sso: true,
+  },
+  LEASEHOLD_OIDC_NAME: {
+    default: `\`${DEFAULT_OIDC_NAME}\``,
+    help: 'what the login button says: "Sign in with _name_"',
+    sso: true,
+  },
+  LEASEHOLD_OIDC_SCOPE: {
+    default: `\`${DEFAULT_OIDC_SCOPE}\``,
+    help: 'the scopes asked for (must include `openid`)',
+    sso: true,
+  },
+  LEASEHOLD_OIDC_ROLE_CLAIM: {
+    default: `\`${DEFAULT_ROLE_CLAIM}\``,
+    help: 'the ID token claim that carries the role',
+    sso: true,
+  },
+  LEASEHOLD_OIDC_ROLE_MAP: {
+    default: 'none',
+    help: 'claim values to roles, `ops-admins=admin,ops=operator,support=viewer`',
+    sso: true,
+  },
+  LEASEHOLD_OIDC_EMAIL_VERIFIED: {
+    default: '`required`',
+    help: '`required`, or `not-sent` for a provider that never sends `email_verified` (below)',
+    sso: true,
+  },
+  LEASEHOLD_BUILTIN_USERS: { default: '`true`', help: '`false`: single sign-on only', sso: true },
+} as const satisfies Record<string, WebSetting>;
+
+export type WebSettingName = keyof typeof WEB_SETTINGS;
+
+/**
+ * Variables read in the web code that are not settings: Node's and Next.js's own, and the one
+ * next.config.ts writes into the bundles from LEASEHOLD_BASE_PATH.
+ */
+export const NOT_WEB_SETTINGS = ['NODE_ENV', 'NEXT_RUNTIME', 'NEXT_PUBLIC_LEASEHOLD_BASE_PATH'] as const;
+
+/** docs/dashboard.md's settings table (scripts/settings-docs.ts writes it); `sso`: the single sign-on section's. */
+export function webSettingsRows(only: 'all' | 'sso' = 'all'): { header: string[]; rows: string[][] } {
+  const all: Record<string, WebSetting> = WEB_SETTINGS;
+  const rows = Object.entries(all)
+    .filter(([, s]) => only === 'all' || s.sso)
+    .map(([name, s]) => [`\`${name}\``, s.default, s.help]);
+  return { header: ['variable', 'default', 'meaning'], rows };
+}
+
 /** The variables that must be set together (or not at all) for single sign-on. */
 const OIDC_REQUIRED = ['LEASEHOLD_OIDC_ISSUER', 'LEASEHOLD_OIDC_CLIENT_ID', 'LEASEHOLD_OIDC_CLIENT_SECRET'] as const;
 const OIDC_OPTIONAL = [
@@ -106,6 +224,7 @@ const pathListSchema = z
   )
   .pipe(z.array(redactedPathSchema).max(100, 'at most 100 paths'));
 
+/** The rule of each setting read here (a name not in WEB_SETTINGS does not compile). */
 const schema = z.object({
   DATABASE_URL: z
     .string()
@@ -143,7 +262,7 @@ const schema = z.object({
     })
     .optional(),
   LEASEHOLD_TRUSTED_PROXIES: z.string().max(10_000).optional(),
-});
+} satisfies Partial<Record<WebSettingName, z.ZodType>>);
 
 /** Single sign-on through one OpenID Connect provider (lib/sso.ts). */
 export interface OidcEnv {

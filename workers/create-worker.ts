@@ -26,8 +26,12 @@ import { WorkerEvents, type WorkerEventListener, type WorkerEventName } from './
 import { type Handler, HandlerRegistry } from './handler.ts';
 import { checkHealth, claimStaleDefault, type HealthReport, type HealthSource } from './health.ts';
 import type { WorkerMetrics } from './metrics.ts';
-import { DEFAULT_ABANDON_AFTER_MS } from './producer.ts';
+import { optionKeys, WORKER_SETTINGS, type WorkerOptionKey, type WorkerSetting, workerSettingsOf } from './settings.ts';
 import { Worker, type WorkerSettings } from './worker.ts';
+
+type Table = typeof WORKER_SETTINGS;
+type IntOption = { [K in WorkerOptionKey]: Table[K] extends { type: 'int' } ? K : never }[WorkerOptionKey];
+type BooleanOption = { [K in WorkerOptionKey]: Table[K] extends { type: 'boolean' } ? K : never }[WorkerOptionKey];
 
 export interface CreateWorkerOptions {
   /** Your `pg.Pool`: every statement runs on it (claims too); stop() leaves it open. */
@@ -135,30 +139,8 @@ export class WorkerOptionsError extends Error {
   override readonly name = 'WorkerOptionsError';
 }
 
-const KNOWN_OPTIONS = new Set<string>([
-  'pool',
-  'connectionString',
-  'jobs',
-  'queues',
-  'concurrency',
-  'leaseSeconds',
-  'pollMs',
-  'batchSize',
-  'graceMs',
-  'abandonAfterMs',
-  'listen',
-  'listenConnectionString',
-  'preparedStatements',
-  'maintenance',
-  'retry',
-  'retention',
-  'workerId',
-  'logger',
-  'metrics',
-  'version',
-  'claimStaleMs',
-  'healthTimeoutMs',
-]);
+/** The options createWorker takes: the table's (workers/settings.ts) marked as options. */
+const KNOWN_OPTIONS = new Set<string>(optionKeys());
 
 /** How long runFor keeps, at most, for releasing what still runs and deregistering. */
 const RUN_FOR_RELEASE_RESERVE_MS = 1_000;
@@ -375,7 +357,11 @@ export function parseOptions(options: CreateWorkerOptions): Parsed {
 
   const handlers = parseHandlers(options.jobs, problems);
 
-  const int = (key: keyof CreateWorkerOptions, fallback: number, min: number, max: number): number => {
+  /** A whole-number option, checked against the table's range; `fallback` when the default is computed. */
+  const int = (key: IntOption, computed?: number): number => {
+    const setting: WorkerSetting = WORKER_SETTINGS[key];
+    const { min = 0, max = 0 } = setting;
+    const fallback = computed ?? Number(setting.default);
     const value = options[key];
     if (value === undefined) return fallback;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -384,23 +370,23 @@ export function parseOptions(options: CreateWorkerOptions): Parsed {
     }
     return value;
   };
-  const bool = (key: keyof CreateWorkerOptions, fallback: boolean): boolean => {
+  const bool = (key: BooleanOption): boolean => {
     const value = options[key];
-    if (value === undefined) return fallback;
+    if (value === undefined) return WORKER_SETTINGS[key].default;
     if (typeof value !== 'boolean') problems.push(`${key}: must be true or false, got ${describe(value)}`);
     return value === true;
   };
-  const concurrency = int('concurrency', 10, 1, 10_000);
-  const leaseSeconds = int('leaseSeconds', 30, 2, 3600);
-  const pollMs = int('pollMs', 2000, 50, 600_000);
-  const batchSize = int('batchSize', Math.min(concurrency, MAX_CLAIM_BATCH), 1, MAX_CLAIM_BATCH);
-  const graceMs = int('graceMs', 10_000, 0, 3_600_000);
-  const abandonAfterMs = int('abandonAfterMs', DEFAULT_ABANDON_AFTER_MS, 0, 86_400_000);
-  const claimStaleMs = int('claimStaleMs', claimStaleDefault(pollMs), 100, 86_400_000);
-  const healthTimeoutMs = int('healthTimeoutMs', 5_000, 10, 600_000);
-  const listen = bool('listen', true);
-  const maintenance = bool('maintenance', true);
-  const preparedStatements = bool('preparedStatements', true);
+  const concurrency = int('concurrency');
+  const leaseSeconds = int('leaseSeconds');
+  const pollMs = int('pollMs');
+  const batchSize = int('batchSize', Math.min(concurrency, MAX_CLAIM_BATCH));
+  const graceMs = int('graceMs');
+  const abandonAfterMs = int('abandonAfterMs');
+  const claimStaleMs = int('claimStaleMs', claimStaleDefault(pollMs));
+  const healthTimeoutMs = int('healthTimeoutMs');
+  const listen = bool('listen');
+  const maintenance = bool('maintenance');
+  const preparedStatements = bool('preparedStatements');
   if (claimStaleMs <= pollMs * 1.2)
     problems.push(`claimStaleMs: must exceed pollMs × 1.2 (${pollMs * 1.2} ms: a poll may take that long)`);
 
@@ -431,30 +417,27 @@ export function parseOptions(options: CreateWorkerOptions): Parsed {
     handlers,
     claimStaleMs,
     healthTimeoutMs,
-    settings: {
+    settings: workerSettingsOf({
       workerId,
       queues,
       concurrency,
       leaseSeconds,
-      batchSize: Math.min(batchSize, concurrency),
+      batchSize,
       pollMs,
       listen,
       preparedStatements,
       asyncClaims: false,
       graceMs,
       abandonAfterMs,
-      ackFlushMs: 5,
       retry: options.retry,
-      registryIntervalMs: 10_000,
       maintenance: {
         enabled: maintenance,
-        reapIntervalMs: 5_000,
-        retentionIntervalMs: 60_000,
-        staleWorkerSeconds: 60,
-        receiptsRetentionSeconds: 30 * 86_400,
+        // Not options of createWorker: the CLI's defaults.
+        reapIntervalMs: WORKER_SETTINGS.reapIntervalMs.default,
+        retentionIntervalMs: WORKER_SETTINGS.retentionIntervalMs.default,
         retention: options.retention ?? {},
       },
-    },
+    }),
   };
 }
 
