@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { createDb } from '../db/client.ts';
 import { createScratchDatabase, selectDatabase } from '../scripts/database.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { PROJECT_DIR } from '../scripts/database.ts';
 import { dashboardQueries, DEFAULT_PAYLOAD_BYTES, seedHistory, timeRuns } from './dashboard-queries.ts';

@@ -45,7 +45,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createDb, type DbHandle } from '../db/client.ts';
 import { createScratchDatabase, selectDatabase, type DatabaseHandle } from '../scripts/database.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { enqueue, enqueueMany, type Executor } from '../db/queue/index.ts';
 import { TERMINAL_STATES } from '../db/states.ts';
 import { startPgBouncer, type PgBouncer } from '../test/pgbouncer.ts';

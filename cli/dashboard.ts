@@ -17,7 +17,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, syml
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { DASHBOARD_SOURCE_DIRS, DASHBOARD_SOURCE_FILES, buildIsStale } from '../scripts/build-state.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { createDb } from '../db/client.ts';
 import {
   type Command,

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createDb, type DbHandle } from '../db/client.ts';
 import { run } from '../db/queue/executor.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { schemaCompatibility } from '../db/schema-version.ts';
 import { databaseFromEnv, type DatabaseHandle } from '../scripts/database.ts';
 import { type CommandContext, UsageError } from './command.ts';

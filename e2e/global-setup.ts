@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createDb } from '../db/client.ts';
 import { createScratchDatabase, selectDatabase } from '../scripts/database.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users.ts';
 import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations.ts';
 import { e2ePorts } from './ports.ts';

@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { checkDashboardDatabase } from '../cli/dashboard-database.ts';
 import { createDb } from '../db/client.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { parseWebEnv } from '../lib/settings.ts';
 import { databaseFromEnv, DatabaseSettingError, PROJECT_DIR } from './database.ts';
 

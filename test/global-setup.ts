@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { selectDatabase, withDatabase } from '../scripts/database.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

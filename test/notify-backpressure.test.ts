@@ -20,7 +20,7 @@ import { createDb, type DbHandle } from '../db/client.ts';
 import { run } from '../db/queue/executor.ts';
 import { notifyQueueUsage } from '../db/queries/overview.ts';
 import { enqueue, enqueueMany, NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { selectDatabase } from '../scripts/database.ts';
 import { workerSettings } from './workers.ts';
 import { until } from './wait.ts';

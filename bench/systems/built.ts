@@ -20,7 +20,7 @@ async function built<T>(source: string): Promise<T> {
 }
 
 export const { createDb } = await built<typeof import('../../db/client.ts')>('db/client.ts');
-export const { migrateDatabase } = await built<typeof import('../../db/migrate.ts')>('db/migrate.ts');
+export const { migrateDatabase } = await built<typeof import('../../db/migrate/index.ts')>('db/migrate/index.ts');
 export const { claim, ClaimOptionsCache, completeManyIfLeaseHeld, enqueue, enqueueMany } =
   await built<typeof import('../../db/queue/index.ts')>('db/queue/index.ts');
 export const { removeExpiredHistory } =

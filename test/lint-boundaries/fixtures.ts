@@ -204,7 +204,7 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'db/queries/jobs.ts', from: '../../app/(console)/jobs/page' },
       { file: 'db/queries/jobs.ts', from: '@/components/state-badge' },
-      { file: 'db/migrate.ts', from: '../scripts/build-state' },
+      { file: 'db/migrate/index.ts', from: '../../scripts/build-state' },
       { file: 'db/queue/claim.ts', from: '../../test/db' },
       { file: 'db/queue/claim.ts', from: '@/test/factories' },
     ],
@@ -301,7 +301,7 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
       { file: 'db/client.ts', from: './schema' },
       { file: 'db/queue/claim.test.ts', from: '../../test/db' },
       { file: 'db/queue/claim.test.ts', from: '@/test/factories' },
-      { file: 'db/migrate.test.ts', from: '../test/db' },
+      { file: 'db/migrate/index.test.ts', from: '../../test/db' },
       { file: 'db/client.ts', from: 'drizzle-orm/node-postgres' },
       { file: 'db/client.ts', from: 'pg' },
     ],
