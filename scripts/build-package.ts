@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_DIR } from './database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 
 const dist = path.join(PROJECT_DIR, 'dist');
 rmSync(dist, { recursive: true, force: true });

@@ -17,7 +17,8 @@ import { checkDashboardDatabase } from '../cli/dashboard-database.ts';
 import { createDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
 import { parseWebEnv } from '../lib/settings.ts';
-import { databaseFromEnv, DatabaseSettingError, PROJECT_DIR } from './database.ts';
+import { databaseFromEnv, PROJECT_DIR } from '../cli/database-select.ts';
+import { DatabaseSettingError } from '../cli/database-url.ts';
 
 const secret = process.env.NEXTAUTH_SECRET ?? '';
 if (secret.length < 32) {

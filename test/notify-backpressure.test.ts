@@ -21,7 +21,7 @@ import { run } from '../db/queue/executor.ts';
 import { notifyQueueUsage } from '../db/queries/overview.ts';
 import { enqueue, enqueueMany, NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
-import { selectDatabase } from '../scripts/database.ts';
+import { selectDatabase } from '../cli/database-select.ts';
 import { workerSettings } from './workers.ts';
 import { until } from './wait.ts';
 import { defineHandler, HandlerRegistry } from '../workers/handler.ts';

@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { PROJECT_DIR } from '../../scripts/database.ts';
+import { PROJECT_DIR } from '../../cli/database-select.ts';
 
 /** The module `dist/` holds for a source file (`db/client.ts` → `dist/db/client.js`). */
 async function built<T>(source: string): Promise<T> {
