@@ -3,7 +3,7 @@
  * around it): Leasehold's own statements as shipped, then the same loop with one feature taken
  * away at a time. Two loops on one pool, claim batches of 500, no-op work, durable commits.
  */
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { claim, completeManyIfLeaseHeld, enqueueMany } from '../db/queue/index.ts';
 import { QUEUE } from './systems/index.ts';
 import { benchPool } from './systems/db.ts';

@@ -14,10 +14,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { createDb } from '../db/client.ts';
-import { createScratchDatabase, selectDatabase } from '../scripts/database.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { selectDatabase } from '../cli/database-select.ts';
+import { createScratchDatabase } from '../test/scratch-database.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { run } from '../db/queue/executor.ts';
-import { PROJECT_DIR } from '../scripts/database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 import { dashboardQueries, DEFAULT_PAYLOAD_BYTES, seedHistory, timeRuns } from './dashboard-queries.ts';
 
 const { values } = parseArgs({

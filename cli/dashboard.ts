@@ -16,8 +16,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { DASHBOARD_SOURCE_DIRS, DASHBOARD_SOURCE_FILES, buildIsStale } from '../scripts/build-state.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { DASHBOARD_SOURCE_DIRS, DASHBOARD_SOURCE_FILES, buildIsStale } from './build-state.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { createDb } from '../db/client.ts';
 import {
   type Command,

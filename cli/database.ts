@@ -1,14 +1,14 @@
 /**
- * The database a command opens, under the policy of scripts/database.ts: DATABASE_URL, or with
+ * The database a command opens, under the policy of cli/database-select.ts: DATABASE_URL, or with
  * `--embedded` the embedded development server under the working directory.
  */
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createDb, type DbHandle } from '../db/client.ts';
 import { run } from '../db/queue/executor.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { schemaCompatibility } from '../db/schema-version.ts';
-import { databaseFromEnv, type DatabaseHandle } from '../scripts/database.ts';
+import { databaseFromEnv, type DatabaseHandle } from './database-select.ts';
 import { type CommandContext, UsageError } from './command.ts';
 
 /**

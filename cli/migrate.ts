@@ -1,7 +1,7 @@
-/** `leasehold migrate`: applies Leasehold's migrations (db/migrate.ts), prints them as SQL, or checks for pending ones. */
+/** `leasehold migrate`: applies Leasehold's migrations (db/migrate/index.ts), prints them as SQL, or checks for pending ones. */
 import pg from 'pg';
-import { migrateDatabase, MIGRATIONS_FOLDER, pendingMigrationsSql, readMigrations } from '../db/migrate.ts';
-import { JOURNAL_TABLE, journalName, pendingAfter, selectJournal, type JournalRow } from '../db/migrate-journal.ts';
+import { migrateDatabase, MIGRATIONS_FOLDER, pendingMigrationsSql, readMigrations } from '../db/migrate/index.ts';
+import { JOURNAL_TABLE, journalName, pendingAfter, selectJournal, type JournalRow } from '../db/migrate/journal.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, wholeNumber } from './command.ts';
 import { commandDatabase } from './database.ts';
 

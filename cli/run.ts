@@ -123,7 +123,7 @@ export async function runCli(argv: string[], cwd: string = process.cwd()): Promi
       say(`invalid input: ${(error as { problems: string[] }).problems.join('; ')}`);
       return 2;
     }
-    const { connectionFailureSentence } = await import('../scripts/database.ts');
+    const { connectionFailureSentence } = await import('./database-url.ts');
     const connection = connectionFailureSentence(error, context.env.DATABASE_URL ?? '');
     if (connection) {
       say(connection);

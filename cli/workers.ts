@@ -1,5 +1,5 @@
 /** `leasehold workers --handlers <file>`: a worker process (workers/run-process.ts) serving the handlers that file exports. */
-import { checkedDatabaseUrl } from '../scripts/database.ts';
+import { checkedDatabaseUrl } from './database-url.ts';
 import { workerSettingsHelp } from '../workers/config.ts';
 import { runWorkerProcess } from '../workers/run-process.ts';
 import { type Command, EMBEDDED_HELP } from './command.ts';

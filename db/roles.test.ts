@@ -8,7 +8,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DbHandle } from './client.ts';
-import { MIGRATIONS_FOLDER, readMigrations } from './migrate.ts';
+import { MIGRATIONS_FOLDER, readMigrations } from './migrate/index.ts';
 import {
   addRedactedPath,
   cancelIfUnchanged,

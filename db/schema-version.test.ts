@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ScratchDatabase } from '../test/db.ts';
-import { migrateDatabase } from './migrate.ts';
+import { migrateDatabase } from './migrate/index.ts';
 import { SCHEMA_VERSION, schemaCompatibility, SUPPORTED_SCHEMA } from './schema-version.ts';
 import { query, scratchDatabase, writeMigrations, type MigrationFile } from '../test/migrations.ts';
 

@@ -14,7 +14,7 @@
  * X >= SUPPORTED_SCHEMA.min (the schema has what C needs).
  */
 import { sql } from 'drizzle-orm';
-import { JOURNAL_TABLE, journalName } from './migrate-journal.ts';
+import { JOURNAL_TABLE, journalName } from './migrate/journal.ts';
 import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 

@@ -5,7 +5,7 @@
  * going (the trickle that keeps the dashboard moving).
  *
  * It uses Leasehold as a service of one's own would: the `leasehold` package for the schema and
- * enqueue, its own pg pool and Drizzle for its own table (scripts/database.ts only picks the
+ * enqueue, its own pg pool and Drizzle for its own table (cli/database-select.ts only picks the
  * database: DATABASE_URL, else the embedded development server).
  */
 import { randomUUID } from 'node:crypto';
@@ -14,7 +14,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { enqueue, migrateDatabase } from 'leasehold';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
-import { databaseFromEnv } from '../scripts/database.ts';
+import { databaseFromEnv } from '../cli/database-select.ts';
 import { receiptJob } from './jobs.ts';
 import { DEMO_MIGRATE_OPTIONS } from './migrations.ts';
 import { orders } from './schema.ts';

@@ -1,8 +1,8 @@
 /** Runs `next build` when .next is missing or older than the sources (shared with npm start). */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { PROJECT_DIR } from '../scripts/database.ts';
-import { buildIsStale } from '../scripts/build-state.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
+import { buildIsStale } from '../cli/build-state.ts';
 
 if (buildIsStale()) {
   const next = path.join(PROJECT_DIR, 'node_modules', 'next', 'dist', 'bin', 'next');

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { run } from '../db/queue/executor.ts';
 import { addUser, DEMO_PASSWORD, disableUser } from '../db/users.ts';
-import { freePort } from '../scripts/database.ts';
+import { freePort } from '../cli/database-select.ts';
 import { signIn } from '../test/package/session.ts';
 import { db, expect, startDashboard, test, type DashboardServer } from './fixtures.ts';
 import { e2ePorts } from './ports.ts';

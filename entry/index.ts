@@ -27,8 +27,8 @@ export { fromKysely, fromPostgresJs, fromDrizzlePostgresJs } from '../db/queue/a
 export type { KyselyExecutor, KyselyRawQuery, PostgresJsSql } from '../db/queue/adapters.ts';
 
 // The schema: install and upgrade it (docs/operations.md, "Migrations").
-export { migrateDatabase, pendingMigrationsSql, MigrationFailed, MigrationRefused } from '../db/migrate.ts';
-export type { MigrateOptions, MigrateResult } from '../db/migrate.ts';
+export { migrateDatabase, pendingMigrationsSql, MigrationFailed, MigrationRefused } from '../db/migrate/index.ts';
+export type { MigrateOptions, MigrateResult } from '../db/migrate/index.ts';
 export { SCHEMA_VERSION, SUPPORTED_SCHEMA, schemaCompatibility } from '../db/schema-version.ts';
 
 // A claim loop of your own: claim with a lease, settle only while it is held (docs/contract.md).

@@ -1,13 +1,13 @@
 /**
  * `npm run build:package` (and npm pack's prepack): emits the public entries (entry/*.ts), the
  * CLI and what they import into dist/ with tsc (tsconfig.build.json), then copies the
- * migrations beside the code that applies them: db/migrate-files.ts finds them at
- * `<its folder>/../drizzle`, which is dist/drizzle once built.
+ * migrations beside the code that applies them: db/migrate/files.ts finds them at
+ * `<its folder>/../../drizzle`, which is dist/drizzle once built (from dist/db/migrate/).
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_DIR } from './database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 
 const dist = path.join(PROJECT_DIR, 'dist');
 rmSync(dist, { recursive: true, force: true });

@@ -1,14 +1,14 @@
 /**
  * `npm run db:check` (CI, beside `drizzle-kit check`): the migration folders are usable by the
  * runner. Fails when a folder's meta/_journal.json and its .sql files disagree, when the names
- * do not sort in journal order, when a header is wrong (db/migrate-files.ts), or when the
+ * do not sort in journal order, when a header is wrong (db/migrate/files.ts), or when the
  * schema version the migrations reach is not db/schema-version.ts's SCHEMA_VERSION.
  *
  *   npm run db:check              drizzle/ and demo/drizzle/
  *   npm run db:check -- <folder>  those folders only
  */
 import path from 'node:path';
-import { checkMigrationsFolder, MIGRATIONS_FOLDER, readMigrations } from '../db/migrate.ts';
+import { checkMigrationsFolder, MIGRATIONS_FOLDER, readMigrations } from '../db/migrate/index.ts';
 import { SCHEMA_VERSION } from '../db/schema-version.ts';
 import { DEMO_MIGRATIONS } from '../demo/migrations.ts';
 

@@ -4,6 +4,6 @@
  * The file imports Leasehold only through `leasehold/worker`, as a user's handlers file would.
  */
 import path from 'node:path';
-import { PROJECT_DIR } from './database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 
 export const DEMO_HANDLERS_FILE = path.join(PROJECT_DIR, 'demo', 'handlers.ts');

@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_DIR } from './database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 
 const MIN_LENGTH = 32;
 

@@ -94,7 +94,7 @@ export const BOUNDARIES: Boundary[] = [
     folder: 'cli',
     // lib/settings: the dashboard's own parser of its settings, checked before the server starts
     // (it reads no environment by itself and imports only db/ and zod).
-    may: ['db', 'workers', 'scripts', 'lib/settings'],
+    may: ['db', 'workers', 'lib/settings'],
     testsMay: ['test'],
     packages: NOT_IN_WORKERS,
     packageReason: 'the CLI runs from a worker-only install; it starts Next.js as a process, never imports it',
@@ -102,9 +102,10 @@ export const BOUNDARIES: Boundary[] = [
   },
   {
     // The demo is a user's code: Leasehold through the package's names (`leasehold`,
-    // `leasehold/worker`), never db/, workers/ or entry/ directly; scripts/ picks its database.
+    // `leasehold/worker`), never db/, workers/ or entry/ directly; cli/database-select picks its
+    // database (DATABASE_URL or the embedded server), as `leasehold … --embedded` does.
     folder: 'demo',
-    may: ['scripts'],
+    may: ['cli/database-select'],
     testsMay: ['test'],
     packages: [],
     // demo/drizzle/meta/ holds the demo's migration journal.

@@ -9,7 +9,8 @@
  */
 import { parseArgs } from 'node:util';
 import { applyRoles, rolesSql } from '../db/roles.ts';
-import { databaseFromEnv, DatabaseSettingError } from './database.ts';
+import { databaseFromEnv } from '../cli/database-select.ts';
+import { DatabaseSettingError } from '../cli/database-url.ts';
 
 const { values } = parseArgs({
   options: { print: { type: 'boolean', default: false }, embedded: { type: 'boolean', default: false } },

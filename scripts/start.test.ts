@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, PROJECT_DIR } from './database.ts';
+import { freePort, PROJECT_DIR } from '../cli/database-select.ts';
 import { emptyDatabase, type ScratchDatabase } from '../test/db.ts';
 import { start, stopAll } from '../test/processes.ts';
 import { until } from '../test/wait.ts';

@@ -26,12 +26,12 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDb } from '../db/client.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { DEMO_PASSWORD, DEMO_USERS, upsertUser } from '../db/users.ts';
 import { DEMO_MIGRATE_OPTIONS } from '../demo/migrations.ts';
 import { parseWebEnv } from '../lib/settings.ts';
-import { buildIsStale } from './build-state.ts';
-import { databaseFromEnv, freePort, PROJECT_DIR } from './database.ts';
+import { buildIsStale } from '../cli/build-state.ts';
+import { databaseFromEnv, freePort, PROJECT_DIR } from '../cli/database-select.ts';
 import { DEMO_HANDLERS_FILE } from './demo-handlers.ts';
 import { demoSecret, demoSecretFile } from './demo-secret.ts';
 

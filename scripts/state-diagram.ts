@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stateDiagram } from '../db/queue/transitions.ts';
-import { PROJECT_DIR } from './database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 
 export const STATE_PAGE = path.join(PROJECT_DIR, 'docs', 'state-machine.md');
 

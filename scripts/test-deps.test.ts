@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_DIR } from './database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 
 const SCRIPT = path.join(PROJECT_DIR, 'scripts', 'test-deps.sh');
 

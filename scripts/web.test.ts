@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { emptyDatabase, hasLeaseholdSchema } from '../test/db.ts';
-import { PROJECT_DIR } from './database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 
 function web(env: Record<string, string>) {
   const clean = { ...process.env };

@@ -15,9 +15,10 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { checkDashboardDatabase } from '../cli/dashboard-database.ts';
 import { createDb } from '../db/client.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { parseWebEnv } from '../lib/settings.ts';
-import { databaseFromEnv, DatabaseSettingError, PROJECT_DIR } from './database.ts';
+import { databaseFromEnv, PROJECT_DIR } from '../cli/database-select.ts';
+import { DatabaseSettingError } from '../cli/database-url.ts';
 
 const secret = process.env.NEXTAUTH_SECRET ?? '';
 if (secret.length < 32) {

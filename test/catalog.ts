@@ -1,8 +1,8 @@
 /**
  * A snapshot of a database's catalog outside one schema, by name (no oids), so that two
  * snapshots compare across databases and over time: what Leasehold's migrations may not touch
- * when installed beside an application (db/migrate-coexist.test.ts), or what two ways of
- * applying them must both leave (db/migrate-print.test.ts, with nothing left out).
+ * when installed beside an application (db/migrate/coexist.test.ts), or what two ways of
+ * applying them must both leave (db/migrate/print.test.ts, with nothing left out).
  */
 import type pg from 'pg';
 

@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createDb, type Db, type DbHandle } from '../db/client.ts';
-import { createScratchDatabase, type ScratchDatabase } from '../scripts/database.ts';
+import { createScratchDatabase, type ScratchDatabase } from './scratch-database.ts';
 
 export type { ScratchDatabase };
 

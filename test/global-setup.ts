@@ -8,8 +8,9 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { selectDatabase, withDatabase } from '../scripts/database.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { selectDatabase } from '../cli/database-select.ts';
+import { withDatabase } from '../cli/database-url.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -131,6 +131,15 @@ describe('scripts/lint-boundaries.json', () => {
     expect(JSON.parse(readFileSync(CONFIG_FILE, 'utf8'))).toEqual(buildBoundaryConfig());
   });
 
+  it('lets no product folder and not the demo import scripts/ (npm entry points and tooling)', () => {
+    const product = ['app', 'components', 'lib', 'db', 'workers', 'cli', 'entry', 'testing', 'demo'];
+    expect(BOUNDARIES.map((b) => b.folder).sort()).toEqual([...product].sort());
+    const reaching = BOUNDARIES.filter((b) =>
+      [...b.may, ...(b.testsMay ?? [])].some((m) => m === 'scripts' || m.startsWith('scripts/')),
+    );
+    expect(reaching.map((b) => b.folder)).toEqual([]);
+  });
+
   it('has exact patterns for the depth of every file in the tree', () => {
     for (const { folder, maxDepth } of BOUNDARIES) {
       const files = readdirSync(path.join(ROOT, folder), { recursive: true, withFileTypes: true })

@@ -10,7 +10,7 @@ import { is } from 'drizzle-orm';
 import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createScratchDatabase, type ScratchDatabase } from '../scripts/database.ts';
+import { createScratchDatabase, type ScratchDatabase } from './scratch-database.ts';
 import * as schema from '../db/schema.ts';
 
 export interface MigrationFile {

@@ -4,9 +4,9 @@
  */
 import pg from 'pg';
 import { inject } from 'vitest';
-import { withDatabase } from '../scripts/database.ts';
+import { withDatabase } from '../cli/database-url.ts';
 
-export { freePort } from '../scripts/database.ts';
+export { freePort } from '../cli/database-select.ts';
 
 /**
  * Makes `database` refuse connections and ends the ones it has (as an outage would) until the

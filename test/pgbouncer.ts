@@ -15,7 +15,7 @@
  * its config, auth file, log and pid file in a temp folder that user owns. It listens on a
  * free port of 127.0.0.1 only and on no Unix socket.
  */
-import { freePort } from '../scripts/database.ts';
+import { freePort } from '../cli/database-select.ts';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

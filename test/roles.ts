@@ -11,9 +11,10 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { applyRoles, LEASEHOLD_ROLES, type LeaseholdRole } from '../db/roles.ts';
-import { createScratchDatabase, withDatabase } from '../scripts/database.ts';
+import { withDatabase } from '../cli/database-url.ts';
+import { createScratchDatabase } from './scratch-database.ts';
 
 export interface RoleDatabase {
   name: string;

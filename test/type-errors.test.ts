@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_DIR } from '../scripts/database.ts';
+import { PROJECT_DIR } from '../cli/database-select.ts';
 
 /** The TypeScript 5.x users still run most (the package's peer range is >=5.1). */
 const TYPESCRIPT_5 = '5.9.3';

@@ -7,7 +7,7 @@
 import { workerSettings } from '../test/workers.ts';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { enqueueMany } from '../db/queue/index.ts';
 import { schemaCompatibility } from '../db/schema-version.ts';
 import { testDatabase, type TestDatabase } from '../test/db.ts';

@@ -16,7 +16,7 @@
 import type http from 'node:http';
 import pino from 'pino';
 import { createDb } from '../db/client.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { migrateDatabase } from '../db/migrate/index.ts';
 import { ConfigError, parseWorkerConfig } from './config.ts';
 import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
 import { HandlerFileError, loadHandlerFiles } from './handler-files.ts';

@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { PROJECT_DIR } from '../../scripts/database.ts';
+import { PROJECT_DIR } from '../../cli/database-select.ts';
 
 /** The module `dist/` holds for a source file (`db/client.ts` → `dist/db/client.js`). */
 async function built<T>(source: string): Promise<T> {
@@ -20,7 +20,7 @@ async function built<T>(source: string): Promise<T> {
 }
 
 export const { createDb } = await built<typeof import('../../db/client.ts')>('db/client.ts');
-export const { migrateDatabase } = await built<typeof import('../../db/migrate.ts')>('db/migrate.ts');
+export const { migrateDatabase } = await built<typeof import('../../db/migrate/index.ts')>('db/migrate/index.ts');
 export const { claim, ClaimOptionsCache, completeManyIfLeaseHeld, enqueue, enqueueMany } =
   await built<typeof import('../../db/queue/index.ts')>('db/queue/index.ts');
 export const { removeExpiredHistory } =

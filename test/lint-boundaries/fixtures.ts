@@ -81,6 +81,7 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'app/login/page.tsx', from: '../../scripts/build-state' },
       { file: 'app/login/page.tsx', from: '@/scripts/build-state' },
+      { file: 'app/api/metrics/route.ts', from: '../../../scripts/lint-boundaries' },
     ],
   },
   {
@@ -168,7 +169,7 @@ export const FORBIDDEN: Arrow[] = [
   },
   {
     name: 'demo -> db, workers, entry (Leasehold only by the package names)',
-    message: 'demo/ may import only demo/ and scripts/',
+    message: 'demo/ may import only demo/ and cli/database-select',
     forbidden: [
       { file: 'demo/orders.ts', from: '../db/queue' },
       { file: 'demo/orders.ts', from: '@/db/client' },
@@ -204,7 +205,7 @@ export const FORBIDDEN: Arrow[] = [
     forbidden: [
       { file: 'db/queries/jobs.ts', from: '../../app/(console)/jobs/page' },
       { file: 'db/queries/jobs.ts', from: '@/components/state-badge' },
-      { file: 'db/migrate.ts', from: '../scripts/build-state' },
+      { file: 'db/migrate/index.ts', from: '../../scripts/build-state' },
       { file: 'db/queue/claim.ts', from: '../../test/db' },
       { file: 'db/queue/claim.ts', from: '@/test/factories' },
     ],
@@ -218,6 +219,75 @@ export const FORBIDDEN: Arrow[] = [
       { file: 'db/queue/operator.ts', from: 'react/jsx-runtime' },
       { file: 'db/users.ts', from: 'next-auth/providers/credentials' },
       { file: 'db/users.ts', from: 'next/cache' },
+    ],
+  },
+  // Product code never reaches into scripts/ (npm entry points and tooling, not shipped): what
+  // the CLI and the demo need from there lives in cli/ (database-select.ts, build-state.ts).
+  {
+    name: 'components -> scripts',
+    message: 'components/ may import only components/ and lib/dto',
+    forbidden: [
+      { file: 'components/overview.tsx', from: '../scripts/build-state' },
+      { file: 'components/charts/line.tsx', from: '@/scripts/lint-boundaries' },
+    ],
+  },
+  {
+    name: 'db -> scripts',
+    message: 'db/ may import only db/',
+    forbidden: [
+      { file: 'db/migrate/files.ts', from: '@/scripts/check-migrations' },
+      { file: 'db/queue/claim.test.ts', from: '../../scripts/start' },
+    ],
+  },
+  {
+    name: 'cli -> scripts',
+    message: 'cli/ may import only cli/, db/, workers/ and lib/settings',
+    forbidden: [
+      { file: 'cli/workers.ts', from: '../scripts/database' },
+      { file: 'cli/dashboard.ts', from: '../scripts/build-state.ts' },
+      { file: 'cli/run.ts', from: '@/scripts/database' },
+    ],
+  },
+  {
+    name: 'cli -> scripts (in *.test.ts too)',
+    message: 'cli/ may import only cli/, db/, workers/, lib/settings and test/',
+    forbidden: [{ file: 'cli/workers.test.ts', from: '../scripts/workers' }],
+  },
+  {
+    name: 'entry -> scripts',
+    message: 'entry/ may import only entry/, db/, workers/ and testing/',
+    forbidden: [
+      { file: 'entry/index.ts', from: '../scripts/database' },
+      { file: 'entry/worker.ts', from: '@/scripts/demo-handlers' },
+    ],
+  },
+  {
+    name: 'testing -> scripts',
+    message: 'testing/ may import only testing/, db/ and workers/',
+    forbidden: [
+      { file: 'testing/database.ts', from: '../scripts/database' },
+      { file: 'testing/run.ts', from: '@/scripts/database' },
+    ],
+  },
+  {
+    name: 'demo -> scripts',
+    message: 'demo/ may import only demo/ and cli/database-select',
+    forbidden: [
+      { file: 'demo/orders.ts', from: '../scripts/database' },
+      { file: 'demo/orders.ts', from: '@/scripts/database' },
+    ],
+  },
+  {
+    name: 'demo -> scripts (in *.test.ts too)',
+    message: 'demo/ may import only demo/, cli/database-select and test/',
+    forbidden: [{ file: 'demo/handlers.test.ts', from: '../scripts/demo-handlers' }],
+  },
+  {
+    name: 'demo -> the rest of cli/',
+    message: 'demo/ may import only demo/ and cli/database-select',
+    forbidden: [
+      { file: 'demo/orders.ts', from: '../cli/database' },
+      { file: 'demo/orders.ts', from: '../cli/run' },
     ],
   },
   {
@@ -301,9 +371,21 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
       { file: 'db/client.ts', from: './schema' },
       { file: 'db/queue/claim.test.ts', from: '../../test/db' },
       { file: 'db/queue/claim.test.ts', from: '@/test/factories' },
-      { file: 'db/migrate.test.ts', from: '../test/db' },
+      { file: 'db/migrate/index.test.ts', from: '../../test/db' },
       { file: 'db/client.ts', from: 'drizzle-orm/node-postgres' },
       { file: 'db/client.ts', from: 'pg' },
+    ],
+  },
+  {
+    folder: 'cli',
+    fixtures: [
+      // What the CLI used to take from scripts/ is its own now.
+      { file: 'cli/workers.ts', from: './database-url' },
+      { file: 'cli/dashboard.ts', from: './build-state.ts' },
+      { file: 'cli/database.ts', from: '../db/migrate/index.ts' },
+      { file: 'cli/workers.ts', from: '@/workers/config' },
+      { file: 'cli/dashboard.ts', from: '../lib/settings' },
+      { file: 'cli/database-select.test.ts', from: '../test/scratch-database' },
     ],
   },
   {
@@ -315,7 +397,8 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
       { file: 'demo/handlers.test.ts', from: 'leasehold/testing' },
       { file: 'demo/orders.ts', from: './jobs' },
       { file: 'demo/orders.ts', from: '@/demo/schema' },
-      { file: 'demo/orders.ts', from: '../scripts/database' },
+      { file: 'demo/orders.ts', from: '../cli/database-select' },
+      { file: 'demo/orders.ts', from: '../cli/database-select.ts' },
       { file: 'demo/handlers.test.ts', from: '../test/wait' },
       { file: 'demo/orders.ts', from: 'pg' },
       { file: 'demo/orders.ts', from: 'drizzle-orm/node-postgres' },

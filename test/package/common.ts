@@ -14,7 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createScratchDatabase, PROJECT_DIR, type ScratchDatabase, selectDatabase } from '../../scripts/database.ts';
+import { PROJECT_DIR, selectDatabase } from '../../cli/database-select.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../scratch-database.ts';
 
 export const PINNED_NODE: Record<string, string> = { '22': '22.23.5', '24': '24.22.3' };
 

@@ -24,7 +24,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { DASHBOARD_PACKAGES } from '../../cli/dashboard.ts';
-import { PROJECT_DIR } from '../../scripts/database.ts';
+import { PROJECT_DIR } from '../../cli/database-select.ts';
 import { catalogOutside } from '../catalog.ts';
 import {
   diskKilobytes,
@@ -42,7 +42,7 @@ import {
   start,
   until,
 } from './common.ts';
-import { freePort } from '../../scripts/database.ts';
+import { freePort } from '../../cli/database-select.ts';
 import { startOidcProvider } from '../oidc-provider.ts';
 import { signIn, signInWithOidc } from './session.ts';
 

@@ -8,7 +8,7 @@
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
-import { PROJECT_DIR } from '../../scripts/database.ts';
+import { PROJECT_DIR } from '../../cli/database-select.ts';
 import { log, nodeFolder, pack, packageTestArgs, run, scratchFolder, server } from './common.ts';
 
 const EXAMPLES = ['testing-vitest', 'testing-jest'];

@@ -18,7 +18,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { PROJECT_DIR } from '../../scripts/database.ts';
+import { PROJECT_DIR } from '../../cli/database-select.ts';
 import {
   type Background,
   log,

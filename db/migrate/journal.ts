@@ -9,8 +9,8 @@
  * with a sentence when they disagree (an unknown migration, a changed file, a gap, a moved
  * entry): applying anything then could only make it worse.
  */
-import type { Migration } from './migrate-files.ts';
-import type { PgTimestamp } from './queue/executor.ts';
+import type { Migration } from './files.ts';
+import type { PgTimestamp } from '../queue/executor.ts';
 
 /** The schema Leasehold owns: its tables, its journal. */
 export const LEASEHOLD_SCHEMA = 'leasehold';

@@ -4,7 +4,7 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_DIR } from './database.ts';
+import { PROJECT_DIR } from './database-select.ts';
 
 /** The dashboard's sources, relative to the package root: what a build depends on and what the CLI copies. */
 export const DASHBOARD_SOURCE_DIRS = ['app', 'components', 'lib', 'db'] as const;

@@ -13,8 +13,8 @@
  * per connection, `allowProxy` says so and skips the check.
  */
 import type pg from 'pg';
-import { MigrationRefused } from './migrate-journal.ts';
-import { field, runText } from './queue/executor.ts';
+import { MigrationRefused } from './journal.ts';
+import { field, runText } from '../queue/executor.ts';
 
 interface Endpoint {
   address: string | null;

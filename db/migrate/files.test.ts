@@ -3,9 +3,9 @@ import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { checkMigrationsFolder, MIGRATIONS_FOLDER, readMigrations } from './migrate.ts';
-import { SCHEMA_VERSION } from './schema-version.ts';
-import { writeMigrations, type MigrationFile } from '../test/migrations.ts';
+import { checkMigrationsFolder, MIGRATIONS_FOLDER, readMigrations } from './index.ts';
+import { SCHEMA_VERSION } from '../schema-version.ts';
+import { writeMigrations, type MigrationFile } from '../../test/migrations.ts';
 
 const plain = (name: string, sql = 'SELECT 1;'): MigrationFile => ({ name, sql });
 

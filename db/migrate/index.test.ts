@@ -3,10 +3,10 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ScratchDatabase } from '../test/db.ts';
-import { MigrationFailed, MigrationLockBusy, migrateDatabase, MIGRATIONS_FOLDER, readMigrations } from './migrate.ts';
-import { declaredTables, journal, query, scratchDatabase, writeMigrations } from '../test/migrations.ts';
-import { until } from '../test/wait.ts';
+import type { ScratchDatabase } from '../../test/db.ts';
+import { MigrationFailed, MigrationLockBusy, migrateDatabase, MIGRATIONS_FOLDER, readMigrations } from './index.ts';
+import { declaredTables, journal, query, scratchDatabase, writeMigrations } from '../../test/migrations.ts';
+import { until } from '../../test/wait.ts';
 
 const scratches: ScratchDatabase[] = [];
 afterEach(async () => {

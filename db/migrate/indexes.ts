@@ -10,9 +10,9 @@
  * - rebuilds any other with `REINDEX INDEX CONCURRENTLY` (an applied migration's index).
  * Schemas other than `leasehold` are the application's: never touched.
  */
-import type { Migration } from './migrate-files.ts';
-import { concurrentIndexNames } from './migrate-files.ts';
-import { LEASEHOLD_SCHEMA } from './migrate-journal.ts';
+import type { Migration } from './files.ts';
+import { concurrentIndexNames } from './files.ts';
+import { LEASEHOLD_SCHEMA } from './journal.ts';
 
 export interface InvalidIndex {
   name: string;

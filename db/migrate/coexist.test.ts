@@ -12,13 +12,14 @@ import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ScratchDatabase } from '../test/db.ts';
-import { migrateDatabase } from './migrate.ts';
-import { catalogOutside } from '../test/catalog.ts';
-import { declaredTables, scratchDatabase, withClient } from '../test/migrations.ts';
+import type { ScratchDatabase } from '../../test/db.ts';
+import { migrateDatabase } from './index.ts';
+import { catalogOutside } from '../../test/catalog.ts';
+import { declaredTables, scratchDatabase, withClient } from '../../test/migrations.ts';
 
 const APP_MIGRATIONS = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
+  '..',
   '..',
   'test',
   'fixtures',

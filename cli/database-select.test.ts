@@ -1,16 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import {
-  connectionFailureSentence,
-  createScratchDatabase,
-  databaseFromEnv,
-  DatabaseSettingError,
-  PROJECT_DIR,
-  redactedUrl,
-  selectDatabase,
-  withDatabase,
-} from './database.ts';
+import { createScratchDatabase } from '../test/scratch-database.ts';
+import { databaseFromEnv, PROJECT_DIR, selectDatabase } from './database-select.ts';
+import { connectionFailureSentence, DatabaseSettingError, redactedUrl, withDatabase } from './database-url.ts';
 
 async function query<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
@@ -120,7 +113,7 @@ describe('the embedded server module', () => {
         'tsx',
         '--input-type=module',
         '-e',
-        "const { importEmbeddedPostgres } = await import('./scripts/database.ts'); await importEmbeddedPostgres(); process.exitCode = 3;",
+        "const { importEmbeddedPostgres } = await import('./cli/database-select.ts'); await importEmbeddedPostgres(); process.exitCode = 3;",
       ],
       { cwd: PROJECT_DIR, encoding: 'utf8', timeout: 60_000 },
     );

@@ -4,13 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ScratchDatabase } from '../test/db.ts';
-import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from './advisory-locks.ts';
-import { BUSY_MESSAGE } from './migrate-print.ts';
-import { migrateDatabase, MIGRATIONS_FOLDER, pendingMigrationsSql, readMigrations } from './migrate.ts';
-import { catalogOutside } from '../test/catalog.ts';
-import { buildUpgradeFolder } from '../test/fixtures/migrations-upgrade.ts';
-import { journal, query, scratchDatabase, withClient } from '../test/migrations.ts';
+import type { ScratchDatabase } from '../../test/db.ts';
+import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from '../advisory-locks.ts';
+import { BUSY_MESSAGE } from './print.ts';
+import { migrateDatabase, MIGRATIONS_FOLDER, pendingMigrationsSql, readMigrations } from './index.ts';
+import { catalogOutside } from '../../test/catalog.ts';
+import { buildUpgradeFolder } from '../../test/fixtures/migrations-upgrade.ts';
+import { journal, query, scratchDatabase, withClient } from '../../test/migrations.ts';
 
 const scratches: ScratchDatabase[] = [];
 afterEach(async () => {

@@ -1,12 +1,12 @@
 /**
  * Leasehold's migration runner: applies the migrations in `drizzle/` (drizzle-kit's list, see
- * migrate-files.ts) by name, in the list's order, recording each in its own journal
- * `leasehold.migrations` (migrate-journal.ts), never in an application's Drizzle journal.
+ * files.ts) by name, in the list's order, recording each in its own journal
+ * `leasehold.migrations` (journal.ts), never in an application's Drizzle journal.
  *
  * Invariants:
  * - one runner at a time per database: a session advisory lock (db/advisory-locks.ts) is held
  *   from before the journal is read until the last migration is recorded, on a connection
- *   checked to reach PostgreSQL directly (migrate-connection.ts);
+ *   checked to reach PostgreSQL directly (connection.ts);
  * - nothing is applied while the journal and the list disagree (unknown, edited, moved or
  *   skipped migrations): the runner refuses with a sentence naming the migration;
  * - a migration runs in a transaction of its own with `SET LOCAL lock_timeout` and its journal
@@ -15,17 +15,17 @@
  *   (for CONCURRENTLY), still under the lock, and is recorded after its last statement; a
  *   failure leaves it unrecorded, so the next run repeats it (its statements must be safe to
  *   run twice), after dropping or rebuilding what a failed concurrent build left invalid
- *   (migrate-indexes.ts).
+ *   (indexes.ts).
  *
  * Statements with parameters or rows go through runText, typed as everywhere in db/; the
  * migrations' own statements and the transaction control go to the session as they are.
  */
 import pg from 'pg';
-import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from './advisory-locks.ts';
-import { field, runText } from './queue/executor.ts';
-import { refuseIndirectConnection } from './migrate-connection.ts';
-import { MIGRATIONS_FOLDER, readMigrations, type Migration } from './migrate-files.ts';
-import { INVALID_INDEXES_SQL, planRepairs, quoteIdent, type InvalidIndex } from './migrate-indexes.ts';
+import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from '../advisory-locks.ts';
+import { field, runText } from '../queue/executor.ts';
+import { refuseIndirectConnection } from './connection.ts';
+import { MIGRATIONS_FOLDER, readMigrations, type Migration } from './files.ts';
+import { INVALID_INDEXES_SQL, planRepairs, quoteIdent, type InvalidIndex } from './indexes.ts';
 import {
   bootstrapStatements,
   checkedLockTimeout,
@@ -38,17 +38,17 @@ import {
   selectJournal,
   setLockTimeout,
   type JournalRow,
-} from './migrate-journal.ts';
+} from './journal.ts';
 
-export { DEFAULT_LOCK_TIMEOUT_MS, JOURNAL_TABLE, LEASEHOLD_SCHEMA, MigrationRefused } from './migrate-journal.ts';
+export { DEFAULT_LOCK_TIMEOUT_MS, JOURNAL_TABLE, LEASEHOLD_SCHEMA, MigrationRefused } from './journal.ts';
 export {
   MIGRATIONS_FOLDER,
   MigrationFolderError,
   checkMigrationsFolder,
   readMigrations,
   type Migration,
-} from './migrate-files.ts';
-export { pendingMigrationsSql } from './migrate-print.ts';
+} from './files.ts';
+export { pendingMigrationsSql } from './print.ts';
 
 export interface MigrateOptions {
   /** Folder of drizzle-kit migrations (default: the queue's own `drizzle/`). */

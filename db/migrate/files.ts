@@ -22,10 +22,14 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { field } from './queue/executor.ts';
+import { field } from '../queue/executor.ts';
 
-/** Leasehold's own migrations: drizzle-kit's output folder. */
-export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'drizzle');
+/**
+ * Leasehold's own migrations: drizzle-kit's output folder, two folders above this file's. In
+ * the checkout that is `drizzle/` (from db/migrate/); in the package it is dist/drizzle (from
+ * dist/db/migrate/), where scripts/build-package.ts copies them.
+ */
+export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'drizzle');
 
 export interface Migration {
   /** The journal's tag: the file name without `.sql`. */

@@ -11,9 +11,9 @@
  */
 import pg from 'pg';
 import { sql } from 'drizzle-orm';
-import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from './advisory-locks.ts';
-import { MIGRATIONS_FOLDER, readMigrations, type Migration } from './migrate-files.ts';
-import { INVALID_INDEXES_SQL, planRepairs, type InvalidIndex } from './migrate-indexes.ts';
+import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from '../advisory-locks.ts';
+import { MIGRATIONS_FOLDER, readMigrations, type Migration } from './files.ts';
+import { INVALID_INDEXES_SQL, planRepairs, type InvalidIndex } from './indexes.ts';
 import {
   bootstrapStatements,
   checkedLockTimeout,
@@ -24,8 +24,8 @@ import {
   selectJournal,
   setLockTimeout,
   type JournalRow,
-} from './migrate-journal.ts';
-import { run, type Executor } from './queue/executor.ts';
+} from './journal.ts';
+import { run, type Executor } from '../queue/executor.ts';
 
 export interface PendingSqlOptions {
   migrationsFolder?: string;
