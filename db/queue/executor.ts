@@ -33,6 +33,7 @@ interface DrizzleQuery {
 export interface DrizzleExecutor {
   execute(query: DrizzleQuery | string): Promise<{ rows: unknown[]; rowCount?: number | null }>;
 }
+
 /**
  * A Drizzle database over pg, by what Leasehold's own callers use of it: an executor that opens
  * transactions (Drizzle's `transaction`, BEGIN … COMMIT, ROLLBACK when `work` throws). What the

@@ -142,3 +142,23 @@ export function checkDeclarations(tarball: string, options: { keep?: boolean } =
     if (!options.keep) rmSync(project, { recursive: true, force: true });
   }
 }
+
+/**
+ * What the package's `@types/…` dependencies (`@types/pg`, there because the declarations name
+ * `pg.Pool`) install into `project` as their own dependencies: `@types/node`, which the
+ * declarations need as well. Such a package arriving in a worker-only install is the types',
+ * not the dashboard's.
+ */
+export function broughtByTypes(project: string): string[] {
+  const manifest = JSON.parse(
+    readFileSync(path.join(project, 'node_modules', 'leasehold', 'package.json'), 'utf8'),
+  ) as { dependencies?: Record<string, string> };
+  return Object.keys(manifest.dependencies ?? {})
+    .filter((name) => name.startsWith('@types/'))
+    .flatMap((name) => {
+      const own = JSON.parse(readFileSync(path.join(project, 'node_modules', name, 'package.json'), 'utf8')) as {
+        dependencies?: Record<string, string>;
+      };
+      return Object.keys(own.dependencies ?? {});
+    });
+}
