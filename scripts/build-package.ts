@@ -1,13 +1,15 @@
 /**
  * `npm run build:package` (and npm pack's prepack): emits the public entries (entry/*.ts), the
- * CLI and what they import into dist/ with tsc (tsconfig.build.json), then copies the
- * migrations beside the code that applies them: db/migrate/files.ts finds them at
+ * CLI and what they import into dist/ with tsc (tsconfig.build.json), removes the declaration
+ * files no public entry reaches (scripts/package-declarations.ts), then copies the migrations
+ * beside the code that applies them: db/migrate/files.ts finds them at
  * `<its folder>/../../drizzle`, which is dist/drizzle once built (from dist/db/migrate/).
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { PROJECT_DIR } from '../cli/database-select.ts';
+import { pruneDeclarations } from './package-declarations.ts';
 
 const dist = path.join(PROJECT_DIR, 'dist');
 rmSync(dist, { recursive: true, force: true });
@@ -19,6 +21,7 @@ if (tsc.status !== 0) {
   console.error('build:package: tsc -p tsconfig.build.json failed');
   process.exit(1);
 }
+pruneDeclarations(dist);
 cpSync(path.join(PROJECT_DIR, 'drizzle'), path.join(dist, 'drizzle'), {
   recursive: true,
   // The runner reads the .sql files and meta/_journal.json; drizzle-kit's snapshots stay here.

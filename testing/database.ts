@@ -11,9 +11,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createDb, type Db } from '../db/client.ts';
+import { createDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
 import { LeaseholdInputError } from '../db/queue/errors.ts';
+import type { DrizzleDatabase } from '../db/queue/executor.ts';
 
 export interface TestDatabase {
   /** The database's name (`leasehold_test_…`). */
@@ -22,8 +23,12 @@ export interface TestDatabase {
   url: string;
   /** A pool over it (closed by `drop()`). */
   pool: pg.Pool;
-  /** A Drizzle database over the pool. */
-  db: Db;
+  /**
+   * A Drizzle database over the pool, typed by what the tests do with it: pass it, or a
+   * transaction of it (`db.transaction(async (tx) => …)`), wherever an Executor goes. For
+   * Drizzle's query builder over your own tables, make a database over `pool` yourself.
+   */
+  db: DrizzleDatabase;
   /** Closes the pool and drops the database (forcing out other sessions). Safe to call twice. */
   drop: () => Promise<void>;
 }

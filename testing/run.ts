@@ -17,7 +17,7 @@ import { runText } from '../db/queue/executor.ts';
 import { LeaseholdInputError } from '../db/queue/errors.ts';
 import { JOB_COLUMNS, mapJob, type JobColumnsRow } from '../db/queue/job.ts';
 import { NAME_PATTERN, UUID_PATTERN } from '../db/queue/validate.ts';
-import type { FailureClass, JobState } from '../db/schema.ts';
+import type { FailureClass, JobState } from '../db/states.ts';
 import { Attempt, execute, leaseDeadlineFrom, type AttemptResult } from '../workers/attempt.ts';
 import { Completer } from '../workers/completer.ts';
 import { HandlerRegistry, type Handler } from '../workers/handler.ts';

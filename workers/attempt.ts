@@ -24,7 +24,7 @@ import {
 } from '../db/queue/index.ts';
 import { boundedScrub, redactedValues, type ErrorDetail } from '../db/queue/error-detail.ts';
 import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
-import type { FailureClass } from '../db/schema.ts';
+import type { FailureClass } from '../db/states.ts';
 import { classify } from './errors.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { Handler, HandlerContext, HandlerRegistry } from './handler.ts';

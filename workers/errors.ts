@@ -4,7 +4,7 @@
  */
 import { boundedScrub, errorDetail, type ErrorDetail } from '../db/queue/error-detail.ts';
 import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
-import type { FailureClass } from '../db/schema.ts';
+import type { FailureClass } from '../db/states.ts';
 
 export class JobError extends Error {
   readonly failureClass: FailureClass;

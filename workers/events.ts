@@ -11,7 +11,7 @@
  *   was written, a `dead` after the job is dead), never for a settlement the lease refused.
  */
 import type { Logger } from 'pino';
-import type { FailureClass } from '../db/schema.ts';
+import type { FailureClass } from '../db/states.ts';
 
 /** One failed attempt, as recorded: the job goes back to `ready` (a retry) or ends `dead`. */
 export interface FailedEvent {

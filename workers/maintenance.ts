@@ -26,7 +26,7 @@ import {
   type RetentionOptions,
   type WorkerInfo,
 } from '../db/queue/index.ts';
-import type { Db } from '../db/client.ts';
+import type { DrizzleDatabase } from '../db/queue/executor.ts';
 import { TERMINAL_STATES } from '../db/states.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { WorkerMetrics } from './metrics.ts';
@@ -68,7 +68,7 @@ export interface MaintenanceSettings {
 
 export interface MaintenanceDeps {
   /** A pool: each round takes its advisory lock in a transaction of its own. */
-  db: Db;
+  db: DrizzleDatabase;
   logger: Logger;
   /** What the registry entry shows as the worker's version. */
   version?: string | null | undefined;

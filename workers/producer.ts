@@ -72,6 +72,7 @@ export const DEFAULT_ABANDON_AFTER_MS = 30_000;
  */
 export const HELD_BACK_DELAY_MS = 1000;
 
+/** @internal */
 export interface ProducerDeps {
   registry: HandlerRegistry;
   /**
@@ -86,6 +87,7 @@ export interface ProducerDeps {
   run: (attempt: Attempt) => Promise<void>;
 }
 
+/** @internal */
 export class Producer {
   /**
    * Attempts whose run (execution and settlement) is not over. Attempts, not jobs: a job's

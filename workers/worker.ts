@@ -47,6 +47,7 @@ export interface WorkerSettings extends ProducerSettings, CompleterSettings {
   maintenance: MaintenanceRounds;
 }
 
+/** @internal */
 export interface WorkerDeps {
   db: Db;
   /** Where the claim connection and LISTEN connect, unless claimDb and listenUrl say otherwise. */
@@ -100,6 +101,7 @@ const RELEASE_WAIT_MS = 10_000;
  */
 const START_TIMEOUT_MS = 60_000;
 
+/** @internal */
 export class Worker {
   private readonly completer: Completer;
   private readonly producer: Producer;

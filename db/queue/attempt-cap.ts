@@ -21,7 +21,11 @@ export function noAttemptsLeft(used: number, cap: number): string {
   return `no attempts left: ${used} of ${cap} used${cap >= MAX_ATTEMPTS ? ` (${ATTEMPT_LIMIT_SENTENCE})` : ''}`;
 }
 
-/** noAttemptsLeft in SQL, for the statements that decide in the database. */
+/**
+ * noAttemptsLeft in SQL, for the statements that decide in the database.
+ *
+ * @internal
+ */
 export function noAttemptsLeftSql(used: SQL, cap: SQL): SQL {
   return sql`format('no attempts left: %s of %s used%s', ${used}, ${cap},
                     CASE WHEN ${cap} >= ${sql.raw(String(MAX_ATTEMPTS))} THEN ${sql.raw(`' (${ATTEMPT_LIMIT_SENTENCE})'`)} ELSE '' END)`;

@@ -93,6 +93,8 @@ export async function claim(
 /**
  * The claim statement itself (for EXPLAIN in tests and the benchmark): the text a pool runs for
  * these options, so with `asyncCommit` it sets synchronous_commit off wherever it is run.
+ *
+ * @internal
  */
 export function claimStatement(options: ClaimOptions): SQL {
   const { text, params } = claimQuery(options);

@@ -14,9 +14,35 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { LeaseholdInputError } from './errors.ts';
 
-interface DrizzleExecutor {
-  execute(query: SQL): Promise<{ rows: unknown[]; rowCount?: number | null }>;
+/**
+ * What a Drizzle executor's `execute` is given: Drizzle's `SQL` (any SQLWrapper), declared by
+ * its shape so that Leasehold's published types import nothing from drizzle-orm (a user's
+ * compiler with skipLibCheck: false would check all of Drizzle's own declarations). The string
+ * is there because Drizzle's `execute` takes one too: its parameter, `SQLWrapper | string`,
+ * must fit this one. Leasehold passes only SQL objects.
+ */
+interface DrizzleQuery {
+  getSQL(): unknown;
 }
+
+/**
+ * A Drizzle database or transaction over pg (`drizzle-orm/node-postgres`), by the one method
+ * the queue functions call. Drizzle's own types need not be the ones Leasehold was built with:
+ * any version whose `execute` returns pg's result (`rows`) fits.
+ */
+export interface DrizzleExecutor {
+  execute(query: DrizzleQuery | string): Promise<{ rows: unknown[]; rowCount?: number | null }>;
+}
+
+/**
+ * A Drizzle database over pg, by what Leasehold's own callers use of it: an executor that opens
+ * transactions (Drizzle's `transaction`, BEGIN … COMMIT, ROLLBACK when `work` throws). What the
+ * testing kit's TestDatabase.db is typed as.
+ */
+export interface DrizzleDatabase extends DrizzleExecutor {
+  transaction<T>(work: (tx: DrizzleExecutor) => Promise<T>): Promise<T>;
+}
+
 type PgExecutor = Pick<pg.Pool | pg.PoolClient | pg.Client, 'query'>;
 
 /**
@@ -62,6 +88,8 @@ interface DrizzleSession {
  * With `name`, the statement is prepared once per connection under that name and its plan
  * reused (for hot statements whose planning costs as much as running them). A name must
  * always go with the same SQL text.
+ *
+ * @internal
  */
 export async function run<Row = Record<string, unknown>>(
   executor: Executor,
@@ -302,7 +330,11 @@ export function policyOf(executor: Executor): ConnectionPolicy {
   return policy;
 }
 
-/** A fixed text with $n placeholders as a Drizzle SQL object (for executors without prepare, and EXPLAIN). */
+/**
+ * A fixed text with $n placeholders as a Drizzle SQL object (for executors without prepare, and EXPLAIN).
+ *
+ * @internal
+ */
 export function sqlText(text: string, values: unknown[]): SQL {
   const chunks: SQL[] = [];
   let last = 0;

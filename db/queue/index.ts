@@ -2,6 +2,12 @@
  * The queue core. Every function takes the executor first: a Drizzle database or transaction,
  * a pg pool/client, or a StatementRunner (fromKysely, fromPostgresJs, fromDrizzlePostgresJs).
  * See docs/contract.md for the guarantees and docs/executors.md for the clients.
+ *
+ * What its module marks internal (the statements themselves: claimStatement, reapStatement) is
+ * not re-exported here: the package's declarations leave it out (tsconfig.build.json's
+ * stripInternal), and a re-export of a name its module's declaration lacks would fail a user's
+ * compiler. Import it from its module. (This comment must not spell the tag: tsc strips the
+ * statement a comment holding it leads, here the first export.)
  */
 export type { Executor, StatementRunner } from './executor.ts';
 export { fromDrizzlePostgresJs, fromKysely, fromPostgresJs } from './adapters.ts';
@@ -25,7 +31,7 @@ export { DEFAULT_DEDUPE_WINDOW_SECONDS } from './enqueue-spec.ts';
 export type { EnqueueSpec } from './enqueue-spec.ts';
 export { NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake.ts';
 export type { EnqueueOptions } from './wake.ts';
-export { claim, ClaimOptionsCache, claimStatement, MAX_CLAIM_ARMS, MAX_CLAIM_BATCH } from './claim.ts';
+export { claim, ClaimOptionsCache, MAX_CLAIM_ARMS, MAX_CLAIM_BATCH } from './claim.ts';
 export type { ClaimOptions } from './claim.ts';
 export {
   completeIfLeaseHeld,
@@ -48,7 +54,7 @@ export {
   MAX_STACK_FRAMES,
 } from './error-detail.ts';
 export type { ErrorDetail, ErrorCause } from './error-detail.ts';
-export { reapExpiredLeases, reapStatement, deadIfKindUnrun, DEFAULT_UNKNOWN_KIND_GRACE_MS } from './reap.ts';
+export { reapExpiredLeases, deadIfKindUnrun, DEFAULT_UNKNOWN_KIND_GRACE_MS } from './reap.ts';
 export type { ReapOptions, ReapResult, UnrunKindOptions } from './reap.ts';
 export { MAX_ATTEMPTS, ATTEMPT_LIMIT_SENTENCE, noAttemptsLeft } from './attempt-cap.ts';
 export { decideRetry, backoffDelayMs, isRetryable, DEFAULT_RETRY_POLICY } from './retry-policy.ts';

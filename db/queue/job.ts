@@ -2,7 +2,7 @@
  * The job as the queue API hands it out. Column names become camelCase here, once; the rest
  * of the code never sees a raw row.
  */
-import type { FailureClass, JobState } from '../schema.ts';
+import type { FailureClass, JobState } from '../states.ts';
 import { FAILURE_CLASSES, JOB_STATES, oneOf } from '../states.ts';
 import { toDate, toDateOrNull, type PgTimestamp } from './executor.ts';
 

@@ -14,7 +14,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import type { JobState } from '../schema.ts';
+import type { JobState } from '../states.ts';
 import { JOB_STATES, oneOf } from '../states.ts';
 import { run, type Executor } from './executor.ts';
 import { actorSchema, nameSchema, parseInput, textSchema, uuidSchema } from './validate.ts';

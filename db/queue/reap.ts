@@ -49,7 +49,11 @@ export async function reapExpiredLeases(executor: Executor, options: ReapOptions
   };
 }
 
-/** The reap statement itself (for `reapExpiredLeases`, and for EXPLAIN). */
+/**
+ * The reap statement itself (for `reapExpiredLeases`, and for EXPLAIN).
+ *
+ * @internal
+ */
 export function reapStatement(options: ReapOptions = {}): SQL {
   const { limit, leaseExpiredDelayMs } = parseInput('reap', reapOptionsSchema, options);
   return reapStatementText(limit, leaseExpiredDelayMs / 1000);

@@ -13,7 +13,7 @@
  * | permanent, validation        | never                 | —                                     |
  * | cancelled, expired           | never                 | —                                     |
  */
-import type { FailureClass } from '../schema.ts';
+import type { FailureClass } from '../states.ts';
 
 export interface RetryPolicy {
   /** First backoff step. Attempt n waits about base × 2^(n-1). */

@@ -14,8 +14,8 @@
  * itself (db/queue/history.ts).
  */
 import { z } from 'zod';
-import type { FailureClass, JobState } from '../schema.ts';
-import { FAILURE_CLASSES } from '../schema.ts';
+import type { FailureClass, JobState } from '../states.ts';
+import { FAILURE_CLASSES } from '../states.ts';
 import { oneOf } from '../states.ts';
 import { run, runText, toDate, type Executor, type PgTimestamp } from './executor.ts';
 import { APPLIED, LEASE_LOST, type LeaseLost, type LeaseRef, type SettleOutcome } from './job.ts';

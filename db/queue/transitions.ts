@@ -309,6 +309,8 @@ export const COMPLETE_MANY = `
  * in the way). The budget is decided here, in the guarded row: the charged attempts
  * (`attempts - released`) against `least(max_attempts, cap)`, `cap` being the handler's
  * (the worker passes min(job's, handler's)); spent, the error gets noAttemptsLeft's sentence.
+ *
+ * @internal
  */
 export function failStatement(p: {
   id: string;
@@ -357,6 +359,8 @@ export function failStatement(p: {
  * by one, so the budget `attempts - released` is what it was before the claim, while the
  * attempt number, the fence, still only grows). Never refused for the budget: the job was
  * ready with an attempt left when it was claimed, so it still has that attempt.
+ *
+ * @internal
  */
 export function releaseStatement(p: { id: string; token: string; delaySeconds: number; reason: string }): SQL {
   const at = sql`statement_timestamp() + make_interval(secs => ${p.delaySeconds}::float8)`;
@@ -395,6 +399,8 @@ export function releaseStatement(p: { id: string; token: string; delaySeconds: n
  * (the statement's snapshot, which never waits on a lock) and reports for each pair whether it
  * was renewed (`lease_until`, with `remaining_ms` = lease_until − statement_timestamp() in
  * database time), or still held but not renewed this round (`held`), or neither (lost).
+ *
+ * @internal
  */
 export function heartbeatStatement(ids: string[], tokens: string[], leaseSeconds: number): SQL {
   return sql`
@@ -435,6 +441,8 @@ export function heartbeatStatement(ids: string[], tokens: string[], leaseSeconds
  * allow, else `dead`. The attempts are the charged ones (`attempts - released`) against the
  * same cap as a failure's: the job's max_attempts, or the handler's `maxAttempts` when lower
  * (the kinds registry's `max_attempts`, written by the workers that run the kind version).
+ *
+ * @internal
  */
 export function reapStatement(limit: number, delaySeconds: number): SQL {
   const next = sql`(statement_timestamp() + make_interval(secs => ${delaySeconds}::float8))`;
@@ -518,6 +526,8 @@ export function reapStatement(limit: number, delaySeconds: number): SQL {
  *
  * Cost: a walk of every ready row not of a live kind version (the set is small, and the
  * maintenance round that calls it runs once a minute).
+ *
+ * @internal
  */
 export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds: number; limit: number }): SQL {
   const since = sql`(statement_timestamp() - make_interval(secs => ${p.graceSeconds}::float8))`;

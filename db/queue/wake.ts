@@ -134,7 +134,11 @@ export function planWake(executor: Executor, queues: string[], requested: boolea
   return wakeDebouncerFor(pool).plan(executor, queues);
 }
 
-/** A bare wake-up NOTIFY for each of `queues`, unless the NOTIFY queue is past NOTIFY_QUEUE_LIMIT. */
+/**
+ * A bare wake-up NOTIFY for each of `queues`, unless the NOTIFY queue is past NOTIFY_QUEUE_LIMIT.
+ *
+ * @internal
+ */
 export function wakeStatement(queues: string[]): SQL {
   return sql`SELECT count(pg_notify(${WAKE_CHANNEL}, q)) FROM unnest(${sql.param(queues)}::text[]) q
              WHERE ${sql.raw(NOTIFY_QUEUE_HAS_ROOM)}`;

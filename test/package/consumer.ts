@@ -2,7 +2,9 @@
  * The consumer test (`npm run test:package`): Leasehold used as a service outside this
  * repository would use it, on each Node version users run (20, 22, 24).
  *
- * Once: `npm pack`, then publint and @arethetypeswrong/cli on the tarball.
+ * Once: `npm pack`, then publint and @arethetypeswrong/cli on the tarball, and a program compiled
+ * against it with skipLibCheck: false, nothing but the tarball and TypeScript installed
+ * (declarations-check.ts).
  * Per Node version, in a scratch project whose database already has the app's own `users` and
  * `jobs` tables in `public` and its own Drizzle journal:
  *  1. install the tarball alone (the worker-only install): no Next.js, React or next-auth
@@ -44,6 +46,7 @@ import {
 } from './common.ts';
 import { freePort } from '../../cli/database-select.ts';
 import { startOidcProvider } from '../oidc-provider.ts';
+import { broughtByTypes, checkDeclarations } from './declarations-check.ts';
 import { signIn, signInWithOidc } from './session.ts';
 
 const { versions, keep } = packageTestArgs();
@@ -70,6 +73,7 @@ run(path.join(PROJECT_DIR, 'node_modules', '.bin', 'attw'), [packed.file, '--pro
   cwd: PROJECT_DIR,
 });
 log('publint and attw (esm-only profile) pass');
+checkDeclarations(packed.file, { keep });
 
 const pgServer = await server();
 try {
@@ -108,7 +112,8 @@ async function consumer(major: string): Promise<void> {
     // 1. The worker-only install: the tarball, the app's own pg and its zod 3.
     run('npm', ['install', '--no-audit', '--no-fund', packed.file, 'pg@^8', 'zod@^3.25'], { cwd: project, node });
     const installed = installedPackages(project);
-    const dashboardArrived = DASHBOARD_PACKAGES.filter((name) => installed.has(name));
+    const typesOwn = broughtByTypes(project); // @types/node, with @types/pg (declarations-check.ts)
+    const dashboardArrived = DASHBOARD_PACKAGES.filter((name) => installed.has(name) && !typesOwn.includes(name));
     if (dashboardArrived.length > 0) throw new Error(`a worker-only install pulled in ${dashboardArrived.join(', ')}`);
     const scripts = installScripts(project);
     if (scripts.length > 0) throw new Error(`installed packages with install scripts: ${scripts.join(', ')}`);
