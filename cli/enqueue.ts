@@ -113,7 +113,8 @@ export const enqueueCommand: Command = {
       }
       return enqueue(db, spec);
     }).catch((error: unknown) => {
-      if (error instanceof LeaseholdInputError)
+      // The queue's refusal, in the command's words; a UsageError (one of its subclasses) is already.
+      if (error instanceof LeaseholdInputError && !(error instanceof UsageError))
         throw new UsageError(
           `invalid input: ${error.problems.map((p) => p.replace(/^(\w+)(?=[.:[])/, (f) => ARGUMENT_OF[f] ?? f)).join('; ')}`,
         );

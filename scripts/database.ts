@@ -28,6 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { LeaseholdRefusal } from '../db/errors.ts';
 
 export interface DatabaseHandle {
   /** Connection URL of the chosen database. */
@@ -69,8 +70,9 @@ const EMBEDDED_PASSWORD = 'leasehold-local';
 export const PROJECT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** A database setting that stops start-up (exit code 2): missing, unparseable, or --embedded unmet. */
-export class DatabaseSettingError extends Error {
+export class DatabaseSettingError extends LeaseholdRefusal {
   override readonly name = 'DatabaseSettingError';
+  readonly code = 'database_setting_invalid';
 }
 
 export interface DatabaseFromEnvOptions {

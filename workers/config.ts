@@ -58,6 +58,7 @@ import {
 import { NAME_PATTERN } from '../db/queue/validate.ts';
 import { claimStaleDefault } from './health.ts';
 import { DEFAULT_HEALTH_HOST, DEFAULT_METRICS_HOST } from './metrics.ts';
+import { ConfigError } from './option-error.ts';
 import { DEFAULT_ABANDON_AFTER_MS } from './producer.ts';
 import type { WorkerSettings } from './worker.ts';
 
@@ -277,9 +278,7 @@ export function workerSettingsHelp(): string {
   return rows.map(([a, b, c]) => `  ${a!.padEnd(w0)}  ${b!.padEnd(w1)}  ${c}`.trimEnd()).join('\n');
 }
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError };
 
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 

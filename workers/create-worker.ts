@@ -26,6 +26,7 @@ import { WorkerEvents, type WorkerEventListener, type WorkerEventName } from './
 import { type Handler, HandlerRegistry } from './handler.ts';
 import { checkHealth, claimStaleDefault, type HealthReport, type HealthSource } from './health.ts';
 import type { WorkerMetrics } from './metrics.ts';
+import { WorkerOptionsError } from './option-error.ts';
 import { DEFAULT_ABANDON_AFTER_MS } from './producer.ts';
 import { Worker, type WorkerSettings } from './worker.ts';
 
@@ -130,10 +131,7 @@ export interface LeaseholdWorker extends HealthSource {
   runFor(options: RunForOptions): Promise<RunForSummary>;
 }
 
-/** A createWorker option (or runFor's) that is missing, unknown or out of range; nothing was started. */
-export class WorkerOptionsError extends Error {
-  override readonly name = 'WorkerOptionsError';
-}
+export { WorkerOptionsError };
 
 const KNOWN_OPTIONS = new Set<string>([
   'pool',
