@@ -53,7 +53,7 @@ export function parseCommandArgs<O extends Options>(
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: positionals });
   } catch (error) {
-    throw new UsageError(`${(error as Error).message} (see leasehold ${command} --help)`);
+    throw new UsageError(`${error instanceof Error ? error.message : String(error)} (see leasehold ${command} --help)`);
   }
 }
 

@@ -76,7 +76,7 @@ export const enqueueCommand: Command = {
       payload = JSON.parse(json);
     } catch (error) {
       throw new UsageError(
-        `the payload <json> is not JSON (${(error as Error).message}): ${json.length > 80 ? `${json.slice(0, 80)}…` : json}`,
+        `the payload <json> is not JSON (${error instanceof Error ? error.message : String(error)}): ${json.length > 80 ? `${json.slice(0, 80)}…` : json}`,
       );
     }
     let runAt: Date | undefined;
