@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { LeaseholdInputError } from '../db/queue/errors.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -27,9 +28,17 @@ export interface Command {
   run(args: string[], context: CommandContext): Promise<number>;
 }
 
-/** Bad input on the command line or in its settings: printed as it is, exit code 2, nothing written. */
-export class UsageError extends Error {
+/**
+ * Bad input on the command line or in its settings: printed as it is, exit code 2, nothing
+ * written. Input refused, as the queue's LeaseholdInputError is (of which it is a subclass).
+ */
+export class UsageError extends LeaseholdInputError {
   override readonly name = 'UsageError';
+  override readonly code = 'usage';
+
+  constructor(message: string) {
+    super('command line', [message], message);
+  }
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -44,7 +53,7 @@ export function parseCommandArgs<O extends Options>(
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: positionals });
   } catch (error) {
-    throw new UsageError(`${(error as Error).message} (see leasehold ${command} --help)`);
+    throw new UsageError(`${error instanceof Error ? error.message : String(error)} (see leasehold ${command} --help)`);
   }
 }
 

@@ -76,7 +76,7 @@ export const enqueueCommand: Command = {
       payload = JSON.parse(json);
     } catch (error) {
       throw new UsageError(
-        `the payload <json> is not JSON (${(error as Error).message}): ${json.length > 80 ? `${json.slice(0, 80)}…` : json}`,
+        `the payload <json> is not JSON (${error instanceof Error ? error.message : String(error)}): ${json.length > 80 ? `${json.slice(0, 80)}…` : json}`,
       );
     }
     let runAt: Date | undefined;
@@ -113,7 +113,8 @@ export const enqueueCommand: Command = {
       }
       return enqueue(db, spec);
     }).catch((error: unknown) => {
-      if (error instanceof LeaseholdInputError)
+      // The queue's refusal, in the command's words; a UsageError (one of its subclasses) is already.
+      if (error instanceof LeaseholdInputError && !(error instanceof UsageError))
         throw new UsageError(
           `invalid input: ${error.problems.map((p) => p.replace(/^(\w+)(?=[.:[])/, (f) => ARGUMENT_OF[f] ?? f)).join('; ')}`,
         );

@@ -20,7 +20,7 @@ export function loadDotEnv(cwd: string): string | null {
   try {
     process.loadEnvFile(file);
   } catch (error) {
-    throw new UsageError(`could not read ${file}: ${(error as Error).message}`);
+    throw new UsageError(`could not read ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
   for (const [key, value] of Object.entries(before)) process.env[key] = value;
   return file;

@@ -4,10 +4,13 @@
  * bad flags, settings and input exit 2 (nothing written), an unreachable database or a failed
  * migration exit 1. Anything else is a bug: its stack is printed.
  *
- * A command's module (and with it pg, drizzle, the queue) is loaded only when that command
- * runs, so `--version` and `--help` answer at once. Errors are told apart by name for the same
- * reason (each class sets its own).
+ * What an error comes to is its class's (db/errors.ts): a LeaseholdError whose `sentence` is
+ * true is printed as its message, and the command exits with its `exitCode`. A command's module
+ * (and with it pg, drizzle, the queue) is loaded only when that command runs, so `--version`
+ * and `--help` answer at once; the two error modules imported here import nothing else.
  */
+import { LeaseholdError } from '../db/errors.ts';
+import { LeaseholdInputError } from '../db/queue/errors.ts';
 import { type Command, type CommandContext, packageVersion } from './command.ts';
 import { loadDotEnv } from './env.ts';
 
@@ -75,16 +78,6 @@ const flagsOf = (args: string[]) => {
   return end === -1 ? args : args.slice(0, end);
 };
 
-/** Errors whose message is the whole story for the user, by class name, with their exit code. */
-const SENTENCES: Record<string, number> = {
-  UsageError: 2,
-  DatabaseSettingError: 2,
-  HandlerFileError: 2,
-  MigrationRefused: 1,
-  MigrationLockBusy: 2,
-  MigrationFailed: 1,
-};
-
 export async function runCli(argv: string[], cwd: string = process.cwd()): Promise<number> {
   const [name, ...args] = argv;
   const context: CommandContext = { env: process.env, cwd, version: packageVersion() };
@@ -113,15 +106,15 @@ export async function runCli(argv: string[], cwd: string = process.cwd()): Promi
     loadDotEnv(cwd);
     return await command.run(args, context);
   } catch (error) {
-    const name = error instanceof Error ? error.name : '';
-    const code = SENTENCES[name];
-    if (code !== undefined) {
-      say((error as Error).message);
-      return code;
-    }
-    if (name === 'LeaseholdInputError') {
-      say(`invalid input: ${(error as { problems: string[] }).problems.join('; ')}`);
-      return 2;
+    if (error instanceof LeaseholdError && error.sentence) {
+      // The queue's own refusal names the operation (`Leasehold enqueue: invalid input: …`): the
+      // command's name says it here. Its subclasses (UsageError) are one sentence of their own.
+      say(
+        error instanceof LeaseholdInputError && error.code === 'invalid_input'
+          ? `invalid input: ${error.problems.join('; ')}`
+          : error.message,
+      );
+      return error.exitCode;
     }
     const { connectionFailureSentence } = await import('./database-url.ts');
     const connection = connectionFailureSentence(error, context.env.DATABASE_URL ?? '');

@@ -18,6 +18,8 @@ export type {
 export { DEFAULT_DEDUPE_WINDOW_SECONDS } from '../db/queue/enqueue-spec.ts';
 export type { EnqueueSpec } from '../db/queue/enqueue-spec.ts';
 export type { EnqueueOptions } from '../db/queue/wake.ts';
+// Every error Leasehold throws is a LeaseholdError with a stable `code` (docs/versioning.md).
+export { LeaseholdError } from '../db/errors.ts';
 export { LeaseholdInputError } from '../db/queue/errors.ts';
 
 // What the queue functions run on: Drizzle or pg as they are, other clients through an adapter

@@ -19,6 +19,7 @@ import 'server-only';
 import type { NextAuthOptions } from 'next-auth';
 import { encode, type JWT } from 'next-auth/jwt';
 import CredentialsProvider from 'next-auth/providers/credentials';
+import { LeaseholdError } from '../db/errors.ts';
 import type { Role } from '../db/schema.ts';
 import { clearSignInFailures, recordSignIn, recordSignInFailure, signInWait, throttleAccount } from '../db/sign-in.ts';
 import { authenticate, DEMO_PASSWORD, DEMO_USERS, raiseSessionVersion, sessionVersion } from '../db/users.ts';
@@ -45,8 +46,9 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
  * Thrown by the jwt callback for a token that is no longer a session. next-auth catches it:
  * /api/auth/session answers `{}` and clears the cookie; getServerSession answers null.
  */
-export class SessionEnded extends Error {
+export class SessionEnded extends LeaseholdError {
   override name = 'SessionEnded';
+  readonly code = 'session_ended';
 }
 
 /**

@@ -5,14 +5,20 @@ import 'server-only';
  * reads the same on a page as in a JSON answer. Anything else is unexpected: a route logs it and
  * answers 503 with its own "nothing was changed" message, a page throws it to its error boundary.
  */
+import { LeaseholdError } from '../db/errors.ts';
 import { LeaseholdInputError } from '../db/queue/index.ts';
 import { invalidInputMessage } from './present.ts';
 
-/** Input the dashboard refuses before it touches anything (a bad filter, id or body). */
-export class InputError extends Error {
+/**
+ * Input the dashboard refuses before it touches anything (a bad filter, id or body). Input
+ * refused, as the queue's LeaseholdInputError is (of which it is a subclass; checked first below).
+ */
+export class InputError extends LeaseholdInputError {
+  override readonly name = 'InputError';
+  override readonly code = 'invalid_request';
+
   constructor(message: string) {
-    super(message);
-    this.name = 'InputError';
+    super('request', [message], message);
   }
 }
 
@@ -21,7 +27,9 @@ export class InputError extends Error {
  * off that answers as if it did not exist (404: /api/metrics without a token configured).
  * Thrown before any query.
  */
-export class AuthError extends Error {
+export class AuthError extends LeaseholdError {
+  readonly code = 'auth_refused';
+
   constructor(
     readonly status: 401 | 403 | 404,
     message: string,
@@ -35,7 +43,9 @@ export class AuthError extends Error {
  * A write refused at the door, before its body is read: from another site (403), a body over
  * the cap (413), or not JSON (415). lib/http.ts throws it; the sentence says what to change.
  */
-export class RequestRefused extends Error {
+export class RequestRefused extends LeaseholdError {
+  readonly code = 'request_refused';
+
   constructor(
     readonly status: 403 | 413 | 415,
     message: string,

@@ -9,6 +9,7 @@
  * every key given must be present with that value, nested objects match the same way, and an
  * array matches an array that contains its elements (in any order).
  */
+import { LeaseholdError } from '../db/errors.ts';
 import { runText, type Executor } from '../db/queue/executor.ts';
 import { LeaseholdInputError } from '../db/queue/errors.ts';
 import { JOB_COLUMNS, mapJob, type Job, type JobColumnsRow } from '../db/queue/job.ts';
@@ -69,8 +70,9 @@ export async function expectNotEnqueued(executor: Executor, filter: EnqueuedFilt
 }
 
 /** A failed enqueue assertion (test runners show its message). */
-export class EnqueuedAssertionError extends Error {
+export class EnqueuedAssertionError extends LeaseholdError {
   override readonly name = 'EnqueuedAssertionError';
+  readonly code = 'enqueued_assertion_failed';
 }
 
 function compile(operation: string, filter: EnqueuedFilter): { where: string; params: unknown[] } {

@@ -12,6 +12,7 @@
  * jobs a handler enqueues on a drained queue run in the same drain.
  */
 import pino, { type Logger } from 'pino';
+import { LeaseholdError } from '../db/errors.ts';
 import { claim, type ClaimedJob, type Executor, type Job, type RetryPolicy } from '../db/queue/index.ts';
 import { runText } from '../db/queue/executor.ts';
 import { LeaseholdInputError } from '../db/queue/errors.ts';
@@ -90,8 +91,9 @@ export interface DrainResult {
 }
 
 /** Why runJob could not start the job. */
-export class JobNotRunnable extends Error {
+export class JobNotRunnable extends LeaseholdError {
   override readonly name = 'JobNotRunnable';
+  readonly code = 'job_not_runnable';
   constructor(
     readonly reason: 'not_found' | 'not_ready' | 'not_due' | 'queue_paused' | 'locked',
     message: string,

@@ -12,6 +12,7 @@
  * - a handler that was stopped never reports `completed`, even if it returns later.
  */
 import type { Logger } from 'pino';
+import { LeaseholdError } from '../db/errors.ts';
 import {
   checkPayload,
   claimReceiptIfLeaseHeld,
@@ -34,7 +35,9 @@ import type { WorkerMetrics } from './metrics.ts';
 export type StopReason = 'lease_lost' | 'timeout' | 'shutdown';
 
 /** The AbortSignal reason a handler sees. */
-export class AttemptAborted extends Error {
+export class AttemptAborted extends LeaseholdError {
+  readonly code = 'attempt_aborted';
+
   constructor(
     readonly reason: StopReason,
     message: string,

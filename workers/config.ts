@@ -26,6 +26,7 @@ import {
   workerSettingsHelpLines,
   workerSettingsOf,
 } from './settings.ts';
+import { ConfigError } from './option-error.ts';
 import type { WorkerSettings } from './worker.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -202,9 +203,7 @@ export function workerFlagOptions(): Record<string, { type: 'string' | 'boolean'
   return options;
 }
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError };
 
 export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, string | undefined>>): WorkerConfig {
   let values: Record<string, string | boolean | undefined>;

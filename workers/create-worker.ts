@@ -27,6 +27,7 @@ import { type Handler, HandlerRegistry } from './handler.ts';
 import { checkHealth, claimStaleDefault, type HealthReport, type HealthSource } from './health.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { optionKeys, WORKER_SETTINGS, type WorkerOptionKey, type WorkerSetting, workerSettingsOf } from './settings.ts';
+import { WorkerOptionsError } from './option-error.ts';
 import { Worker, type WorkerSettings } from './worker.ts';
 
 type Table = typeof WORKER_SETTINGS;
@@ -134,10 +135,7 @@ export interface LeaseholdWorker extends HealthSource {
   runFor(options: RunForOptions): Promise<RunForSummary>;
 }
 
-/** A createWorker option (or runFor's) that is missing, unknown or out of range; nothing was started. */
-export class WorkerOptionsError extends Error {
-  override readonly name = 'WorkerOptionsError';
-}
+export { WorkerOptionsError };
 
 /** The options createWorker takes: the table's (workers/settings.ts) marked as options. */
 const KNOWN_OPTIONS = new Set<string>(optionKeys());

@@ -2,11 +2,21 @@
  * Typed errors a handler throws to say how an attempt failed; the failure class decides the
  * retry (docs/contract.md §6). Anything else thrown counts as `transient`.
  */
+import { LeaseholdError } from '../db/errors.ts';
 import { boundedScrub, errorDetail, type ErrorDetail } from '../db/queue/error-detail.ts';
 import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
 import type { FailureClass } from '../db/states.ts';
 
-export class JobError extends Error {
+export class JobError extends LeaseholdError {
+  /** `job_error`; each subclass's is the failure class it asks for (`transient`, `permanent`, …). */
+  readonly code:
+    | 'job_error'
+    | 'transient'
+    | 'rate_limited'
+    | 'unknown_outcome'
+    | 'permanent'
+    | 'validation'
+    | 'cancelled' = 'job_error';
   readonly failureClass: FailureClass;
   readonly retryAfterMs: number | undefined;
 
@@ -20,6 +30,8 @@ export class JobError extends Error {
 
 /** Worth retrying with backoff: a 503, a reset connection. */
 export class TransientError extends JobError {
+  override readonly code = 'transient';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super('transient', message, options);
   }
@@ -27,6 +39,8 @@ export class TransientError extends JobError {
 
 /** The provider said "slow down": retried after Retry-After when given. */
 export class RateLimitedError extends JobError {
+  override readonly code = 'rate_limited';
+
   constructor(message: string, options: { retryAfterMs?: number; cause?: unknown } = {}) {
     super('rate_limited', message, options);
   }
@@ -34,6 +48,8 @@ export class RateLimitedError extends JobError {
 
 /** The call timed out: it may or may not have happened. Retried with the same delivery key. */
 export class UnknownOutcomeError extends JobError {
+  override readonly code = 'unknown_outcome';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super('unknown_outcome', message, options);
   }
@@ -41,6 +57,8 @@ export class UnknownOutcomeError extends JobError {
 
 /** Will fail the same way every time (a 4xx, a rule broken): `dead` at once. */
 export class PermanentError extends JobError {
+  override readonly code = 'permanent';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super('permanent', message, options);
   }
@@ -48,6 +66,8 @@ export class PermanentError extends JobError {
 
 /** The payload is wrong for this kind: `dead` at once. */
 export class ValidationError extends JobError {
+  override readonly code = 'validation';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super('validation', message, options);
   }
@@ -55,6 +75,8 @@ export class ValidationError extends JobError {
 
 /** The job should not run any more (the application gave up on it): ends `cancelled`. */
 export class CancelledJobError extends JobError {
+  override readonly code = 'cancelled';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super('cancelled', message, options);
   }

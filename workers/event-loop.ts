@@ -15,6 +15,7 @@
  * - a warn line `event loop blocked` at each such sample, with the lag and the running kinds.
  */
 import type { Logger } from 'pino';
+import type { EventLoopLag } from './health.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
 /** How often the loop is sampled. */
@@ -32,14 +33,8 @@ export interface EventLoopMonitorDeps {
   running: () => Iterable<string>;
 }
 
-export interface EventLoopLag {
-  /** The last sample's lag, in ms. */
-  lagMs: number;
-  /** The worst lag since the monitor started, in ms. */
-  maxLagMs: number;
-  /** Samples over the warning threshold since the monitor started. */
-  blocked: number;
-}
+// Declared in health.ts, which reports it, so that health.ts imports nothing of workers/.
+export type { EventLoopLag } from './health.ts';
 
 export class EventLoopMonitor {
   private timer: NodeJS.Timeout | null = null;

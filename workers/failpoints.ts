@@ -15,6 +15,7 @@
  * has it armed says so at error level when it starts (workers/main.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { LeaseholdRefusal } from '../db/errors.ts';
 import type { Executor } from '../db/queue/index.ts';
 import { runText, toDate } from '../db/queue/executor.ts';
 import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimColumnsRow, type ClaimedJob } from '../db/queue/job.ts';
@@ -30,8 +31,9 @@ export type GuardSkip = (typeof GUARD_SKIPS)[number];
 export type Failpoint = (typeof FAILPOINTS)[number];
 
 /** A LEASEHOLD_FAILPOINTS value that names an unknown point or a bad probability. */
-export class FailpointSpecError extends Error {
+export class FailpointSpecError extends LeaseholdRefusal {
   override readonly name = 'FailpointSpecError';
+  readonly code = 'invalid_failpoints';
 }
 
 export function parseFailpoints(spec: string | undefined): Map<Failpoint, number> {

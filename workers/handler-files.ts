@@ -11,10 +11,13 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { LeaseholdRefusal } from '../db/errors.ts';
 import { DEFINED_IN, type Handler, HandlerRegistry } from './handler.ts';
 
-export class HandlerFileError extends Error {
+/** A handlers file that does not load, exports no handler, or two for one kind; nothing was started. */
+export class HandlerFileError extends LeaseholdRefusal {
   override readonly name = 'HandlerFileError';
+  readonly code = 'handler_file_invalid';
 }
 
 const EXPORT_HINT = 'export `handlers` (an array of handlers) or a default handler (or an array of them)';

@@ -15,7 +15,39 @@
 import { sql } from 'drizzle-orm';
 import { run } from '../db/queue/executor.ts';
 import type { Executor } from '../db/queue/index.ts';
-import type { WorkerStatus } from './worker.ts';
+
+/** How late the event loop turns (workers/event-loop.ts measures it): reported, not judged. */
+export interface EventLoopLag {
+  /** The last sample's lag, in ms. */
+  lagMs: number;
+  /** The worst lag since the monitor started, in ms. */
+  maxLagMs: number;
+  /** Samples over the warning threshold since the monitor started. */
+  blocked: number;
+}
+
+/**
+ * What a worker's health() reports: its own view, without asking the database (workerHealth
+ * below does). Declared here, not in worker.ts, so that health.ts imports nothing that leads
+ * back to it (worker.ts and metrics.ts import this module; lint's import/no-cycle holds it).
+ */
+export type WorkerStatus = {
+  status: 'ok' | 'new' | 'stopping' | 'stopped';
+  workerId: string;
+  inFlight: number;
+  /** Stopped attempts (settled) whose handler ignores its signal and still runs: each holds a slot. */
+  stoppedRunning?: number;
+  concurrency: number;
+  listening: boolean;
+  /** When the last claim statement returned (whatever it claimed); null before the first. */
+  lastClaimAt: string | null;
+  /** When the claim loop started; null before. */
+  claimLoopStartedAt: string | null;
+  /** When an attempt last ended (its slot freed); null before the first. */
+  lastAttemptEndedAt: string | null;
+  /** How late the event loop turns (workers/event-loop.ts): reported, not judged. */
+  eventLoop: EventLoopLag;
+};
 
 /** What a health check found. `healthy` is true exactly when `reasons` is empty. */
 export interface HealthReport {

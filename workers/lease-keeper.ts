@@ -20,6 +20,7 @@
  * through the grace period, so a handler finishing then is not reaped and run twice.
  */
 import type { Logger } from 'pino';
+import { LeaseholdError } from '../db/errors.ts';
 import { heartbeatManyIfLeaseHeld, type Executor } from '../db/queue/index.ts';
 import { type Attempt, AttemptAborted, leaseDeadlineFrom, leaseLost } from './attempt.ts';
 import type { Failpoints } from './failpoints.ts';
@@ -153,7 +154,9 @@ export function heartbeatRoundMs(leaseSeconds: number): number {
 }
 
 /** A heartbeat round that took longer than its deadline (the statement may still be in flight). */
-export class HeartbeatTimeout extends Error {
+export class HeartbeatTimeout extends LeaseholdError {
+  readonly code = 'heartbeat_timeout';
+
   constructor(readonly ms: number) {
     super(`the heartbeat did not return within ${ms} ms`);
     this.name = 'HeartbeatTimeout';

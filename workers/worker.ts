@@ -25,7 +25,8 @@ import { NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
 import { refuseIncompatibleSchema } from '../db/schema-version.ts';
 import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt.ts';
 import { Completer, type CompleterSettings, type SettlementCounts } from './completer.ts';
-import { type EventLoopLag, EventLoopMonitor, lagWarnMs } from './event-loop.ts';
+import { EventLoopMonitor, lagWarnMs } from './event-loop.ts';
+import type { WorkerStatus } from './health.ts';
 import type { WorkerEvents } from './events.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { HandlerRegistry } from './handler.ts';
@@ -71,24 +72,8 @@ export interface WorkerDeps {
   events?: WorkerEvents | undefined;
 }
 
-/** What health() reports: the worker's own view, without asking the database (workers/health.ts does). */
-export type WorkerStatus = {
-  status: 'ok' | 'new' | 'stopping' | 'stopped';
-  workerId: string;
-  inFlight: number;
-  /** Stopped attempts (settled) whose handler ignores its signal and still runs: each holds a slot. */
-  stoppedRunning?: number;
-  concurrency: number;
-  listening: boolean;
-  /** When the last claim statement returned (whatever it claimed); null before the first. */
-  lastClaimAt: string | null;
-  /** When the claim loop started; null before. */
-  claimLoopStartedAt: string | null;
-  /** When an attempt last ended (its slot freed); null before the first. */
-  lastAttemptEndedAt: string | null;
-  /** How late the event loop turns (workers/event-loop.ts): reported, not judged. */
-  eventLoop: EventLoopLag;
-};
+// Declared in health.ts (which worker.ts imports, never the reverse): lint's import/no-cycle.
+export type { WorkerStatus } from './health.ts';
 
 /** What a worker's attempts came to so far (runFor's summary). */
 export type WorkerCounts = SettlementCounts & { claimed: number };

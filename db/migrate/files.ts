@@ -22,6 +22,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LeaseholdError } from '../errors.ts';
 import { field } from '../queue/executor.ts';
 
 /**
@@ -48,7 +49,9 @@ export interface Migration {
 }
 
 /** A folder that the runner must not apply: the list, the files or a header is wrong. */
-export class MigrationFolderError extends Error {
+export class MigrationFolderError extends LeaseholdError {
+  readonly code = 'migration_folder_invalid';
+
   constructor(
     readonly folder: string,
     readonly problems: string[],

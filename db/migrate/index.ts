@@ -22,6 +22,7 @@
  */
 import pg from 'pg';
 import { LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY } from '../advisory-locks.ts';
+import { LeaseholdError, LeaseholdRefusal } from '../errors.ts';
 import { field, runText } from '../queue/executor.ts';
 import { refuseIndirectConnection } from './connection.ts';
 import { MIGRATIONS_FOLDER, readMigrations, type Migration } from './files.ts';
@@ -75,7 +76,9 @@ export interface MigrateOptions {
 export const DEFAULT_LOCK_WAIT_MS = 30_000;
 
 /** Another session held the migration lock for longer than the run would wait (exit code 2 in the CLI). */
-export class MigrationLockBusy extends Error {
+export class MigrationLockBusy extends LeaseholdRefusal {
+  readonly code = 'migration_lock_busy';
+
   constructor(message: string) {
     super(message);
     this.name = 'MigrationLockBusy';
@@ -109,10 +112,17 @@ export interface MigrateResult {
 }
 
 /** A migration whose statement failed; what of it stays applied depends on `transaction`. */
-export class MigrationFailed extends Error {
+export class MigrationFailed extends LeaseholdError {
+  readonly code = 'migration_failed';
+
   constructor(message: string, options: { cause: unknown }) {
     super(message, options);
     this.name = 'MigrationFailed';
+  }
+
+  /** The message names the migration and the statement's error; the CLI exits 1. */
+  override get sentence(): boolean {
+    return true;
   }
 }
 

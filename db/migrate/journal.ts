@@ -9,6 +9,7 @@
  * with a sentence when they disagree (an unknown migration, a changed file, a gap, a moved
  * entry): applying anything then could only make it worse.
  */
+import { LeaseholdError } from '../errors.ts';
 import type { Migration } from './files.ts';
 import type { PgTimestamp } from '../queue/executor.ts';
 
@@ -44,10 +45,17 @@ export interface JournalRow {
 }
 
 /** A migration the runner will not apply, or will not go on from. */
-export class MigrationRefused extends Error {
+export class MigrationRefused extends LeaseholdError {
+  readonly code = 'migration_refused';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'MigrationRefused';
+  }
+
+  /** The message is the sentence; the CLI exits 1 (the database is not as the runner needs). */
+  override get sentence(): boolean {
+    return true;
   }
 }
 

@@ -3,6 +3,8 @@
  * operator looked) are values, not errors; these are for input that must be fixed by the
  * caller, and they are thrown before anything is written.
  */
+import { LeaseholdError, LeaseholdRefusal } from '../errors.ts';
+
 /**
  * The sentence for a database without Leasehold's schema, wherever it is met: a worker's start,
  * an enqueue, the CLI. It names the package's own command, which every user has.
@@ -10,19 +12,30 @@
 export const NO_SCHEMA_SENTENCE =
   'Leasehold: this database has no Leasehold schema: run the migrations first (npx leasehold migrate, or start the worker with --migrate; docs/cli.md)';
 
-/** The database has no Leasehold schema, or one this code may not run on: the message says what to run. */
-export class LeaseholdSchemaError extends Error {
+/**
+ * The database has no Leasehold schema, or one this code may not run on: the message says what
+ * to run. (The CLI's commands exit 1 on it, `leasehold workers` 2: workers/run-process.ts.)
+ */
+export class LeaseholdSchemaError extends LeaseholdError {
   override readonly name = 'LeaseholdSchemaError';
+  readonly code = 'schema_unusable';
 }
 
-export class LeaseholdInputError extends Error {
-  override readonly name = 'LeaseholdInputError';
-  readonly code = 'invalid_input' as const;
+/**
+ * Input refused before anything was written (docs/contract.md §3): `problems` has one line per
+ * problem. The dashboard's InputError and the CLI's UsageError are its subclasses: each is input
+ * refused at its own door, with its own code.
+ */
+export class LeaseholdInputError extends LeaseholdRefusal {
+  override readonly name: string = 'LeaseholdInputError';
+  /** `invalid_input`; the subclasses' own: `invalid_request` (InputError), `usage` (UsageError). */
+  readonly code: 'invalid_input' | 'invalid_request' | 'usage' = 'invalid_input';
   /** One line per problem: `payload: larger than 262144 bytes`. */
   readonly problems: string[];
 
-  constructor(operation: string, problems: string[]) {
-    super(`Leasehold ${operation}: invalid input: ${problems.join('; ')}`);
+  /** `message` is for a subclass whose input is refused in one sentence of its own. */
+  constructor(operation: string, problems: string[], message?: string) {
+    super(message ?? `Leasehold ${operation}: invalid input: ${problems.join('; ')}`);
     this.problems = problems;
   }
 }
