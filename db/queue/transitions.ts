@@ -77,6 +77,16 @@ export function leaseHeld(alias: string, token: string): string {
   return `${alias}.state = 'running' AND ${alias}.lease_token = ${token} AND ${alias}.lease_until > statement_timestamp()`;
 }
 
+/**
+ * leaseHeld as a fragment of a drizzle `sql` statement, for the statements outside this file
+ * that check a lease without moving the job (receipts.ts): the one guard, not a second copy.
+ * `alias` and `token` are column references written in the code, never input; a token that is
+ * a parameter goes in as a column of a one-row subquery (`FROM (SELECT $x::uuid AS token) t`).
+ */
+export function leaseHeldSql(alias: string, token: string): SQL {
+  return sql.raw(leaseHeld(alias, token));
+}
+
 /** Columns every statement that ends an attempt sets: the lease is gone. */
 const END_LEASE = 'lease_token = NULL, lease_until = NULL';
 
