@@ -74,7 +74,7 @@ describe('the closed state machine', () => {
         'INSERT INTO leasehold.jobs (id)',
       ].join('\n'),
     );
-    expect(found.map((f) => f.line).sort()).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(found.map((f) => f.line).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(writesIn('SELECT state FROM leasehold.jobs; UPDATE leasehold.jobs_view_x SET states = 1')).toEqual([]);
   });
 
