@@ -2,6 +2,12 @@
  * The declared SQL surface (drizzle/0002, docs/operations.md): leasehold.enqueue(…) behaves as
  * the TypeScript enqueue does, and the views say what the dashboard's read models say. The
  * signature and the columns are pinned here: changing them is changing a promise.
+ *
+ * Why there are two enqueues to hold equal: leasehold.enqueue() is the producers' path from SQL
+ * (its body is in drizzle/0011, a landed migration), and the TypeScript enqueue keeps its own
+ * statements because its single enqueue is one constant text prepared per connection, the one
+ * docs/performance.md measures (2,135 jobs/s on one connection, 1.81 × the best anchor; the
+ * reasons and the history beside insertOneText in db/queue/enqueue-sql.ts). They are not merged.
  */
 import { sql } from 'drizzle-orm';
 import pg from 'pg';

@@ -9,17 +9,15 @@
  *
  * One point breaks a guard instead of killing the process, so that the harness can prove it
  * notices (`npx tsx chaos/run.ts --self-test`): `unguarded_claim` claims with a statement of
- * its own (claimWithoutReadyGuard, below; not the library's) that lacks `state = 'ready'`, so it
- * also takes jobs other attempts are running under a lease that still holds. Nothing reaches it
+ * its own (claimWithoutReadyGuard, db/queue/transitions/unguarded-claim.ts; not the library's)
+ * that lacks `state = 'ready'`, so it also takes jobs other attempts are running under a lease
+ * that still holds. Nothing reaches it
  * but a LEASEHOLD_FAILPOINTS that names it: no setting, flag or default does, and a worker that
  * has it armed says so at error level when it starts (workers/main.ts).
  */
-import { randomUUID } from 'node:crypto';
 import { LeaseholdRefusal } from '../db/errors.ts';
-import type { Executor } from '../db/queue/index.ts';
-import { runText, toDate } from '../db/queue/executor.ts';
-import { CLAIM_COLUMNS, mapClaimedJob, qualified, type ClaimColumnsRow, type ClaimedJob } from '../db/queue/job.ts';
-import { CLAIM_LEASE_ROWS, CLAIM_SET } from '../db/queue/transitions.ts';
+// The guard-skipping claim is a transition of its own, reachable from here alone.
+export { claimWithoutReadyGuard } from '../db/queue/transitions/unguarded-claim.ts';
 
 /** Points where the worker kills itself. */
 export const CRASH_POINTS = ['after_claim', 'after_effect', 'before_ack', 'in_heartbeat', 'in_reap'] as const;
@@ -75,46 +73,4 @@ export class Failpoints {
   guardSkips(): GuardSkip[] {
     return GUARD_SKIPS.filter((g) => this.points.has(g));
   }
-}
-
-/**
- * `unguarded_claim`: the claim with its guard taken out, for the harness to catch. It walks the
- * jobs themselves, ready or running (the library walks ready_jobs and re-checks `state =
- * 'ready'`), so a job another attempt holds gets a second lease while the first still holds. It
- * keeps the rest of the layout's bookkeeping (the ready rows of what it takes, a lease row), so
- * that what fails is the overlap and nothing else. Unnamed: it is never prepared.
- */
-export async function claimWithoutReadyGuard(
-  executor: Executor,
-  options: { queues: string[]; workerId: string; limit: number; leaseSeconds: number },
-): Promise<ClaimedJob[]> {
-  const leaseToken = randomUUID();
-  const rows = await runText<ClaimColumnsRow>(
-    executor,
-    `WITH candidate AS (
-       SELECT j.id FROM leasehold.jobs j
-       WHERE j.queue = ANY($1::text[]) AND j.state IN ('ready', 'running') AND j.run_at <= statement_timestamp()
-         AND j.attempts < j.max_attempts
-       ORDER BY j.claim_at, j.id
-       LIMIT $2::int
-       FOR UPDATE SKIP LOCKED
-     ),
-     ready_gone AS (DELETE FROM leasehold.ready_jobs r USING candidate c WHERE r.id = c.id RETURNING r.id),
-     claimed AS (
-       UPDATE leasehold.jobs j
-       SET ${CLAIM_SET}
-       WHERE j.id IN (SELECT id FROM candidate) AND (SELECT count(*) FROM ready_gone) >= 0
-       RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
-     ),${CLAIM_LEASE_ROWS}
-     SELECT * FROM claimed`,
-    [options.queues, options.limit, leaseToken, options.leaseSeconds, options.workerId],
-  );
-  if (rows.length === 0) return [];
-  const instant = {
-    leaseToken,
-    workerId: options.workerId,
-    startedAt: toDate(rows[0]!.started_at).getTime(),
-    leaseUntil: toDate(rows[0]!.lease_until).getTime(),
-  };
-  return rows.map((row) => mapClaimedJob(row, instant));
 }

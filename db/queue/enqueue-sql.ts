@@ -128,6 +128,18 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
 }
 
 /**
+ * Why enqueue exists twice, here (TypeScript, this text and insertStatement) and as the plpgsql
+ * function leasehold.enqueue() (drizzle/0011), held equal by db/surface.test.ts: SQL callers
+ * (triggers, outboxes, producers in other languages) have no TypeScript, so they need the
+ * function; TypeScript callers get their errors named per field before any round trip, and
+ * their single enqueue is this constant text prepared once per connection, the path the bench
+ * measured (docs/performance.md: "A single enqueue is one prepared INSERT", about 400 to
+ * 900–1,000 jobs/s on one connection; "Single enqueue: a fixed statement", about 1,700 to
+ * 2,100; the eleventh run 2,135 jobs/s on one connection, 1.81 × the best anchor and 0.79 × the
+ * bare INSERT's 2,713, and 5,131 on eight). Routing it through the function would put a
+ * plpgsql call and its own checks on each of those commits, unmeasured against these figures.
+ * So both stay (issue 34 does not merge them); a change to one is a change to both.
+ *
  * The statement of a single enqueue without an idempotency key: fixed text, prepared once per
  * connection. A job of priority 0 (most) needs no lookup of its queue's aging step. Only what
  * the database decides comes back; the rest of the job is what was sent.

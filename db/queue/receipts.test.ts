@@ -73,4 +73,36 @@ describe('receipt claims', () => {
     );
     expect(left.map((r) => r.key)).toEqual([`${key}-b`]);
   });
+
+  // The lease guard is the transitions' (leaseHeld): the deadline against statement_timestamp(),
+  // not now(), which inside a transaction stays at its start (docs/contract.md).
+  describe('inside a transaction older than the lease deadline', () => {
+    async function shortLease() {
+      const queue = uniqueQueue('receipt-time');
+      await addJob(t.db, { queue });
+      await addJob(t.db, { queue });
+      const [short] = await claim(t.db, { queues: [queue], workerId: 'w', limit: 1, leaseSeconds: 1 });
+      const [long] = await claim(t.db, { queues: [queue], workerId: 'w', limit: 1, leaseSeconds: 60 });
+      return { short: short!, long: long!, key: `key-${queue}` };
+    }
+
+    it('refuses a claim whose lease ended after the transaction began', async () => {
+      const { short, key } = await shortLease();
+      const outcome = await t.db.transaction(async (tx) => {
+        await run(tx, sql`SELECT pg_sleep(1.5)`);
+        return claimReceiptIfLeaseHeld(tx, key, short);
+      });
+      expect(outcome).toEqual({ kind: 'lease_lost' });
+    });
+
+    it('takes over the claim of an attempt whose lease ended after the transaction began', async () => {
+      const { short, long, key } = await shortLease();
+      expect(await claimReceiptIfLeaseHeld(t.db, key, short)).toEqual({ kind: 'claimed' });
+      const outcome = await t.db.transaction(async (tx) => {
+        await run(tx, sql`SELECT pg_sleep(1.5)`);
+        return claimReceiptIfLeaseHeld(tx, key, long);
+      });
+      expect(outcome).toEqual({ kind: 'claimed' });
+    });
+  });
 });

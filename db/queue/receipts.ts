@@ -14,6 +14,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { run, type Executor } from './executor.ts';
+import { leaseHeldSql } from './transitions.ts';
 
 export interface Receipt {
   key: string;
@@ -64,9 +65,8 @@ export async function claimReceiptIfLeaseHeld(
   }>(
     executor,
     sql`WITH lease AS (
-          SELECT 1 FROM leasehold.jobs
-          WHERE id = ${lease.id}::uuid AND state = 'running' AND lease_token = ${lease.leaseToken}::uuid
-            AND lease_until > now()
+          SELECT 1 FROM leasehold.jobs j, (SELECT ${lease.leaseToken}::uuid AS token) t
+          WHERE j.id = ${lease.id}::uuid AND ${leaseHeldSql('j', 't.token')}
         ), done AS (
           SELECT job_id, attempt, result FROM leasehold.receipts WHERE key = ${key}
         ), claimed AS (
@@ -79,8 +79,7 @@ export async function claimReceiptIfLeaseHeld(
             WHERE (c.job_id = excluded.job_id AND c.lease_token = excluded.lease_token)
                OR NOT EXISTS (
                     SELECT 1 FROM leasehold.jobs j
-                    WHERE j.id = c.job_id AND j.state = 'running' AND j.lease_token = c.lease_token
-                      AND j.lease_until > now())
+                    WHERE j.id = c.job_id AND ${leaseHeldSql('j', 'c.lease_token')})
           RETURNING 1
         )
         SELECT EXISTS (SELECT 1 FROM lease) AS lease_held,
@@ -180,8 +179,7 @@ export async function removeOldReceipts(
     sql`DELETE FROM leasehold.receipt_claims c
         WHERE claimed_at < statement_timestamp() - make_interval(secs => ${options.olderThanSeconds}::float8)
           AND NOT EXISTS (SELECT 1 FROM leasehold.jobs j
-                          WHERE j.id = c.job_id AND j.state = 'running' AND j.lease_token = c.lease_token
-                            AND j.lease_until > now())`,
+                          WHERE j.id = c.job_id AND ${leaseHeldSql('j', 'c.lease_token')})`,
   );
   return rows.length;
 }

@@ -1,0 +1,201 @@
+/**
+ * ready → running: the claim statements (db/queue/transitions.ts is the face; its header has
+ * the invariants and the lock order). Only the transitions' own files import this one, and the
+ * failure harness's guard-skipping claim (unguarded-claim.ts), which shares CLAIM_SET and
+ * CLAIM_LEASE_ROWS so that it differs from the claim by its guard alone.
+ */
+import { CLAIM_COLUMNS, qualified } from '../job.ts';
+
+/**
+ * The claim ($1 the queue or queues, $2 the limit, $3 token, $4 lease seconds, $5 worker id;
+ * by kind also $6 the kind or kinds and $7 the version or versions).
+ *
+ * Why the CTEs: the locking SELECT with its LIMIT must run before the writes and by itself;
+ * a CTE that locks rows is materialised once, so it is a fence (as `IN (SELECT … LIMIT n)` the
+ * planner may re-evaluate it and take more rows than asked for).
+ *
+ * The walk is over `ready_jobs` alone, so it reads O(limit) narrow entries however many jobs
+ * wait or have finished; its rows are taken by address (`ctid = ANY(ARRAY(…))`, a TID scan:
+ * they are locked by this statement, so their addresses hold). The jobs are then found by
+ * primary key and updated only while `ready` and due: a ready row left by a cancel or a move is
+ * deleted here and leases nothing. The UPDATE names no indexed column, so each job's new
+ * version stays on its page (HOT) and writes no index entry. The lease rows (one per queue of
+ * the batch) record the token, the jobs and the deadline for the reaper.
+ *
+ * Shapes: `one` and `many` take any kind of their queues, walking (queue, claim_at, id); `kind`
+ * and `kinds` take only the kind versions given (a worker's handlers), walking
+ * (kind, kind_version, queue, claim_at, id) one arm (queue, kind, version) at a time, so jobs
+ * of other kinds are never read, however many wait ahead of them (db/queue/claim.test.ts,
+ * "backlog"). With several arms, a first pass without locks finds how many of the `limit`
+ * first due jobs in the aging order each arm holds, and each arm then locks only that many
+ * (skipping rows other claims hold, walking on past them): a claim locks no more rows than it
+ * takes, where a LIMIT per arm would lock up to arms × limit (each lock a WAL record).
+ *
+ * Why `claim_at <= now()` as well as `run_at <= now()`: priorities are never negative, so a due
+ * job always has claim_at <= run_at <= now(). The bound ends the index walk there.
+ *
+ * `flush = false` (the worker's `--async-claims`): the statement sets synchronous_commit off
+ * for its own transaction as an initplan of the UPDATE (docs/contract.md §4).
+ */
+export type ClaimShape = 'one' | 'many' | 'kind' | 'kinds';
+
+export function claimText(shape: ClaimShape, flush: boolean): string {
+  return `
+    WITH ${CANDIDATES[shape]},
+    taken AS (
+      DELETE FROM leasehold.ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM candidate)) RETURNING r.id
+    ),
+    claimed AS (
+      UPDATE leasehold.jobs j
+      SET ${CLAIM_SET}
+      WHERE j.id = ANY(ARRAY(SELECT id FROM taken)) AND j.state = 'ready' AND j.run_at <= statement_timestamp()${
+        flush ? '' : `\n        AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
+      }
+      RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
+    ),${CLAIM_LEASE_ROWS}
+    SELECT * FROM claimed`;
+}
+
+/**
+ * What a claim sets on each job it leases ($3 token, $4 lease seconds, $5 worker id). Exported
+ * with CLAIM_LEASE_ROWS for the failure harness's guard-skipping claim alone
+ * (transitions/unguarded-claim.ts), which must differ from this one by its guard alone; a test
+ * (test/state-writes.test.ts) keeps every other file from splicing them.
+ */
+export const CLAIM_SET = `state = 'running',
+          attempts = j.attempts + 1,
+          lease_token = $3::uuid,
+          lease_until = statement_timestamp() + make_interval(secs => $4::float8),
+          worker_id = $5::text,
+          started_at = statement_timestamp(),
+          updated_at = statement_timestamp()`;
+
+/** The claim's lease rows: one per queue of the jobs in CTE `claimed` (a CTE named `lease`). */
+export const CLAIM_LEASE_ROWS = `
+    lease AS (
+      INSERT INTO leasehold.leases (token, queue, worker_id, lease_until, running, job_ids)
+      SELECT $3::uuid, c.queue, $5::text, min(c.lease_until), count(*)::int, array_agg(c.id)
+      FROM claimed c GROUP BY c.queue
+      RETURNING 1
+    )`;
+
+const DUE = 'r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()';
+
+const ONE_QUEUE = `
+      SELECT r.ctid
+      FROM leasehold.ready_jobs r
+      WHERE r.queue = $1::text
+        AND ${DUE}
+        AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = $1::text AND q.paused)
+      ORDER BY r.claim_at, r.id
+      LIMIT $2::int
+      FOR UPDATE SKIP LOCKED`;
+
+// One walk per queue asked for (LATERAL), merged by the same aging key.
+const QUEUES = `
+      SELECT c.ctid
+      FROM (
+        SELECT u.name FROM unnest($1::text[]) AS u(name)
+        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = u.name AND q.paused)
+      ) AS wanted
+      CROSS JOIN LATERAL (
+        SELECT r.ctid, r.id, r.claim_at
+        FROM leasehold.ready_jobs r
+        WHERE r.queue = wanted.name
+          AND ${DUE}
+        ORDER BY r.claim_at, r.id
+        LIMIT $2::int
+        FOR UPDATE SKIP LOCKED
+      ) c
+      ORDER BY c.claim_at, c.id
+      LIMIT $2::int`;
+
+// One queue, one kind version ($6, $7): a single walk of the kind index.
+const ONE_KIND = `
+      SELECT r.ctid
+      FROM leasehold.ready_jobs r
+      WHERE r.kind = $6::text AND r.kind_version = $7::int AND r.queue = $1::text
+        AND ${DUE}
+        AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = $1::text AND q.paused)
+      ORDER BY r.claim_at, r.id
+      LIMIT $2::int
+      FOR UPDATE SKIP LOCKED`;
+
+// Arms (queue $1[i], kind $6[i], version $7[i]): `share` counts, without locking, how many of
+// the first $2 due jobs in the aging order each arm holds; `candidate` locks that many per arm.
+const KINDS = `
+      arm AS (
+        SELECT a.i, a.queue, a.kind, a.version
+        FROM unnest($1::text[], $6::text[], $7::int[]) WITH ORDINALITY AS a(queue, kind, version, i)
+        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = a.queue AND q.paused)
+      ),
+      share AS (
+        SELECT f.i, count(*)::int AS n
+        FROM (
+          SELECT arm.i, p.claim_at, p.id FROM arm
+          CROSS JOIN LATERAL (
+            SELECT r.claim_at, r.id
+            FROM leasehold.ready_jobs r
+            WHERE r.kind = arm.kind AND r.kind_version = arm.version AND r.queue = arm.queue
+              AND ${DUE}
+            ORDER BY r.claim_at, r.id
+            LIMIT $2::int
+          ) p
+          ORDER BY p.claim_at, p.id
+          LIMIT $2::int
+        ) f
+        GROUP BY f.i
+      ),
+      candidate AS (
+        SELECT c.ctid FROM share s JOIN arm ON arm.i = s.i
+        CROSS JOIN LATERAL (
+          SELECT r.ctid
+          FROM leasehold.ready_jobs r
+          WHERE r.kind = arm.kind AND r.kind_version = arm.version AND r.queue = arm.queue
+            AND ${DUE}
+          ORDER BY r.claim_at, r.id
+          LIMIT s.n
+          FOR UPDATE SKIP LOCKED
+        ) c
+      )`;
+
+/** The CTEs up to and including `candidate` (the rows to take), by shape. */
+const CANDIDATES: Record<ClaimShape, string> = {
+  one: `candidate AS (${ONE_QUEUE})`,
+  many: `candidate AS (${QUEUES})`,
+  kind: `candidate AS (${ONE_KIND})`,
+  kinds: KINDS.trim(),
+};
+
+/**
+ * The claim of one named job, for the testing entry's `runJob` (testing/claim-job.ts): the
+ * claim above with one difference, the candidate: the job's own ready row (found by the job's
+ * queue and claim key, the ready rows' index) instead of a walk of the queue. The rest is the
+ * claim's: the same guards (the ready row locked FOR UPDATE SKIP LOCKED and deleted, the job
+ * updated only while `ready` and due, nothing from a paused queue), the same SET and the same
+ * lease row, so settlement, heartbeats and the reaper see an ordinary attempt. An edge of
+ * EDGES like the claim (ready → running); the model test's claim is the library's.
+ *
+ * $1 the job id, $2 the limit (1), $3 token, $4 lease seconds, $5 worker id (CLAIM_SET's).
+ */
+export const CLAIM_JOB = `
+    WITH candidate AS (
+      SELECT r.ctid
+      FROM leasehold.jobs t
+      JOIN leasehold.ready_jobs r ON r.queue = t.queue AND r.claim_at = t.claim_at AND r.id = t.id
+      WHERE t.id = $1::uuid
+        AND ${DUE}
+        AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = r.queue AND q.paused)
+      LIMIT $2::int
+      FOR UPDATE OF r SKIP LOCKED
+    ),
+    taken AS (
+      DELETE FROM leasehold.ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM candidate)) RETURNING r.id
+    ),
+    claimed AS (
+      UPDATE leasehold.jobs j
+      SET ${CLAIM_SET}
+      WHERE j.id = ANY(ARRAY(SELECT id FROM taken)) AND j.state = 'ready' AND j.run_at <= statement_timestamp()
+      RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
+    ),${CLAIM_LEASE_ROWS}
+    SELECT * FROM claimed`;
