@@ -222,117 +222,189 @@ export function runIsolated(
     return Promise.reject(
       new PermanentError(`isolated handler ${handler.kind} names no module (isolated: { module: import.meta.url })`),
     );
-  const { signal } = context;
-  const logger: Logger = context.logger;
-  const start: IsolatedStart = {
-    module: moduleUrl,
-    kind: handler.kind,
-    job: context.job,
-    payload: context.payload,
-    attempt: context.attempt,
-    deliveryKey: context.deliveryKey,
-    logLevel: logger.level,
-  };
+  const start = isolatedStart(moduleUrl, handler, context);
   // Refused at start (HandlerRegistry.register); here for a handler run without a registry.
   const loading = isolatedLoadingOf(moduleUrl);
   if (loading.problem !== undefined)
     return Promise.reject(new PermanentError(`isolated handler ${handler.kind}: ${loading.problem}`));
   const startedAt = performance.now();
   return new Promise<unknown>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
+    if (context.signal.aborted) return reject(context.signal.reason);
     const thread =
       isolationMode(handler) === 'process' ? startProcess(start, loading.tsx) : startThread(start, loading.tsx);
     live.add(thread);
-    let ended = false;
-    const end = (settle: () => void) => {
-      if (ended) return;
-      ended = true;
-      settle();
-    };
-    const effects = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
-    let nextEffect = 0;
-    const send = (message: ToThread) => {
-      try {
-        thread.postMessage(message);
-      } catch (error) {
-        // The value of a heartbeat or receipt that does not clone: the handler gets the error.
-        if (message.type === 'reply' && message.ok)
-          thread.postMessage({ type: 'reply', id: message.id, ok: false, error: serializeError(error) });
-      }
-    };
-    const reply = (id: number, work: Promise<unknown>): void =>
-      void work.then(
-        (value) => send({ type: 'reply', id, ok: true, value }),
-        (error: unknown) => send({ type: 'reply', id, ok: false, error: serializeError(error) }),
-      );
-
-    const onAbort = () => {
-      const reason = signal.reason as { reason?: string; message?: string } | undefined;
-      const why = reason?.reason ?? 'aborted';
-      send({ type: 'abort', reason: why, message: reason?.message ?? 'the attempt was stopped' });
-      // At once, not after a grace: the next handler may hold this loop (a timer here would
-      // wait for it while the thread spins). The attempt settles from the stop on (its run's
-      // wait ends then); this promise, the handler's own, ends only once the thread is gone, so
-      // the slot stays taken until then, as a main-thread handler's does (workers/producer.ts).
-      const ranMs = Math.round(performance.now() - startedAt);
-      void thread.terminate().then(() => {
-        logger.warn(
-          { reason: why, ranMs, timeoutMs: handler.timeoutMs },
-          'isolated handler stopped: its thread was terminated',
-        );
-        options.onTerminated?.(context.job, why, ranMs);
-        end(() => reject(signal.reason));
-      });
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-
-    thread.on('message', (message: FromThread) => {
-      switch (message.type) {
-        case 'log':
-          forwardLog(logger, message.line);
-          break;
-        case 'call':
-          if (message.op === 'heartbeat') reply(message.id, context.heartbeat());
-          else {
-            const effect = message.effect;
-            const runEffect = () =>
-              new Promise<unknown>((res, rej) => {
-                const id = nextEffect++;
-                effects.set(id, { resolve: res, reject: rej });
-                send({ type: 'call-effect', id, effect });
-              });
-            reply(message.id, context.receipt(runEffect, message.key));
-          }
-          break;
-        case 'effect-reply': {
-          const waiting = effects.get(message.id);
-          effects.delete(message.id);
-          if (message.ok) waiting?.resolve(message.value);
-          else waiting?.reject(reviveError(message.error));
-          break;
-        }
-        case 'done':
-          if (message.ok) end(() => resolve(undefined));
-          else end(() => reject(reviveError(message.error)));
-          void thread.terminate();
-          break;
-      }
-    });
-    thread.on('error', (error: Error) => end(() => reject(error)));
-    thread.on('exit', (code: number | null) => {
-      live.delete(thread);
-      signal.removeEventListener('abort', onAbort);
-      for (const waiting of effects.values()) waiting.reject(new Error('the isolated handler’s thread exited'));
-      // Terminated after a stop: the stop is why it ended.
-      end(() =>
-        reject(
-          signal.aborted
-            ? signal.reason
-            : new Error(`isolated handler ${handler.kind}: its thread exited (code ${code}) before it finished`),
-        ),
-      );
-    });
+    new IsolatedRun(thread, { handler, context, options, startedAt }, { resolve, reject }).attend();
   });
+}
+
+/** What the thread of `handler`'s attempt in `context` starts from. */
+function isolatedStart(moduleUrl: string, handler: Handler, context: HandlerContext<unknown>): IsolatedStart {
+  return {
+    module: moduleUrl,
+    kind: handler.kind,
+    job: context.job,
+    payload: context.payload,
+    attempt: context.attempt,
+    deliveryKey: context.deliveryKey,
+    logLevel: context.logger.level,
+  };
+}
+
+/** How an isolated attempt's promise settles. */
+interface Settle {
+  resolve(value: unknown): void;
+  reject(reason: unknown): void;
+}
+
+/** One isolated attempt: its handler, its context, the run's options, and when it began. */
+interface IsolatedAttempt {
+  handler: Handler;
+  context: HandlerContext<unknown>;
+  options: IsolatedRunOptions;
+  /** performance.now() before its thread was started: a stopped thread's `ranMs` counts from it. */
+  startedAt: number;
+}
+
+/**
+ * One isolated attempt's thread, driven from the main thread: its log lines written to the
+ * attempt's logger, its heartbeat and receipt calls run on the attempt's context, the stop sent
+ * and the thread terminated, and the attempt's promise settled once, by whichever of the
+ * thread's end, its error or the stop comes first.
+ */
+class IsolatedRun {
+  private readonly thread: Isolate;
+  private readonly attempt: IsolatedAttempt;
+  private readonly settle: Settle;
+  private readonly logger: Logger;
+  private ended = false;
+  /** The receipts' effects running in the thread, by id, each waiting for its `effect-reply`. */
+  private readonly effects = new Map<number, Settle>();
+  private nextEffect = 0;
+
+  constructor(thread: Isolate, attempt: IsolatedAttempt, settle: Settle) {
+    this.thread = thread;
+    this.attempt = attempt;
+    this.settle = settle;
+    this.logger = attempt.context.logger;
+  }
+
+  /** Listens to the stop and to the thread, until the thread is gone. */
+  attend(): void {
+    this.attempt.context.signal.addEventListener('abort', this.onAbort, { once: true });
+    this.thread.on('message', (message: FromThread) => this.onMessage(message));
+    this.thread.on('error', (error: Error) => this.end(() => this.settle.reject(error)));
+    this.thread.on('exit', (code: number | null) => this.onExit(code));
+  }
+
+  /** Settles the attempt's promise, the first time only. */
+  private end(how: () => void): void {
+    if (this.ended) return;
+    this.ended = true;
+    how();
+  }
+
+  private send(message: ToThread): void {
+    try {
+      this.thread.postMessage(message);
+    } catch (error) {
+      // The value of a heartbeat or receipt that does not clone: the handler gets the error.
+      if (message.type === 'reply' && message.ok)
+        this.thread.postMessage({ type: 'reply', id: message.id, ok: false, error: serializeError(error) });
+    }
+  }
+
+  /** Answers the thread's call `id` with how `work` ends. */
+  private reply(id: number, work: Promise<unknown>): void {
+    void work.then(
+      (value) => this.send({ type: 'reply', id, ok: true, value }),
+      (error: unknown) => this.send({ type: 'reply', id, ok: false, error: serializeError(error) }),
+    );
+  }
+
+  private readonly onAbort = (): void => {
+    const { handler, context, options, startedAt } = this.attempt;
+    const { signal } = context;
+    const reason = signal.reason as { reason?: string; message?: string } | undefined;
+    const why = reason?.reason ?? 'aborted';
+    this.send({ type: 'abort', reason: why, message: reason?.message ?? 'the attempt was stopped' });
+    // At once, not after a grace: the next handler may hold this loop (a timer here would
+    // wait for it while the thread spins). The attempt settles from the stop on (its run's
+    // wait ends then); this promise, the handler's own, ends only once the thread is gone, so
+    // the slot stays taken until then, as a main-thread handler's does (workers/producer.ts).
+    const ranMs = Math.round(performance.now() - startedAt);
+    void this.thread.terminate().then(() => {
+      this.logger.warn(
+        { reason: why, ranMs, timeoutMs: handler.timeoutMs },
+        'isolated handler stopped: its thread was terminated',
+      );
+      options.onTerminated?.(context.job, why, ranMs);
+      this.end(() => this.settle.reject(signal.reason));
+    });
+  };
+
+  private onMessage(message: FromThread): void {
+    switch (message.type) {
+      case 'log':
+        forwardLog(this.logger, message.line);
+        break;
+      case 'call':
+        this.onCall(message);
+        break;
+      case 'effect-reply':
+        this.onEffectReply(message);
+        break;
+      case 'done':
+        if (message.ok) this.end(() => this.settle.resolve(undefined));
+        else this.end(() => this.settle.reject(reviveError(message.error)));
+        void this.thread.terminate();
+        break;
+    }
+  }
+
+  /** A heartbeat or a receipt the handler called: run on the attempt's context, its outcome sent back. */
+  private onCall(message: Extract<FromThread, { type: 'call' }>): void {
+    const { context } = this.attempt;
+    if (message.op === 'heartbeat') this.reply(message.id, context.heartbeat());
+    else {
+      const effect = message.effect;
+      this.reply(
+        message.id,
+        context.receipt(() => this.runEffect(effect), message.key),
+      );
+    }
+  }
+
+  /** A receipt's effect, run in the thread: asked for by id, settled by its `effect-reply`. */
+  private runEffect(effect: number): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
+      const id = this.nextEffect++;
+      this.effects.set(id, { resolve, reject });
+      this.send({ type: 'call-effect', id, effect });
+    });
+  }
+
+  private onEffectReply(message: Extract<FromThread, { type: 'effect-reply' }>): void {
+    const waiting = this.effects.get(message.id);
+    this.effects.delete(message.id);
+    if (message.ok) waiting?.resolve(message.value);
+    else waiting?.reject(reviveError(message.error));
+  }
+
+  private onExit(code: number | null): void {
+    const { handler, context } = this.attempt;
+    const { signal } = context;
+    live.delete(this.thread);
+    signal.removeEventListener('abort', this.onAbort);
+    for (const waiting of this.effects.values()) waiting.reject(new Error('the isolated handler’s thread exited'));
+    // Terminated after a stop: the stop is why it ended.
+    this.end(() =>
+      this.settle.reject(
+        signal.aborted
+          ? signal.reason
+          : new Error(`isolated handler ${handler.kind}: its thread exited (code ${code}) before it finished`),
+      ),
+    );
+  }
 }
 
 /** A pino line from the thread, written to the attempt's logger at its level. */
