@@ -26,7 +26,7 @@ import { authenticate, DEMO_PASSWORD, DEMO_USERS, raiseSessionVersion, sessionVe
 import { safeRedirect } from './callback-url.ts';
 import { database } from './db.ts';
 import type { LoginOptionsDTO } from './dto.ts';
-import { webEnv } from './env.ts';
+import { type WebEnv, webEnv } from './env.ts';
 import { currentUser, type SessionClaims } from './identity.ts';
 import { signInRequest } from './sign-in-context.ts';
 import { throttledCode } from './sign-in-wait.ts';
@@ -126,50 +126,7 @@ export function authOptions(): NextAuthOptions {
   const providers: NextAuthOptions['providers'] = [];
   // Switched off, the provider is not registered at all: /api/auth/callback/credentials then
   // has nothing to call and refuses every request.
-  if (env.builtinUsers) {
-    providers.push(
-      CredentialsProvider({
-        name: 'Email and password',
-        credentials: { email: { label: 'Email', type: 'email' }, password: { label: 'Password', type: 'password' } },
-        async authorize(credentials) {
-          const email = String(credentials?.email ?? '').slice(0, 254);
-          const password = String(credentials?.password ?? '').slice(0, 200);
-          if (!email || !password) return null;
-          const db = database();
-          const request = signInRequest();
-          const account = throttleAccount(email);
-          const audit = { actor: account, via: 'credentials' as const, client: request.client };
-          // Asked before the guess queues for a hash slot and again once it has one (a guess
-          // that waited may have been overtaken by failures): a throttled guess never hashes.
-          const refuseIfThrottled = async () => {
-            const wait = await signInWait(db, account, request.client);
-            if (wait === 0) return;
-            request.throttled = { seconds: wait };
-            await recordSignIn(db, { ...audit, outcome: 'throttled', retryAfter: wait });
-            throw new Error(throttledCode(wait));
-          };
-          await refuseIfThrottled();
-          // Demo passwords only open the demo: anywhere else they are refused (and counted).
-          const user =
-            !env.demo && password === DEMO_PASSWORD ? null : await authenticate(db, email, password, refuseIfThrottled);
-          if (!user) {
-            const { wait } = await recordSignInFailure(db, account, request.client);
-            await recordSignIn(db, { ...audit, outcome: 'failed', ...(wait > 0 ? { retryAfter: wait } : {}) });
-            return null;
-          }
-          await clearSignInFailures(db, account, request.client);
-          await recordSignIn(db, { ...audit, actor: user.email, outcome: 'succeeded' });
-          return {
-            id: user.id,
-            email: user.email,
-            name: user.email,
-            role: user.role,
-            sessionVersion: user.sessionVersion,
-          };
-        },
-      }),
-    );
-  }
+  if (env.builtinUsers) providers.push(credentialsProvider(env));
   if (env.oidc) providers.push(oidcProvider(env.oidc));
   return {
     secret: env.secret,
@@ -188,67 +145,7 @@ export function authOptions(): NextAuthOptions {
     // was made for (next.config.ts) goes in front, or an error under /leasehold lands on /login.
     pages: { signIn: `${LOGIN_BASE}/login`, error: `${LOGIN_BASE}/login` },
     providers,
-    callbacks: {
-      // next-auth's own throws on a callbackUrl that is not a URL (a 500 with no body).
-      redirect: safeRedirect,
-      async signIn({ user, account }) {
-        if (account?.provider !== OIDC_PROVIDER_ID) return true;
-        // No role claim (or none that names a role), nobody to name in the audit log, or an
-        // email the provider does not vouch for: refused here, so no session is ever issued
-        // (the login page says why: ?error=AccessDenied or ?error=EmailUnverified).
-        const sso = user as unknown as OidcUser;
-        await recordSignIn(database(), {
-          actor: sso.actor ?? sso.email ?? '-',
-          outcome: sso.refusal ? 'refused' : 'succeeded',
-          via: 'oidc',
-          client: signInRequest().client,
-        });
-        if (sso.refusal === 'EmailUnverified') return `${LOGIN_BASE}/login?error=EmailUnverified`;
-        return sso.refusal === null;
-      },
-      async jwt({ token, user, account }) {
-        if (user) {
-          const via: SignInVia = account?.provider === OIDC_PROVIDER_ID ? 'oidc' : 'credentials';
-          token.via = via;
-          token.role = (user as { role?: Role }).role;
-          token.signedInAt = nowSeconds();
-          if (via === 'oidc') {
-            const sso = user as unknown as OidcUser;
-            token.actor = sso.actor;
-            token.iss = sso.issuer;
-            token.sk = sso.sessionKey;
-            token.sv = sso.sessionKey ? await sessionVersion(database(), sso.sessionKey) : 0;
-          } else {
-            token.sv = (user as { sessionVersion?: number }).sessionVersion ?? 0;
-          }
-          return token;
-        }
-        // Every later read: past its 8 hours, the token is no session. (Whether its identity
-        // signed out or was disabled since is the database's to say: lib/dal/session.ts asks
-        // on every data read, the route asks for /api/auth/session, checkedSessionAnswer.)
-        const limit = sessionLimitReason(token, nowSeconds());
-        if (limit) throw new SessionEnded(limit);
-        return token;
-      },
-      session({ session, token }) {
-        if (session.user) {
-          const u = session.user as Record<string, unknown>;
-          u.role = token.role;
-          u.via = token.via ?? 'credentials';
-          u.sv = token.sv ?? 0;
-          if (token.actor) u.actor = token.actor;
-          if (token.iss) u.iss = token.iss;
-          if (token.sk) u.sk = token.sk;
-        }
-        // What the client is told: the end of the 8 hours, not 8 hours from this refresh.
-        const at = token.signedInAt;
-        if (typeof at === 'number') {
-          const end = new Date((at + SESSION_MAX_SECONDS) * 1000);
-          if (end < new Date(session.expires)) session.expires = end.toISOString();
-        }
-        return session;
-      },
-    },
+    callbacks: sessionCallbacks(),
     events: {
       // Sign-out ends every session of the identity, a copied cookie among them: the version
       // each was issued under is behind from now on (lib/identity.ts). Single sign-on
@@ -257,6 +154,123 @@ export function authOptions(): NextAuthOptions {
         const key = token?.via === 'oidc' ? token.sk : token?.email;
         if (typeof key === 'string' && key) await raiseSessionVersion(database(), key);
       },
+    },
+  };
+}
+
+/** Built-in users: email and password against the users table. */
+function credentialsProvider(env: WebEnv) {
+  return CredentialsProvider({
+    name: 'Email and password',
+    credentials: { email: { label: 'Email', type: 'email' }, password: { label: 'Password', type: 'password' } },
+    async authorize(credentials) {
+      const email = String(credentials?.email ?? '').slice(0, 254);
+      const password = String(credentials?.password ?? '').slice(0, 200);
+      if (!email || !password) return null;
+      return signInWithPassword(env, email, password);
+    },
+  });
+}
+
+/**
+ * One password sign-in, throttled and recorded in the audit log: the user to sign in, or null
+ * for a wrong email or password. A throttled guess throws `throttledCode(wait)`.
+ */
+async function signInWithPassword(env: WebEnv, email: string, password: string) {
+  const db = database();
+  const request = signInRequest();
+  const account = throttleAccount(email);
+  const audit = { actor: account, via: 'credentials' as const, client: request.client };
+  // Asked before the guess queues for a hash slot and again once it has one (a guess
+  // that waited may have been overtaken by failures): a throttled guess never hashes.
+  const refuseIfThrottled = async () => {
+    const wait = await signInWait(db, account, request.client);
+    if (wait === 0) return;
+    request.throttled = { seconds: wait };
+    await recordSignIn(db, { ...audit, outcome: 'throttled', retryAfter: wait });
+    throw new Error(throttledCode(wait));
+  };
+  await refuseIfThrottled();
+  // Demo passwords only open the demo: anywhere else they are refused (and counted).
+  const user =
+    !env.demo && password === DEMO_PASSWORD ? null : await authenticate(db, email, password, refuseIfThrottled);
+  if (!user) {
+    const { wait } = await recordSignInFailure(db, account, request.client);
+    await recordSignIn(db, { ...audit, outcome: 'failed', ...(wait > 0 ? { retryAfter: wait } : {}) });
+    return null;
+  }
+  await clearSignInFailures(db, account, request.client);
+  await recordSignIn(db, { ...audit, actor: user.email, outcome: 'succeeded' });
+  return {
+    id: user.id,
+    email: user.email,
+    name: user.email,
+    role: user.role,
+    sessionVersion: user.sessionVersion,
+  };
+}
+
+/** next-auth's callbacks: the redirect check, the single sign-on refusals, the token and the session. */
+function sessionCallbacks(): NonNullable<NextAuthOptions['callbacks']> {
+  return {
+    // next-auth's own throws on a callbackUrl that is not a URL (a 500 with no body).
+    redirect: safeRedirect,
+    async signIn({ user, account }) {
+      if (account?.provider !== OIDC_PROVIDER_ID) return true;
+      // No role claim (or none that names a role), nobody to name in the audit log, or an
+      // email the provider does not vouch for: refused here, so no session is ever issued
+      // (the login page says why: ?error=AccessDenied or ?error=EmailUnverified).
+      const sso = user as unknown as OidcUser;
+      await recordSignIn(database(), {
+        actor: sso.actor ?? sso.email ?? '-',
+        outcome: sso.refusal ? 'refused' : 'succeeded',
+        via: 'oidc',
+        client: signInRequest().client,
+      });
+      if (sso.refusal === 'EmailUnverified') return `${LOGIN_BASE}/login?error=EmailUnverified`;
+      return sso.refusal === null;
+    },
+    async jwt({ token, user, account }) {
+      if (user) {
+        const via: SignInVia = account?.provider === OIDC_PROVIDER_ID ? 'oidc' : 'credentials';
+        token.via = via;
+        token.role = (user as { role?: Role }).role;
+        token.signedInAt = nowSeconds();
+        if (via === 'oidc') {
+          const sso = user as unknown as OidcUser;
+          token.actor = sso.actor;
+          token.iss = sso.issuer;
+          token.sk = sso.sessionKey;
+          token.sv = sso.sessionKey ? await sessionVersion(database(), sso.sessionKey) : 0;
+        } else {
+          token.sv = (user as { sessionVersion?: number }).sessionVersion ?? 0;
+        }
+        return token;
+      }
+      // Every later read: past its 8 hours, the token is no session. (Whether its identity
+      // signed out or was disabled since is the database's to say: lib/dal/session.ts asks
+      // on every data read, the route asks for /api/auth/session, checkedSessionAnswer.)
+      const limit = sessionLimitReason(token, nowSeconds());
+      if (limit) throw new SessionEnded(limit);
+      return token;
+    },
+    session({ session, token }) {
+      if (session.user) {
+        const u = session.user as Record<string, unknown>;
+        u.role = token.role;
+        u.via = token.via ?? 'credentials';
+        u.sv = token.sv ?? 0;
+        if (token.actor) u.actor = token.actor;
+        if (token.iss) u.iss = token.iss;
+        if (token.sk) u.sk = token.sk;
+      }
+      // What the client is told: the end of the 8 hours, not 8 hours from this refresh.
+      const at = token.signedInAt;
+      if (typeof at === 'number') {
+        const end = new Date((at + SESSION_MAX_SECONDS) * 1000);
+        if (end < new Date(session.expires)) session.expires = end.toISOString();
+      }
+      return session;
     },
   };
 }
