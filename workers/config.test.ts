@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseWorkerConfig } from './config.ts';
 
@@ -153,5 +155,14 @@ describe('worker settings', () => {
 
   it('names a bad environment variable too', () => {
     expect(() => parseWorkerConfig([], { LEASEHOLD_LISTEN: 'maybe' })).toThrow(/LEASEHOLD_LISTEN/);
+  });
+
+  it('points an unknown flag at the page whose table lists the flags', () => {
+    expect(() => parseWorkerConfig(['--colour', 'red'], {})).toThrow(
+      '(the settings: leasehold workers --help, or docs/operations.md, "Settings")',
+    );
+    const page = readFileSync(path.join(import.meta.dirname, '..', 'docs', 'operations.md'), 'utf8');
+    const section = page.slice(page.indexOf('\n## Settings\n'));
+    expect(section.slice(0, section.indexOf('\n## ', 1))).toContain('`--concurrency N`');
   });
 });

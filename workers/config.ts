@@ -218,7 +218,9 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
       Object.entries(parsed).map(([key, value]) => [key, Array.isArray(value) ? value.join(REPEATABLE[key]) : value]),
     );
   } catch (error) {
-    throw new ConfigError(`${(error as Error).message} (the settings: leasehold workers --help, or docs/workers.md)`);
+    throw new ConfigError(
+      `${(error as Error).message} (the settings: leasehold workers --help, or docs/operations.md, "Settings")`,
+    );
   }
   const raw: Record<string, string> = { ...DEFAULTS };
   for (const [key, { flag, env: envName }] of CLI) {

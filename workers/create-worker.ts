@@ -9,7 +9,10 @@
  *   `connectionString` is closed by stop();
  * - one run at a time: `start()` (until `stop()`) or one `runFor()`; each is a fresh Worker, so
  *   several runFor calls in a row (a warm serverless instance) reuse the pool, not the state;
- * - health() asks the database and reads the claim loop (workers/health.ts), never throws.
+ * - health() asks the database and reads the claim loop (workers/health.ts), never throws;
+ * - it is the one place a Worker is built: the CLI's worker (workers/run-process.ts) calls it
+ *   too, with its settings mapped onto these options and the few that are the CLI's alone
+ *   passed as internals (WorkerInternals); workers/settings.test.ts fails on another `new Worker(`.
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -23,6 +26,7 @@ import { type RetentionOptions, retentionProblems } from '../db/queue/retention.
 import { NAME_PATTERN } from '../db/queue/validate.ts';
 import * as schema from '../db/schema.ts';
 import { WorkerEvents, type WorkerEventListener, type WorkerEventName } from './events.ts';
+import type { Failpoints } from './failpoints.ts';
 import { type Handler, HandlerRegistry } from './handler.ts';
 import { checkHealth, claimStaleDefault, type HealthReport, type HealthSource } from './health.ts';
 import type { WorkerMetrics } from './metrics.ts';
@@ -145,6 +149,30 @@ const RUN_FOR_RELEASE_RESERVE_MS = 1_000;
 /** How often runFor looks whether the queue is empty (the checks read memory, not the database). */
 const RUN_FOR_CHECK_MS = 20;
 
+/**
+ * What the CLI's worker (workers/run-process.ts) gives createWorker besides its options: the
+ * settings that are the CLI's alone (flags with no createWorker option, which the library's face
+ * does not grow for), the failure harness's failpoints, and how its `/healthz` reads a start in
+ * progress. Not part of the package's API: stripped from its declarations, in no entry.
+ * @internal
+ */
+export interface WorkerInternals {
+  /** `--async-claims` (default off). */
+  asyncClaims?: boolean | undefined;
+  /** `--reap-interval-ms`, `--retention-interval-ms`, `--unknown-kind-grace-ms` (default: the table's). */
+  reapIntervalMs?: number | undefined;
+  retentionIntervalMs?: number | undefined;
+  unknownKindGraceMs?: number | undefined;
+  /** Test-only crash points (LEASEHOLD_FAILPOINTS, the failure harness). */
+  failpoints?: Failpoints | undefined;
+  /**
+   * health() says "worker not started" until start() has resolved: the Worker counts itself
+   * running from the call on, while it may still be waiting for its database (the CLI's
+   * `/healthz`, which answers from before the start).
+   */
+  notStartedUntilStarted?: boolean | undefined;
+}
+
 interface Parsed {
   settings: WorkerSettings;
   handlers: Handler[];
@@ -152,8 +180,11 @@ interface Parsed {
   healthTimeoutMs: number;
 }
 
-export function createWorker(options: CreateWorkerOptions): LeaseholdWorker {
-  const parsed = parseOptions(options);
+export function createWorker(options: CreateWorkerOptions): LeaseholdWorker;
+/** The CLI's worker (workers/run-process.ts): the options, and what only the CLI sets. @internal */
+export function createWorker(options: CreateWorkerOptions, internal: WorkerInternals): LeaseholdWorker;
+export function createWorker(options: CreateWorkerOptions, internal: WorkerInternals = {}): LeaseholdWorker {
+  const parsed = parseOptions(options, internal);
   const { settings } = parsed;
   const registry = new HandlerRegistry(parsed.handlers);
   const logger = options.logger ?? pino({ level: 'warn', base: { workerId: settings.workerId } });
@@ -191,6 +222,7 @@ export function createWorker(options: CreateWorkerOptions): LeaseholdWorker {
         registry,
         logger,
         metrics: options.metrics,
+        failpoints: internal.failpoints,
         version: options.version ?? null,
         events,
       },
@@ -198,6 +230,9 @@ export function createWorker(options: CreateWorkerOptions): LeaseholdWorker {
 
   let current = makeWorker();
   let phase: 'idle' | 'started' | 'running-for' | 'stopped' = 'idle';
+  /** start() has been called and has not returned yet. */
+  let starting = false;
+  const notStarted = { health: () => ({ ...current.health(), status: 'new' as const }) };
   let stopping: Promise<void> | null = null;
   let endRunFor: (() => void) | null = null;
 
@@ -217,12 +252,15 @@ export function createWorker(options: CreateWorkerOptions): LeaseholdWorker {
       if (refused) throw refused;
       phase = 'started';
       current = makeWorker();
+      starting = true;
       try {
         await current.start();
       } catch (error) {
         await current.stop(0).catch(() => {});
         phase = 'idle';
         throw error;
+      } finally {
+        starting = false;
       }
     },
 
@@ -240,7 +278,8 @@ export function createWorker(options: CreateWorkerOptions): LeaseholdWorker {
     },
 
     health() {
-      return checkHealth(current, db, { claimStaleMs: parsed.claimStaleMs, databaseTimeoutMs: parsed.healthTimeoutMs });
+      const source = starting && internal.notStartedUntilStarted ? notStarted : current;
+      return checkHealth(source, db, { claimStaleMs: parsed.claimStaleMs, databaseTimeoutMs: parsed.healthTimeoutMs });
     },
 
     on(event, listener) {
@@ -333,8 +372,8 @@ function parseRunFor(options: RunForOptions): { maxMs: number; drainMs: number }
   return { maxMs, drainMs };
 }
 
-/** The Worker settings createWorker makes of its options (exported for tests; not in the package's entries). */
-export function parseOptions(options: CreateWorkerOptions): Parsed {
+/** The Worker settings createWorker makes of its options (exported for tests; not in the package's entries). @internal */
+export function parseOptions(options: CreateWorkerOptions, internal: WorkerInternals = {}): Parsed {
   if (typeof options !== 'object' || options === null)
     throw new WorkerOptionsError('createWorker(options): pass { pool or connectionString, jobs: [handlers] }');
   const problems: string[] = [];
@@ -424,16 +463,17 @@ export function parseOptions(options: CreateWorkerOptions): Parsed {
       pollMs,
       listen,
       preparedStatements,
-      asyncClaims: false,
+      asyncClaims: internal.asyncClaims ?? WORKER_SETTINGS.asyncClaims.default,
       graceMs,
       abandonAfterMs,
       retry: options.retry,
       maintenance: {
         enabled: maintenance,
-        // Not options of createWorker: the CLI's defaults.
-        reapIntervalMs: WORKER_SETTINGS.reapIntervalMs.default,
-        retentionIntervalMs: WORKER_SETTINGS.retentionIntervalMs.default,
+        // Not options of createWorker: the CLI's (WorkerInternals), else their defaults.
+        reapIntervalMs: internal.reapIntervalMs ?? WORKER_SETTINGS.reapIntervalMs.default,
+        retentionIntervalMs: internal.retentionIntervalMs ?? WORKER_SETTINGS.retentionIntervalMs.default,
         retention: options.retention ?? {},
+        ...(internal.unknownKindGraceMs === undefined ? {} : { unknownKindGraceMs: internal.unknownKindGraceMs }),
       },
     }),
   };

@@ -261,6 +261,11 @@ export class HandlerRegistry {
     return [...this.byKind.keys()].sort();
   }
 
+  /** The handlers, in the order of their kinds (what createWorker's `jobs` takes). */
+  handlers(): Handler[] {
+    return this.kinds().map((kind) => this.byKind.get(kind)!);
+  }
+
   /** Every kind version of every handler, as the worker records them at start. */
   registrations(): KindRegistration[] {
     return this.kinds().flatMap((kind) => kindRegistrations(this.byKind.get(kind)!));

@@ -3,7 +3,9 @@
  * loads the handler files, connects to `DATABASE_URL`, and runs until SIGTERM/SIGINT stop it
  * gracefully (a second signal exits at once, 130). It resolves with the exit code for the
  * caller to exit with: `workers/main.ts` (`npm run workers`, the tests, the failure harness)
- * and `leasehold workers` (cli/workers.ts) both call it.
+ * and `leasehold workers` (cli/workers.ts) both call it. The worker is built by createWorker
+ * (workers/create-worker.ts), the one place a Worker is built: the settings go as its options
+ * (workerOptionsOf), the few that are the CLI's alone as its internals.
  *
  * Start-up checks in order, each stopping with a sentence and exit code 2 before anything is
  * written: the settings, that a database is named, the handler files. Only then is the
@@ -15,14 +17,12 @@
  */
 import type http from 'node:http';
 import pino from 'pino';
-import { createDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
-import { ConfigError, parseWorkerConfig } from './config.ts';
+import { ConfigError, parseWorkerConfig, type WorkerConfig } from './config.ts';
+import { type CreateWorkerOptions, createWorker, type WorkerInternals } from './create-worker.ts';
 import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
 import { HandlerFileError, loadHandlerFiles } from './handler-files.ts';
-import { workerHealth } from './health.ts';
 import { createMetrics, serveHealth, serveMetrics } from './metrics.ts';
-import { Worker } from './worker.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -85,22 +85,17 @@ export async function runWorkerProcess(
     migrate ||= fallback.migrate;
   }
 
-  const handle = createDb(databaseUrl, {
-    max: Math.min(config.concurrency + 4, 30),
-    applicationName: 'leasehold-worker',
-    preparedStatements: config.preparedStatements,
-  });
   const metrics = createMetrics();
-  const worker = new Worker(config, {
-    db: handle.db,
-    databaseUrl,
-    listenUrl: config.directUrl,
-    registry,
+  // The pool (concurrency + 4, at most 30) is createWorker's, made from the URL; stop() closes it.
+  const built = workerOptionsOf(config, {
+    connectionString: databaseUrl,
+    jobs: registry.handlers(),
     logger,
     metrics,
+    version: (options.version !== undefined ? options.version : env.npm_package_version) ?? undefined,
     failpoints,
-    version: options.version !== undefined ? options.version : (env.npm_package_version ?? null),
   });
+  const worker = createWorker(built.options, built.internal);
   if (failpoints)
     logger.warn({ failpoints: env.LEASEHOLD_FAILPOINTS }, 'failpoints armed: this worker will kill itself on purpose');
   if (failpoints && failpoints.guardSkips().length > 0)
@@ -125,9 +120,8 @@ export async function runWorkerProcess(
   const shutdown = async () => {
     let code = 0;
     try {
-      await worker.stop();
+      await worker.stop(); // and closes its pool
       closeServers();
-      await handle.close();
     } catch (error) {
       logger.error({ err: error }, 'error while stopping');
       code = 1;
@@ -153,30 +147,26 @@ export async function runWorkerProcess(
   };
   const release = async () => {
     closeServers();
-    await handle.close().catch(() => {});
+    await worker.stop().catch(() => {}); // not started (or its start failed): closes the pool
     detach();
   };
 
   // The listeners come up before the migrations and the start, so that a probe gets an answer
   // (503, "worker not started") while the worker waits for its database, rather than a refused
   // connection. Until start() has returned the worker reports itself not started: Worker counts
-  // itself running from the call on, while it may still be waiting for the database.
-  const health = workerHealth(
-    { health: () => (started ? worker.health() : { ...worker.health(), status: 'new' }) },
-    handle.db,
-    { claimStaleMs: config.claimStaleMs },
-  );
+  // itself running from the call on, while it may still be waiting for the database
+  // (WorkerInternals.notStartedUntilStarted). Its health() asks the database on its pool.
   const sharedPort = config.healthPort > 0 && config.healthPort === config.metricsPort;
   try {
     if (config.metricsPort > 0) {
-      servers.push(await serveMetrics(config.metricsPort, config.metricsHost, metrics.registry, { health }));
+      servers.push(await serveMetrics(config.metricsPort, config.metricsHost, metrics.registry, { health: worker }));
       logger.info(
         { host: config.metricsHost, port: config.metricsPort, ...address(servers.at(-1)!) },
         'metrics on /metrics, health on /healthz',
       );
     }
     if (config.healthPort > 0 && !sharedPort) {
-      servers.push(await serveHealth(config.healthPort, config.healthHost, health));
+      servers.push(await serveHealth(config.healthPort, config.healthHost, worker));
       logger.info(
         { host: config.healthHost, port: config.healthPort, ...address(servers.at(-1)!) },
         'health on /healthz',
@@ -224,6 +214,50 @@ export async function runWorkerProcess(
   const code = await stopped;
   detach();
   return code;
+}
+
+/**
+ * The CLI's settings as createWorker's options, and those no option takes (the CLI's alone) as
+ * its internals. workers/settings.test.ts holds the Worker settings createWorker makes of them
+ * to the CLI's, setting by setting.
+ * @internal
+ */
+export function workerOptionsOf(
+  config: WorkerConfig,
+  given: Pick<CreateWorkerOptions, 'connectionString' | 'jobs' | 'logger' | 'metrics' | 'version'> &
+    Pick<WorkerInternals, 'failpoints'>,
+): { options: CreateWorkerOptions; internal: WorkerInternals } {
+  const { failpoints, ...connection } = given;
+  const { maintenance } = config;
+  return {
+    options: {
+      ...connection,
+      // None given: the handlers' queues (createWorker's default, the Worker's too).
+      queues: config.queues.length > 0 ? config.queues : undefined,
+      concurrency: config.concurrency,
+      leaseSeconds: config.leaseSeconds,
+      pollMs: config.pollMs,
+      batchSize: config.batchSize,
+      graceMs: config.graceMs,
+      abandonAfterMs: config.abandonAfterMs,
+      listen: config.listen,
+      listenConnectionString: config.directUrl,
+      preparedStatements: config.preparedStatements,
+      maintenance: maintenance.enabled,
+      retry: config.retry,
+      retention: maintenance.retention,
+      workerId: config.workerId,
+      claimStaleMs: config.claimStaleMs,
+    },
+    internal: {
+      asyncClaims: config.asyncClaims,
+      reapIntervalMs: maintenance.reapIntervalMs,
+      retentionIntervalMs: maintenance.retentionIntervalMs,
+      unknownKindGraceMs: maintenance.unknownKindGraceMs,
+      failpoints,
+      notStartedUntilStarted: true,
+    },
+  };
 }
 
 /** The address a listener is bound to, for the log line. */

@@ -2,15 +2,19 @@
  * The worker settings table (workers/settings.ts) against what reads settings: the CLI's
  * argument parser, the variables read in workers/ and cli/workers.ts, and the options
  * createWorker takes. Each check fails on a name missing on either side. (--help is checked
- * in cli/workers.test.ts, the docs tables in scripts/settings-docs.test.ts.)
+ * in cli/workers.test.ts, the docs tables in scripts/settings-docs.test.ts.) And the one path
+ * from settings to a Worker: the CLI's worker goes through createWorker, losing no setting,
+ * and no product file but workers/create-worker.ts builds a Worker.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { parseWorkerConfig, workerFlagOptions } from './config.ts';
+import { parseWorkerConfig, type WorkerConfig, workerFlagOptions } from './config.ts';
 import { type CreateWorkerOptions, parseOptions } from './create-worker.ts';
-import { defineHandler } from './handler.ts';
+import { defineHandler, HandlerRegistry } from './handler.ts';
+import { handlerQueues } from './producer.ts';
+import { workerOptionsOf } from './run-process.ts';
 import {
   cliSettings,
   NOT_WORKER_SETTINGS,
@@ -22,6 +26,8 @@ import {
 } from './settings.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
+/** The product folders (test/architecture.test.ts's). */
+const PRODUCT = ['app', 'components', 'lib', 'db', 'workers', 'cli', 'entry', 'testing'];
 
 /** Variables a source file reads (`env.X`, `process.env.X`, `env['X']`) or names (`LEASEHOLD_X`). */
 function variablesIn(source: string): Set<string> {
@@ -54,6 +60,56 @@ const configOf = (argv: string[], env: Record<string, string>, key: string) => {
   return key === 'workerId' ? { workerId } : rest;
 };
 
+/** A value of the CLI setting `key`, as its variable gives it, that changes the config (undefined: none does). */
+function changingValue(key: string, s: WorkerSetting & { env: string }): string | undefined {
+  const fallback = configOf([], {}, key);
+  const candidates =
+    s.type === 'int'
+      ? [s.min!, s.max!, s.min! + 1].map(String)
+      : s.type === 'boolean'
+        ? [String(!s.default)]
+        : [TEXT_SAMPLES[key]!];
+  return candidates.find((v) => {
+    try {
+      return JSON.stringify(configOf([], { [s.env]: v }, key)) !== JSON.stringify(fallback);
+    } catch {
+      return false;
+    }
+  });
+}
+
+const noop = defineHandler({
+  kind: 'settings.noop',
+  versions: [1],
+  schema: z.unknown(),
+  timeoutMs: 1000,
+  handle: async () => {},
+});
+
+/** The Worker settings of a CLI config as the CLI's worker had them: the config less the process's own. */
+function cliWorkerSettings(config: WorkerConfig) {
+  const {
+    directUrl: _directUrl,
+    metricsPort: _metricsPort,
+    metricsHost: _metricsHost,
+    healthPort: _healthPort,
+    healthHost: _healthHost,
+    claimStaleMs: _claimStaleMs,
+    handlerModules: _handlerModules,
+    logLevel: _logLevel,
+    migrate: _migrate,
+    ...settings
+  } = config;
+  // None named: the Worker serves its handlers' queues.
+  return settings.queues.length > 0 ? settings : { ...settings, queues: handlerQueues(new HandlerRegistry([noop])) };
+}
+
+/** What createWorker makes of a CLI config, as run-process.ts passes it. */
+function throughCreateWorker(config: WorkerConfig) {
+  const { options, internal } = workerOptionsOf(config, { connectionString: 'postgres://db/app', jobs: [noop] });
+  return parseOptions(options, internal);
+}
+
 describe('the worker settings table', () => {
   it('is what the argument parser takes: every flag of it (and --no- of each boolean), and no other', () => {
     const expected = cliSettings().flatMap(([, s]) => (s.type === 'boolean' ? [s.flag, `no-${s.flag}`] : [s.flag]));
@@ -69,20 +125,7 @@ describe('the worker settings table', () => {
         .sort(),
     );
     for (const [key, s] of cliSettings()) {
-      const fallback = configOf([], {}, key);
-      const candidates =
-        s.type === 'int'
-          ? [s.min!, s.max!, s.min! + 1].map(String)
-          : s.type === 'boolean'
-            ? [String(!s.default)]
-            : [TEXT_SAMPLES[key]!];
-      const value = candidates.find((v) => {
-        try {
-          return JSON.stringify(configOf([], { [s.env]: v }, key)) !== JSON.stringify(fallback);
-        } catch {
-          return false;
-        }
-      });
+      const value = changingValue(key, s);
       expect(value, `${s.env} changes ${key}`).toBeDefined();
       const flag =
         s.type === 'boolean' ? [value === 'true' ? `--${s.flag}` : `--no-${s.flag}`] : [`--${s.flag}=${value}`];
@@ -108,13 +151,7 @@ describe('the worker settings table', () => {
 
   it('is what createWorker takes: every option of it, and no other', () => {
     expectTypeOf<keyof CreateWorkerOptions>().toEqualTypeOf<WorkerOptionKey>();
-    const handler = defineHandler({
-      kind: 'settings.noop',
-      versions: [1],
-      schema: z.unknown(),
-      timeoutMs: 1000,
-      handle: async () => {},
-    });
+    const handler = noop;
     const problemsWith = (key: string) => {
       try {
         parseOptions({ connectionString: 'postgres://db/app', jobs: [handler], [key]: undefined });
@@ -160,5 +197,40 @@ describe('the worker settings table', () => {
     }
     expect(checked).toBeGreaterThan(5);
     expect(WORKER_SETTINGS.concurrency).toMatchObject({ min: 1, max: 10_000, default: 10 });
+  });
+});
+
+describe('the one way to a Worker', () => {
+  it("builds the CLI's worker through createWorker with every setting the CLI parsed, one by one", () => {
+    const configs: [string, WorkerConfig][] = [['the defaults', parseWorkerConfig([], {})]];
+    for (const [key, s] of cliSettings()) {
+      const value = changingValue(key, s);
+      if (value !== undefined) configs.push([`${s.env}=${value}`, parseWorkerConfig([], { [s.env]: value })]);
+    }
+    expect(configs.length).toBeGreaterThan(cliSettings().length);
+    for (const [what, config] of configs) {
+      const parsed = throughCreateWorker(config);
+      expect(parsed.settings, what).toEqual(cliWorkerSettings(config));
+      expect(parsed.claimStaleMs, what).toBe(config.claimStaleMs);
+    }
+  });
+
+  it('has no product file but workers/create-worker.ts build a Worker (the CLI calls createWorker)', () => {
+    const files = PRODUCT.flatMap((folder) =>
+      readdirSync(path.join(ROOT, folder), { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile() && /\.tsx?$/.test(e.name) && !/\.test(-d)?\.tsx?$/.test(e.name))
+        .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)).split(path.sep).join('/')),
+    );
+    expect(files).toContain('workers/run-process.ts');
+    const builders = files.filter((file) => {
+      const source = readFileSync(path.join(ROOT, file), 'utf8');
+      // The Worker class taken as a value from workers/worker.ts, or a `new Worker(` that is not node's thread.
+      const imported = [...source.matchAll(/import\s*\{([^}]*)\}\s*from\s*'[^']*worker\.ts'/g)].some(([, names]) =>
+        names!.split(',').some((name) => name.trim().split(/\s+as\s+/)[0] === 'Worker'),
+      );
+      const threads = /import\s*\{[^}]*\bWorker\b[^}]*\}\s*from\s*'node:worker_threads'/.test(source);
+      return imported || (/\bnew\s+Worker\s*\(/.test(source) && !threads);
+    });
+    expect(builders).toEqual(['workers/create-worker.ts']);
   });
 });

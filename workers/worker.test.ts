@@ -726,6 +726,27 @@ describe('a worker started while its database is away', () => {
     expect(calls()).toBe(1);
   });
 
+  it('has nothing to stop after a start that failed: stop() sends no statement and logs nothing', async () => {
+    const queue = uniqueQueue();
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const missing = Object.assign(new Error('relation "workers" does not exist'), { code: '42P01' });
+    const { db, calls } = unreliable(() => missing);
+    const worker = new Worker(settings(queue), {
+      db,
+      claimDb: db,
+      databaseUrl: t.url,
+      registry: new HandlerRegistry([noop]),
+      logger,
+    });
+    await expect(worker.start()).rejects.toThrow('relation "workers" does not exist');
+    const said = lines.length;
+    await worker.stop(0);
+    expect(calls()).toBe(1); // the failed registration; no deregistration after it
+    expect(lines.slice(said)).toEqual([]);
+    expect(worker.health().status).toBe('stopped');
+  });
+
   it('stops waiting when stopped, and start() returns without opening anything', async () => {
     const queue = uniqueQueue();
     const { db, calls } = unreliable(() => refused());

@@ -97,6 +97,8 @@ export class Worker {
   private readonly attemptDeps: AttemptDeps;
   /** The first registration while it is in flight: shutdown deregisters only after it. */
   private registering: Promise<void> | null = null;
+  /** That registration succeeded (a running worker's stop() then goes on without waiting). */
+  private registered = false;
   private listener: WakeListener | null = null;
   /**
    * The claim connection (a pool of one, kept open). Claims run one at a time, so one
@@ -222,6 +224,7 @@ export class Worker {
     );
     try {
       await this.registering;
+      this.registered = true;
     } catch (error) {
       // Stopped while waiting for the database: nothing was opened. Any other error is start's.
       if (stopped.aborted && isRetryableDbError(error)) return;
@@ -325,11 +328,28 @@ export class Worker {
     events.emit('error', { source: 'claim', message, error, workerId: this.settings.workerId });
   }
 
+  /** Whether start()'s registration failed (false: it succeeded, or start() was never called). */
+  private registrationFailed(): Promise<boolean> {
+    return (
+      this.registering?.then(
+        () => false,
+        () => true,
+      ) ?? Promise.resolve(false)
+    );
+  }
+
   private async shutdown(graceMs: number): Promise<void> {
     const { logger } = this.deps;
     const { inFlight } = this.producer;
     this.state = 'stopping';
     this.stopRequested.abort();
+    // A start whose registration failed (the start's first statement; or it was stopped while
+    // waiting for the database) opened nothing and registered nothing: there is nothing to stop,
+    // remove or log (createWorker stops a worker whose start threw; its caller says why).
+    if (!this.registered && (await this.registrationFailed())) {
+      this.state = 'stopped';
+      return;
+    }
     const claimsStopped = this.producer.stop();
     const maintenanceStopped = this.maintenance.stop();
     await this.listener?.stop();
