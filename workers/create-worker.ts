@@ -190,26 +190,7 @@ export function createWorker(options: CreateWorkerOptions, internal: WorkerInter
   const logger = options.logger ?? pino({ level: 'warn', base: { workerId: settings.workerId } });
   const events = new WorkerEvents(logger);
 
-  let db: Db;
-  let closePool: (() => Promise<void>) | null = null;
-  let databaseUrl: string | undefined;
-  let claimDb: Db | undefined;
-  let listenUrl: string | pg.ClientConfig | undefined = options.listenConnectionString;
-  if (options.pool) {
-    // Your pool, with your settings: no SET LOCAL limits and no listeners are added to it.
-    db = drizzle(options.pool, { schema });
-    claimDb = db;
-    listenUrl ??= { ...options.pool.options };
-  } else {
-    databaseUrl = options.connectionString!;
-    const handle = createDb(databaseUrl, {
-      max: Math.min(settings.concurrency + 4, 30),
-      applicationName: 'leasehold-worker',
-      preparedStatements: settings.preparedStatements ?? true,
-    });
-    db = handle.db;
-    closePool = handle.close;
-  }
+  const { db, closePool, databaseUrl, claimDb, listenUrl } = connect(options, settings);
 
   const makeWorker = (overrides: Partial<WorkerSettings> = {}) =>
     new Worker(
@@ -229,19 +210,14 @@ export function createWorker(options: CreateWorkerOptions, internal: WorkerInter
     );
 
   let current = makeWorker();
-  let phase: 'idle' | 'started' | 'running-for' | 'stopped' = 'idle';
+  let phase: Phase = 'idle';
   /** start() has been called and has not returned yet. */
   let starting = false;
   const notStarted = { health: () => ({ ...current.health(), status: 'new' as const }) };
   let stopping: Promise<void> | null = null;
   let endRunFor: (() => void) | null = null;
 
-  const busy = (what: string) => {
-    if (phase === 'stopped') return new Error(`Leasehold worker: ${what} after stop(): create a new worker`);
-    if (phase === 'started') return new Error(`Leasehold worker: ${what} while started: stop() it first`);
-    if (phase === 'running-for') return new Error(`Leasehold worker: ${what} while a runFor() is in progress`);
-    return null;
-  };
+  const busy = (what: string) => refusal(phase, what);
 
   return {
     workerId: settings.workerId,
@@ -301,26 +277,10 @@ export function createWorker(options: CreateWorkerOptions, internal: WorkerInter
       const worker = makeWorker({ listen: false, maintenance: { ...settings.maintenance, enabled: false } });
       current = worker;
       let endedBy: RunForSummary['endedBy'] = 'budget';
-      let stopRequested = false;
-      const stopped = new Promise<void>((resolve) => {
-        endRunFor = () => {
-          stopRequested = true;
-          resolve();
-        };
-      });
+      const stop = stopSignal();
+      endRunFor = stop.end;
       try {
-        // A run killed by its platform leaves leases behind: the next run's reaper frees them.
-        if (settings.maintenance.enabled)
-          await worker
-            .reapExpiredNow()
-            .catch((error: unknown) => logger.warn({ err: error }, 'runFor: the reaper round failed; claiming anyway'));
-        await worker.start();
-        const claimUntil = started + maxMs - drainMs;
-        const outcome = await Promise.race([untilEmpty(worker, claimUntil), stopped.then(() => 'stopped' as const)]);
-        endedBy = stopRequested ? 'stopped' : outcome;
-        const reserve = Math.min(RUN_FOR_RELEASE_RESERVE_MS, Math.floor(maxMs / 10));
-        const grace = Math.max(0, Math.round(started + maxMs - reserve - performance.now()));
-        await worker.stop(stopRequested ? settings.graceMs : grace);
+        endedBy = await runWithinBudget(worker, { started, maxMs, drainMs }, stop, settings, logger);
       } catch (error) {
         await worker.stop(0).catch(() => {});
         throw error;
@@ -332,6 +292,96 @@ export function createWorker(options: CreateWorkerOptions, internal: WorkerInter
       return { ...counts, endedBy, ms: Math.round(performance.now() - started) };
     },
   };
+}
+
+type Phase = 'idle' | 'started' | 'running-for' | 'stopped';
+
+/** Why `what` (start() or runFor()) may not run in this phase, or null when it may. */
+function refusal(phase: Phase, what: string): Error | null {
+  if (phase === 'stopped') return new Error(`Leasehold worker: ${what} after stop(): create a new worker`);
+  if (phase === 'started') return new Error(`Leasehold worker: ${what} while started: stop() it first`);
+  if (phase === 'running-for') return new Error(`Leasehold worker: ${what} while a runFor() is in progress`);
+  return null;
+}
+
+/** The database handles a worker runs on. */
+interface Connection {
+  db: Db;
+  /** Closes the pool made from the URL (stop() calls it); null for the caller's pool, never closed here. */
+  closePool: (() => Promise<void>) | null;
+  databaseUrl: string | undefined;
+  claimDb: Db | undefined;
+  listenUrl: string | pg.ClientConfig | undefined;
+}
+
+/** The caller's pool as it is, or a pool made from `connectionString`. */
+function connect(options: CreateWorkerOptions, settings: WorkerSettings): Connection {
+  const listenUrl: Connection['listenUrl'] = options.listenConnectionString;
+  if (options.pool) {
+    // Your pool, with your settings: no SET LOCAL limits and no listeners are added to it.
+    const db = drizzle(options.pool, { schema });
+    return {
+      db,
+      closePool: null,
+      databaseUrl: undefined,
+      claimDb: db,
+      listenUrl: listenUrl ?? { ...options.pool.options },
+    };
+  }
+  const databaseUrl = options.connectionString!;
+  const handle = createDb(databaseUrl, {
+    max: Math.min(settings.concurrency + 4, 30),
+    applicationName: 'leasehold-worker',
+    preparedStatements: settings.preparedStatements ?? true,
+  });
+  return { db: handle.db, closePool: handle.close, databaseUrl, claimDb: undefined, listenUrl };
+}
+
+/** How stop() ends a runFor in progress: `end()` settles `stopped` and marks the stop as requested. */
+interface StopSignal {
+  stopped: Promise<void>;
+  requested: () => boolean;
+  end: () => void;
+}
+
+function stopSignal(): StopSignal {
+  let requested = false;
+  let end = () => {};
+  const stopped = new Promise<void>((resolve) => {
+    end = () => {
+      requested = true;
+      resolve();
+    };
+  });
+  return { stopped, requested: () => requested, end };
+}
+
+/**
+ * One runFor on its fresh Worker: a reaper round, claims until the queue is empty, the claiming
+ * window (maxMs - drainMs) ends or stop() is called, then the stop, with what is left of the
+ * budget (less the release reserve) as the grace, or graceMs after a stop(). Resolves how it ended.
+ */
+async function runWithinBudget(
+  worker: Worker,
+  budget: { started: number; maxMs: number; drainMs: number },
+  stop: StopSignal,
+  settings: WorkerSettings,
+  logger: Logger,
+): Promise<RunForSummary['endedBy']> {
+  const { started, maxMs, drainMs } = budget;
+  // A run killed by its platform leaves leases behind: the next run's reaper frees them.
+  if (settings.maintenance.enabled)
+    await worker
+      .reapExpiredNow()
+      .catch((error: unknown) => logger.warn({ err: error }, 'runFor: the reaper round failed; claiming anyway'));
+  await worker.start();
+  const claimUntil = started + maxMs - drainMs;
+  const outcome = await Promise.race([untilEmpty(worker, claimUntil), stop.stopped.then(() => 'stopped' as const)]);
+  const endedBy = stop.requested() ? 'stopped' : outcome;
+  const reserve = Math.min(RUN_FOR_RELEASE_RESERVE_MS, Math.floor(maxMs / 10));
+  const grace = Math.max(0, Math.round(started + maxMs - reserve - performance.now()));
+  await worker.stop(stop.requested() ? settings.graceMs : grace);
+  return endedBy;
 }
 
 /**
