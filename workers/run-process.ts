@@ -16,13 +16,13 @@
  * listened on stops start-up (exit code 1).
  */
 import type http from 'node:http';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { migrateDatabase } from '../db/migrate/index.ts';
 import { ConfigError, parseWorkerConfig, type WorkerConfig } from './config.ts';
-import { type CreateWorkerOptions, createWorker, type WorkerInternals } from './create-worker.ts';
+import { type CreateWorkerOptions, createWorker, type LeaseholdWorker, type WorkerInternals } from './create-worker.ts';
 import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
 import { HandlerFileError, loadHandlerFiles } from './handler-files.ts';
-import { createMetrics, serveHealth, serveMetrics } from './metrics.ts';
+import { createMetrics, serveHealth, serveMetrics, type WorkerMetrics } from './metrics.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -49,23 +49,10 @@ export async function runWorkerProcess(
   options: WorkerProcessOptions = {},
 ): Promise<number> {
   const report = options.report ?? ((line: string) => console.error(`leasehold workers: ${line}`));
-  let config;
-  let failpoints: Failpoints | undefined;
-  let databaseUrl = env.DATABASE_URL?.trim() ?? '';
-  try {
-    config = parseWorkerConfig([...argv], env);
-    if (!databaseUrl && !options.fallbackDatabase)
-      throw new ConfigError(
-        `DATABASE_URL is not set: set it to your PostgreSQL's URL (postgres://user:password@host:5432/dbname)${options.embeddedHint ? `, or ${options.embeddedHint}` : ''}`,
-      );
-    if (env.LEASEHOLD_FAILPOINTS) failpoints = new Failpoints(parseFailpoints(env.LEASEHOLD_FAILPOINTS));
-  } catch (error) {
-    if (error instanceof ConfigError || error instanceof FailpointSpecError) {
-      report(error.message);
-      return 2;
-    }
-    throw error;
-  }
+  const checked = checkSettings(argv, env, options, report);
+  if (!checked) return 2;
+  const { config, failpoints } = checked;
+  let databaseUrl = checked.databaseUrl;
 
   const logger = pino({ level: config.logLevel, base: { workerId: config.workerId, pid: process.pid } });
 
@@ -96,16 +83,97 @@ export async function runWorkerProcess(
     failpoints,
   });
   const worker = createWorker(built.options, built.internal);
-  if (failpoints)
-    logger.warn({ failpoints: env.LEASEHOLD_FAILPOINTS }, 'failpoints armed: this worker will kill itself on purpose');
-  if (failpoints && failpoints.guardSkips().length > 0)
+  if (failpoints) warnOfFailpoints(logger, failpoints, env.LEASEHOLD_FAILPOINTS);
+
+  const lifecycle = handleSignals(worker, logger);
+
+  try {
+    await serveProbes(config, metrics, worker, logger, lifecycle.servers);
+  } catch (error) {
+    logger.fatal({ err: error }, 'could not serve metrics or health on that port; stopping');
+    await lifecycle.release();
+    return 1;
+  }
+
+  if (migrate) {
+    try {
+      // Migrations hold a session advisory lock: behind a transaction pooler they need the direct URL.
+      await migrateDatabase(config.directUrl ?? databaseUrl);
+    } catch (error) {
+      await lifecycle.release();
+      throw error;
+    }
+    if (lifecycle.stopRequested()) {
+      // Stopped while migrating: nothing of the worker was started.
+      await lifecycle.release();
+      return 0;
+    }
+  }
+
+  try {
+    await worker.start();
+  } catch (error) {
+    if (error instanceof Error && error.name === 'LeaseholdSchemaError') {
+      // No schema, or one this code may not run on: a sentence and exit code 2, as the CLI's other commands.
+      report(error.message.replace(/^Leasehold: /, ''));
+      await lifecycle.release();
+      return 2;
+    }
+    logger.fatal(
+      { err: error },
+      'worker could not start (is the database DATABASE_URL names reachable and migrated? run npx leasehold migrate)',
+    );
+    await lifecycle.release();
+    return 1;
+  }
+  return lifecycle.untilStopped();
+}
+
+/**
+ * The settings, that a database is named (or the caller has a fallback), and the failpoints, in
+ * that order: the first that fails is reported and gives null (exit code 2).
+ */
+function checkSettings(
+  argv: readonly string[],
+  env: Env,
+  options: WorkerProcessOptions,
+  report: (line: string) => void,
+): { config: WorkerConfig; failpoints: Failpoints | undefined; databaseUrl: string } | null {
+  const databaseUrl = env.DATABASE_URL?.trim() ?? '';
+  try {
+    const config = parseWorkerConfig([...argv], env);
+    if (!databaseUrl && !options.fallbackDatabase)
+      throw new ConfigError(
+        `DATABASE_URL is not set: set it to your PostgreSQL's URL (postgres://user:password@host:5432/dbname)${options.embeddedHint ? `, or ${options.embeddedHint}` : ''}`,
+      );
+    const failpoints = env.LEASEHOLD_FAILPOINTS ? new Failpoints(parseFailpoints(env.LEASEHOLD_FAILPOINTS)) : undefined;
+    return { config, failpoints, databaseUrl };
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof FailpointSpecError) {
+      report(error.message);
+      return null;
+    }
+    throw error;
+  }
+}
+
+function warnOfFailpoints(logger: Logger, failpoints: Failpoints, spec: string | undefined): void {
+  logger.warn({ failpoints: spec }, 'failpoints armed: this worker will kill itself on purpose');
+  if (failpoints.guardSkips().length > 0)
     logger.error(
       { skipped: failpoints.guardSkips() },
       'failpoints armed that skip a guard: this worker breaks the queue on purpose (the failure harness’s self-test only)',
     );
+}
 
-  // Signals are handled from before the start: one that arrives while the worker registers and
-  // starts (a rolling deploy) stops it gracefully once started, instead of killing it midway.
+/**
+ * SIGTERM/SIGINT, handled from before the start: one that arrives while the worker registers and
+ * starts (a rolling deploy) stops it gracefully once started, instead of killing it midway; a
+ * second exits at once (130). `servers` are the listeners the shutdown closes after the worker's
+ * stop; `release()` undoes a start-up that went no further; `untilStopped()`, once start() has
+ * returned, resolves with the exit code when a signal has stopped the worker.
+ */
+function handleSignals(worker: LeaseholdWorker, logger: Logger) {
   let started = false;
   let stopRequested = false;
   const servers: http.Server[] = [];
@@ -145,75 +213,54 @@ export async function runWorkerProcess(
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   };
-  const release = async () => {
-    closeServers();
-    await worker.stop().catch(() => {}); // not started (or its start failed): closes the pool
-    detach();
+  return {
+    servers,
+    stopRequested: () => stopRequested,
+    async release() {
+      closeServers();
+      await worker.stop().catch(() => {}); // not started (or its start failed): closes the pool
+      detach();
+    },
+    async untilStopped(): Promise<number> {
+      started = true;
+      if (stopRequested) void shutdown();
+      const code = await stopped;
+      detach();
+      return code;
+    },
   };
+}
 
-  // The listeners come up before the migrations and the start, so that a probe gets an answer
-  // (503, "worker not started") while the worker waits for its database, rather than a refused
-  // connection. Until start() has returned the worker reports itself not started: Worker counts
-  // itself running from the call on, while it may still be waiting for the database
-  // (WorkerInternals.notStartedUntilStarted). Its health() asks the database on its pool.
+/**
+ * The listeners come up before the migrations and the start, so that a probe gets an answer
+ * (503, "worker not started") while the worker waits for its database, rather than a refused
+ * connection. Until start() has returned the worker reports itself not started: Worker counts
+ * itself running from the call on, while it may still be waiting for the database
+ * (WorkerInternals.notStartedUntilStarted). Its health() asks the database on its pool. Each
+ * listener goes into `servers` as it comes up; a port that cannot be listened on throws.
+ */
+async function serveProbes(
+  config: WorkerConfig,
+  metrics: WorkerMetrics,
+  worker: LeaseholdWorker,
+  logger: Logger,
+  servers: http.Server[],
+): Promise<void> {
   const sharedPort = config.healthPort > 0 && config.healthPort === config.metricsPort;
-  try {
-    if (config.metricsPort > 0) {
-      servers.push(await serveMetrics(config.metricsPort, config.metricsHost, metrics.registry, { health: worker }));
-      logger.info(
-        { host: config.metricsHost, port: config.metricsPort, ...address(servers.at(-1)!) },
-        'metrics on /metrics, health on /healthz',
-      );
-    }
-    if (config.healthPort > 0 && !sharedPort) {
-      servers.push(await serveHealth(config.healthPort, config.healthHost, worker));
-      logger.info(
-        { host: config.healthHost, port: config.healthPort, ...address(servers.at(-1)!) },
-        'health on /healthz',
-      );
-    }
-  } catch (error) {
-    logger.fatal({ err: error }, 'could not serve metrics or health on that port; stopping');
-    await release();
-    return 1;
-  }
-
-  if (migrate) {
-    try {
-      // Migrations hold a session advisory lock: behind a transaction pooler they need the direct URL.
-      await migrateDatabase(config.directUrl ?? databaseUrl);
-    } catch (error) {
-      await release();
-      throw error;
-    }
-    if (stopRequested) {
-      // Stopped while migrating: nothing of the worker was started.
-      await release();
-      return 0;
-    }
-  }
-
-  try {
-    await worker.start();
-  } catch (error) {
-    if (error instanceof Error && error.name === 'LeaseholdSchemaError') {
-      // No schema, or one this code may not run on: a sentence and exit code 2, as the CLI's other commands.
-      report(error.message.replace(/^Leasehold: /, ''));
-      await release();
-      return 2;
-    }
-    logger.fatal(
-      { err: error },
-      'worker could not start (is the database DATABASE_URL names reachable and migrated? run npx leasehold migrate)',
+  if (config.metricsPort > 0) {
+    servers.push(await serveMetrics(config.metricsPort, config.metricsHost, metrics.registry, { health: worker }));
+    logger.info(
+      { host: config.metricsHost, port: config.metricsPort, ...address(servers.at(-1)!) },
+      'metrics on /metrics, health on /healthz',
     );
-    await release();
-    return 1;
   }
-  started = true;
-  if (stopRequested) void shutdown();
-  const code = await stopped;
-  detach();
-  return code;
+  if (config.healthPort > 0 && !sharedPort) {
+    servers.push(await serveHealth(config.healthPort, config.healthHost, worker));
+    logger.info(
+      { host: config.healthHost, port: config.healthPort, ...address(servers.at(-1)!) },
+      'health on /healthz',
+    );
+  }
 }
 
 /**
