@@ -425,6 +425,21 @@ test.describe('dark theme', () => {
     expect(await background(page)).toBe(DARK_BG);
     expect(await page.evaluate(() => localStorage.getItem('leasehold-theme'))).toBeNull();
   });
+
+  test('another tab of the browser takes the choice on at once', async ({ page, context }) => {
+    await page.emulateMedia({ colorScheme: 'light' });
+    await login(page, 'viewer');
+    const other = await context.newPage();
+    await other.emulateMedia({ colorScheme: 'light' });
+    await other.goto('/jobs');
+    await expect(other.getByTestId('theme-toggle')).toHaveText('Theme: system');
+    await tabTo(page, page.getByTestId('theme-toggle'));
+    await page.keyboard.press('Enter');
+    await expect(page.getByTestId('theme-toggle')).toHaveText('Theme: dark');
+    await expect(other.getByTestId('theme-toggle')).toHaveText('Theme: dark');
+    await expect.poll(() => background(other)).toBe(DARK_BG);
+    await other.close();
+  });
 });
 
 test.describe('a 390 px window', () => {
