@@ -6,7 +6,7 @@ import Link from 'next/link';
  */
 export default function NotFound() {
   return (
-    <main>
+    <main id="main">
       <h1>Not found</h1>
       <p className="muted">
         Nothing is at this address: the job may have been deleted by retention, or the link is wrong.{' '}

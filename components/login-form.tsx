@@ -55,7 +55,7 @@ export function LoginForm({ options, error: initialError }: { options: LoginOpti
   };
   const sso = options.sso;
   return (
-    <div className="login">
+    <main id="main" className="login">
       <h1>Leasehold</h1>
       {sso && (
         <p>
@@ -94,6 +94,6 @@ export function LoginForm({ options, error: initialError }: { options: LoginOpti
           Demo logins (password <code>{options.demo.password}</code>): {options.demo.emails.join(', ')}
         </p>
       )}
-    </div>
+    </main>
   );
 }

@@ -16,17 +16,29 @@ import {
 import type { OverviewDTO, QueueDTO } from '../lib/dto.ts';
 import { fetchOverview, POLL, postJson, queryKeys } from './queries.ts';
 import { withBasePath } from './base-path.ts';
+import { TableScroll } from './table-scroll.tsx';
 
 const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
-  { key: 'ready', label: 'ready', color: '#3b82f6' },
-  { key: 'scheduled', label: 'scheduled', color: '#a78bfa' },
-  { key: 'retrying', label: 'retrying', color: '#f59e0b' },
-  { key: 'running', label: 'running', color: '#10b981' },
-  { key: 'leaseExpired', label: 'lease expired', color: '#f97316' },
-  { key: 'dead', label: 'dead', color: '#ef4444' },
-  { key: 'cancelled', label: 'cancelled', color: '#6b7280' },
-  { key: 'doneLastHour', label: 'done (last hour)', color: '#22c55e' },
+  { key: 'ready', label: 'ready', color: 'var(--chart-ready)' },
+  { key: 'scheduled', label: 'scheduled', color: 'var(--chart-scheduled)' },
+  { key: 'retrying', label: 'retrying', color: 'var(--chart-retrying)' },
+  { key: 'running', label: 'running', color: 'var(--chart-running)' },
+  { key: 'leaseExpired', label: 'lease expired', color: 'var(--chart-expired)' },
+  { key: 'dead', label: 'dead', color: 'var(--chart-dead)' },
+  { key: 'cancelled', label: 'cancelled', color: 'var(--chart-cancelled)' },
+  { key: 'doneLastHour', label: 'done (last hour)', color: 'var(--chart-done)' },
 ];
+
+/** Axes and tooltips in the theme's colours (globals.css): readable on light and dark alike. */
+const AXIS = { tick: { fill: 'var(--chart-text)' }, stroke: 'var(--chart-grid)' };
+const TOOLTIP = {
+  contentStyle: { background: 'var(--surface)', border: '1px solid var(--border)', color: 'var(--text)' },
+  labelStyle: { color: 'var(--text)' },
+  cursor: { fill: 'var(--surface-2)' },
+};
+
+/** Legend labels in the text colour (recharts colours them as their series: too pale to read). */
+const legendText = (value: string) => <span className="legend-text">{value}</span>;
 
 export function age(seconds: number | null): string {
   if (seconds === null) return '—';
@@ -86,61 +98,68 @@ function OverviewView({ data }: { data: OverviewDTO }) {
         <div className="chart" data-testid="chart-backlog">
           <ResponsiveContainer width="100%" height={260}>
             <BarChart data={data.queues}>
-              <CartesianGrid strokeDasharray="3 3" />
-              <XAxis dataKey="queue" />
-              <YAxis allowDecimals={false} />
-              <Tooltip />
-              <Legend />
+              <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
+              <XAxis dataKey="queue" {...AXIS} />
+              <YAxis allowDecimals={false} {...AXIS} />
+              <Tooltip {...TOOLTIP} />
+              <Legend formatter={legendText} />
               {STATES.map((s) => (
                 <Bar key={s.key} dataKey={s.key} name={s.label} stackId="a" fill={s.color} isAnimationActive={false} />
               ))}
             </BarChart>
           </ResponsiveContainer>
         </div>
-        <table data-testid="backlog-table">
-          <thead>
-            <tr>
-              <th>queue</th>
-              {STATES.map((s) => (
-                <th key={s.key}>{s.label}</th>
-              ))}
-              <th>oldest ready (lag)</th>
-              <th title="ready jobs whose kind version no live worker runs">no worker for kind</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {data.queues.map((q) => (
-              <tr key={q.queue}>
-                <td>
-                  <a href={withBasePath(`/jobs?queue=${encodeURIComponent(q.queue)}`)}>{q.queue}</a>
-                  {q.paused && <span className="badge paused">paused</span>}
-                </td>
-                {STATES.map((s) => (
-                  <td key={s.key} className="num">
-                    {String(q[s.key])}
-                  </td>
-                ))}
-                <td className="num" data-testid={`lag-${q.queue}`}>
-                  {age(q.oldestReadyAgeSeconds)}
-                </td>
-                <td className="num" data-testid={`waiting-for-kind-${q.queue}`}>
-                  {q.waitingForKind}
-                </td>
-                <td>
-                  {data.can.pause && (
-                    <button onClick={() => void toggle(q.queue, q.paused)}>{q.paused ? 'Resume' : 'Pause'}</button>
-                  )}
-                </td>
-              </tr>
-            ))}
-            {data.queues.length === 0 && (
+        <TableScroll label="Backlog by queue">
+          <table data-testid="backlog-table">
+            <thead>
               <tr>
-                <td colSpan={STATES.length + 4}>No jobs yet.</td>
+                <th>queue</th>
+                {STATES.map((s) => (
+                  <th key={s.key}>{s.label}</th>
+                ))}
+                <th>oldest ready (lag)</th>
+                <th title="ready jobs whose kind version no live worker runs">no worker for kind</th>
+                <th>
+                  <span className="visually-hidden">actions</span>
+                </th>
               </tr>
-            )}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {data.queues.map((q) => (
+                <tr key={q.queue}>
+                  <td>
+                    <a href={withBasePath(`/jobs?queue=${encodeURIComponent(q.queue)}`)}>{q.queue}</a>
+                    {q.paused && <span className="badge paused">paused</span>}
+                  </td>
+                  {STATES.map((s) => (
+                    <td key={s.key} className="num">
+                      {String(q[s.key])}
+                    </td>
+                  ))}
+                  <td className="num" data-testid={`lag-${q.queue}`}>
+                    {age(q.oldestReadyAgeSeconds)}
+                  </td>
+                  <td className="num" data-testid={`waiting-for-kind-${q.queue}`}>
+                    {q.waitingForKind}
+                  </td>
+                  <td>
+                    {data.can.pause && (
+                      <button type="button" onClick={() => void toggle(q.queue, q.paused)}>
+                        {q.paused ? 'Resume' : 'Pause'}
+                        <span className="visually-hidden"> queue {q.queue}</span>
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+              {data.queues.length === 0 && (
+                <tr>
+                  <td colSpan={STATES.length + 4}>No jobs yet.</td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        </TableScroll>
       </section>
 
       <section>
@@ -156,13 +175,25 @@ function OverviewView({ data }: { data: OverviewDTO }) {
                 time: new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }),
               }))}
             >
-              <CartesianGrid strokeDasharray="3 3" />
-              <XAxis dataKey="time" minTickGap={30} />
-              <YAxis allowDecimals={false} />
-              <Tooltip />
-              <Legend />
-              <Area type="monotone" dataKey="completed" stroke="#22c55e" fill="#bbf7d0" isAnimationActive={false} />
-              <Area type="monotone" dataKey="failed" stroke="#ef4444" fill="#fecaca" isAnimationActive={false} />
+              <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
+              <XAxis dataKey="time" minTickGap={30} {...AXIS} />
+              <YAxis allowDecimals={false} {...AXIS} />
+              <Tooltip {...TOOLTIP} />
+              <Legend formatter={legendText} />
+              <Area
+                type="monotone"
+                dataKey="completed"
+                stroke="var(--chart-done)"
+                fill="var(--chart-completed-fill)"
+                isAnimationActive={false}
+              />
+              <Area
+                type="monotone"
+                dataKey="failed"
+                stroke="var(--chart-dead)"
+                fill="var(--chart-failed-fill)"
+                isAnimationActive={false}
+              />
             </AreaChart>
           </ResponsiveContainer>
         </div>
@@ -175,10 +206,10 @@ function OverviewView({ data }: { data: OverviewDTO }) {
           <div className="chart" data-testid="chart-attempts">
             <ResponsiveContainer width="100%" height={200}>
               <BarChart data={data.attempts}>
-                <XAxis dataKey="attempts" />
-                <YAxis allowDecimals={false} />
-                <Tooltip />
-                <Bar dataKey="jobs" fill="#6366f1" isAnimationActive={false} />
+                <XAxis dataKey="attempts" {...AXIS} />
+                <YAxis allowDecimals={false} {...AXIS} />
+                <Tooltip {...TOOLTIP} />
+                <Bar dataKey="jobs" fill="var(--chart-attempts)" isAnimationActive={false} />
               </BarChart>
             </ResponsiveContainer>
           </div>
@@ -192,12 +223,12 @@ function OverviewView({ data }: { data: OverviewDTO }) {
           <div className="chart" data-testid="chart-failures">
             <ResponsiveContainer width="100%" height={200}>
               <BarChart data={mergeClasses(data)}>
-                <XAxis dataKey="failureClass" />
-                <YAxis allowDecimals={false} />
-                <Tooltip />
-                <Legend />
-                <Bar dataKey="lastHour" name="last hour" fill="#f97316" isAnimationActive={false} />
-                <Bar dataKey="lastDay" name="last day" fill="#fdba74" isAnimationActive={false} />
+                <XAxis dataKey="failureClass" {...AXIS} />
+                <YAxis allowDecimals={false} {...AXIS} />
+                <Tooltip {...TOOLTIP} />
+                <Legend formatter={legendText} />
+                <Bar dataKey="lastHour" name="last hour" fill="var(--chart-hour)" isAnimationActive={false} />
+                <Bar dataKey="lastDay" name="last day" fill="var(--chart-day)" isAnimationActive={false} />
               </BarChart>
             </ResponsiveContainer>
           </div>
@@ -211,37 +242,39 @@ function OverviewView({ data }: { data: OverviewDTO }) {
 
       <section>
         <h2>Live workers ({data.workers.length})</h2>
-        <table data-testid="workers-table">
-          <thead>
-            <tr>
-              <th>worker</th>
-              <th>host</th>
-              <th>pid</th>
-              <th>queues</th>
-              <th>concurrency</th>
-              <th>started</th>
-              <th>last seen</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.workers.map((w) => (
-              <tr key={w.id}>
-                <td>{w.id}</td>
-                <td>{w.host}</td>
-                <td className="num">{w.pid}</td>
-                <td>{w.queues.join(', ')}</td>
-                <td className="num">{w.concurrency}</td>
-                <td>{new Date(w.startedAt).toLocaleString()}</td>
-                <td>{new Date(w.lastSeenAt).toLocaleTimeString()}</td>
-              </tr>
-            ))}
-            {data.workers.length === 0 && (
+        <TableScroll label="Live workers">
+          <table data-testid="workers-table">
+            <thead>
               <tr>
-                <td colSpan={7}>No worker has reported in the last minute.</td>
+                <th>worker</th>
+                <th>host</th>
+                <th>pid</th>
+                <th>queues</th>
+                <th>concurrency</th>
+                <th>started</th>
+                <th>last seen</th>
               </tr>
-            )}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {data.workers.map((w) => (
+                <tr key={w.id}>
+                  <td>{w.id}</td>
+                  <td>{w.host}</td>
+                  <td className="num">{w.pid}</td>
+                  <td>{w.queues.join(', ')}</td>
+                  <td className="num">{w.concurrency}</td>
+                  <td>{new Date(w.startedAt).toLocaleString()}</td>
+                  <td>{new Date(w.lastSeenAt).toLocaleTimeString()}</td>
+                </tr>
+              ))}
+              {data.workers.length === 0 && (
+                <tr>
+                  <td colSpan={7}>No worker has reported in the last minute.</td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        </TableScroll>
       </section>
     </div>
   );

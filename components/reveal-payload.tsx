@@ -15,13 +15,17 @@ export function RevealPayload({ id }: { id: string }) {
     return (
       <>
         <p className="notice">Revealed: this view was recorded in the audit log.</p>
-        <pre data-testid="revealed-payload">{JSON.stringify(payload, null, 2)}</pre>
+        <pre data-testid="revealed-payload" tabIndex={0}>
+          {JSON.stringify(payload, null, 2)}
+        </pre>
       </>
     );
   }
   return (
     <>
-      <button onClick={() => void reveal()}>Reveal (recorded in the audit log)</button>
+      <button type="button" onClick={() => void reveal()}>
+        Reveal (recorded in the audit log)
+      </button>
       {message && <p className="error">{message}</p>}
     </>
   );

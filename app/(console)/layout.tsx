@@ -1,7 +1,6 @@
-import Link from 'next/link';
 import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
-import { SignOut } from '../../components/sign-out.tsx';
+import { ConsoleNav } from '../../components/console-nav.tsx';
 import { getViewer } from '../../lib/dal/index.ts';
 
 export const dynamic = 'force-dynamic';
@@ -12,21 +11,10 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
   if (!user) redirect('/login');
   return (
     <>
-      <header className="top">
-        <Link className="brand" href="/">
-          Leasehold
-        </Link>
-        <Link href="/">Overview</Link>
-        <Link href="/jobs">Jobs</Link>
-        <Link href="/failures">Failures</Link>
-        <Link href="/kinds">Kinds</Link>
-        <Link href="/audit">Audit log</Link>
-        <span className="who" data-testid="who">
-          {user.email} · {user.role}
-        </span>
-        <SignOut />
-      </header>
-      <main>{children}</main>
+      <ConsoleNav who={`${user.email} · ${user.role}`} />
+      <main id="main" tabIndex={-1}>
+        {children}
+      </main>
     </>
   );
 }

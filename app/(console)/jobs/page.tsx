@@ -1,4 +1,5 @@
 import Link from 'next/link';
+import { TableScroll } from '../../../components/table-scroll.tsx';
 import { BulkActions } from '../../../components/bulk-actions.tsx';
 import { PageError } from '../../../components/page-error.tsx';
 import { StateBadge } from '../../../components/state-badge.tsx';
@@ -65,48 +66,50 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
       ) : (
         <>
           {loaded.value.can.bulk && <BulkActions source={{ kind: 'filter', filter }} actions={['retry', 'cancel']} />}
-          <table data-testid="jobs-table">
-            <thead>
-              <tr>
-                <th>id</th>
-                <th>state</th>
-                <th>queue</th>
-                <th>kind</th>
-                <th className="num">attempts</th>
-                <th>failure class</th>
-                <th>created</th>
-                <th>run at</th>
-              </tr>
-            </thead>
-            <tbody>
-              {loaded.value.jobs.map((j) => (
-                <tr key={j.id}>
-                  <td className="mono">
-                    <a href={withBasePath(`/jobs/${j.id}`)}>{j.id}</a>
-                  </td>
-                  <td>
-                    <StateBadge state={j.subState} />
-                  </td>
-                  <td>{j.queue}</td>
-                  <td>
-                    {j.kind} v{j.kindVersion}
-                  </td>
-                  <td className="num" title={j.attemptLine}>
-                    {j.budget.charged}/{j.budget.cap} {j.budget.source}
-                    {j.budget.released > 0 ? ` +${j.budget.released} uncharged` : ''}
-                  </td>
-                  <td>{j.failureClass ?? ''}</td>
-                  <td>{new Date(j.createdAt).toLocaleString()}</td>
-                  <td>{new Date(j.runAt).toLocaleString()}</td>
-                </tr>
-              ))}
-              {loaded.value.jobs.length === 0 && (
+          <TableScroll label="Jobs">
+            <table data-testid="jobs-table">
+              <thead>
                 <tr>
-                  <td colSpan={8}>No jobs match.</td>
+                  <th>id</th>
+                  <th>state</th>
+                  <th>queue</th>
+                  <th>kind</th>
+                  <th className="num">attempts</th>
+                  <th>failure class</th>
+                  <th>created</th>
+                  <th>run at</th>
                 </tr>
-              )}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {loaded.value.jobs.map((j) => (
+                  <tr key={j.id}>
+                    <td className="mono">
+                      <a href={withBasePath(`/jobs/${j.id}`)}>{j.id}</a>
+                    </td>
+                    <td>
+                      <StateBadge state={j.subState} />
+                    </td>
+                    <td>{j.queue}</td>
+                    <td>
+                      {j.kind} v{j.kindVersion}
+                    </td>
+                    <td className="num" title={j.attemptLine}>
+                      {j.budget.charged}/{j.budget.cap} {j.budget.source}
+                      {j.budget.released > 0 ? ` +${j.budget.released} uncharged` : ''}
+                    </td>
+                    <td>{j.failureClass ?? ''}</td>
+                    <td>{new Date(j.createdAt).toLocaleString()}</td>
+                    <td>{new Date(j.runAt).toLocaleString()}</td>
+                  </tr>
+                ))}
+                {loaded.value.jobs.length === 0 && (
+                  <tr>
+                    <td colSpan={8}>No jobs match.</td>
+                  </tr>
+                )}
+              </tbody>
+            </table>
+          </TableScroll>
           {loaded.value.next && (
             <p className="pager">
               <a

@@ -1,4 +1,5 @@
 import { notFound } from 'next/navigation';
+import { TableScroll } from '../../../../components/table-scroll.tsx';
 import { Fragment } from 'react';
 import { JobActions } from '../../../../components/job-actions.tsx';
 import { RevealPayload } from '../../../../components/reveal-payload.tsx';
@@ -59,7 +60,9 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
       {job.lastError && (
         <>
           <h2>Last error</h2>
-          <pre data-testid="last-error">{job.lastError}</pre>
+          <pre data-testid="last-error" tabIndex={0}>
+            {job.lastError}
+          </pre>
         </>
       )}
       {can.retry && (
@@ -75,84 +78,90 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
         </p>
       )}
       {redactedPaths.length > 0 && <p className="muted">Masked fields: {redactedPaths.join(', ')}.</p>}
-      <pre data-testid="payload">{JSON.stringify(payload, null, 2)}</pre>
+      <pre data-testid="payload" tabIndex={0}>
+        {JSON.stringify(payload, null, 2)}
+      </pre>
       {can.reveal && <RevealPayload id={job.id} />}
       <h2>Attempts</h2>
-      <table data-testid="attempts-table">
-        <thead>
-          <tr>
-            <th className="num">#</th>
-            <th>outcome</th>
-            <th>worker</th>
-            <th>started</th>
-            <th>ended</th>
-            <th className="num">ms</th>
-            <th>class</th>
-            <th>error</th>
-          </tr>
-        </thead>
-        <tbody>
-          {attempts.map((a) => (
-            <Fragment key={`${a.attempt}-${a.startedAt}`}>
-              <tr>
-                <td className="num">{a.attempt}</td>
-                <td>{a.outcome}</td>
-                <td>{a.workerId ?? ''}</td>
-                <td>{new Date(a.startedAt).toLocaleString()}</td>
-                <td>{new Date(a.endedAt).toLocaleTimeString()}</td>
-                <td className="num">{a.durationMs}</td>
-                <td>{a.failureClass ?? ''}</td>
-                <td className="mono">{a.error ?? ''}</td>
-              </tr>
-              {a.errorDetail && (
+      <TableScroll label="Attempts">
+        <table data-testid="attempts-table">
+          <thead>
+            <tr>
+              <th className="num">#</th>
+              <th>outcome</th>
+              <th>worker</th>
+              <th>started</th>
+              <th>ended</th>
+              <th className="num">ms</th>
+              <th>class</th>
+              <th>error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {attempts.map((a) => (
+              <Fragment key={`${a.attempt}-${a.startedAt}`}>
                 <tr>
-                  <td colSpan={8}>
-                    <details data-testid={`attempt-detail-${a.attempt}`}>
-                      <summary>
-                        Attempt {a.attempt}: {errorDetailSummary(a.errorDetail)}
-                      </summary>
-                      <pre>{errorDetailText(a.errorDetail)}</pre>
-                    </details>
-                  </td>
+                  <td className="num">{a.attempt}</td>
+                  <td>{a.outcome}</td>
+                  <td>{a.workerId ?? ''}</td>
+                  <td>{new Date(a.startedAt).toLocaleString()}</td>
+                  <td>{new Date(a.endedAt).toLocaleTimeString()}</td>
+                  <td className="num">{a.durationMs}</td>
+                  <td>{a.failureClass ?? ''}</td>
+                  <td className="mono">{a.error ?? ''}</td>
                 </tr>
-              )}
-            </Fragment>
-          ))}
-          {attempts.length === 0 && (
-            <tr>
-              <td colSpan={8}>No attempt has ended yet.</td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+                {a.errorDetail && (
+                  <tr>
+                    <td colSpan={8}>
+                      <details data-testid={`attempt-detail-${a.attempt}`}>
+                        <summary>
+                          Attempt {a.attempt}: {errorDetailSummary(a.errorDetail)}
+                        </summary>
+                        <pre tabIndex={0}>{errorDetailText(a.errorDetail)}</pre>
+                      </details>
+                    </td>
+                  </tr>
+                )}
+              </Fragment>
+            ))}
+            {attempts.length === 0 && (
+              <tr>
+                <td colSpan={8}>No attempt has ended yet.</td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </TableScroll>
       <h2>Audit</h2>
-      <table>
-        <thead>
-          <tr>
-            <th>when</th>
-            <th>who</th>
-            <th>action</th>
-            <th>outcome</th>
-            <th>reason</th>
-          </tr>
-        </thead>
-        <tbody>
-          {audit.map((a) => (
-            <tr key={a.id}>
-              <td>{new Date(a.at).toLocaleString()}</td>
-              <td>{a.actor}</td>
-              <td>{a.action}</td>
-              <td>{a.outcome}</td>
-              <td>{a.reason ?? ''}</td>
-            </tr>
-          ))}
-          {audit.length === 0 && (
+      <TableScroll label="Audit of this job">
+        <table>
+          <thead>
             <tr>
-              <td colSpan={5}>No operator has touched this job.</td>
+              <th>when</th>
+              <th>who</th>
+              <th>action</th>
+              <th>outcome</th>
+              <th>reason</th>
             </tr>
-          )}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {audit.map((a) => (
+              <tr key={a.id}>
+                <td>{new Date(a.at).toLocaleString()}</td>
+                <td>{a.actor}</td>
+                <td>{a.action}</td>
+                <td>{a.outcome}</td>
+                <td>{a.reason ?? ''}</td>
+              </tr>
+            ))}
+            {audit.length === 0 && (
+              <tr>
+                <td colSpan={5}>No operator has touched this job.</td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </TableScroll>
     </>
   );
 }

@@ -1,0 +1,503 @@
+/**
+ * Accessibility of the dashboard (issue 44): an axe scan of every page in light and dark (with
+ * the dialogs open), the keyboard alone (no clicks) through navigation, tables, actions and the
+ * bulk dialog, the theme (the system's, the reader's choice before paint, the charts' colours)
+ * and a 390 px window (no page scrolls sideways; tables scroll in their own box; the navigation
+ * collapses). Screenshots go to test-results/screenshots/a11y/ (gitignored).
+ */
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import AxeBuilder from '@axe-core/playwright';
+import type { Locator, Page } from '@playwright/test';
+import { DEMO_PASSWORD } from '../db/users.ts';
+import { deadJob, expect, FROM_DASHBOARD, login, test, uniqueQueue, type Role } from './fixtures.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SHOTS = 'test-results/screenshots/a11y';
+
+/**
+ * Rules switched off for every scan, each with its reason. Empty: a rule goes here only with a
+ * reason a reviewer can check, never to make a scan pass.
+ */
+const DISABLED_RULES: { id: string; reason: string }[] = [];
+
+/** The routes of app/(console)/**\/page.tsx: `(group)` folders are not in the URL. */
+function consoleRoutes(): string[] {
+  const dir = path.join(ROOT, 'app', '(console)');
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((file) => path.basename(file) === 'page.tsx')
+    .map((file) => {
+      const segments = path
+        .dirname(file)
+        .split(path.sep)
+        .filter((s) => s !== '.' && !/^\(.*\)$/.test(s));
+      return `/${segments.join('/')}`;
+    })
+    .sort();
+}
+
+interface Seed {
+  queue: string;
+  jobId: string;
+  error: string;
+}
+
+interface PageCase {
+  /** The URL with seeded data (a dynamic segment gets a seeded id). */
+  url: (seed: Seed) => string;
+  /** Waits until the page shows the seeded data. */
+  ready: (page: Page, seed: Seed) => Promise<void>;
+  /** Opens each dialog the page has, in turn: scanned open, then closed with Escape. */
+  dialogs?: { name: string; open: (page: Page, seed: Seed) => Promise<Locator> }[];
+}
+
+const bulkDialog = (page: Page) => page.getByRole('dialog');
+
+/** Every console route, keyed as consoleRoutes() names it. A new page file fails the test below until it is here. */
+const PAGES: Record<string, PageCase> = {
+  '/': {
+    url: () => '/',
+    ready: async (page, seed) => {
+      await expect(page.getByTestId('backlog-table')).toContainText(seed.queue);
+      await expect(page.getByTestId('chart-backlog').locator('.recharts-bar-rectangle').first()).toBeVisible();
+    },
+  },
+  '/jobs': {
+    url: (seed) => `/jobs?queue=${seed.queue}`,
+    ready: async (page, seed) => {
+      await expect(page.getByTestId('jobs-table')).toContainText(seed.jobId);
+    },
+    dialogs: [
+      {
+        name: 'bulk-retry',
+        open: async (page) => {
+          await page.getByRole('button', { name: 'Bulk retry…' }).click();
+          await expect(page.getByTestId('bulk-count')).toBeVisible();
+          return bulkDialog(page);
+        },
+      },
+      {
+        name: 'bulk-cancel',
+        open: async (page) => {
+          await page.getByRole('button', { name: 'Bulk cancel…' }).click();
+          await expect(page.getByTestId('bulk-preview')).toContainText('No ready or running jobs match');
+          return bulkDialog(page);
+        },
+      },
+    ],
+  },
+  '/jobs/[id]': {
+    url: (seed) => `/jobs/${seed.jobId}`,
+    ready: async (page, seed) => {
+      await expect(page.getByTestId('job-fields')).toContainText(seed.queue);
+      await expect(page.getByTestId('attempts-table')).toContainText('failed');
+    },
+  },
+  '/failures': {
+    url: () => '/failures',
+    ready: async (page, seed) => {
+      await expect(page.getByTestId('failure-groups')).toContainText(seed.error);
+    },
+    dialogs: [
+      {
+        name: 'group-retry',
+        open: async (page, seed) => {
+          await page
+            .getByRole('row', { name: new RegExp(seed.error) })
+            .getByRole('button', { name: 'Bulk retry…' })
+            .click();
+          await expect(page.getByTestId('bulk-count')).toBeVisible();
+          return bulkDialog(page);
+        },
+      },
+    ],
+  },
+  '/kinds': {
+    url: () => '/kinds',
+    ready: async (page) => {
+      // The e2e worker records its kinds when it starts, which may be after the dashboard is up.
+      await expect(async () => {
+        await page.goto('/kinds');
+        await expect(page.getByTestId('kinds-table')).toContainText('receipt.send', { timeout: 1_000 });
+      }).toPass({ timeout: 20_000 });
+    },
+  },
+  '/audit': {
+    url: () => '/audit',
+    ready: async (page, seed) => {
+      await expect(page.getByTestId('audit-table')).toContainText(seed.queue);
+    },
+  },
+};
+
+/** A dead job (with a failed attempt) in a queue of its own, and audit rows on that queue. */
+async function seed(page: Page): Promise<Seed> {
+  const queue = uniqueQueue('a11y');
+  // One failure group for every seed (the groups fold numbers and ids): the example shown may be any run's.
+  const error = 'a11y seed: the provider refused the request';
+  const jobId = await deadJob(queue, { ms: 0 }, error);
+  // Audit rows: the admin pauses and resumes the queue (the page's session is the admin's).
+  for (const action of ['pause', 'resume']) {
+    const answer = await page.request.post(`/api/queues/${queue}/${action}`, { headers: FROM_DASHBOARD });
+    expect(answer.status(), `${action} ${queue}`).toBe(200);
+  }
+  return { queue, jobId, error };
+}
+
+/** The moderate and minor findings of the scans, by rule: kept beside the screenshots for docs/dashboard.md. */
+const lesser = new Map<string, Set<string>>();
+
+async function scan(page: Page, what: string) {
+  const results = await new AxeBuilder({ page }).disableRules(DISABLED_RULES.map((r) => r.id)).analyze();
+  for (const v of results.violations.filter((v) => v.impact !== 'serious' && v.impact !== 'critical')) {
+    const pages = lesser.get(`${v.id} (${v.impact}): ${v.help}`) ?? new Set();
+    pages.add(what);
+    lesser.set(`${v.id} (${v.impact}): ${v.help}`, pages);
+  }
+  const serious = results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help}\n    ${v.nodes.map((n) => n.target.join(' ')).join('\n    ')}`);
+  expect(serious, `serious or critical axe violations on ${what}`).toEqual([]);
+}
+
+const slug = (route: string) =>
+  route === '/' ? 'overview' : route.slice(1).replaceAll('/', '-').replace(/[[\]]/g, '');
+
+/** Presses Tab (or Shift+Tab) until `target` has the focus; fails after `max` presses. */
+async function tabTo(page: Page, target: Locator, { max = 150, back = false } = {}) {
+  for (let i = 0; i < max; i++) {
+    await page.keyboard.press(back ? 'Shift+Tab' : 'Tab');
+    if (await target.evaluate((el) => el === document.activeElement).catch(() => false)) return;
+  }
+  throw new Error(`${String(target)} never got the focus in ${max} presses of Tab`);
+}
+
+/** The focused element shows a focus ring (the :focus-visible outline of globals.css). */
+async function expectVisibleFocus(target: Locator) {
+  const outline = await target.evaluate((el) => {
+    const style = getComputedStyle(el);
+    return {
+      style: style.outlineStyle,
+      width: Number.parseFloat(style.outlineWidth),
+      visible: el.matches(':focus-visible'),
+    };
+  });
+  expect(outline.visible, 'matches :focus-visible').toBe(true);
+  expect(outline.style).not.toBe('none');
+  expect(outline.width).toBeGreaterThanOrEqual(2);
+}
+
+/** Signs in with the keyboard only: Tab to the fields, type, Enter. */
+async function loginByKeyboard(page: Page, role: Role) {
+  await page.goto('/login');
+  await tabTo(page, page.getByLabel('Email'));
+  await page.keyboard.type(`${role}@example.com`);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(DEMO_PASSWORD);
+  await page.keyboard.press('Enter');
+  await expect(page.getByTestId('who')).toContainText(role);
+}
+
+test.describe('accessibility', () => {
+  test('every page file under app/(console) has a seeded case in the scan', () => {
+    expect(Object.keys(PAGES).sort()).toEqual(consoleRoutes());
+  });
+
+  test('the scan finds a violation when there is one (it is not vacuous)', async ({ page }) => {
+    await page.goto('/login');
+    await expect(page.getByLabel('Email')).toBeVisible();
+    // An unnamed button and a low-contrast line, added to the page: axe must report both.
+    await page.evaluate(() => {
+      const button = document.createElement('button');
+      const faint = document.createElement('p');
+      faint.textContent = 'barely there';
+      faint.style.color = '#f0f0f0';
+      document.querySelector('main')!.append(button, faint);
+    });
+    const results = await new AxeBuilder({ page }).analyze();
+    expect(results.violations.map((v) => v.id)).toEqual(expect.arrayContaining(['button-name', 'color-contrast']));
+  });
+
+  for (const scheme of ['light', 'dark'] as const) {
+    test(`no serious or critical axe violation on any page, dialogs open, in ${scheme}`, async ({ page }) => {
+      test.setTimeout(120_000);
+      lesser.clear();
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.goto('/login');
+      await expect(page.getByLabel('Email')).toBeVisible();
+      await scan(page, `/login (${scheme})`);
+      if (scheme === 'light') await page.screenshot({ path: `${SHOTS}/login-light.png`, fullPage: true });
+
+      await login(page, 'admin');
+      const data = await seed(page);
+      for (const route of consoleRoutes()) {
+        const look = PAGES[route];
+        expect(look, `a scan case for ${route}`).toBeDefined();
+        await page.goto(look!.url(data));
+        await look!.ready(page, data);
+        await scan(page, `${route} (${scheme})`);
+        const name = slug(route);
+        if (scheme === 'light' || name === 'overview' || name === 'jobs-id')
+          await page.screenshot({ path: `${SHOTS}/${name}-${scheme}.png`, fullPage: true });
+        for (const dialog of look!.dialogs ?? []) {
+          const open = await dialog.open(page, data);
+          await expect(open).toBeVisible();
+          await scan(page, `${route}, ${dialog.name} dialog open (${scheme})`);
+          await page.keyboard.press('Escape');
+          await expect(open).toBeHidden();
+        }
+      }
+      mkdirSync(SHOTS, { recursive: true });
+      writeFileSync(
+        `${SHOTS}/axe-lesser-${scheme}.json`,
+        JSON.stringify(Object.fromEntries([...lesser].map(([rule, pages]) => [rule, [...pages]])), null, 2),
+      );
+    });
+  }
+});
+
+test.describe('keyboard', () => {
+  test('a skip link and the navigation reach every page, each with a visible focus', async ({ page }) => {
+    await loginByKeyboard(page, 'viewer');
+    await page.goto('/');
+    await page.keyboard.press('Tab');
+    const skip = page.getByRole('link', { name: 'Skip to content' });
+    await expect(skip).toBeFocused();
+    await expect(skip).toBeInViewport();
+    await expectVisibleFocus(skip);
+    await page.keyboard.press('Enter');
+    await expect(page.locator('main#main')).toBeFocused();
+
+    const nav = page.getByRole('navigation', { name: 'Dashboard' });
+    for (const [name, url] of [
+      ['Jobs', /\/jobs$/],
+      ['Failures', /\/failures$/],
+      ['Kinds', /\/kinds$/],
+      ['Audit log', /\/audit$/],
+      ['Overview', /\/$/],
+    ] as const) {
+      const link = nav.getByRole('link', { name, exact: true });
+      await tabTo(page, link);
+      await expectVisibleFocus(link);
+      await page.keyboard.press('Enter');
+      await expect(page).toHaveURL(url);
+      await expect(nav.getByRole('link', { name, exact: true })).toHaveAttribute('aria-current', 'page');
+    }
+  });
+
+  test('a keyboard user opens a job from the list and retries it', async ({ page }) => {
+    const queue = uniqueQueue('kbd');
+    const id = await deadJob(queue);
+    await loginByKeyboard(page, 'operator');
+    await page.goto(`/jobs?queue=${queue}`);
+    const link = page.getByTestId('jobs-table').getByRole('link', { name: id });
+    await tabTo(page, link);
+    await expectVisibleFocus(link);
+    await page.keyboard.press('Enter');
+    await expect(page).toHaveURL(new RegExp(`/jobs/${id}$`));
+    const retry = page.getByRole('button', { name: 'Retry' });
+    await tabTo(page, retry);
+    await expectVisibleFocus(retry);
+    await page.keyboard.press('Enter');
+    await expect(page.getByTestId('action-result')).toContainText('Retried');
+  });
+
+  test('an admin pauses and resumes a queue from the overview by keyboard', async ({ page }) => {
+    const queue = uniqueQueue('kbdpause');
+    await deadJob(queue);
+    await loginByKeyboard(page, 'admin');
+    await expect(page.getByTestId('backlog-table')).toContainText(queue);
+    const pause = page.getByRole('button', { name: `Pause queue ${queue}`, exact: true });
+    await tabTo(page, pause, { max: 400 });
+    await page.keyboard.press('Enter');
+    const resume = page.getByRole('button', { name: `Resume queue ${queue}`, exact: true });
+    await expect(resume).toBeVisible();
+    await expect(page.getByRole('status')).toBeVisible();
+    // The same button, relabelled: the focus stays on it, and Enter undoes the pause.
+    await expect(resume).toBeFocused();
+    await page.keyboard.press('Enter');
+    await expect(pause).toBeVisible();
+  });
+
+  test('the bulk dialog traps the focus, closes on Escape, gives the focus back, and confirms by keyboard', async ({
+    page,
+  }) => {
+    const queue = uniqueQueue('kbdbulk');
+    for (let i = 0; i < 3; i++) await deadJob(queue);
+    await loginByKeyboard(page, 'admin');
+    await page.goto(`/jobs?queue=${queue}&state=dead`);
+    await expect(page.getByTestId('jobs-table').locator('tbody tr')).toHaveCount(3);
+    const opener = page.getByRole('button', { name: 'Bulk retry…' });
+    await tabTo(page, opener);
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Bulk retry' });
+    await expect(dialog).toBeVisible();
+    await expect(dialog.getByRole('button', { name: 'Close' })).toBeFocused();
+    const focusInDialog = () => dialog.evaluate((d) => d.contains(document.activeElement));
+    for (const key of ['Tab', 'Tab', 'Tab', 'Tab', 'Tab', 'Shift+Tab', 'Shift+Tab', 'Shift+Tab', 'Shift+Tab']) {
+      await page.keyboard.press(key);
+      expect(await focusInDialog(), `focus inside the dialog after ${key}`).toBe(true);
+    }
+    await page.keyboard.press('Escape');
+    await expect(dialog).toBeHidden();
+    await expect(opener).toBeFocused();
+
+    await page.keyboard.press('Enter');
+    await expect(dialog).toBeVisible();
+    const confirm = dialog.getByRole('button', { name: 'Confirm retry of 3' });
+    await tabTo(page, confirm, { max: 5 });
+    await expectVisibleFocus(confirm);
+    await page.keyboard.press('Enter');
+    await expect(page.getByTestId('bulk-result')).toContainText('Retried 3 of 3');
+    await expect(dialog).toBeHidden();
+    await expect(opener).toBeFocused();
+  });
+});
+
+test.describe('dark theme', () => {
+  const DARK_BG = 'rgb(11, 17, 32)';
+  const LIGHT_BG = 'rgb(249, 250, 251)';
+  const background = (page: Page) => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const barFill = (page: Page) =>
+    page
+      .getByTestId('chart-backlog')
+      .locator('.recharts-bar-rectangle path')
+      .first()
+      .evaluate((el) => getComputedStyle(el).fill);
+  const tickFill = (page: Page) =>
+    page
+      .getByTestId('chart-backlog')
+      .locator('.recharts-cartesian-axis-tick-value')
+      .first()
+      .evaluate((el) => getComputedStyle(el).fill);
+
+  test('follows the system setting, charts included', async ({ page }) => {
+    await deadJob(uniqueQueue('theme'));
+    await login(page, 'viewer');
+    await expect(page.getByTestId('chart-backlog').locator('.recharts-bar-rectangle').first()).toBeVisible();
+    await page.emulateMedia({ colorScheme: 'light' });
+    expect(await background(page)).toBe(LIGHT_BG);
+    const light = { bar: await barFill(page), tick: await tickFill(page) };
+    await page.emulateMedia({ colorScheme: 'dark' });
+    expect(await background(page)).toBe(DARK_BG);
+    const dark = { bar: await barFill(page), tick: await tickFill(page) };
+    // The charts take the theme's colours: light text on dark, dark text on light.
+    expect(light.tick).toBe('rgb(55, 65, 81)');
+    expect(dark.tick).toBe('rgb(209, 213, 219)');
+    expect(dark.bar).not.toBe(light.bar);
+  });
+
+  test('the toggle overrides the system, persists in this browser and applies before the first paint', async ({
+    page,
+  }) => {
+    await page.emulateMedia({ colorScheme: 'light' });
+    await loginByKeyboard(page, 'viewer');
+    const toggle = page.getByTestId('theme-toggle');
+    await expect(toggle).toHaveText('Theme: system');
+    await tabTo(page, toggle);
+    await expectVisibleFocus(toggle);
+    await page.keyboard.press('Enter');
+    await expect(toggle).toHaveText('Theme: dark');
+    expect(await background(page)).toBe(DARK_BG);
+
+    // What <html> said when <body> first appeared: the inline script ran before anything painted.
+    await page.addInitScript(() => {
+      new MutationObserver((_, observer) => {
+        if (!document.body) return;
+        (window as unknown as { themeAtBody: string | null }).themeAtBody =
+          document.documentElement.getAttribute('data-theme');
+        observer.disconnect();
+      }).observe(document, { childList: true, subtree: true });
+    });
+    await page.reload();
+    expect(await page.evaluate(() => (window as unknown as { themeAtBody: string | null }).themeAtBody)).toBe('dark');
+    await expect(toggle).toHaveText('Theme: dark');
+    expect(await background(page)).toBe(DARK_BG);
+
+    await tabTo(page, toggle);
+    await page.keyboard.press('Enter');
+    await expect(toggle).toHaveText('Theme: light');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    expect(await background(page)).toBe(LIGHT_BG);
+    await page.keyboard.press('Enter');
+    await expect(toggle).toHaveText('Theme: system');
+    expect(await background(page)).toBe(DARK_BG);
+    expect(await page.evaluate(() => localStorage.getItem('leasehold-theme'))).toBeNull();
+  });
+
+  test('another tab of the browser takes the choice on at once', async ({ page, context }) => {
+    await page.emulateMedia({ colorScheme: 'light' });
+    await login(page, 'viewer');
+    const other = await context.newPage();
+    await other.emulateMedia({ colorScheme: 'light' });
+    await other.goto('/jobs');
+    await expect(other.getByTestId('theme-toggle')).toHaveText('Theme: system');
+    await tabTo(page, page.getByTestId('theme-toggle'));
+    await page.keyboard.press('Enter');
+    await expect(page.getByTestId('theme-toggle')).toHaveText('Theme: dark');
+    await expect(other.getByTestId('theme-toggle')).toHaveText('Theme: dark');
+    await expect.poll(() => background(other)).toBe(DARK_BG);
+    await other.close();
+  });
+});
+
+test.describe('a 390 px window', () => {
+  test.use({ viewport: { width: 390, height: 844 } });
+
+  const noSideScroll = (page: Page) =>
+    page.evaluate(() => ({
+      scrollWidth: document.documentElement.scrollWidth,
+      clientWidth: document.documentElement.clientWidth,
+    }));
+
+  test('no page scrolls sideways; tables scroll in their own box', async ({ page }) => {
+    test.setTimeout(90_000);
+    await page.goto('/login');
+    await expect(page.getByLabel('Email')).toBeVisible();
+    let width = await noSideScroll(page);
+    expect(width.scrollWidth, '/login').toBeLessThanOrEqual(width.clientWidth);
+    await login(page, 'admin');
+    const data = await seed(page);
+    for (const route of consoleRoutes()) {
+      const look = PAGES[route]!;
+      await page.goto(look.url(data));
+      await look.ready(page, data);
+      width = await noSideScroll(page);
+      expect(width.scrollWidth, `${route} at 390 px`).toBeLessThanOrEqual(width.clientWidth);
+      const name = slug(route);
+      if (name === 'overview' || name === 'jobs-id')
+        await page.screenshot({ path: `${SHOTS}/${name}-390.png`, fullPage: true });
+    }
+    // The jobs table is wider than the window: it scrolls inside its box, by keyboard too.
+    await page.goto(PAGES['/jobs']!.url(data));
+    const box = page.getByRole('region', { name: 'Jobs' });
+    const sizes = await box.evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth }));
+    expect(sizes.scroll).toBeGreaterThan(sizes.client);
+    await tabTo(page, box);
+    await expectVisibleFocus(box);
+    await page.keyboard.press('ArrowRight');
+    await expect.poll(() => box.evaluate((el) => el.scrollLeft)).toBeGreaterThan(0);
+  });
+
+  test('the navigation collapses behind a menu button a keyboard opens', async ({ page }) => {
+    await loginByKeyboard(page, 'viewer');
+    const menu = page.getByRole('button', { name: 'Menu' });
+    const jobs = page.getByRole('link', { name: 'Jobs', exact: true });
+    await expect(menu).toHaveAttribute('aria-expanded', 'false');
+    await expect(jobs).toBeHidden();
+    await tabTo(page, menu);
+    await expectVisibleFocus(menu);
+    await page.keyboard.press('Enter');
+    await expect(menu).toHaveAttribute('aria-expanded', 'true');
+    await expect(jobs).toBeVisible();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await expect(jobs).toBeFocused();
+    await page.keyboard.press('Enter');
+    await expect(page).toHaveURL(/\/jobs$/);
+    // A new page closes the menu again.
+    await expect(menu).toHaveAttribute('aria-expanded', 'false');
+    await expect(jobs).toBeHidden();
+  });
+});
