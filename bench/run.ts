@@ -4,7 +4,11 @@
  * interleaved within each case, median of `--runs` (default 3). Prints a markdown table and
  * writes bench-results.json (into `--out DIR`, default bench/results).
  *
- *   npm run bench -- [--runs 3] [--out DIR] [--quick] [--cases drain,pickup] [--systems leasehold,pg-boss]
+ *   npm run bench -- [--runs 3] [--out DIR] [--quick | --smoke] [--cases drain,pickup] [--systems leasehold,pg-boss]
+ *
+ * `--smoke` (CI: `--smoke --runs 1`) runs every case and system once on the tiniest sizes that
+ * still exercise them (a heartbeat still falls in the hold window): it proves the benchmark
+ * runs end to end, its figures mean nothing.
  *
  * Started through bench/main.ts, which runs it under a Node >= 22.18 binary (the anchors need it).
  */
@@ -35,33 +39,38 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '3' },
     out: { type: 'string', default: path.join(PROJECT_DIR, 'bench', 'results') },
     quick: { type: 'boolean', default: false },
+    smoke: { type: 'boolean', default: false },
     cases: { type: 'string' },
     systems: { type: 'string' },
     sizes: { type: 'string' },
   },
 });
 
-const QUICK = args.quick;
+const SMOKE = args.smoke;
+const QUICK = args.quick || SMOKE;
 const RUNS = Math.max(1, Number(args.runs));
+/** Full sizes, then --quick's, then --smoke's. */
+const pick = (full: number, quick: number, smoke: number) => (SMOKE ? smoke : QUICK ? quick : full);
 const SIZE = {
-  single: QUICK ? 300 : 10_000,
-  bulk: QUICK ? 2_000 : 100_000,
-  drain: QUICK ? 2_000 : 100_000,
-  pickupMs: QUICK ? 2_000 : 20_000,
+  single: pick(10_000, 300, 50),
+  bulk: pick(100_000, 2_000, 200),
+  drain: pick(100_000, 2_000, 200),
+  pickupMs: pick(20_000, 2_000, 300),
   pickupIntervalMs: 10,
   /** The heartbeat-heavy case: `holdJobs` in flight for `holdMs` on a `holdLeaseSeconds` lease. */
-  holdJobs: QUICK ? 200 : 2_000,
-  holdMs: QUICK ? 25_000 : 60_000,
-  holdLeaseSeconds: 30,
+  holdJobs: pick(2_000, 200, 20),
+  // Smoke: pg-boss takes no heartbeat under 10 s; beats every 4 s fall twice in the window.
+  holdMs: pick(60_000, 25_000, 13_000),
+  holdLeaseSeconds: pick(30, 30, 12),
   /** The held-horizon case: rounds of `horizonRound` jobs, drained back to back. */
-  horizonRounds: 6,
-  horizonRound: QUICK ? 2_000 : 20_000,
+  horizonRounds: pick(6, 6, 2),
+  horizonRound: pick(20_000, 2_000, 200),
   /** The bursty pickup case: `burst` jobs in one statement every `burstIntervalMs`. */
-  burst: 100,
+  burst: pick(100, 100, 10),
   burstIntervalMs: 100,
-  history: QUICK ? 20_000 : 1_000_000,
-  claimJobs: QUICK ? 2_000 : 20_000,
-  costJobs: QUICK ? 2_000 : 50_000,
+  history: pick(1_000_000, 20_000, 2_000),
+  claimJobs: pick(20_000, 2_000, 200),
+  costJobs: pick(50_000, 2_000, 500),
 };
 // --sizes drain=20000,single=2000: override sizes (for profiling one case; not for published figures)
 for (const pair of args.sizes?.split(',') ?? []) {
@@ -958,6 +967,7 @@ const report = {
   versions,
   runs: RUNS,
   quick: QUICK,
+  smoke: SMOKE,
   sizes: SIZE,
   settings: Object.fromEntries(Object.values(SYSTEMS).map((s) => [s.name, s.settings])),
   cases,
@@ -971,7 +981,7 @@ writeFileSync(file, JSON.stringify(report, null, 2));
 const fmt = (v: number | null | undefined) =>
   v === null || v === undefined ? '–' : v.toLocaleString('en', { maximumFractionDigits: 2 });
 const lines = [
-  `## Leasehold benchmark (${QUICK ? 'quick sizes, ' : ''}median of ${RUNS}; Node ${versions.node}, PostgreSQL ${versions.postgres}, pg-boss ${versions['pg-boss']}, graphile-worker ${versions['graphile-worker']}; ${report.machine.cpus} cores)`,
+  `## Leasehold benchmark (${SMOKE ? 'smoke sizes, figures meaningless, ' : QUICK ? 'quick sizes, ' : ''}median of ${RUNS}; Node ${versions.node}, PostgreSQL ${versions.postgres}, pg-boss ${versions['pg-boss']}, graphile-worker ${versions['graphile-worker']}; ${report.machine.cpus} cores)`,
   '',
   '| case | unit | leasehold | pg-boss | graphile-worker | bare-sql | floor | leasehold / best anchor |',
   '|---|---|---:|---:|---:|---:|---:|---:|',

