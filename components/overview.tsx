@@ -72,10 +72,6 @@ function OverviewView({ data }: { data: OverviewDTO }) {
     setMessage(result.message ?? null);
     await client.invalidateQueries({ queryKey: queryKeys.overview });
   };
-  const totals = data.throughput.reduce(
-    (t, m) => ({ completed: t.completed + m.completed, failed: t.failed + m.failed }),
-    { completed: 0, failed: 0 },
-  );
   return (
     <div className="overview">
       <p className="muted">
@@ -87,196 +83,244 @@ function OverviewView({ data }: { data: OverviewDTO }) {
         </p>
       )}
 
-      <section>
-        <h2>Backlog by queue</h2>
-        {data.waitingForKind > 0 && (
-          <p className="notice" data-testid="waiting-for-kind">
-            {data.waitingForKind} {data.waitingForKind === 1 ? 'job is' : 'jobs are'} waiting for a kind no live worker
-            runs: start a worker with a handler for it (they end dead after the grace period).
-          </p>
-        )}
-        <div className="chart" data-testid="chart-backlog">
-          <ResponsiveContainer width="100%" height={260}>
-            <BarChart data={data.queues}>
-              <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
-              <XAxis dataKey="queue" {...AXIS} />
-              <YAxis allowDecimals={false} {...AXIS} />
-              <Tooltip {...TOOLTIP} />
-              <Legend formatter={legendText} />
-              {STATES.map((s) => (
-                <Bar key={s.key} dataKey={s.key} name={s.label} stackId="a" fill={s.color} isAnimationActive={false} />
-              ))}
-            </BarChart>
-          </ResponsiveContainer>
-        </div>
-        <TableScroll label="Backlog by queue">
-          <table data-testid="backlog-table">
-            <thead>
-              <tr>
-                <th>queue</th>
-                {STATES.map((s) => (
-                  <th key={s.key}>{s.label}</th>
-                ))}
-                <th>oldest ready (lag)</th>
-                <th title="ready jobs whose kind version no live worker runs">no worker for kind</th>
-                <th>
-                  <span className="visually-hidden">actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.queues.map((q) => (
-                <tr key={q.queue}>
-                  <td>
-                    <a href={withBasePath(`/jobs?queue=${encodeURIComponent(q.queue)}`)}>{q.queue}</a>
-                    {q.paused && <span className="badge paused">paused</span>}
-                  </td>
-                  {STATES.map((s) => (
-                    <td key={s.key} className="num">
-                      {String(q[s.key])}
-                    </td>
-                  ))}
-                  <td className="num" data-testid={`lag-${q.queue}`}>
-                    {age(q.oldestReadyAgeSeconds)}
-                  </td>
-                  <td className="num" data-testid={`waiting-for-kind-${q.queue}`}>
-                    {q.waitingForKind}
-                  </td>
-                  <td>
-                    {data.can.pause && (
-                      <button type="button" onClick={() => void toggle(q.queue, q.paused)}>
-                        {q.paused ? 'Resume' : 'Pause'}
-                        <span className="visually-hidden"> queue {q.queue}</span>
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-              {data.queues.length === 0 && (
-                <tr>
-                  <td colSpan={STATES.length + 4}>No jobs yet.</td>
-                </tr>
-              )}
-            </tbody>
-          </table>
-        </TableScroll>
-      </section>
-
-      <section>
-        <h2>Throughput, last hour</h2>
-        <p>
-          {totals.completed} completed, {totals.failed} failed attempts in the last 60 minutes.
-        </p>
-        <div className="chart" data-testid="chart-throughput">
-          <ResponsiveContainer width="100%" height={220}>
-            <AreaChart
-              data={data.throughput.map((m) => ({
-                ...m,
-                time: new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }),
-              }))}
-            >
-              <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
-              <XAxis dataKey="time" minTickGap={30} {...AXIS} />
-              <YAxis allowDecimals={false} {...AXIS} />
-              <Tooltip {...TOOLTIP} />
-              <Legend formatter={legendText} />
-              <Area
-                type="monotone"
-                dataKey="completed"
-                stroke="var(--chart-done)"
-                fill="var(--chart-completed-fill)"
-                isAnimationActive={false}
-              />
-              <Area
-                type="monotone"
-                dataKey="failed"
-                stroke="var(--chart-dead)"
-                fill="var(--chart-failed-fill)"
-                isAnimationActive={false}
-              />
-            </AreaChart>
-          </ResponsiveContainer>
-        </div>
-      </section>
+      <BacklogSection data={data} onToggle={toggle} />
+      <ThroughputSection throughput={data.throughput} />
 
       <div className="two">
-        <section>
-          <h2>Attempts per finished job</h2>
-          <p className="muted">The latest 20,000 jobs finished in the last 24 hours.</p>
-          <div className="chart" data-testid="chart-attempts">
-            <ResponsiveContainer width="100%" height={200}>
-              <BarChart data={data.attempts}>
-                <XAxis dataKey="attempts" {...AXIS} />
-                <YAxis allowDecimals={false} {...AXIS} />
-                <Tooltip {...TOOLTIP} />
-                <Bar dataKey="jobs" fill="var(--chart-attempts)" isAnimationActive={false} />
-              </BarChart>
-            </ResponsiveContainer>
-          </div>
-          <p>
-            {data.attempts.map((a) => `${a.attempts} attempt${a.attempts === 1 ? '' : 's'}: ${a.jobs}`).join(' · ') ||
-              'No finished jobs in the last day.'}
-          </p>
-        </section>
-        <section>
-          <h2>Failure classes</h2>
-          <div className="chart" data-testid="chart-failures">
-            <ResponsiveContainer width="100%" height={200}>
-              <BarChart data={mergeClasses(data)}>
-                <XAxis dataKey="failureClass" {...AXIS} />
-                <YAxis allowDecimals={false} {...AXIS} />
-                <Tooltip {...TOOLTIP} />
-                <Legend formatter={legendText} />
-                <Bar dataKey="lastHour" name="last hour" fill="var(--chart-hour)" isAnimationActive={false} />
-                <Bar dataKey="lastDay" name="last day" fill="var(--chart-day)" isAnimationActive={false} />
-              </BarChart>
-            </ResponsiveContainer>
-          </div>
-          <p>
-            {mergeClasses(data)
-              .map((c) => `${c.failureClass}: ${c.lastHour} / ${c.lastDay}`)
-              .join(' · ') || 'No failures in the last day.'}
-          </p>
-        </section>
+        <AttemptsSection attempts={data.attempts} />
+        <FailureClassesSection data={data} />
       </div>
 
-      <section>
-        <h2>Live workers ({data.workers.length})</h2>
-        <TableScroll label="Live workers">
-          <table data-testid="workers-table">
-            <thead>
-              <tr>
-                <th>worker</th>
-                <th>host</th>
-                <th>pid</th>
-                <th>queues</th>
-                <th>concurrency</th>
-                <th>started</th>
-                <th>last seen</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.workers.map((w) => (
-                <tr key={w.id}>
-                  <td>{w.id}</td>
-                  <td>{w.host}</td>
-                  <td className="num">{w.pid}</td>
-                  <td>{w.queues.join(', ')}</td>
-                  <td className="num">{w.concurrency}</td>
-                  <td>{new Date(w.startedAt).toLocaleString()}</td>
-                  <td>{new Date(w.lastSeenAt).toLocaleTimeString()}</td>
-                </tr>
-              ))}
-              {data.workers.length === 0 && (
-                <tr>
-                  <td colSpan={7}>No worker has reported in the last minute.</td>
-                </tr>
-              )}
-            </tbody>
-          </table>
-        </TableScroll>
-      </section>
+      <WorkersSection workers={data.workers} />
     </div>
+  );
+}
+
+type Toggle = (queue: string, paused: boolean) => Promise<void>;
+
+/** The backlog per queue and state: a stacked chart, then the same counts as a table with pause buttons. */
+function BacklogSection({ data, onToggle }: { data: OverviewDTO; onToggle: Toggle }) {
+  return (
+    <section>
+      <h2>Backlog by queue</h2>
+      {data.waitingForKind > 0 && (
+        <p className="notice" data-testid="waiting-for-kind">
+          {data.waitingForKind} {data.waitingForKind === 1 ? 'job is' : 'jobs are'} waiting for a kind no live worker
+          runs: start a worker with a handler for it (they end dead after the grace period).
+        </p>
+      )}
+      <div className="chart" data-testid="chart-backlog">
+        <ResponsiveContainer width="100%" height={260}>
+          <BarChart data={data.queues}>
+            <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
+            <XAxis dataKey="queue" {...AXIS} />
+            <YAxis allowDecimals={false} {...AXIS} />
+            <Tooltip {...TOOLTIP} />
+            <Legend formatter={legendText} />
+            {STATES.map((s) => (
+              <Bar key={s.key} dataKey={s.key} name={s.label} stackId="a" fill={s.color} isAnimationActive={false} />
+            ))}
+          </BarChart>
+        </ResponsiveContainer>
+      </div>
+      <BacklogTable queues={data.queues} canPause={data.can.pause} onToggle={onToggle} />
+    </section>
+  );
+}
+
+function BacklogTable({ queues, canPause, onToggle }: { queues: QueueDTO[]; canPause: boolean; onToggle: Toggle }) {
+  return (
+    <TableScroll label="Backlog by queue">
+      <table data-testid="backlog-table">
+        <thead>
+          <tr>
+            <th>queue</th>
+            {STATES.map((s) => (
+              <th key={s.key}>{s.label}</th>
+            ))}
+            <th>oldest ready (lag)</th>
+            <th title="ready jobs whose kind version no live worker runs">no worker for kind</th>
+            <th>
+              <span className="visually-hidden">actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {queues.map((q) => (
+            <BacklogRow key={q.queue} q={q} canPause={canPause} onToggle={onToggle} />
+          ))}
+          {queues.length === 0 && (
+            <tr>
+              <td colSpan={STATES.length + 4}>No jobs yet.</td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+function BacklogRow({ q, canPause, onToggle }: { q: QueueDTO; canPause: boolean; onToggle: Toggle }) {
+  return (
+    <tr>
+      <td>
+        <a href={withBasePath(`/jobs?queue=${encodeURIComponent(q.queue)}`)}>{q.queue}</a>
+        {q.paused && <span className="badge paused">paused</span>}
+      </td>
+      {STATES.map((s) => (
+        <td key={s.key} className="num">
+          {String(q[s.key])}
+        </td>
+      ))}
+      <td className="num" data-testid={`lag-${q.queue}`}>
+        {age(q.oldestReadyAgeSeconds)}
+      </td>
+      <td className="num" data-testid={`waiting-for-kind-${q.queue}`}>
+        {q.waitingForKind}
+      </td>
+      <td>
+        {canPause && (
+          <button type="button" onClick={() => void onToggle(q.queue, q.paused)}>
+            {q.paused ? 'Resume' : 'Pause'}
+            <span className="visually-hidden"> queue {q.queue}</span>
+          </button>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+function ThroughputSection({ throughput }: { throughput: OverviewDTO['throughput'] }) {
+  const totals = throughput.reduce((t, m) => ({ completed: t.completed + m.completed, failed: t.failed + m.failed }), {
+    completed: 0,
+    failed: 0,
+  });
+  return (
+    <section>
+      <h2>Throughput, last hour</h2>
+      <p>
+        {totals.completed} completed, {totals.failed} failed attempts in the last 60 minutes.
+      </p>
+      <div className="chart" data-testid="chart-throughput">
+        <ResponsiveContainer width="100%" height={220}>
+          <AreaChart
+            data={throughput.map((m) => ({
+              ...m,
+              time: new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }),
+            }))}
+          >
+            <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
+            <XAxis dataKey="time" minTickGap={30} {...AXIS} />
+            <YAxis allowDecimals={false} {...AXIS} />
+            <Tooltip {...TOOLTIP} />
+            <Legend formatter={legendText} />
+            <Area
+              type="monotone"
+              dataKey="completed"
+              stroke="var(--chart-done)"
+              fill="var(--chart-completed-fill)"
+              isAnimationActive={false}
+            />
+            <Area
+              type="monotone"
+              dataKey="failed"
+              stroke="var(--chart-dead)"
+              fill="var(--chart-failed-fill)"
+              isAnimationActive={false}
+            />
+          </AreaChart>
+        </ResponsiveContainer>
+      </div>
+    </section>
+  );
+}
+
+function AttemptsSection({ attempts }: { attempts: OverviewDTO['attempts'] }) {
+  return (
+    <section>
+      <h2>Attempts per finished job</h2>
+      <p className="muted">The latest 20,000 jobs finished in the last 24 hours.</p>
+      <div className="chart" data-testid="chart-attempts">
+        <ResponsiveContainer width="100%" height={200}>
+          <BarChart data={attempts}>
+            <XAxis dataKey="attempts" {...AXIS} />
+            <YAxis allowDecimals={false} {...AXIS} />
+            <Tooltip {...TOOLTIP} />
+            <Bar dataKey="jobs" fill="var(--chart-attempts)" isAnimationActive={false} />
+          </BarChart>
+        </ResponsiveContainer>
+      </div>
+      <p>
+        {attempts.map((a) => `${a.attempts} attempt${a.attempts === 1 ? '' : 's'}: ${a.jobs}`).join(' · ') ||
+          'No finished jobs in the last day.'}
+      </p>
+    </section>
+  );
+}
+
+function FailureClassesSection({ data }: { data: OverviewDTO }) {
+  const classes = mergeClasses(data);
+  return (
+    <section>
+      <h2>Failure classes</h2>
+      <div className="chart" data-testid="chart-failures">
+        <ResponsiveContainer width="100%" height={200}>
+          <BarChart data={classes}>
+            <XAxis dataKey="failureClass" {...AXIS} />
+            <YAxis allowDecimals={false} {...AXIS} />
+            <Tooltip {...TOOLTIP} />
+            <Legend formatter={legendText} />
+            <Bar dataKey="lastHour" name="last hour" fill="var(--chart-hour)" isAnimationActive={false} />
+            <Bar dataKey="lastDay" name="last day" fill="var(--chart-day)" isAnimationActive={false} />
+          </BarChart>
+        </ResponsiveContainer>
+      </div>
+      <p>
+        {classes.map((c) => `${c.failureClass}: ${c.lastHour} / ${c.lastDay}`).join(' · ') ||
+          'No failures in the last day.'}
+      </p>
+    </section>
+  );
+}
+
+function WorkersSection({ workers }: { workers: OverviewDTO['workers'] }) {
+  return (
+    <section>
+      <h2>Live workers ({workers.length})</h2>
+      <TableScroll label="Live workers">
+        <table data-testid="workers-table">
+          <thead>
+            <tr>
+              <th>worker</th>
+              <th>host</th>
+              <th>pid</th>
+              <th>queues</th>
+              <th>concurrency</th>
+              <th>started</th>
+              <th>last seen</th>
+            </tr>
+          </thead>
+          <tbody>
+            {workers.map((w) => (
+              <tr key={w.id}>
+                <td>{w.id}</td>
+                <td>{w.host}</td>
+                <td className="num">{w.pid}</td>
+                <td>{w.queues.join(', ')}</td>
+                <td className="num">{w.concurrency}</td>
+                <td>{new Date(w.startedAt).toLocaleString()}</td>
+                <td>{new Date(w.lastSeenAt).toLocaleTimeString()}</td>
+              </tr>
+            ))}
+            {workers.length === 0 && (
+              <tr>
+                <td colSpan={7}>No worker has reported in the last minute.</td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </TableScroll>
+    </section>
   );
 }
 

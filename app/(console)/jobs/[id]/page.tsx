@@ -5,6 +5,7 @@ import { JobActions } from '../../../../components/job-actions.tsx';
 import { RevealPayload } from '../../../../components/reveal-payload.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
 import { StateBadge } from '../../../../components/state-badge.tsx';
+import type { AttemptDTO, AuditDTO, JobDetailDTO, JobDTO } from '../../../../lib/dto.ts';
 import { getJobDetail } from '../../../../lib/dal/index.ts';
 import { load } from '../../../../lib/page.ts';
 import { errorDetailSummary, errorDetailText } from '../../../../lib/present.ts';
@@ -20,7 +21,43 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
       </>
     );
   if (!loaded.value) notFound();
-  const { job, payload, attempts, audit, retryPlan, can, redactedPaths, payloadHidden } = loaded.value;
+  const { job, attempts, audit, retryPlan, can } = loaded.value;
+  return (
+    <>
+      <h1>
+        Job <span className="mono">{job.id}</span> <StateBadge state={job.subState} />
+      </h1>
+      <JobActions
+        id={job.id}
+        leaseToken={job.leaseToken}
+        canRetry={can.retry}
+        canCancel={can.cancel}
+        state={job.state}
+      />
+      <JobFields job={job} />
+      {job.lastError && (
+        <>
+          <h2>Last error</h2>
+          <pre data-testid="last-error" tabIndex={0}>
+            {job.lastError}
+          </pre>
+        </>
+      )}
+      {can.retry && (
+        <>
+          <h2>What a retry will do</h2>
+          <p data-testid="retry-plan">{retryPlan}</p>
+        </>
+      )}
+      <PayloadSection detail={loaded.value} />
+      <AttemptsSection attempts={attempts} />
+      <AuditSection audit={audit} />
+    </>
+  );
+}
+
+/** The job's columns as a description list, an empty value as a dash. */
+function JobFields({ job }: { job: JobDTO }) {
   const fields: [string, string | number | null][] = [
     ['queue', job.queue],
     ['kind', `${job.kind} v${job.kindVersion}`],
@@ -38,39 +75,22 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
     ['updated', job.updatedAt],
   ];
   return (
+    <dl className="fields" data-testid="job-fields">
+      {fields.map(([k, v]) => (
+        <Fragment key={k}>
+          <dt>{k}</dt>
+          <dd>{v === null || v === '' ? '—' : String(v)}</dd>
+        </Fragment>
+      ))}
+    </dl>
+  );
+}
+
+/** The payload as redaction left it, what was masked or hidden, and the reveal button for those allowed. */
+function PayloadSection({ detail }: { detail: JobDetailDTO }) {
+  const { job, payload, can, redactedPaths, payloadHidden } = detail;
+  return (
     <>
-      <h1>
-        Job <span className="mono">{job.id}</span> <StateBadge state={job.subState} />
-      </h1>
-      <JobActions
-        id={job.id}
-        leaseToken={job.leaseToken}
-        canRetry={can.retry}
-        canCancel={can.cancel}
-        state={job.state}
-      />
-      <dl className="fields" data-testid="job-fields">
-        {fields.map(([k, v]) => (
-          <Fragment key={k}>
-            <dt>{k}</dt>
-            <dd>{v === null || v === '' ? '—' : String(v)}</dd>
-          </Fragment>
-        ))}
-      </dl>
-      {job.lastError && (
-        <>
-          <h2>Last error</h2>
-          <pre data-testid="last-error" tabIndex={0}>
-            {job.lastError}
-          </pre>
-        </>
-      )}
-      {can.retry && (
-        <>
-          <h2>What a retry will do</h2>
-          <p data-testid="retry-plan">{retryPlan}</p>
-        </>
-      )}
       <h2>Payload</h2>
       {payloadHidden && (
         <p className="muted" data-testid="payload-hidden">
@@ -82,6 +102,13 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
         {JSON.stringify(payload, null, 2)}
       </pre>
       {can.reveal && <RevealPayload id={job.id} />}
+    </>
+  );
+}
+
+function AttemptsSection({ attempts }: { attempts: AttemptDTO[] }) {
+  return (
+    <>
       <h2>Attempts</h2>
       <TableScroll label="Attempts">
         <table data-testid="attempts-table">
@@ -99,30 +126,7 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
           </thead>
           <tbody>
             {attempts.map((a) => (
-              <Fragment key={`${a.attempt}-${a.startedAt}`}>
-                <tr>
-                  <td className="num">{a.attempt}</td>
-                  <td>{a.outcome}</td>
-                  <td>{a.workerId ?? ''}</td>
-                  <td>{new Date(a.startedAt).toLocaleString()}</td>
-                  <td>{new Date(a.endedAt).toLocaleTimeString()}</td>
-                  <td className="num">{a.durationMs}</td>
-                  <td>{a.failureClass ?? ''}</td>
-                  <td className="mono">{a.error ?? ''}</td>
-                </tr>
-                {a.errorDetail && (
-                  <tr>
-                    <td colSpan={8}>
-                      <details data-testid={`attempt-detail-${a.attempt}`}>
-                        <summary>
-                          Attempt {a.attempt}: {errorDetailSummary(a.errorDetail)}
-                        </summary>
-                        <pre tabIndex={0}>{errorDetailText(a.errorDetail)}</pre>
-                      </details>
-                    </td>
-                  </tr>
-                )}
-              </Fragment>
+              <AttemptRows key={`${a.attempt}-${a.startedAt}`} a={a} />
             ))}
             {attempts.length === 0 && (
               <tr>
@@ -132,6 +136,43 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
           </tbody>
         </table>
       </TableScroll>
+    </>
+  );
+}
+
+/** One ended attempt's row, and under it the error's detail when it has one. */
+function AttemptRows({ a }: { a: AttemptDTO }) {
+  return (
+    <>
+      <tr>
+        <td className="num">{a.attempt}</td>
+        <td>{a.outcome}</td>
+        <td>{a.workerId ?? ''}</td>
+        <td>{new Date(a.startedAt).toLocaleString()}</td>
+        <td>{new Date(a.endedAt).toLocaleTimeString()}</td>
+        <td className="num">{a.durationMs}</td>
+        <td>{a.failureClass ?? ''}</td>
+        <td className="mono">{a.error ?? ''}</td>
+      </tr>
+      {a.errorDetail && (
+        <tr>
+          <td colSpan={8}>
+            <details data-testid={`attempt-detail-${a.attempt}`}>
+              <summary>
+                Attempt {a.attempt}: {errorDetailSummary(a.errorDetail)}
+              </summary>
+              <pre tabIndex={0}>{errorDetailText(a.errorDetail)}</pre>
+            </details>
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+function AuditSection({ audit }: { audit: AuditDTO[] }) {
+  return (
+    <>
       <h2>Audit</h2>
       <TableScroll label="Audit of this job">
         <table>
