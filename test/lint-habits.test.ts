@@ -94,6 +94,24 @@ describe('oxlint (the repository’s .oxlintrc.json)', () => {
     expect(run.status).toBe(1);
     expect(run.found).toEqual([`${path.normalize('workers/parse.ts')}: typescript(no-explicit-any)`]);
   });
+
+  it('fails a product function over 119 lines and a product file over 612, not a test', () => {
+    const body = (lines: number) => Array.from({ length: lines }, (_, i) => `  total += ${i};`).join('\n');
+    const fn = (name: string, lines: number) =>
+      `export function ${name}(): number {\n  let total = 0;\n${body(lines - 4)}\n  return total;\n}\n`;
+    const fits = lint({ 'workers/small.ts': fn('small', 119) });
+    expect(fits).toEqual({ status: 0, found: [] });
+    const run = lint({
+      'workers/long.ts': fn('long', 120),
+      'lib/big.ts': Array.from({ length: 6 }, (_, i) => fn(`part${i}`, 110)).join(''),
+      'workers/long.test.ts': fn('longTest', 700),
+    });
+    expect(run.status).toBe(1);
+    expect(run.found).toEqual([
+      `${path.normalize('lib/big.ts')}: eslint(max-lines)`,
+      `${path.normalize('workers/long.ts')}: eslint(max-lines-per-function)`,
+    ]);
+  });
 });
 
 describe('scripts/count-casts.ts --max', () => {
