@@ -43,3 +43,38 @@ export abstract class LeaseholdRefusal extends LeaseholdError {
     return true;
   }
 }
+
+/**
+ * Every code a Leasehold error class sets (docs/versioning.md, "Error codes"; test/errors.test.ts
+ * holds this list to the classes). An attempt's failure detail leaves these out, as the recorded
+ * class name says the same, and keeps any other code: a handler's own subclass's, a driver's.
+ */
+export const LEASEHOLD_CODES: ReadonlySet<string> = new Set([
+  'invalid_input',
+  'invalid_request',
+  'usage',
+  'schema_unusable',
+  'migration_refused',
+  'migration_folder_invalid',
+  'migration_lock_busy',
+  'migration_failed',
+  'database_setting_invalid',
+  'invalid_worker_options',
+  'invalid_worker_setting',
+  'handler_file_invalid',
+  'invalid_failpoints',
+  'heartbeat_timeout',
+  'attempt_aborted',
+  'job_error',
+  'transient',
+  'rate_limited',
+  'unknown_outcome',
+  'permanent',
+  'validation',
+  'cancelled',
+  'job_not_runnable',
+  'enqueued_assertion_failed',
+  'session_ended',
+  'auth_refused',
+  'request_refused',
+]);

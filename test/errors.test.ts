@@ -8,7 +8,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../cli/command.ts';
-import { LeaseholdError, LeaseholdRefusal } from '../db/errors.ts';
+import { LEASEHOLD_CODES, LeaseholdError, LeaseholdRefusal } from '../db/errors.ts';
+import { errorDetail } from '../db/queue/error-detail.ts';
 import { MigrationFolderError } from '../db/migrate/files.ts';
 import { MigrationRefused } from '../db/migrate/journal.ts';
 import { MigrationFailed, MigrationLockBusy } from '../db/migrate/index.ts';
@@ -178,6 +179,25 @@ describe('one error root', () => {
     }
     const codes = Object.values(ERRORS).map((r) => r.code);
     expect(new Set(codes).size).toBe(codes.length);
+  });
+
+  it('LEASEHOLD_CODES is exactly the classes’ codes (the failure detail leaves these out)', () => {
+    expect([...LEASEHOLD_CODES].sort()).toEqual(
+      Object.values(ERRORS)
+        .map((r) => r.code)
+        .sort(),
+    );
+  });
+
+  it('a handler’s own subclass may set a code of its own, which the failure detail records', () => {
+    class ResetError extends TransientError {
+      override readonly code: string = 'ECONNRESET';
+    }
+    const own = errorDetail(new ResetError('reset by peer'));
+    expect(own?.code).toBe('ECONNRESET');
+    // A Leasehold class's own code is not recorded (the class name says it), as before.
+    expect(errorDetail(new TransientError('503'))).not.toHaveProperty('code');
+    expect(errorDetail(new LeaseholdInputError('enqueue', ['payload: bad']))?.code).toBe('invalid_input');
   });
 
   it('the CLI’s exit code and sentence come from the class: refusals 2, failures 1', () => {

@@ -8,15 +8,12 @@ import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
 import type { FailureClass } from '../db/states.ts';
 
 export class JobError extends LeaseholdError {
-  /** `job_error`; each subclass's is the failure class it asks for (`transient`, `permanent`, …). */
-  readonly code:
-    | 'job_error'
-    | 'transient'
-    | 'rate_limited'
-    | 'unknown_outcome'
-    | 'permanent'
-    | 'validation'
-    | 'cancelled' = 'job_error';
+  /**
+   * `job_error`; each subclass's is the failure class it asks for (`transient`, `permanent`, …).
+   * Typed `string`: a handler's own subclass may carry a code of its own (`ECONNRESET`), which
+   * the attempt's failure detail records (db/queue/error-detail.ts).
+   */
+  readonly code: string = 'job_error';
   readonly failureClass: FailureClass;
   readonly retryAfterMs: number | undefined;
 
@@ -30,7 +27,7 @@ export class JobError extends LeaseholdError {
 
 /** Worth retrying with backoff: a 503, a reset connection. */
 export class TransientError extends JobError {
-  override readonly code = 'transient';
+  override readonly code: string = 'transient';
 
   constructor(message: string, options?: { cause?: unknown }) {
     super('transient', message, options);
@@ -39,7 +36,7 @@ export class TransientError extends JobError {
 
 /** The provider said "slow down": retried after Retry-After when given. */
 export class RateLimitedError extends JobError {
-  override readonly code = 'rate_limited';
+  override readonly code: string = 'rate_limited';
 
   constructor(message: string, options: { retryAfterMs?: number; cause?: unknown } = {}) {
     super('rate_limited', message, options);
@@ -48,7 +45,7 @@ export class RateLimitedError extends JobError {
 
 /** The call timed out: it may or may not have happened. Retried with the same delivery key. */
 export class UnknownOutcomeError extends JobError {
-  override readonly code = 'unknown_outcome';
+  override readonly code: string = 'unknown_outcome';
 
   constructor(message: string, options?: { cause?: unknown }) {
     super('unknown_outcome', message, options);
@@ -57,7 +54,7 @@ export class UnknownOutcomeError extends JobError {
 
 /** Will fail the same way every time (a 4xx, a rule broken): `dead` at once. */
 export class PermanentError extends JobError {
-  override readonly code = 'permanent';
+  override readonly code: string = 'permanent';
 
   constructor(message: string, options?: { cause?: unknown }) {
     super('permanent', message, options);
@@ -66,7 +63,7 @@ export class PermanentError extends JobError {
 
 /** The payload is wrong for this kind: `dead` at once. */
 export class ValidationError extends JobError {
-  override readonly code = 'validation';
+  override readonly code: string = 'validation';
 
   constructor(message: string, options?: { cause?: unknown }) {
     super('validation', message, options);
@@ -75,7 +72,7 @@ export class ValidationError extends JobError {
 
 /** The job should not run any more (the application gave up on it): ends `cancelled`. */
 export class CancelledJobError extends JobError {
-  override readonly code = 'cancelled';
+  override readonly code: string = 'cancelled';
 
   constructor(message: string, options?: { cause?: unknown }) {
     super('cancelled', message, options);

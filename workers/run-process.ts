@@ -18,6 +18,7 @@
 import type http from 'node:http';
 import pino, { type Logger } from 'pino';
 import { migrateDatabase } from '../db/migrate/index.ts';
+import { LeaseholdSchemaError } from '../db/queue/errors.ts';
 import { ConfigError, parseWorkerConfig, type WorkerConfig } from './config.ts';
 import { type CreateWorkerOptions, createWorker, type LeaseholdWorker, type WorkerInternals } from './create-worker.ts';
 import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
@@ -113,8 +114,9 @@ export async function runWorkerProcess(
   try {
     await worker.start();
   } catch (error) {
-    if (error instanceof Error && error.name === 'LeaseholdSchemaError') {
-      // No schema, or one this code may not run on: a sentence and exit code 2, as the CLI's other commands.
+    if (error instanceof LeaseholdSchemaError) {
+      // No schema, or one this code may not run on: a sentence and exit code 2 (the worker's
+      // start-up refusal, docs/cli.md), where `leasehold enqueue` fails with the class's 1.
       report(error.message.replace(/^Leasehold: /, ''));
       await lifecycle.release();
       return 2;

@@ -19,7 +19,7 @@
  * the registry's paths when it reads (paths added later, rows written by other clients).
  */
 import { z } from 'zod';
-import { LeaseholdError } from '../errors.ts';
+import { LEASEHOLD_CODES, LeaseholdError } from '../errors.ts';
 import { MAX_PAYLOAD_DEPTH } from '../schema.ts';
 import { LeaseholdInputError } from './errors.ts';
 import { DEFAULT_REDACTED_KEYS, MASK, redactionMatcher, scrubSecretPatterns } from './redaction-rules.ts';
@@ -243,13 +243,17 @@ function stackOf(error: object, budget: Budget): string | null {
 }
 
 function codeOf(error: object, budget: Budget): { code?: string } {
-  // The code of a Leasehold error (db/errors.ts) names its class, which the recorded name says
-  // already: the detail keeps the codes of other code (ECONNRESET, 23505), and the queue's input
-  // refusal's, which it recorded before every class had one.
-  if (error instanceof LeaseholdError && !(error instanceof LeaseholdInputError && error.code === 'invalid_input'))
-    return {};
+  // A Leasehold class's own code (db/errors.ts) names the class, which the recorded name says
+  // already: the detail keeps every other code (ECONNRESET, 23505, a handler's own subclass's),
+  // and the queue's input refusal's, which it recorded before every class had one.
   const code = read(error, 'code');
   if (typeof code !== 'string' && typeof code !== 'number') return {};
+  if (
+    error instanceof LeaseholdError &&
+    LEASEHOLD_CODES.has(String(code)) &&
+    !(error instanceof LeaseholdInputError && code === 'invalid_input')
+  )
+    return {};
   return { code: budget.take(String(code), MAX_NAME_CHARS) };
 }
 

@@ -29,7 +29,7 @@ export class LeaseholdSchemaError extends LeaseholdError {
 export class LeaseholdInputError extends LeaseholdRefusal {
   override readonly name: string = 'LeaseholdInputError';
   /** `invalid_input`; the subclasses' own: `invalid_request` (InputError), `usage` (UsageError). */
-  readonly code: 'invalid_input' | 'invalid_request' | 'usage' = 'invalid_input';
+  readonly code: string = 'invalid_input';
   /** One line per problem: `payload: larger than 262144 bytes`. */
   readonly problems: string[];
 
