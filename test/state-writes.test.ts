@@ -13,10 +13,11 @@ import { describe, expect, it } from 'vitest';
 import { EDGES } from '../db/queue/transitions.ts';
 import { lineOf, productFiles, sourceOf } from './product-files.ts';
 
-/** What writes a job's state: a statement on the jobs table, or a `SET state` anywhere. */
+/** What writes a job's state: a statement on the jobs table (a DELETE too), or a `SET state` anywhere. */
 const WRITES = [
   /\bUPDATE\s+leasehold\.jobs\b/gi,
   /\bINSERT\s+INTO\s+leasehold\.jobs\b/gi,
+  /\bDELETE\s+FROM\s+leasehold\.jobs\b/gi,
   /\bSET\s+state\b/gi,
   // Drizzle's query builder on the jobs table (db/schema.ts's `jobs`).
   /\.(?:update|insert)\(\s*jobs\s*\)/g,
@@ -29,6 +30,9 @@ const WRITERS: Record<string, string> = {
   'db/queue/enqueue-sql.ts':
     "enqueue, EDGES' first row (null → ready): the jobs' INSERT. Its plpgsql twin leasehold.enqueue() " +
     '(drizzle/0011) is held equal by db/surface.test.ts; both exist for the single enqueue figures (see the file)',
+  'db/queue/retention.ts':
+    "retention, EDGES' done/dead/cancelled → null rows (removeExpiredHistory): deletes finished jobs only " +
+    '(state re-checked under the row lock) in the same statement as their attempts and keys; moves no job between states',
   'testing/clock.ts':
     "the test clock's shift: moves every timestamp of every row back by the same amount; sets no state",
 };

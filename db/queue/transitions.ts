@@ -53,12 +53,16 @@ export interface Edge {
 export const EDGES: readonly Edge[] = [
   { from: null, to: 'ready', by: 'enqueue / enqueueMany' },
   { from: 'ready', to: 'running', by: 'claim (due, queue not paused, FOR UPDATE SKIP LOCKED)' },
-  { from: 'running', to: 'done', by: 'completeIfLeaseHeld (token, lease_until > now())' },
+  { from: 'running', to: 'done', by: 'completeIfLeaseHeld (token, lease_until > statement_timestamp())' },
   { from: 'running', to: 'ready', by: 'failIfLeaseHeld, retryable class and attempts left' },
   { from: 'running', to: 'dead', by: 'failIfLeaseHeld, permanent/validation, attempts spent or max age' },
   { from: 'running', to: 'cancelled', by: 'failIfLeaseHeld with class cancelled' },
   { from: 'running', to: 'ready', by: 'releaseIfLeaseHeld (graceful shutdown, attempt not charged: released + 1)' },
-  { from: 'running', to: 'ready', by: 'reapExpiredLeases (lease_until <= now(), attempts left under the handler cap)' },
+  {
+    from: 'running',
+    to: 'ready',
+    by: 'reapExpiredLeases (lease_until <= statement_timestamp(), attempts left under the handler cap)',
+  },
   { from: 'running', to: 'dead', by: 'reapExpiredLeases (no attempts left under the handler cap, or max age)' },
   { from: 'ready', to: 'dead', by: 'deadIfKindUnrun (no live worker ran its kind version for the grace period)' },
   {
