@@ -5,7 +5,7 @@
  * raises the schema version and stays compatible with the code before it, so that code keeps
  * running while the new code rolls out; a contracting one (dropping what old code reads) then
  * declares that code older than N no longer works. Migration headers say it
- * (`-- leasehold:schema-version N`, `-- leasehold:compatible-from M`, migrate-files.ts) and the
+ * (`-- leasehold:schema-version N`, `-- leasehold:compatible-from M`, db/migrate/files.ts) and the
  * runner records both in each journal row, so a database tells any code, even code older than
  * its newest migration, whether that code may run on it.
  *

@@ -64,13 +64,18 @@ export interface WebSetting {
 /**
  * Every variable the web process and its launchers read, once: docs/dashboard.md's settings
  * tables are made of this list (`npm run docs:settings`), and lib/settings.test.ts fails when
- * lib/, app/, cli/dashboard*.ts, scripts/web.ts, instrumentation.ts, proxy.ts or next.config.ts
- * read a variable that is not here, or one here is read nowhere.
+ * lib/, app/, cli/ (but the worker command's, workers/settings.ts), scripts/web.ts,
+ * instrumentation.ts, proxy.ts or next.config.ts read a variable that is not here, or one here
+ * is read nowhere.
  */
 export const WEB_SETTINGS = {
   DATABASE_URL: {
     default: '— (required)',
     help: 'the PostgreSQL the dashboard reads and writes, as a login with the role `leasehold_dashboard` (`--embedded`: the embedded server)',
+  },
+  LEASEHOLD_DATA_DIR: {
+    default: '`./.leasehold/postgres`',
+    help: 'with `--embedded` (any command): the embedded PostgreSQL’s data folder',
   },
   PORT: { default: '3000', help: 'the port the dashboard listens on (`--port` wins)' },
   LEASEHOLD_DASHBOARD_HOSTNAME: {
@@ -99,7 +104,7 @@ export const WEB_SETTINGS = {
   },
   LEASEHOLD_DEMO: {
     default: '`false`',
-    help: 'demo mode (`npm start`, `npm run dev`): one machine, a random secret per data folder',
+    help: 'demo mode (this repository’s demo): one machine, a random secret per data folder',
   },
   LEASEHOLD_DEMO_USERS: { default: '`true`', help: 'in demo mode, whether the login page offers the demo users' },
   LEASEHOLD_METRICS_TOKEN: {

@@ -137,7 +137,8 @@ const schema = z.strictObject(
   Object.fromEntries(
     CLI.map(([key, s]) => {
       const rule = s.type === 'int' ? int(s.min!, s.max!) : s.type === 'boolean' ? bool : textRules[key];
-      if (!rule) throw new Error(`workers/config.ts: no rule for the text setting ${key}`);
+      if (!rule)
+        throw new Error(`leasehold workers: no parsing rule for the text setting ${key} (a bug: please report it)`);
       return [key, s.default === undefined ? rule.optional() : rule];
     }),
   ),

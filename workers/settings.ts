@@ -453,7 +453,7 @@ export const optionKeys = (): string[] => settingEntries().flatMap(([key, s]) =>
  */
 export const NOT_WORKER_SETTINGS = {
   /** The connection: lib/settings.ts lists it with the dashboard's settings. */
-  DATABASE_URL: 'the database (lib/settings.ts)',
+  DATABASE_URL: 'the database (listed with the connection’s settings)',
   /** The failure harness's crash points (workers/failpoints.ts): tests only. */
   LEASEHOLD_FAILPOINTS: 'test-only crash points',
   /** npm's, when run by npm: the version the worker registry shows. */
