@@ -36,21 +36,10 @@ import {
   isVariableDeclaration,
 } from 'typescript/unstable/ast/is';
 import { API } from 'typescript/unstable/sync';
+import { PACKAGE_FOLDERS, PRODUCT_ROOT_FILES } from '../test/product-files.ts';
 
-/** The product's folders and root modules (CONTRIBUTING's ownership table): what `--product` counts. */
-export const PRODUCT = [
-  'app',
-  'components',
-  'lib',
-  'db',
-  'workers',
-  'cli',
-  'entry',
-  'testing',
-  'instrumentation.ts',
-  'proxy.ts',
-  'next.config.ts',
-];
+/** The product's folders and root modules (test/product-files.ts's lists): what `--product` counts. */
+export const PRODUCT = [...PACKAGE_FOLDERS, ...PRODUCT_ROOT_FILES];
 
 export interface CastCount {
   file: string;

@@ -8,9 +8,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { PACKAGE_FOLDERS } from './product-files.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const PRODUCT = ['app', 'components', 'lib', 'db', 'workers', 'cli', 'entry', 'testing'];
+const PRODUCT = PACKAGE_FOLDERS;
 /** Every folder with a README.md header: the product's, then the tooling's and the migrations'. */
 const FOLDERS = [
   'app',

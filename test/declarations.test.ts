@@ -23,6 +23,7 @@ import {
   packageOf,
 } from '../scripts/package-declarations.ts';
 import { DECLARATIONS_COMPILER_OPTIONS, DECLARATIONS_PROGRAM } from './package/declarations-check.ts';
+import { ENTRIES } from './entry-names.ts';
 
 const manifest = JSON.parse(readFileSync(path.join(PROJECT_DIR, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
@@ -95,6 +96,18 @@ describe('the shipped declaration files', () => {
     const program = path.join(dist, 'program');
     mkdirSync(program);
     writeFileSync(path.join(program, 'app.ts'), DECLARATIONS_PROGRAM);
+    // Every pinned public name, value or type, must be in the shipped declarations: an
+    // `@internal` tag on one would strip it (TS2305 here).
+    writeFileSync(
+      path.join(program, 'names.ts'),
+      (['index', 'worker', 'testing'] as const)
+        .map((entry) => {
+          const names = [...ENTRIES[entry].values, ...ENTRIES[entry].types].sort();
+          const from = entry === 'index' ? 'leasehold' : `leasehold/${entry}`;
+          return `export type { ${names.join(', ')} } from '${from}';\n`;
+        })
+        .join(''),
+    );
     const entries: Record<string, string[]> = {
       leasehold: [path.join(dist, 'entry', 'index.d.ts')],
       'leasehold/worker': [path.join(dist, 'entry', 'worker.d.ts')],
@@ -105,7 +118,7 @@ describe('the shipped declaration files', () => {
       JSON.stringify({
         // Only @types/node of this checkout's many @types: the others are the dashboard's.
         compilerOptions: { ...DECLARATIONS_COMPILER_OPTIONS, types: ['node'], paths: entries },
-        files: ['app.ts'],
+        files: ['app.ts', 'names.ts'],
       }),
     );
     const tsc = spawnSync(

@@ -11,18 +11,15 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export const PRODUCT_FOLDERS = [
-  'app',
-  'cli',
-  'components',
-  'db',
-  'demo',
-  'entry',
-  'lib',
-  'scripts',
-  'testing',
-  'workers',
-];
+/**
+ * The product's folders: what ships or runs as Leasehold (ARCHITECTURE.md's ownership table,
+ * the size and cast rules of npm run lint). The one list: the tests and scripts/count-casts.ts
+ * import it.
+ */
+export const PACKAGE_FOLDERS = ['app', 'components', 'lib', 'db', 'workers', 'cli', 'entry', 'testing'];
+
+/** What the scans read besides: the demo and the npm entry points run product code too. */
+export const PRODUCT_FOLDERS = [...PACKAGE_FOLDERS, 'demo', 'scripts'].sort();
 export const PRODUCT_ROOT_FILES = ['instrumentation.ts', 'next.config.ts', 'proxy.ts'];
 
 const SOURCE = /\.tsx?$/;

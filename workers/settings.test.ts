@@ -10,6 +10,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
+import { PACKAGE_FOLDERS } from '../test/product-files.ts';
 import { parseWorkerConfig, type WorkerConfig, workerFlagOptions } from './config.ts';
 import { type CreateWorkerOptions, parseOptions } from './create-worker.ts';
 import { defineHandler, HandlerRegistry } from './handler.ts';
@@ -26,8 +27,8 @@ import {
 } from './settings.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
-/** The product folders (test/architecture.test.ts's). */
-const PRODUCT = ['app', 'components', 'lib', 'db', 'workers', 'cli', 'entry', 'testing'];
+/** The product folders (test/product-files.ts's one list). */
+const PRODUCT = PACKAGE_FOLDERS;
 
 /** Variables a source file reads (`env.X`, `process.env.X`, `env['X']`) or names (`LEASEHOLD_X`). */
 function variablesIn(source: string): Set<string> {
