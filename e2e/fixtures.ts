@@ -21,6 +21,17 @@ export function db() {
   return handle.db;
 }
 
+/**
+ * Sign-in audit rows are capped per address and minute (30) and for all addresses (120), and a
+ * success counts too; every request of an e2e run comes from 127.0.0.1, so the specs before a
+ * test that reads sign-in audit rows can reach the cap within its minute and leave its rows
+ * unwritten. Such a test starts below the caps, as in a fresh minute (db/sign-in.test.ts proves
+ * the caps themselves).
+ */
+export async function resetSignInAuditCaps(): Promise<void> {
+  await run(db(), sql`DELETE FROM leasehold.sign_in_throttle WHERE account = 'AUDIT'`);
+}
+
 let counter = 0;
 export const uniqueQueue = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${counter++}`;
 

@@ -16,7 +16,16 @@ import { run } from '../db/queue/executor.ts';
 import { DEMO_PASSWORD } from '../db/users.ts';
 import { startOidcProvider, type TestOidcProvider } from '../test/oidc-provider.ts';
 import { signIn, signInWithOidc } from '../test/package/session.ts';
-import { db, deadJob, expect, startDashboard, test, uniqueQueue, type DashboardServer } from './fixtures.ts';
+import {
+  db,
+  deadJob,
+  expect,
+  resetSignInAuditCaps,
+  startDashboard,
+  test,
+  uniqueQueue,
+  type DashboardServer,
+} from './fixtures.ts';
 import { e2ePorts } from './ports.ts';
 
 const PORTS = e2ePorts();
@@ -213,6 +222,9 @@ const signInAudit = async (actor: string) =>
   ).map((r) => r.outcome);
 
 test.describe('single sign-on identities', () => {
+  // These tests read sign-in audit rows: start below the audit caps (e2e/fixtures.ts).
+  test.beforeEach(resetSignInAuditCaps);
+
   test('an email the provider does not say it verified is refused with a sentence, audited, and gets no session', async ({
     page,
   }) => {

@@ -17,7 +17,7 @@ import { run } from '../db/queue/executor.ts';
 import { addUser, DEMO_PASSWORD, disableUser } from '../db/users.ts';
 import { freePort } from '../cli/database-select.ts';
 import { signIn } from '../test/package/session.ts';
-import { db, expect, startDashboard, test, type DashboardServer } from './fixtures.ts';
+import { db, expect, resetSignInAuditCaps, startDashboard, test, type DashboardServer } from './fixtures.ts';
 import { e2ePorts } from './ports.ts';
 
 const FIRST = `http://127.0.0.1:${e2ePorts().web}`;
@@ -89,6 +89,9 @@ const auditClients = async (email: string) =>
   ).map((r) => `${r.outcome} ${r.client}`);
 
 test.describe('guessing passwords', () => {
+  // These tests read sign-in audit rows: start below the audit caps (e2e/fixtures.ts).
+  test.beforeEach(resetSignInAuditCaps);
+
   test('alternating between two dashboard processes meets one limit: 429 with Retry-After and a sentence', async () => {
     const email = await newUser('two');
     const statuses: number[] = [];
