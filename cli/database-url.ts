@@ -4,11 +4,11 @@
  * DatabaseSettingError is the one error for a database setting that stops start-up (exit code
  * 2 in the CLI, cli/run.ts).
  *
- * It imports only db/errors.ts (which imports nothing): cli/run.ts loads it to word a
- * connection failure without loading pg; the
+ * cli/run.ts loads it only once a command has failed (to word a connection failure); the
  * embedded server (cli/database-select.ts) throws its error.
  */
 import { LeaseholdRefusal } from '../db/errors.ts';
+import { field } from '../db/queue/executor.ts';
 
 /** A database setting that stops start-up (exit code 2): missing, unparseable, or --embedded unmet. */
 export class DatabaseSettingError extends LeaseholdRefusal {
@@ -62,18 +62,13 @@ const CONNECTION_CODES = new Set([
   '57P03', // cannot_connect_now
 ]);
 
-/** `value[key]` when value is an object that has it (an error's `code` or `cause`), else undefined. */
-export function fieldOf(value: unknown, key: string): unknown {
-  return typeof value === 'object' && value !== null && key in value ? Reflect.get(value, key) : undefined;
-}
-
 /**
  * A sentence naming DATABASE_URL when `error` (or its cause) is a failure to connect to
  * `url`'s server; null for any other error.
  */
 export function connectionFailureSentence(error: unknown, url: string): string | null {
-  for (let e: unknown = error, depth = 0; e && depth < 5; e = fieldOf(e, 'cause'), depth++) {
-    const code = fieldOf(e, 'code');
+  for (let e: unknown = error, depth = 0; e && depth < 5; e = field(e, 'cause'), depth++) {
+    const code = field(e, 'code');
     const message = e instanceof Error ? e.message : typeof e === 'string' ? e : '';
     const known =
       (typeof code === 'string' && CONNECTION_CODES.has(code)) ||
