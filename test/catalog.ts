@@ -48,7 +48,13 @@ export async function catalogOutside(client: pg.Client, except = 'leasehold'): P
     roleSettings: `SELECT CASE WHEN s.setdatabase = 0 THEN '*' ELSE 'this database' END AS database,
         CASE WHEN s.setrole = 0 THEN '*' ELSE pg_get_userbyid(s.setrole) END AS role, s.setconfig::text AS config
       FROM pg_db_role_setting s
-      WHERE s.setdatabase IN (0, (SELECT oid FROM pg_database WHERE datname = current_database())) ORDER BY 1, 2, 3`,
+      WHERE s.setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
+         -- Cluster-wide rows count for roles this database refers to (grants, owners): another
+         -- test file's scratch role, made and dropped while this one runs, is not this database's.
+         OR (s.setdatabase = 0 AND (s.setrole = 0 OR s.setrole = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+           OR EXISTS (SELECT 1 FROM pg_shdepend d WHERE d.refobjid = s.setrole AND d.refclassid = 'pg_authid'::regclass
+             AND d.dbid = (SELECT oid FROM pg_database WHERE datname = current_database()))))
+      ORDER BY 1, 2, 3`,
     defaultAcls: `SELECT pg_get_userbyid(d.defaclrole) AS role, COALESCE(n.nspname, '*') AS schema, d.defaclobjtype,
         d.defaclacl::text AS acl
       FROM pg_default_acl d LEFT JOIN pg_namespace n ON n.oid = d.defaclnamespace
