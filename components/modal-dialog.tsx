@@ -53,7 +53,7 @@ export function ModalDialog(props: {
       // opener is focusable again, no longer inert.
       queueMicrotask(() => {
         if (element?.isConnected) return;
-        if (opener?.isConnected && !(opener as HTMLButtonElement).disabled) opener.focus();
+        if (opener?.isConnected && !opener.matches(':disabled')) opener.focus();
       });
     };
   }, [returnFocus]);

@@ -170,7 +170,7 @@ const slug = (route: string) =>
  * comes round again: each marked element must get the focus once, in document order, each
  * showing a focus ring, and the walk must come out at the end (no trap outside a dialog).
  */
-async function tabWalk(page: Page, what: string) {
+async function tabWalk(page: Page, what: string): Promise<number> {
   const expected = await page.evaluate(() => {
     const all = [
       ...document.querySelectorAll<HTMLElement | SVGElement>(
@@ -210,6 +210,7 @@ async function tabWalk(page: Page, what: string) {
   }
   expect(bad, `focused without a visible focus ring on ${what}`).toEqual([]);
   expect(seen, `the Tab order of ${what}`).toEqual(Array.from({ length: expected }, (_, i) => String(i)));
+  return expected;
 }
 
 test.describe('accessibility', () => {
@@ -271,6 +272,29 @@ test.describe('accessibility', () => {
 });
 
 test.describe('keyboard', () => {
+  test('the Tab walk fails on a control without a focus ring and on a trap (it is not vacuous)', async ({ page }) => {
+    await page.goto('/login');
+    await expect(page.getByLabel('Email')).toBeVisible();
+    const walked = await tabWalk(page, '/login');
+    expect(walked).toBeGreaterThanOrEqual(3);
+    await page.evaluate(() => {
+      const bare = document.createElement('button');
+      bare.textContent = 'no ring';
+      bare.style.outline = 'none';
+      document.querySelector('main')!.append(bare);
+    });
+    await expect(tabWalk(page, '/login with a ringless button')).rejects.toThrow(/without a visible focus ring/);
+    await page.reload();
+    await expect(page.getByLabel('Email')).toBeVisible();
+    await page.evaluate(() => {
+      // Tab never leaves the email field: a keyboard user is stuck there.
+      document.querySelector('input')!.addEventListener('keydown', (event) => {
+        if (event.key === 'Tab') event.preventDefault();
+      });
+    });
+    await expect(tabWalk(page, '/login with a trap')).rejects.toThrow(/Tab order/);
+  });
+
   test('Tab walks every page: each focusable element once, in order, each with a focus ring, no trap', async ({
     page,
   }) => {
