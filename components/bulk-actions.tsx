@@ -1,31 +1,52 @@
 'use client';
 import { useRouter } from 'next/navigation';
-import { useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
+import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
 import type { BulkPreviewDTO } from '../lib/dto.ts';
+import { ModalDialog } from './modal-dialog.tsx';
 import { applyBulk, previewBulk, previewGroup } from './queries.ts';
 
 type Source =
   | { kind: 'filter'; filter: Record<string, string> }
   | { kind: 'group'; failureClass: string; fingerprint: string };
 
-const FOCUSABLE =
-  'button:not([disabled]), a[href], input:not([disabled]), select, textarea, [tabindex]:not([tabindex="-1"])';
+type Message = { ok: boolean; text: string };
 
-/** Tab and Shift+Tab wrap around inside the dialog: focus never leaves it while it is open. */
-function trapTab(event: KeyboardEvent<HTMLDialogElement>) {
-  if (event.key !== 'Tab') return;
-  const items = [...event.currentTarget.querySelectorAll<HTMLElement>(FOCUSABLE)];
-  const first = items[0];
-  const last = items.at(-1);
-  if (!first || !last) return;
-  const active = document.activeElement;
-  if (event.shiftKey && (active === first || !event.currentTarget.contains(active))) {
-    event.preventDefault();
-    last.focus();
-  } else if (!event.shiftKey && (active === last || !event.currentTarget.contains(active))) {
-    event.preventDefault();
-    first.focus();
-  }
+/** Where a bulk action inside a list says its result, when the list gives it a place (BulkResults). */
+const ResultPlace = createContext<((message: Message) => void) | null>(null);
+
+/**
+ * A place for the results of the bulk actions inside `children` (the failure groups' retry, one
+ * per row): a row a retry empties goes with the refresh, and its result with it, so the result is
+ * said here instead, outside the rows. It is announced (role="status"), and it takes the focus
+ * when the refresh took the focused button away, rather than leaving it on the page's start.
+ */
+export function BulkResults({ children }: { children: ReactNode }) {
+  const [message, setMessage] = useState<Message | null>(null);
+  const line = useRef<HTMLParagraphElement>(null);
+  useEffect(() => {
+    if (!message) return;
+    const id = setInterval(() => {
+      const active = document.activeElement;
+      if (!active || active === document.body) line.current?.focus();
+    }, 100);
+    const stop = setTimeout(() => clearInterval(id), 3_000);
+    return () => {
+      clearInterval(id);
+      clearTimeout(stop);
+    };
+  }, [message]);
+  return (
+    <ResultPlace.Provider value={setMessage}>
+      <div role="status">
+        {message && (
+          <p ref={line} tabIndex={-1} className={message.ok ? 'notice' : 'error'} data-testid="bulk-result">
+            {message.text}
+          </p>
+        )}
+      </div>
+      {children}
+    </ResultPlace.Provider>
+  );
 }
 
 /**
@@ -37,24 +58,13 @@ function trapTab(event: KeyboardEvent<HTMLDialogElement>) {
 export function BulkActions({ source, actions }: { source: Source; actions: ('retry' | 'cancel')[] }) {
   const router = useRouter();
   const [preview, setPreview] = useState<(BulkPreviewDTO & { ok?: boolean; message?: string }) | null>(null);
-  const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
+  const [ownMessage, setOwnMessage] = useState<Message | null>(null);
+  const place = useContext(ResultPlace);
+  const message = place ? null : ownMessage;
+  const setMessage = (next: Message | null) => (place && next ? place(next) : setOwnMessage(next));
   const [busy, setBusy] = useState(false);
-  const dialog = useRef<HTMLDialogElement>(null);
   const closeButton = useRef<HTMLButtonElement>(null);
   const opener = useRef<HTMLButtonElement | null>(null);
-  const restoreFocus = useRef(false);
-  const titleId = useId();
-
-  useEffect(() => {
-    if (preview) {
-      if (dialog.current && !dialog.current.open) dialog.current.showModal();
-      closeButton.current?.focus();
-      restoreFocus.current = true;
-    } else if (restoreFocus.current) {
-      restoreFocus.current = false;
-      opener.current?.focus();
-    }
-  }, [preview]);
 
   const ask = async (action: 'retry' | 'cancel', from: HTMLButtonElement) => {
     opener.current = from;
@@ -90,16 +100,13 @@ export function BulkActions({ source, actions }: { source: Source; actions: ('re
         </button>
       ))}
       {preview && (
-        <dialog
-          ref={dialog}
-          className="confirm"
-          aria-labelledby={titleId}
-          data-testid="bulk-preview"
-          onKeyDown={trapTab}
-          // Escape: the browser closes the dialog; the state follows, and focus goes back.
+        <ModalDialog
+          title={preview.action === 'retry' ? 'Bulk retry' : 'Bulk cancel'}
+          testId="bulk-preview"
+          initialFocus={closeButton}
+          returnFocus={opener}
           onClose={() => setPreview(null)}
         >
-          <h2 id={titleId}>{preview.action === 'retry' ? 'Bulk retry' : 'Bulk cancel'}</h2>
           {preview.overCap ? (
             <p className="error">
               More than {preview.cap} jobs match, which is more than one bulk action may touch. Narrow the filter
@@ -124,7 +131,7 @@ export function BulkActions({ source, actions }: { source: Source; actions: ('re
           <button type="button" ref={closeButton} onClick={() => setPreview(null)}>
             Close
           </button>
-        </dialog>
+        </ModalDialog>
       )}
       {message && (
         <p className={message.ok ? 'notice' : 'error'} role="status" data-testid="bulk-result">

@@ -1,24 +1,27 @@
 'use client';
 import { useRouter } from 'next/navigation';
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import { postJson } from './queries.ts';
 
 /**
  * Admin: the paths admins added to a kind (each removable) and a form to add one. The paths
  * the workers declared are listed beside it, without a remove button: the server refuses to
- * unmask them anyway. Each change is recorded in the audit log.
+ * unmask them anyway. Each change is recorded in the audit log. A removed path takes its button
+ * with it, so the focus moves to the form's field rather than to the page's start.
  */
 export function KindRedaction(props: { kind: string; version: number; added: string[] }) {
   const router = useRouter();
   const [path, setPath] = useState('');
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState<{ ok?: boolean; message?: string } | null>(null);
+  const field = useRef<HTMLInputElement>(null);
   const send = async (url: string, body: { kind: string; path: string }) => {
     setBusy(true);
     const answer = await postJson(url, body);
     setResult(answer);
     setBusy(false);
     if (answer.ok) setPath('');
+    if (answer.ok && url.endsWith('/remove')) field.current?.focus();
     router.refresh();
   };
   return (
@@ -48,6 +51,7 @@ export function KindRedaction(props: { kind: string; version: number; added: str
         }}
       >
         <input
+          ref={field}
           aria-label={`Add a redacted path to ${props.kind} v${props.version}`}
           value={path}
           onChange={(event) => setPath(event.target.value)}

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import AxeBuilder from '@axe-core/playwright';
 import type { Locator, Page } from '@playwright/test';
-import { DEMO_PASSWORD } from '../db/users.ts';
-import { deadJob, expect, FROM_DASHBOARD, login, test, uniqueQueue, type Role } from './fixtures.ts';
+import { deadJob, expect, FROM_DASHBOARD, login, test, uniqueQueue } from './fixtures.ts';
+import { expectVisibleFocus, loginByKeyboard, tabTo } from './keyboard-kit.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHOTS = 'test-results/screenshots/a11y';
@@ -164,39 +164,53 @@ async function scan(page: Page, what: string) {
 const slug = (route: string) =>
   route === '/' ? 'overview' : route.slice(1).replaceAll('/', '-').replace(/[[\]]/g, '');
 
-/** Presses Tab (or Shift+Tab) until `target` has the focus; fails after `max` presses. */
-async function tabTo(page: Page, target: Locator, { max = 150, back = false } = {}) {
-  for (let i = 0; i < max; i++) {
-    await page.keyboard.press(back ? 'Shift+Tab' : 'Tab');
-    if (await target.evaluate((el) => el === document.activeElement).catch(() => false)) return;
-  }
-  throw new Error(`${String(target)} never got the focus in ${max} presses of Tab`);
-}
-
-/** The focused element shows a focus ring (the :focus-visible outline of globals.css). */
-async function expectVisibleFocus(target: Locator) {
-  const outline = await target.evaluate((el) => {
-    const style = getComputedStyle(el);
-    return {
-      style: style.outlineStyle,
-      width: Number.parseFloat(style.outlineWidth),
-      visible: el.matches(':focus-visible'),
-    };
+/**
+ * Marks every element of the page a Tab should reach (focusable, tabindex ≥ 0, enabled, shown,
+ * not inert), then presses Tab from the top of the page until the focus leaves the page or
+ * comes round again: each marked element must get the focus once, in document order, each
+ * showing a focus ring, and the walk must come out at the end (no trap outside a dialog).
+ */
+async function tabWalk(page: Page, what: string): Promise<number> {
+  const expected = await page.evaluate(() => {
+    const all = [
+      ...document.querySelectorAll<HTMLElement | SVGElement>(
+        'a[href], button, input, select, textarea, summary, [tabindex], [contenteditable="true"]',
+      ),
+    ].filter(
+      (el) =>
+        el.tabIndex >= 0 &&
+        !(el as HTMLButtonElement).disabled &&
+        el.checkVisibility({ visibilityProperty: true }) &&
+        !el.closest('[inert]'),
+    );
+    all.forEach((el, i) => el.setAttribute('data-tab-walk', String(i)));
+    (document.activeElement as HTMLElement | null)?.blur();
+    return all.length;
   });
-  expect(outline.visible, 'matches :focus-visible').toBe(true);
-  expect(outline.style).not.toBe('none');
-  expect(outline.width).toBeGreaterThanOrEqual(2);
-}
-
-/** Signs in with the keyboard only: Tab to the fields, type, Enter. */
-async function loginByKeyboard(page: Page, role: Role) {
-  await page.goto('/login');
-  await tabTo(page, page.getByLabel('Email'));
-  await page.keyboard.type(`${role}@example.com`);
-  await page.keyboard.press('Tab');
-  await page.keyboard.type(DEMO_PASSWORD);
-  await page.keyboard.press('Enter');
-  await expect(page.getByTestId('who')).toContainText(role);
+  expect(expected, `focusable elements on ${what}`).toBeGreaterThan(0);
+  const seen: string[] = [];
+  const bad: string[] = [];
+  for (let i = 0; i < expected + 3; i++) {
+    await page.keyboard.press('Tab');
+    const step = await page.evaluate(() => {
+      const el = document.activeElement;
+      if (!el || el === document.body || el === document.documentElement) return null;
+      const style = getComputedStyle(el);
+      const outline = style.outlineStyle !== 'none' && Number.parseFloat(style.outlineWidth) >= 2;
+      const shadow = style.boxShadow !== 'none' && style.boxShadow !== '';
+      return {
+        index: el.getAttribute('data-tab-walk') ?? `unmarked <${el.tagName.toLowerCase()}>`,
+        name: `<${el.tagName.toLowerCase()}> ${(el.getAttribute('aria-label') ?? el.textContent ?? '').trim().slice(0, 40)}`,
+        ring: el.matches(':focus-visible') && (outline || shadow),
+      };
+    });
+    if (step === null || step.index === seen[0]) break;
+    seen.push(step.index);
+    if (!step.ring) bad.push(step.name);
+  }
+  expect(bad, `focused without a visible focus ring on ${what}`).toEqual([]);
+  expect(seen, `the Tab order of ${what}`).toEqual(Array.from({ length: expected }, (_, i) => String(i)));
+  return expected;
 }
 
 test.describe('accessibility', () => {
@@ -258,6 +272,46 @@ test.describe('accessibility', () => {
 });
 
 test.describe('keyboard', () => {
+  test('the Tab walk fails on a control without a focus ring and on a trap (it is not vacuous)', async ({ page }) => {
+    await page.goto('/login');
+    await expect(page.getByLabel('Email')).toBeVisible();
+    const walked = await tabWalk(page, '/login');
+    expect(walked).toBeGreaterThanOrEqual(3);
+    await page.evaluate(() => {
+      const bare = document.createElement('button');
+      bare.textContent = 'no ring';
+      bare.style.outline = 'none';
+      document.querySelector('main')!.append(bare);
+    });
+    await expect(tabWalk(page, '/login with a ringless button')).rejects.toThrow(/without a visible focus ring/);
+    await page.reload();
+    await expect(page.getByLabel('Email')).toBeVisible();
+    await page.evaluate(() => {
+      // Tab never leaves the email field: a keyboard user is stuck there.
+      document.querySelector('input')!.addEventListener('keydown', (event) => {
+        if (event.key === 'Tab') event.preventDefault();
+      });
+    });
+    await expect(tabWalk(page, '/login with a trap')).rejects.toThrow(/Tab order/);
+  });
+
+  test('Tab walks every page: each focusable element once, in order, each with a focus ring, no trap', async ({
+    page,
+  }) => {
+    test.setTimeout(180_000);
+    await page.goto('/login');
+    await expect(page.getByLabel('Email')).toBeVisible();
+    await tabWalk(page, '/login');
+    await loginByKeyboard(page, 'admin');
+    const data = await seed(page);
+    for (const route of consoleRoutes()) {
+      const look = PAGES[route]!;
+      await page.goto(look.url(data));
+      await look.ready(page, data);
+      await tabWalk(page, route);
+    }
+  });
+
   test('a skip link and the navigation reach every page, each with a visible focus', async ({ page }) => {
     await loginByKeyboard(page, 'viewer');
     await page.goto('/');

@@ -104,8 +104,11 @@ test.describe('operator actions', () => {
     await expect.poll(() => jobState(id), { timeout: 15_000 }).toBe('running');
     await login(page, 'operator');
     await page.goto(`/jobs/${id}`);
-    page.once('dialog', (dialog) => void dialog.accept());
-    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await page
+      .getByRole('dialog', { name: 'Cancel this running job?' })
+      .getByRole('button', { name: 'Cancel the job' })
+      .click();
     await expect(page.getByTestId('action-result')).toContainText('Cancelled');
     expect(await jobState(id)).toBe('cancelled');
     // The worker's next heartbeat is refused: the job stays cancelled.
@@ -120,8 +123,11 @@ test.describe('operator actions', () => {
     await page.goto(`/jobs/${seen.id}`);
     await expect(page.getByRole('button', { name: 'Cancel' })).toBeVisible();
     await moveOn(queue, seen.id); // attempt 1 reaped, attempt 2 running with a new token
-    page.once('dialog', (dialog) => void dialog.accept());
-    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await page
+      .getByRole('dialog', { name: 'Cancel this running job?' })
+      .getByRole('button', { name: 'Cancel the job' })
+      .click();
     await expect(page.getByTestId('action-result')).toContainText('changed since you looked');
     expect(await jobState(seen.id)).toBe('running');
   });
