@@ -379,13 +379,16 @@ async function lifecycle(system: BenchSystem, total: number): Promise<LifecycleF
 
 /** What one heartbeat cost, from the window in which every job waited in its handler. */
 interface HoldFigures {
+  /** Rows the beats wrote in the window (evidence they happened; a beat may write one row for many jobs). */
   beats: number;
   walPerBeat: number;
+  /** WAL in the window ÷ (jobs in flight × minutes): what keeping one job's lease costs a minute. */
+  walPerJobMinute: number;
   serverCpuPerBeat: number | null;
   workerCpuPerBeat: number;
 }
 
-async function heartbeatHeavy(system: BenchSystem): Promise<HoldFigures> {
+async function heartbeatHeavy(system: BenchSystem, claimBatch?: number): Promise<HoldFigures> {
   const hold = system.hold!;
   const db = await freshDatabase(system);
   const client = new pg.Client({ connectionString: db.url });
@@ -398,6 +401,7 @@ async function heartbeatHeavy(system: BenchSystem): Promise<HoldFigures> {
       holdMs: SIZE.holdMs,
       leaseSeconds: SIZE.holdLeaseSeconds,
       beatSeconds: SIZE.holdLeaseSeconds / 3,
+      ...(claimBatch !== undefined ? { claimBatch } : {}),
     };
     const child = await forkChild([system.name, 'hold', db.url, JSON.stringify(options)]);
     try {
@@ -429,6 +433,7 @@ async function heartbeatHeavy(system: BenchSystem): Promise<HoldFigures> {
       return {
         beats,
         walPerBeat: cost.walBytes / beats,
+        walPerJobMinute: cost.walBytes / SIZE.holdJobs / (windowMs / 60_000),
         serverCpuPerBeat: cost.cpu ? cost.cpu.total / beats : null,
         workerCpuPerBeat: workerUs / beats,
       };
@@ -577,12 +582,17 @@ if (want('lifecycle')) {
 if (want('heartbeats')) {
   const what = `${SIZE.holdJobs.toLocaleString('en')} jobs in flight for ${SIZE.holdMs / 1000} s on a ${SIZE.holdLeaseSeconds} s lease, beats due every ${SIZE.holdLeaseSeconds / 3} s`;
   const metas = {
-    wal: perJob('bytes/beat', `WAL per heartbeat of one job: ${what}`),
+    wal: perJob('bytes/beat', `WAL per row a heartbeat wrote: ${what}`),
+    jobMinute: perJob('bytes/job/min', `WAL per running job per minute (WAL in the window ÷ jobs × minutes): ${what}`),
+    jobMinuteOneJob: perJob(
+      'bytes/job/min',
+      `WAL per running job per minute with one-job claims (--batch-size 1): ${what}`,
+    ),
     server: perJob('µs/beat', `the database server's CPU per heartbeat of one job: ${what}`),
     worker: perJob('µs/beat', `the worker process's CPU per heartbeat of one job: ${what}`),
     beats: {
-      description: `heartbeats of one job counted in the window: ${what}`,
-      unit: 'beats',
+      description: `rows the heartbeats wrote per job in flight, in the window (one a beat per job for a per-job beat): ${what}`,
+      unit: 'rows/job',
       higherIsBetter: false,
     },
   };
@@ -599,6 +609,15 @@ if (want('heartbeats')) {
       const figures = await measured('heartbeats-wal', metas.wal, system.name, () => heartbeatHeavy(system));
       if (!figures) continue;
       record('heartbeats-wal', metas.wal, system.name, figures.walPerBeat);
+      record('heartbeats-wal-job-minute', metas.jobMinute, system.name, figures.walPerJobMinute);
+      if (system.name === 'leasehold') {
+        log(`heartbeats leasehold one-job claims run ${rep + 1}`);
+        const single = await measured('heartbeats-wal-job-minute-1job', metas.jobMinuteOneJob, system.name, () =>
+          heartbeatHeavy(system, 1),
+        );
+        if (single)
+          record('heartbeats-wal-job-minute-1job', metas.jobMinuteOneJob, system.name, single.walPerJobMinute);
+      }
       if (figures.serverCpuPerBeat !== null)
         record('heartbeats-server', metas.server, system.name, figures.serverCpuPerBeat);
       record('heartbeats-worker', metas.worker, system.name, figures.workerCpuPerBeat);

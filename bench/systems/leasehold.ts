@@ -94,19 +94,22 @@ export const leasehold: BenchSystem = {
   unsettledSql: `SELECT ((SELECT count(*) FROM leasehold.ready_jobs) + (SELECT coalesce(sum(running), 0) FROM leasehold.leases))::int AS n`,
 
   hold: {
-    settings: 'Worker --concurrency N --batch-size 1000 --lease-seconds L; heartbeats of every lease in flight at L/3',
-    async start(url, { concurrency, holdMs, leaseSeconds }, hooks) {
+    settings:
+      'Worker --concurrency N --batch-size 1000 (1 in the one-job-claims case) --lease-seconds L; heartbeats at L/3',
+    async start(url, { concurrency, holdMs, leaseSeconds, claimBatch }, hooks) {
       const flags = [
         '--concurrency',
         String(concurrency),
         '--batch-size',
-        '1000',
+        String(claimBatch ?? 1000),
         '--lease-seconds',
         String(leaseSeconds),
       ];
       return startLeasehold(url, flags, hooks, holdMs);
     },
-    beatTablesSql: `SELECT coalesce(sum(n_tup_upd), 0)::bigint AS n FROM pg_catalog.pg_stat_user_tables WHERE schemaname = 'leasehold' AND relname = 'jobs'`,
+    // A beat writes the jobs' rows (per-job heartbeats), or the worker lease (schema version 10
+    // on), or the claims' lease rows too (while an older worker is live): whichever it wrote.
+    beatTablesSql: `SELECT coalesce(sum(n_tup_upd), 0)::bigint AS n FROM pg_catalog.pg_stat_user_tables WHERE schemaname = 'leasehold' AND relname IN ('jobs', 'worker_leases', 'leases')`,
   },
 
   async startWorker(url, mode, hooks) {

@@ -67,6 +67,8 @@ export interface HoldOptions {
   leaseSeconds: number;
   /** How often a beat is due, s: a third of the lease, as Leasehold beats. */
   beatSeconds: number;
+  /** Jobs per claim (Leasehold's --batch-size): 1 for one-job claims; absent: the system's batch. */
+  claimBatch?: number;
 }
 
 export interface WorkerHooks {
