@@ -24,10 +24,15 @@ BEGIN
     -- end: nothing settled the old lease, a claim took the job from under it, so the old lease
     -- stays valid until its deadline and the new one overlaps it (the exclusion constraint
     -- refuses the claim, and the harness counts it).
+    -- The deadline is the effective one: the job's own, or its worker's lease while that
+    -- covered the job's claim (drizzle/0015; the reaper keeps an ended worker lease until its
+    -- claims are gone, so it is still there to read).
     UPDATE chaos.lease_log
        SET valid = tstzrange(lower(valid), greatest(lower(valid),
-                     CASE WHEN NEW.lease_token IS NULL THEN least(OLD.lease_until, statement_timestamp()) ELSE OLD.lease_until END)),
-           deadline = OLD.lease_until
+                     CASE WHEN NEW.lease_token IS NULL
+                          THEN least(leasehold.effective_lease_until(OLD.lease_until, OLD.lease_token, OLD.queue), statement_timestamp())
+                          ELSE leasehold.effective_lease_until(OLD.lease_until, OLD.lease_token, OLD.queue) END)),
+           deadline = leasehold.effective_lease_until(OLD.lease_until, OLD.lease_token, OLD.queue)
      WHERE token = OLD.lease_token AND job_id = OLD.id;
   END IF;
   IF NEW.lease_token IS NOT NULL AND NEW.lease_token IS DISTINCT FROM OLD.lease_token THEN

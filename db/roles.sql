@@ -173,7 +173,11 @@ BEGIN
   -- The claim locks ready rows FOR UPDATE, which needs UPDATE on one column: `attempts`, a
   -- copy kept for the dashboard's split (the claim order and the link to the job stay fixed).
   GRANT SELECT, DELETE, UPDATE (attempts) ON leasehold.ready_jobs TO leasehold_worker;
-  GRANT SELECT, INSERT, DELETE, UPDATE (running, lease_until) ON leasehold.leases TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE, UPDATE (running, lease_until, detached) ON leasehold.leases TO leasehold_worker;
+  -- A worker's heartbeat renews its one worker lease; the reaper locks and removes ended ones
+  -- (drizzle/0015).
+  GRANT SELECT, INSERT, DELETE, UPDATE (since, lease_until) ON leasehold.worker_leases TO leasehold_worker;
+  GRANT EXECUTE ON FUNCTION leasehold.effective_lease_until(timestamptz, uuid, text) TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (jobs) ON leasehold.finished_rollup TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.job_attempts TO leasehold_worker;
   GRANT SELECT, DELETE ON leasehold.dedupe_keys TO leasehold_worker;
@@ -201,8 +205,10 @@ BEGIN
   GRANT SELECT ON leasehold.jobs, leasehold.ready_jobs, leasehold.leases, leasehold.finished_rollup,
     leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.worker_kinds, leasehold.kinds,
     leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats,
-    leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions
+    leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions, leasehold.worker_leases
     TO leasehold_dashboard;
+  -- A running job's deadline as every reader states it (jobs_view calls it too: drizzle/0015).
+  GRANT EXECUTE ON FUNCTION leasehold.effective_lease_until(timestamptz, uuid, text) TO leasehold_dashboard;
   -- The operator actions (db/queue/operator.ts): retry, cancel, pause and resume, each with its audit row.
   GRANT EXECUTE ON FUNCTION leasehold.operator_retry(text, text, text, uuid[]),
     leasehold.operator_cancel(text, text, text, uuid[], uuid[]),

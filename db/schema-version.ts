@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 9;
+export const SCHEMA_VERSION = 10;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -29,9 +29,11 @@ export const SCHEMA_VERSION = 9;
  * dashboard reads the admin-added redaction rules in kind_redactions (migration 0009); from 8 on:
  * the dashboard throttles sign-ins and checks session versions (migration 0010); from 9 on:
  * maintenance locks its task's row in maintenance_locks, retention removes old audit rows
- * through remove_old_audit and sign-ins are audited through record_sign_in (migration 0011).
+ * through remove_old_audit and sign-ins are audited through record_sign_in (migration 0011); from
+ * 10 on: heartbeats renew the worker lease in worker_leases, and the guards and readers take a
+ * job's effective deadline from it (migration 0015).
  */
-export const SUPPORTED_SCHEMA = { min: 9, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 10, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

@@ -201,10 +201,16 @@ export const readyJobs = leasehold.table(
 /**
  * One row per claim statement and queue: the jobs it leased (`job_ids`, all under `token`),
  * how many of them are still running, and a deadline that is never later than any of its
- * running jobs' own `lease_until` (a heartbeat moves the job's deadline, never this one; the
- * reaper, reaching this one, moves it to the earliest still running). The reaper walks
- * `leases_until_idx`; settling a job counts `running` down, and the reaper deletes a row when
- * its deadline comes with nothing left running.
+ * running jobs' own `lease_until` (set at the claim; a per-job heartbeat moves the job's
+ * deadline, never this one; the reaper, reaching this one, moves it to the earliest still
+ * running). The reaper walks `leases_until_idx`; settling a job counts `running` down, and the
+ * reaper deletes a row when its deadline comes with nothing left running.
+ *
+ * A claim made by a worker after its worker lease started (`created_at >= worker_leases.since`)
+ * is covered by that lease while it holds and the claim is not `detached`: the effective
+ * deadline of each of its jobs is the latest of the job's own, this row's and the worker
+ * lease's (drizzle/0015, db/queue/transitions/guards.ts). `created_at` is null on rows claimed
+ * before 0015 (never covered).
  */
 export const leases = leasehold.table(
   'leases',
@@ -215,6 +221,9 @@ export const leases = leasehold.table(
     leaseUntil: tstz('lease_until').notNull(),
     running: integer('running').notNull(),
     jobIds: uuid('job_ids').array().notNull(),
+    createdAt: tstz('created_at').default(sql`statement_timestamp()`),
+    /** The worker gave up an attempt of this claim unsettled: its worker lease no longer covers it. */
+    detached: boolean('detached').notNull().default(false),
   },
   (t) => [
     primaryKey({ name: 'leases_pkey', columns: [t.token, t.queue] }),
@@ -222,6 +231,19 @@ export const leases = leasehold.table(
     check('leases_running_check', sql`running >= 0`),
   ],
 );
+
+/**
+ * One row per worker process: its worker lease, which a heartbeat renews in one write however
+ * many jobs the worker runs (drizzle/0015). It covers the claims the worker made since `since`
+ * (the start of this lease: a lease that ran out is never renewed, the next heartbeat starts a
+ * new one, so claims of an ended lease are never revived). The reaper locks the expired rows
+ * before it ends their claims' jobs, so a renewal in flight is waited for, then seen.
+ */
+export const workerLeases = leasehold.table('worker_leases', {
+  workerId: text('worker_id').primaryKey(),
+  since: tstz('since').notNull(),
+  leaseUntil: tstz('lease_until').notNull(),
+});
 
 /**
  * Finished jobs per minute, queue, kind, final state and attempts used: the dashboard's time

@@ -64,9 +64,15 @@ export async function allJobs(db: Executor): Promise<Job[]> {
 
 /** As if the lease's deadline had passed: moves lease_until into the past. */
 export async function expireLease(db: Executor, id: string): Promise<void> {
+  // The job's own deadline passes, and its claim is detached from any worker lease that covers
+  // it (as a worker does when it gives an attempt up), so the effective deadline has passed too.
   await run(
     db,
-    sql`UPDATE leasehold.jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid AND state = 'running'`,
+    sql`WITH j AS (
+          UPDATE leasehold.jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid AND state = 'running'
+          RETURNING lease_token, queue
+        )
+        UPDATE leasehold.leases l SET detached = true FROM j WHERE l.token = j.lease_token AND l.queue = j.queue`,
   );
 }
 

@@ -11,9 +11,11 @@
  *   updated_at. The ready rows of ready jobs follow through the trigger `jobs_ready_row` (it
  *   rewrites a ready job's row when its run_at or claim_at changes), so they are not updated
  *   here; ready rows of no ready job (normally none) are shifted directly;
- * - the lease rows' deadlines, in the same statement, so the reaper (which walks lease rows by
- *   deadline) finds a lease that expired; the trigger `jobs_lease_moved_earlier` then finds
- *   every lease row already at or before its jobs' deadlines and changes nothing;
+ * - the lease rows' deadlines and times of claim, and the worker leases (their start and
+ *   deadline), in the same statement, so the reaper (which walks lease rows by deadline and
+ *   locks the worker leases that ran out) finds a lease that expired; the trigger
+ *   `jobs_lease_moved_earlier` then finds every lease row already at or before its jobs'
+ *   deadlines and changes nothing;
  * - the attempt history, dedupe keys (their window ends sooner), receipts and their claims, kinds, workers
  *   (their last_seen_at: a worker not seen for a while looks stale), queues, users, the audit
  *   log; the per-minute rollup is rebuilt on its earlier minutes.
@@ -35,7 +37,8 @@ export const MAX_ADVANCE_MS = 10 * 365 * 24 * 3600 * 1000;
 export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   jobs: ['run_at', 'claim_at', 'lease_until', 'expires_at', 'created_at', 'started_at', 'finished_at', 'updated_at'],
   ready_jobs: ['claim_at', 'run_at'],
-  leases: ['lease_until'],
+  leases: ['lease_until', 'created_at'],
+  worker_leases: ['since', 'lease_until'],
   job_attempts: ['started_at', 'ended_at'],
   dedupe_keys: ['created_at', 'expires_at'],
   receipts: ['created_at'],
@@ -63,7 +66,10 @@ export const UNSHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
 const SHIFT = `
   WITH d AS (SELECT make_interval(secs => $1::float8 / 1000) AS by),
   leases AS (
-    UPDATE leasehold.leases l SET lease_until = l.lease_until - d.by FROM d RETURNING 1
+    UPDATE leasehold.leases l SET lease_until = l.lease_until - d.by, created_at = l.created_at - d.by FROM d RETURNING 1
+  ),
+  worker_leases AS (
+    UPDATE leasehold.worker_leases w SET since = w.since - d.by, lease_until = w.lease_until - d.by FROM d RETURNING 1
   ),
   -- Ready rows of no ready job; the others move with their jobs, through the trigger.
   stray_ready AS (
@@ -126,7 +132,7 @@ const SHIFT = `
          + (SELECT count(*) FROM receipt_claims) + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
          + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM redactions)
          + (SELECT count(*) FROM rollup_in)
-         + (SELECT count(*) FROM stray_ready) AS others`;
+         + (SELECT count(*) FROM stray_ready) + (SELECT count(*) FROM worker_leases) AS others`;
 
 export interface AdvanceResult {
   /** Jobs whose times moved (every job in the database). */

@@ -213,10 +213,15 @@ class Runner {
     this.workerId = options.workerId ?? DEFAULT_WORKER_ID;
     this.leaseSeconds = options.leaseSeconds ?? 60;
     this.logger = options.logger ?? silent;
-    this.keeper = new LeaseKeeper(this.leaseSeconds, this.inFlight, { db, registry, logger: this.logger });
+    this.keeper = new LeaseKeeper(this.leaseSeconds, this.inFlight, {
+      db,
+      workerId: this.workerId,
+      registry,
+      logger: this.logger,
+    });
     this.completer = new Completer(
       { workerId: this.workerId, ackFlushMs: 0, retry: options.retry },
-      { db, logger: this.logger },
+      { db, logger: this.logger, gaveUp: (token) => this.keeper.gaveUp(token) },
     );
   }
 

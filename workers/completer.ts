@@ -57,6 +57,12 @@ export interface CompleterDeps {
    * per round of claims).
    */
   inFlight?: (() => number) | undefined;
+  /**
+   * Told of each attempt whose settlement did not apply (refused, failed, or given up): its job
+   * may still be running under its token, so its claim must stop being covered by the worker
+   * lease (LeaseKeeper.gaveUp), or nothing would end it while the worker lives.
+   */
+  gaveUp?: ((leaseToken: string) => void) | undefined;
 }
 
 /** What this completer's settlements did, counted (runFor's summary). */
@@ -100,6 +106,7 @@ export class Completer {
         return this.release(entry);
       case 'lost': {
         const { job } = entry;
+        this.deps.gaveUp?.(entry.job.leaseToken);
         this.counts.lost += 1;
         this.deps.metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
         entry.log.warn('lease lost while running (expired, reaped or cancelled): this attempt settles nothing');
@@ -184,6 +191,7 @@ export class Completer {
       metrics?.completed.inc({ queue: job.queue, kind: job.kind });
       if (logger.isLevelEnabled('info')) entry.log.info({ ms: entry.endedAt - entry.startedAt }, 'job done');
     } else {
+      this.deps.gaveUp?.(entry.job.leaseToken);
       this.counts.lost += 1;
       metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
       entry.log.warn('completed, but the lease was lost before the acknowledgement: another attempt may run');
@@ -218,6 +226,7 @@ export class Completer {
           ),
       );
       if (!outcome.applied) {
+        this.deps.gaveUp?.(entry.job.leaseToken);
         this.counts.lost += 1;
         metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
         log.warn({ failureClass, error: message }, 'failed, but the lease was already lost: nothing recorded');
@@ -231,6 +240,7 @@ export class Completer {
         'attempt failed',
       );
     } catch (error) {
+      this.deps.gaveUp?.(entry.job.leaseToken);
       const what = 'could not record the failure; the lease will expire and the reaper will retry it';
       log.error({ err: error, failureClass, error: message }, what);
       this.reportError(what, error, job.id);
@@ -250,8 +260,9 @@ export class Completer {
         this.counts.released += 1;
         this.deps.metrics?.released.inc({ queue: job.queue, kind: job.kind });
         log.info('released unfinished job for another worker');
-      }
+      } else this.deps.gaveUp?.(entry.job.leaseToken);
     } catch (error) {
+      this.deps.gaveUp?.(entry.job.leaseToken);
       const what = 'could not release; the lease will expire and the reaper will retry it';
       log.error({ err: error }, what);
       this.reportError(what, error, job.id);
@@ -261,7 +272,8 @@ export class Completer {
   /**
    * Hands back jobs that were claimed but never started (the worker stopped while the claim
    * was in flight, or an earlier execution of the job still runs here), `ready` again after
-   * `delayMs`. Failures are left to the reaper: the leases expire.
+   * `delayMs`. Failures are left to the reaper: the claims are detached from the worker lease
+   * (gaveUp), so the leases expire.
    */
   async releaseUnstarted(jobs: readonly ClaimedJob[], options: { delayMs?: number; why?: string } = {}): Promise<void> {
     const reason = `released by ${this.settings.workerId}: ${options.why ?? 'stopping'}`;
@@ -271,8 +283,9 @@ export class Completer {
         releaseIfLeaseHeld(this.deps.db, job, { reason, delayMs }).then(
           (outcome) => {
             if (outcome.applied) this.counts.released += 1;
+            else this.deps.gaveUp?.(job.leaseToken);
           },
-          () => {},
+          () => this.deps.gaveUp?.(job.leaseToken),
         ),
       ),
     );

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { cancelIfUnchanged } from '../db/queue/index.ts';
 import { claimedAttempts, idleHandler, silentLogger } from '../test/attempts.ts';
 import { useTestDatabase, type WatchedStatement, watchedExecutor } from '../test/db.ts';
@@ -25,20 +25,62 @@ function keeper(attempts: Set<Attempt>, leaseSeconds: number, fail?: (s: Watched
   });
   const k = new LeaseKeeper(leaseSeconds, attempts, {
     db,
+    workerId: 'service-test',
     registry: new HandlerRegistry([slow, quick]),
     logger: silentLogger,
   });
   return { keeper: k, statements };
 }
 
+/** The worker lease of 'service-test' as the database has it (null: none). */
+async function workerLease() {
+  const { rows } = await t.pool.query<{ since: Date; lease_until: Date }>(
+    `SELECT since, lease_until FROM leasehold.worker_leases WHERE worker_id = 'service-test'`,
+  );
+  return rows[0] ?? null;
+}
+
+// Each test starts with no worker lease: claims made before the keeper's first heartbeat are
+// renewed per job (the path every attempt took before worker leases), unless a test starts one.
+beforeEach(async () => {
+  await t.pool.query('DELETE FROM leasehold.worker_leases');
+});
+
 describe('the lease keeper', () => {
-  it('renews every running lease in one statement and moves each local deadline', async () => {
+  it('renews the worker lease in one write and no job row for claims made since it started', async () => {
+    const { keeper: k, statements } = keeper(new Set(), 30);
+    await k.heartbeatAll(); // the worker lease starts (a worker's start does this before claiming)
+    const started = await workerLease();
+    expect(started).not.toBeNull();
+    const attempts = await running(4, 30);
+    const jobsBefore = await Promise.all([...attempts].map((a) => getJob(t.db, a.job.id)));
+    const deadlines = [...attempts].map((a) => a.leaseDeadline);
+    const { keeper: k2, statements: beat } = keeper(attempts, 60);
+    await new Promise((r) => setTimeout(r, 20));
+    await k2.heartbeatAll();
+    expect(statements).toHaveLength(1);
+    expect(beat).toHaveLength(1); // the worker lease alone: no per-job statement
+    const renewed = await workerLease();
+    expect(renewed!.since.getTime()).toBe(started!.since.getTime()); // the same lease, renewed
+    expect(renewed!.lease_until.getTime()).toBeGreaterThan(started!.lease_until.getTime() + 25_000); // 30 s → 60 s
+    [...attempts].forEach((a, i) => {
+      expect(a.stopped).toBeNull();
+      expect(a.leaseDeadline).toBeGreaterThan(deadlines[i]!);
+    });
+    for (const [i, a] of [...attempts].entries()) {
+      const job = await getJob(t.db, a.job.id);
+      expect(job.leaseUntil?.getTime()).toBe(jobsBefore[i]!.leaseUntil?.getTime()); // no job row written
+      expect(job.updatedAt.getTime()).toBe(jobsBefore[i]!.updatedAt.getTime());
+    }
+  });
+
+  it('renews per job the attempts claimed before the worker lease started, and moves each local deadline', async () => {
     const attempts = await running(4, 30);
     const before = [...attempts].map((a) => ({ until: a.job.leaseUntil.getTime(), deadline: a.leaseDeadline }));
     const { keeper: k, statements } = keeper(attempts, 60);
     await new Promise((r) => setTimeout(r, 20));
     await k.heartbeatAll();
-    expect(statements).toHaveLength(1);
+    expect(statements).toHaveLength(2); // the worker lease, then these four per job
     [...attempts].forEach((a, i) => {
       expect(a.stopped).toBeNull();
       expect(a.job.leaseUntil.getTime()).toBeGreaterThan(before[i]!.until + 25_000); // 30 s → 60 s
@@ -72,12 +114,16 @@ describe('the lease keeper', () => {
     expect(fine.stopped).toBeNull();
   });
 
-  it('sends no heartbeat for attempts already stopped', async () => {
+  it('renews no lease of an attempt already stopped: only the worker lease is renewed', async () => {
     const attempts = await running(1, 30);
-    for (const a of attempts) a.stop(new AttemptAborted('timeout', 'done with it'));
-    const { keeper: k, statements } = keeper(attempts, 30);
+    const [stopped] = [...attempts] as [Attempt];
+    stopped.stop(new AttemptAborted('timeout', 'done with it'));
+    const before = (await getJob(t.db, stopped.job.id)).leaseUntil?.getTime();
+    const { keeper: k, statements } = keeper(attempts, 60);
     await k.heartbeatAll();
-    expect(statements).toEqual([]);
+    expect(statements).toHaveLength(1); // the worker lease, naming no attempt
+    expect(await workerLease()).not.toBeNull();
+    expect((await getJob(t.db, stopped.job.id)).leaseUntil?.getTime()).toBe(before);
   });
 
   it('renews no lease of a handler past its timeout that the sweep has not stopped yet (a wedged main thread)', async () => {
@@ -89,7 +135,7 @@ describe('the lease keeper', () => {
     const before = wedged.job.leaseUntil.getTime();
     const { keeper: k, statements } = keeper(attempts, 60);
     await k.heartbeatAll();
-    expect(statements).toHaveLength(1);
+    expect(statements).toHaveLength(2); // the worker lease, then the one in time per job
     expect((await getJob(t.db, wedged.job.id)).leaseUntil?.getTime()).toBe(before);
     expect((await getJob(t.db, inTime.job.id)).leaseUntil!.getTime()).toBeGreaterThan(before + 25_000);
   });
@@ -143,7 +189,12 @@ describe('the lease keeper when the database does not answer (security review B2
     });
     const warnings: unknown[] = [];
     const logger = Object.create(silentLogger, { warn: { value: (o: unknown) => warnings.push(o) } });
-    const k = new LeaseKeeper(leaseSeconds, attempts, { db, registry: new HandlerRegistry([slow, quick]), logger });
+    const k = new LeaseKeeper(leaseSeconds, attempts, {
+      db,
+      workerId: 'service-test',
+      registry: new HandlerRegistry([slow, quick]),
+      logger,
+    });
     return { keeper: k, statements, warnings };
   }
 

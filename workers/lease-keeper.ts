@@ -1,15 +1,26 @@
 /**
- * The lease keeper: renews the lease of every running attempt in one statement at a third of
- * the lease, and stops attempts that must not go on — a heartbeat the queue refused (lease lost:
- * expired, reaped, cancelled), no heartbeat through before the lease surely ended, or a handler
- * past its timeout (one sweep for all attempts instead of a timer each).
+ * The lease keeper: renews the leases of every running attempt at a third of the lease, and
+ * stops attempts that must not go on — a heartbeat the queue refused (lease lost: expired,
+ * reaped, cancelled), no heartbeat through before the lease surely ended, or a handler past
+ * its timeout (one sweep for all attempts instead of a timer each).
+ *
+ * A heartbeat is one write for the whole worker: it renews the worker lease
+ * (`leasehold.worker_leases`), which covers every claim this worker made since that lease
+ * started, and reads (no write) whether each attempt's job still runs under its token. Only an
+ * attempt whose claim is not covered (claimed before the worker lease started, or detached
+ * because an attempt of that claim was given up unsettled) is renewed per job, as every
+ * attempt was before (db/queue/transitions/settle.ts says when which applies).
  *
  * Invariants:
- * - a heartbeat never waits on another transaction's row lock (the statement skips locked rows
- *   and reports them `row_locked`: not renewed this round, not lost), so one foreign lock
- *   cannot let every other lease run out;
+ * - a heartbeat never waits on another transaction's job row lock (the per-job statement skips
+ *   locked rows and reports them `row_locked`: not renewed this round, not lost), so one
+ *   foreign lock cannot let every other lease run out;
  * - each round has its own deadline (heartbeatRoundMs, well below the beat), so a half-open
- *   connection cannot hang the loop;
+ *   connection cannot hang the loop; the worker lease is renewed only while more than that
+ *   deadline of it is left, so a renewal that comes back late never revives a lease that ended;
+ * - before a claim is detached (an attempt of it given up unsettled: its job may still be
+ *   running under the token, and nothing would end it while the worker lease lives), the other
+ *   attempts of that claim are renewed per job, so they do not lose the lease with it;
  * - the lease-deadline check runs on the sweep's timer, not after the heartbeat's await: when
  *   no heartbeat gets through, handlers are stopped once their lease has surely ended, however
  *   long the statement hangs;
@@ -21,7 +32,7 @@
  */
 import type { Logger } from 'pino';
 import { LeaseholdError } from '../db/errors.ts';
-import { heartbeatManyIfLeaseHeld, type Executor } from '../db/queue/index.ts';
+import { heartbeatManyIfLeaseHeld, LIVE_WORKER_SECONDS, workerHeartbeat, type Executor } from '../db/queue/index.ts';
 import { type Attempt, AttemptAborted, leaseDeadlineFrom, leaseLost } from './attempt.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { HandlerRegistry } from './handler.ts';
@@ -29,6 +40,8 @@ import { Loops } from './timing.ts';
 
 export interface LeaseKeeperDeps {
   db: Executor;
+  /** The worker's id: its worker lease's key. */
+  workerId: string;
   registry: HandlerRegistry;
   logger: Logger;
   failpoints?: Failpoints | undefined;
@@ -39,6 +52,8 @@ export class LeaseKeeper {
   private heartbeatDb: Executor;
   /** Rounds in a row that renewed nothing (failed or timed out), for the log. */
   private failedRounds = 0;
+  /** Claims (tokens) with an attempt given up unsettled: detached at the next heartbeat. */
+  private readonly toDetach = new Set<string>();
 
   constructor(
     private readonly leaseSeconds: number,
@@ -93,39 +108,27 @@ export class LeaseKeeper {
     }
   }
 
-  /** Renews every running attempt's lease in one statement, within heartbeatRoundMs. */
+  /**
+   * An attempt of this worker ended without a settlement that applied (refused, failed or
+   * dropped): its job may still be running under its token, which the worker lease would keep
+   * covering while the worker lives. Its claim is detached at the next heartbeat, after which
+   * the job's own deadline decides (the reaper ends it then).
+   */
+  gaveUp(leaseToken: string): void {
+    this.toDetach.add(leaseToken);
+  }
+
+  /** Renews the worker lease and every running attempt's lease, within heartbeatRoundMs. */
   async heartbeatAll(): Promise<void> {
-    // Not past its timeout: a wedged handler the sweep could not stop yet keeps no lease alive.
+    // Not past its timeout: a wedged handler the sweep could not stop yet keeps no lease alive
+    // (the sweep stops it, and its failure goes out at once).
     const entries = [...this.attempts].filter((e) => !e.stopped && performance.now() < e.timeoutAt);
-    if (entries.length === 0) return;
     // Before the statement is sent: the lease it grants starts no earlier than this.
     const sent = performance.now();
     this.deps.failpoints?.hit('in_heartbeat');
     const roundMs = heartbeatRoundMs(this.leaseSeconds);
     try {
-      const outcomes = await withDeadline(
-        roundMs,
-        heartbeatManyIfLeaseHeld(
-          this.heartbeatDb,
-          entries.map((e) => e.job),
-          { leaseSeconds: this.leaseSeconds },
-        ),
-      );
-      let skipped = 0;
-      outcomes.forEach((outcome, i) => {
-        const entry = entries[i]!;
-        if (outcome.applied) {
-          entry.job.leaseUntil = outcome.leaseUntil;
-          entry.leaseDeadline = Math.max(entry.leaseDeadline, leaseDeadlineFrom(sent, outcome.leaseRemainingMs / 1000));
-        } else if (outcome.reason === 'row_locked') skipped += 1;
-        else entry.stop(leaseLost());
-      });
-      if (skipped > 0) {
-        this.deps.logger.warn(
-          { jobs: skipped },
-          'heartbeat skipped rows locked by another transaction: not renewed this round, retried at the next beat',
-        );
-      }
+      await withDeadline(roundMs, this.beat(entries, sent, roundMs));
       this.failedRounds = 0;
     } catch (error) {
       this.failedRounds += 1;
@@ -135,6 +138,56 @@ export class LeaseKeeper {
       );
       // Stop at once what has surely ended (the sweep would, within its next round).
       this.sweepTimeouts();
+    }
+  }
+
+  /** One round: the worker lease (and what it covers), then per job what it does not cover. */
+  private async beat(entries: Attempt[], sent: number, roundMs: number): Promise<void> {
+    const detach = [...this.toDetach];
+    // The other attempts of a claim about to be detached keep their lease on their own rows.
+    const leaving = entries.filter((e) => this.toDetach.has(e.job.leaseToken));
+    if (leaving.length > 0) await this.beatPerJob(leaving, sent);
+    const beat = await workerHeartbeat(this.heartbeatDb, {
+      workerId: this.deps.workerId,
+      leaseSeconds: this.leaseSeconds,
+      marginSeconds: roundMs / 1000,
+      liveSeconds: LIVE_WORKER_SECONDS,
+      leases: entries.map((e) => e.job),
+      detach,
+    });
+    for (const token of detach) this.toDetach.delete(token);
+    const perJob: Attempt[] = [];
+    beat.attempts.forEach((attempt, i) => {
+      const entry = entries[i]!;
+      if (!attempt.running) entry.stop(leaseLost());
+      else if (attempt.covered && beat.renewed) {
+        entry.leaseDeadline = Math.max(entry.leaseDeadline, leaseDeadlineFrom(sent, beat.leaseRemainingMs / 1000));
+      } else if (!leaving.includes(entry)) perJob.push(entry);
+    });
+    if (perJob.length > 0) await this.beatPerJob(perJob, sent);
+  }
+
+  /** Renews each attempt's own lease (its job row), as every attempt was before worker leases. */
+  private async beatPerJob(entries: Attempt[], sent: number): Promise<void> {
+    const outcomes = await heartbeatManyIfLeaseHeld(
+      this.heartbeatDb,
+      entries.map((e) => e.job),
+      { leaseSeconds: this.leaseSeconds },
+    );
+    let skipped = 0;
+    outcomes.forEach((outcome, i) => {
+      const entry = entries[i]!;
+      if (outcome.applied) {
+        entry.job.leaseUntil = outcome.leaseUntil;
+        entry.leaseDeadline = Math.max(entry.leaseDeadline, leaseDeadlineFrom(sent, outcome.leaseRemainingMs / 1000));
+      } else if (outcome.reason === 'row_locked') skipped += 1;
+      else entry.stop(leaseLost());
+    });
+    if (skipped > 0) {
+      this.deps.logger.warn(
+        { jobs: skipped },
+        'heartbeat skipped rows locked by another transaction: not renewed this round, retried at the next beat',
+      );
     }
   }
 }

@@ -36,10 +36,19 @@ const handlers = [
     versions: [1],
     schema: z.object({ to: z.string() }),
     timeoutMs: 10_000,
-    // Runs until the lease keeper has heartbeated it (at a third of the 3 s lease).
+    // Runs until the lease keeper has heartbeated it (at a third of the 3 s lease): its
+    // effective deadline (jobs_view's, moved by the worker lease) passes the claim's.
     handle: async (ctx) => {
       const first = ctx.job.leaseUntil.getTime();
-      await until('a heartbeat', async () => (await getJob(admin.db, ctx.job.id)).leaseUntil!.getTime() > first);
+      const effective = async () =>
+        new Date(
+          (
+            await admin.pool.query<{ lease_until: Date }>('SELECT lease_until FROM leasehold.jobs_view WHERE id = $1', [
+              ctx.job.id,
+            ])
+          ).rows[0]!.lease_until,
+        ).getTime();
+      await until('a heartbeat', async () => (await effective()) > first);
       return ctx.receipt(async () => ({ sentTo: ctx.payload.to }));
     },
   }),

@@ -134,6 +134,7 @@ export class Worker {
       events,
       // The producer's attempts in flight: with all of them waiting to be acknowledged, now.
       inFlight: () => this.producer.inFlight.size,
+      gaveUp: (token) => this.leaseKeeper.gaveUp(token),
     });
     this.attemptDeps = {
       db,
@@ -156,7 +157,13 @@ export class Worker {
       failpoints,
       run: (entry) => this.run(entry),
     });
-    this.leaseKeeper = new LeaseKeeper(s.leaseSeconds, this.producer.inFlight, { db, registry, logger, failpoints });
+    this.leaseKeeper = new LeaseKeeper(s.leaseSeconds, this.producer.inFlight, {
+      db,
+      workerId: s.workerId,
+      registry,
+      logger,
+      failpoints,
+    });
     this.eventLoop = new EventLoopMonitor(lagWarnMs(s.leaseSeconds), {
       logger,
       metrics,
@@ -273,8 +280,6 @@ export class Worker {
     }
     const { events } = this.deps;
     if (events) claimDb = reportingFailures(claimDb, (error) => this.claimFailed(events, error));
-    this.claimLoopStartedAt = new Date();
-    this.producer.start(claimDb);
     // Heartbeats get a pool of their own whose queries time out on the client at the round's
     // deadline: a heartbeat on a half-open connection then drops that connection, instead of
     // holding a connection of the shared pool until TCP gives up (security review B2). Only
@@ -288,6 +293,12 @@ export class Worker {
       });
     }
     this.leaseKeeper.start(this.heartbeatHandle?.db);
+    // The worker lease starts before the first claim, so every claim is covered by it (a claim
+    // made before would be renewed per job: correct, only dearer).
+    await this.leaseKeeper.heartbeatAll();
+    if (stopped.aborted) return; // stop() came meanwhile: it stops the keeper; claim nothing
+    this.claimLoopStartedAt = new Date();
+    this.producer.start(claimDb);
     this.eventLoop.start();
     this.maintenance.start();
     logger.info(

@@ -53,7 +53,9 @@ export type JobView = Job & { budget: AttemptBudget };
 
 /** The handler's cap for the row's kind version (the kinds registry's), beside JOB_COLUMNS. */
 const HANDLER_CAP_COLUMN = `(SELECT k.max_attempts FROM leasehold.kinds k WHERE k.kind = jobs.kind AND k.version = jobs.kind_version) AS handler_max_attempts`;
-const VIEW_COLUMNS = `${JOB_COLUMNS}, ${HANDLER_CAP_COLUMN}`;
+// The job's effective deadline in place of its own `lease_until` (sub-states.ts's
+// effectiveLeaseUntil, as a column of this list).
+const VIEW_COLUMNS = `${JOB_COLUMNS.replace('lease_until,', 'leasehold.effective_lease_until(lease_until, lease_token, queue) AS lease_until,')}, ${HANDLER_CAP_COLUMN}`;
 type JobViewRow = JobColumnsRow & { handler_max_attempts: number | null };
 
 function mapJobView(row: JobViewRow): JobView {

@@ -93,15 +93,16 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
     ),
     run<{ queue: string; running: number; lease_expired: number }>(
       executor,
-      // A lease row's deadline is never later than its jobs': only rows already due can hold
-      // expired jobs, and only their jobs are looked at.
+      // A lease row's deadline is never later than its jobs' effective ones: only rows already
+      // due can hold expired jobs, and only their jobs are looked at.
       sql`
       SELECT l.queue, (sum(l.running) - coalesce(max(x.expired), 0))::int AS running, coalesce(max(x.expired), 0)::int AS lease_expired
       FROM leasehold.leases l
       LEFT JOIN (
         SELECT d.queue, count(*) AS expired
         FROM leasehold.leases d JOIN leasehold.jobs j ON j.id = ANY(d.job_ids)
-        WHERE d.lease_until <= now() AND j.lease_token = d.token AND j.state = 'running' AND j.lease_until <= now()
+        WHERE d.lease_until <= now() AND j.lease_token = d.token AND j.state = 'running'
+          AND leasehold.effective_lease_until(j.lease_until, j.lease_token, j.queue) <= now()
         GROUP BY d.queue
       ) x ON x.queue = l.queue
       GROUP BY l.queue`,

@@ -9,6 +9,13 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { ListState } from '../states.ts';
 
+/**
+ * A running job's effective deadline over a `jobs` row: its own `lease_until`, or its worker's
+ * lease while that covers the job's claim (drizzle/0015; the settlements' guard is the same
+ * condition, db/queue/transitions/guards.ts). Every reader of a job's deadline uses this.
+ */
+export const effectiveLeaseUntil = (): SQL => sql`leasehold.effective_lease_until(lease_until, lease_token, queue)`;
+
 /** The sub-states of `ready` over columns a `ready_jobs` row has too (every such row is ready). */
 const READY_SPLIT: Record<'ready' | 'scheduled' | 'retrying', () => SQL> = {
   ready: () => sql`(attempts = 0 AND run_at <= now())`,
@@ -20,8 +27,8 @@ const PREDICATES: Record<ListState, () => SQL> = {
   ready: () => sql`(state = 'ready' AND ${READY_SPLIT.ready()})`,
   scheduled: () => sql`(state = 'ready' AND ${READY_SPLIT.scheduled()})`,
   retrying: () => sql`(state = 'ready' AND ${READY_SPLIT.retrying()})`,
-  running: () => sql`(state = 'running' AND lease_until > now())`,
-  lease_expired: () => sql`(state = 'running' AND lease_until <= now())`,
+  running: () => sql`(state = 'running' AND ${effectiveLeaseUntil()} > now())`,
+  lease_expired: () => sql`(state = 'running' AND ${effectiveLeaseUntil()} <= now())`,
   done: () => sql`(state = 'done')`,
   // Dead and cancelled jobs always have a class (CHECK jobs_ended_class_check): saying so lets
   // the planner walk the class indexes instead of every job.

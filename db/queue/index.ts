@@ -77,7 +77,8 @@ export type {
 } from './operator.ts';
 export { removeExpiredHistory, removeOldAudit, MIN_AUDIT_DAYS, DEFAULT_AUDIT_DAYS } from './retention.ts';
 export type { RetentionOptions, RetentionResult } from './retention.ts';
-export { heartbeatManyIfLeaseHeld } from './settle.ts';
+export { heartbeatManyIfLeaseHeld, workerHeartbeat } from './settle.ts';
+export type { WorkerBeat, WorkerBeatAttempt } from './settle.ts';
 export {
   claimReceiptIfLeaseHeld,
   dropReceiptClaim,

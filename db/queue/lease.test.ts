@@ -10,7 +10,11 @@ import {
   reapExpiredLeases,
   releaseIfLeaseHeld,
   removeExpiredHistory,
+  workerHeartbeat,
+  registerWorker,
+  deregisterWorker,
 } from '.';
+import { leaseHeldSql } from './transitions.ts';
 import { run } from './executor.ts';
 import { useTestDatabase } from '../../test/db.ts';
 import { addJob, attemptsOf, claimOne, expireLease, getJob, makeDue, uniqueQueue } from '../../test/factories.ts';
@@ -281,5 +285,196 @@ describe('heartbeats and row locks taken by other transactions (security review 
       within(2000, heartbeatIfLeaseHeld(t.db, job, { leaseSeconds: 60 })),
     );
     expect(outcome).toEqual({ applied: false, reason: 'row_locked' });
+  });
+});
+
+describe('worker leases (one heartbeat write per worker)', () => {
+  const beat = (workerId: string, leases: { id: string; leaseToken: string }[] = [], more = {}) =>
+    workerHeartbeat(t.db, { workerId, leaseSeconds: 30, marginSeconds: 5, liveSeconds: 60, leases, ...more });
+  const pastOwnDeadline = (id: string) =>
+    run(t.db, sql`UPDATE leasehold.jobs SET lease_until = now() - interval '1 second' WHERE id = ${id}::uuid`);
+  const endWorkerLease = (workerId: string) =>
+    run(
+      t.db,
+      sql`UPDATE leasehold.worker_leases SET lease_until = now() - interval '1 second' WHERE worker_id = ${workerId}`,
+    );
+  const viewed = async (id: string) =>
+    (
+      await run<{ sub_state: string; lease_until: Date | null }>(
+        t.db,
+        sql`SELECT sub_state, lease_until FROM leasehold.jobs_view WHERE id = ${id}::uuid`,
+      )
+    )[0]!;
+  const workerLease = async (workerId: string) => {
+    const [row] = await run<{ since: string; lease_until: string }>(
+      t.db,
+      sql`SELECT since, lease_until FROM leasehold.worker_leases WHERE worker_id = ${workerId}`,
+    );
+    return row && { since: new Date(row.since), lease_until: new Date(row.lease_until) };
+  };
+
+  it('keeps a job past its own deadline held while its worker lease covers its claim: settled, not reaped', async () => {
+    const queue = uniqueQueue();
+    const worker = `w-${queue}`;
+    await beat(worker); // the worker lease starts before the claim
+    const [first, second] = [await addJob(t.db, { queue }), await addJob(t.db, { queue })];
+    const a = await claimOne(t.db, queue, worker);
+    const b = await claimOne(t.db, queue, worker);
+    await pastOwnDeadline(first.id);
+    await pastOwnDeadline(second.id);
+    const renewed = await beat(worker, [a, b]);
+    expect(renewed.renewed).toBe(true);
+    expect(renewed.attempts).toEqual([
+      { running: true, covered: true },
+      { running: true, covered: true },
+    ]);
+    expect(await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 })).toMatchObject({ reaped: 0 });
+    const shown = await viewed(a.id);
+    expect(shown.sub_state).toBe('running');
+    expect(new Date(shown.lease_until!).getTime()).toBe(renewed.leaseUntil.getTime());
+    expect(await heartbeatIfLeaseHeld(t.db, b, { leaseSeconds: 30 })).toMatchObject({ applied: true });
+    expect(await completeIfLeaseHeld(t.db, a)).toEqual({ applied: true });
+    expect((await getJob(t.db, a.id)).state).toBe('done');
+  });
+
+  it('ends the covered jobs once the worker lease runs out, and then removes that worker lease', async () => {
+    const queue = uniqueQueue();
+    const worker = `w-${queue}`;
+    await beat(worker);
+    const job = await addJob(t.db, { queue });
+    const a = await claimOne(t.db, queue, worker);
+    await pastOwnDeadline(job.id);
+    await endWorkerLease(worker);
+    expect((await viewed(job.id)).sub_state).toBe('lease_expired');
+    expect(await completeIfLeaseHeld(t.db, a)).toEqual({ applied: false, reason: 'lease_lost' });
+    const reaped = await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 });
+    expect(reaped.retried).toContain(job.id);
+    // Kept while its claim's lease row is (the lease log reads it); the next round removes it.
+    expect(await workerLease(worker)).toBeDefined();
+    await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 });
+    expect(await workerLease(worker)).toBeUndefined();
+    const history = await attemptsOf(t.db, job.id);
+    expect(history[0]!.error).toMatch(/lease expired: attempt 1 \(worker w-/);
+  });
+
+  it('never revives a worker lease that ran out: the next heartbeat starts one that covers only later claims', async () => {
+    const queue = uniqueQueue();
+    const worker = `w-${queue}`;
+    await beat(worker);
+    const job = await addJob(t.db, { queue });
+    const a = await claimOne(t.db, queue, worker);
+    await pastOwnDeadline(job.id);
+    await endWorkerLease(worker);
+    const before = await workerLease(worker);
+    const next = await beat(worker, [a]);
+    const after = await workerLease(worker);
+    expect(after!.since.getTime()).toBeGreaterThan(before!.since.getTime()); // a new lease
+    expect(next.attempts).toEqual([{ running: true, covered: false }]); // the old claim is not covered
+    expect(await completeIfLeaseHeld(t.db, a)).toEqual({ applied: false, reason: 'lease_lost' });
+    expect((await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 })).retried).toContain(job.id);
+    const c = await claimOne(t.db, queue, worker); // claimed again under the new worker lease
+    expect((await beat(worker, [c])).attempts).toEqual([{ running: true, covered: true }]);
+  });
+
+  it('leaves a worker lease inside its last margin to run out instead of renewing it', async () => {
+    const queue = uniqueQueue();
+    const worker = `w-${queue}`;
+    await beat(worker);
+    await run(
+      t.db,
+      sql`UPDATE leasehold.worker_leases SET lease_until = now() + interval '2 seconds' WHERE worker_id = ${worker}`,
+    );
+    const before = await workerLease(worker);
+    const late = await beat(worker);
+    expect(late.renewed).toBe(false);
+    expect((await workerLease(worker))!.lease_until.getTime()).toBe(before!.lease_until.getTime());
+  });
+
+  it('stops covering a claim its worker detached: the job own deadline decides again', async () => {
+    const queue = uniqueQueue();
+    const worker = `w-${queue}`;
+    await beat(worker);
+    const job = await addJob(t.db, { queue });
+    const a = await claimOne(t.db, queue, worker);
+    await pastOwnDeadline(job.id);
+    const detached = await beat(worker, [a], { detach: [a.leaseToken] });
+    expect(detached.attempts).toEqual([{ running: true, covered: false }]);
+    expect(await completeIfLeaseHeld(t.db, a)).toEqual({ applied: false, reason: 'lease_lost' });
+    expect((await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 })).retried).toContain(job.id);
+  });
+
+  it('moves its claims lease rows as well while a worker without a worker lease (an older release) is live', async () => {
+    const queue = uniqueQueue();
+    const worker = `w-${queue}`;
+    await beat(worker);
+    await addJob(t.db, { queue });
+    const a = await claimOne(t.db, queue, worker);
+    const leaseRow = async () =>
+      (
+        await run<{ lease_until: Date }>(
+          t.db,
+          sql`SELECT lease_until FROM leasehold.leases WHERE token = ${a.leaseToken}::uuid`,
+        )
+      )[0]!.lease_until;
+    // What the reaper of schema version 9 (db/queue/transitions/maintenance.ts at 145efd0) would
+    // take: a lease row past its deadline and its job past its own.
+    const oldReaperTakes = async () =>
+      (
+        await run<{ n: number }>(
+          t.db,
+          sql`SELECT count(*)::int AS n FROM leasehold.leases l JOIN leasehold.jobs j ON j.id = ANY(l.job_ids)
+              WHERE l.token = ${a.leaseToken}::uuid AND l.lease_until <= statement_timestamp()
+                AND j.lease_token = l.token AND j.state = 'running' AND j.lease_until <= statement_timestamp()`,
+        )
+      )[0]!.n;
+    const claimed = new Date(await leaseRow()).getTime();
+    await run(
+      t.db,
+      sql`DELETE FROM leasehold.workers WHERE NOT EXISTS (SELECT 1 FROM leasehold.worker_leases w WHERE w.worker_id = workers.id)`,
+    );
+    await beat(worker, [a]);
+    expect(new Date(await leaseRow()).getTime()).toBe(claimed); // nobody needs it moved
+    // Both deadlines passed: held by the worker lease alone, which an older reaper cannot see.
+    await run(t.db, sql`UPDATE leasehold.jobs SET lease_until = now() - interval '1 second' WHERE id = ${a.id}::uuid`);
+    expect(await oldReaperTakes()).toBe(1);
+    await registerWorker(t.db, { id: `old-${queue}`, host: 'h', pid: 1, queues: [queue], concurrency: 1 });
+    const moved = await beat(worker, [a]);
+    expect(new Date(await leaseRow()).getTime()).toBe(moved.leaseUntil.getTime());
+    expect(await oldReaperTakes()).toBe(0);
+    expect(await completeIfLeaseHeld(t.db, a)).toEqual({ applied: true });
+    await deregisterWorker(t.db, `old-${queue}`);
+  });
+
+  it('states one deadline: leasehold.effective_lease_until agrees with the settlements guard', async () => {
+    const queue = uniqueQueue();
+    const worker = `w-${queue}`;
+    await beat(worker);
+    const cases: { own: string; worker: string | null; detached: boolean }[] = [];
+    for (const own of ['-5 seconds', '+5 seconds'])
+      for (const w of [null, '-3 seconds', '+8 seconds'])
+        for (const detached of [false, true]) cases.push({ own, worker: w, detached });
+    for (const c of cases) {
+      const job = await addJob(t.db, { queue });
+      const lease = await claimOne(t.db, queue, c.worker === null ? `nobody-${queue}` : worker);
+      await run(
+        t.db,
+        sql`UPDATE leasehold.jobs SET lease_until = now() + ${c.own}::interval WHERE id = ${job.id}::uuid`,
+      );
+      if (c.worker !== null)
+        await run(
+          t.db,
+          sql`UPDATE leasehold.worker_leases SET lease_until = now() + ${c.worker}::interval WHERE worker_id = ${worker}`,
+        );
+      if (c.detached)
+        await run(t.db, sql`UPDATE leasehold.leases SET detached = true WHERE token = ${lease.leaseToken}::uuid`);
+      const [row] = await run<{ effective_held: boolean; guard_held: boolean }>(
+        t.db,
+        sql`SELECT leasehold.effective_lease_until(j.lease_until, j.lease_token, j.queue) > statement_timestamp() AS effective_held,
+                   (${leaseHeldSql('j', 'j.lease_token')}) AS guard_held
+            FROM leasehold.jobs j WHERE j.id = ${job.id}::uuid`,
+      );
+      const expected = c.own.startsWith('+') || (c.worker?.startsWith('+') === true && !c.detached);
+      expect({ ...c, ...row }).toEqual({ ...c, effective_held: expected, guard_held: expected });
+    }
   });
 });

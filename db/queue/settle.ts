@@ -3,8 +3,9 @@
  * (heartbeat).
  *
  * Invariant: every statement here is one compare-and-set guarded by
- *   state = 'running' AND lease_token = <the attempt's token> AND lease_until > now()
- * so a worker whose lease expired, was reaped, re-claimed by someone else or cancelled by an
+ *   state = 'running' AND lease_token = <the attempt's token> AND <effective deadline> > now()
+ * (the effective deadline: the job's own lease_until, or its worker's lease while that covers
+ * the job's claim; transitions/guards.ts), so a worker whose lease expired, was reaped, re-claimed by someone else or cancelled by an
  * operator changes nothing, even if the reaper has not run yet (the guard `leaseHeld` and the
  * statements are in transitions.ts). A refused settlement is the value
  * `{ applied: false, reason: 'lease_lost' }`, never an exception and never a write.
@@ -19,7 +20,13 @@ import { FAILURE_CLASSES } from '../states.ts';
 import { oneOf } from '../states.ts';
 import { run, runText, toDate, type Executor, type PgTimestamp } from './executor.ts';
 import { APPLIED, LEASE_LOST, type LeaseLost, type LeaseRef, type SettleOutcome } from './job.ts';
-import { COMPLETE_MANY, failStatement, heartbeatStatement, releaseStatement } from './transitions.ts';
+import {
+  COMPLETE_MANY,
+  failStatement,
+  heartbeatStatement,
+  releaseStatement,
+  workerHeartbeatStatement,
+} from './transitions.ts';
 import { MAX_ATTEMPTS } from './attempt-cap.ts';
 import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy.ts';
 import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate.ts';
@@ -321,4 +328,87 @@ export async function heartbeatManyIfLeaseHeld(
   );
   const byLease = new Map(rows.map((r) => [`${r.id}/${r.token}`, r]));
   return leases.map((l) => heartbeatOutcome(byLease.get(`${l.id}/${l.leaseToken}`)));
+}
+
+/** What a worker's heartbeat found for one of its attempts (workerHeartbeat). */
+export interface WorkerBeatAttempt {
+  /** The job still runs under this attempt's token. */
+  running: boolean;
+  /** Its claim is covered by the worker lease: renewed with it, no per-job heartbeat needed. */
+  covered: boolean;
+}
+
+/** A worker heartbeat's outcome: the worker lease, and each attempt's, in input order. */
+export interface WorkerBeat {
+  /** The worker lease was renewed (or a new one started) to now + leaseSeconds. */
+  renewed: boolean;
+  /** The worker lease's deadline, and how long it is from the statement's own time. */
+  leaseUntil: Date;
+  leaseRemainingMs: number;
+  attempts: WorkerBeatAttempt[];
+}
+
+interface WorkerBeatRow {
+  id: string | null;
+  token: string | null;
+  running: boolean;
+  covered: boolean;
+  lease_until: PgTimestamp;
+  remaining_ms: number;
+  renewed: boolean;
+}
+
+const workerBeatSchema = z.object({
+  workerId: z.string().min(1).max(200),
+  leaseSeconds: heartbeatOptionsSchema.shape.leaseSeconds,
+  marginSeconds: z.number().min(0),
+  liveSeconds: z.number().positive(),
+  leases: z.array(leaseSchema).max(100_000),
+  detach: z.array(uuidSchema).max(100_000),
+});
+
+/**
+ * Renews the worker lease of `workerId` (one write, whatever the number of jobs) and reports,
+ * for each lease given, whether its job still runs under it and whether the worker lease covers
+ * it (transitions/settle.ts, workerHeartbeatStatement, says when it does). Attempts not covered
+ * are renewed per job with heartbeatManyIfLeaseHeld. Internal to the worker.
+ */
+export async function workerHeartbeat(
+  executor: Executor,
+  input: {
+    workerId: string;
+    leaseSeconds: number;
+    marginSeconds: number;
+    liveSeconds: number;
+    leases: readonly LeaseRef[];
+    detach?: readonly string[];
+  },
+): Promise<WorkerBeat> {
+  const detach = input.detach ?? [];
+  parseInput('workerHeartbeat', workerBeatSchema, { ...input, detach });
+  const rows = await run<WorkerBeatRow>(
+    executor,
+    workerHeartbeatStatement({
+      workerId: input.workerId,
+      leaseSeconds: input.leaseSeconds,
+      marginSeconds: input.marginSeconds,
+      liveSeconds: input.liveSeconds,
+      ids: input.leases.map((l) => l.id),
+      tokens: input.leases.map((l) => l.leaseToken),
+      detach: [...detach],
+    }),
+  );
+  const first = rows[0];
+  if (!first) throw new Error('workerHeartbeat: the statement returned no row');
+  const byLease = new Map(rows.map((r) => [`${r.id}/${r.token}`, r]));
+  const truthy = (v: unknown) => v === true || v === 't' || v === 'true';
+  return {
+    renewed: truthy(first.renewed),
+    leaseUntil: toDate(first.lease_until),
+    leaseRemainingMs: Number(first.remaining_ms),
+    attempts: input.leases.map((l) => {
+      const row = byLease.get(`${l.id}/${l.leaseToken}`);
+      return { running: truthy(row?.running), covered: truthy(row?.covered) };
+    }),
+  };
 }

@@ -14,9 +14,13 @@
  *   `jobs_ready_row`, ours and anyone's. A claim deletes the rows it takes; a row whose job
  *   is not ready (cancelled, rescheduled) is skipped by the claim's guard and deleted;
  * - every running job is in the `leases` row of its claim (token, queue), whose deadline is
- *   never later than the job's own and whose `running` counts the jobs not yet settled. Each
- *   statement that ends attempts counts them down (LEASE_COUNTDOWN); the reaper, which walks
- *   the lease rows by deadline, repairs a count that writes from outside put wrong;
+ *   never later than the job's effective one and whose `running` counts the jobs not yet
+ *   settled. Each statement that ends attempts counts them down (LEASE_COUNTDOWN); the reaper,
+ *   which walks the lease rows by deadline, repairs a count that writes from outside put wrong;
+ * - a running job's effective deadline is its own `lease_until`, or its worker's lease
+ *   (`worker_leases`) while that covers the job's claim (transitions/guards.ts, leaseHeld);
+ *   a worker lease that ran out is never renewed (a new one covers only later claims), and the
+ *   reaper locks the ones that ran out before it ends their jobs;
  * - each statement that finishes jobs adds them to `finished_rollup` (ROLLUP);
  * - ending an attempt other than by completing it writes its `job_attempts` row in the same
  *   statement (history.ts).
@@ -37,7 +41,7 @@ export { leaseHeldSql } from './transitions/guards.ts';
 export { CLAIM_JOB, claimText, type ClaimShape } from './transitions/claim.ts';
 export { COMPLETE_MANY } from './transitions/settle.ts';
 /** @internal: statement builders (drizzle fragments), kept out of the published declarations. */
-export { failStatement, heartbeatStatement, releaseStatement } from './transitions/settle.ts';
+export { failStatement, heartbeatStatement, releaseStatement, workerHeartbeatStatement } from './transitions/settle.ts';
 /** @internal: statement builders (drizzle fragments), kept out of the published declarations. */
 export { deadIfKindUnrunStatement, reapStatement } from './transitions/maintenance.ts';
 

@@ -8,9 +8,28 @@ import { TERMINAL_STATES } from '../../states.ts';
 
 const TERMINAL_LIST = TERMINAL_STATES.map((s) => `'${s}'`).join(', ');
 
-/** The attempt behind `alias` still holds its lease: running, under `token`, deadline not passed. */
+/**
+ * The worker lease row `w` covers the claim's lease row `l` (a join condition): the worker's
+ * lease started no later than the claim, and the worker has not detached the claim. A claim
+ * row written before drizzle/0015 has no `created_at` and is never covered.
+ */
+export function workerLeaseCovers(l: string, w: string): string {
+  return `${w}.worker_id = ${l}.worker_id AND ${w}.since <= ${l}.created_at AND NOT ${l}.detached`;
+}
+
+/**
+ * The attempt behind `alias` still holds its lease: running, under `token`, and its effective
+ * deadline not passed: its own `lease_until` (set at the claim, moved by a per-job heartbeat),
+ * or else its worker's lease, renewed by one write per worker (`worker_leases`), while that
+ * covers the job's claim. leasehold.effective_lease_until (drizzle/0015) is the same deadline
+ * for readers; db/queue/lease.test.ts holds the two equal. The job's own deadline comes first:
+ * a job claimed less than a lease ago (every job of a busy queue) is decided without the
+ * subquery, which OR does not evaluate then.
+ */
 export function leaseHeld(alias: string, token: string): string {
-  return `${alias}.state = 'running' AND ${alias}.lease_token = ${token} AND ${alias}.lease_until > statement_timestamp()`;
+  return `${alias}.state = 'running' AND ${alias}.lease_token = ${token} AND (${alias}.lease_until > statement_timestamp() OR EXISTS (
+        SELECT 1 FROM leasehold.leases hl JOIN leasehold.worker_leases hw ON ${workerLeaseCovers('hl', 'hw')}
+        WHERE hl.token = ${alias}.lease_token AND hl.queue = ${alias}.queue AND hw.lease_until > statement_timestamp()))`;
 }
 
 /**

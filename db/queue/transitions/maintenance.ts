@@ -6,16 +6,19 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { MAX_ATTEMPTS, noAttemptsLeftSql } from '../attempt-cap.ts';
 import { recordAttempts } from '../history.ts';
-import { END_LEASE, rollup } from './guards.ts';
+import { END_LEASE, rollup, workerLeaseCovers } from './guards.ts';
 
 // ---------------------------------------------------------------------------------------------
 // running → ready | dead: the reaper
 
 /**
- * Ends up to `limit` attempts whose deadline passed. It walks the lease rows due (their
- * deadline is never later than any of their running jobs'), takes those jobs whose own
- * deadline passed (a heartbeat may have moved some), re-checks `running AND lease_until <=
- * now()` on the locked row (river#1302 overwrote jobs completed meanwhile), and then sets each
+ * Ends up to `limit` attempts whose effective deadline passed. First it locks the worker
+ * leases that ran out (FOR UPDATE: a renewal in flight is waited for, and a lease it renewed is
+ * then left alone), removing those whose worker has no lease row left. It walks the lease rows due (their deadline is never later
+ * than any of their running jobs' own) whose claim no live worker lease covers, takes those
+ * jobs whose own deadline passed (a per-job heartbeat may have moved some), re-checks `running
+ * AND lease_until <= now()` on the locked row (river#1302 overwrote jobs completed meanwhile),
+ * and then sets each
  * due lease row to what is left: deleted when none of its jobs runs, else its count and the
  * earliest remaining deadline (which also repairs a count that writes from outside put wrong).
  * A crash consumes an attempt: `ready` (class `lease_expired`) while attempts and max age
@@ -31,15 +34,29 @@ export function reapStatement(limit: number, delaySeconds: number): SQL {
   const left = sql`(j.attempts - j.released < ${cap})`;
   const retrying = sql`(${left} AND NOT coalesce(j.expires_at <= ${next}, false))`;
   return sql`
-    WITH due AS (
-      SELECT l.token, l.queue, l.job_ids FROM leasehold.leases l
-      WHERE l.lease_until <= statement_timestamp()
+    WITH ended_worker_lease AS MATERIALIZED (
+      SELECT w.worker_id, w.lease_until FROM leasehold.worker_leases w
+      WHERE w.lease_until <= statement_timestamp()
+      FOR UPDATE
+    ),
+    -- A worker lease that ran out goes once no lease row of its worker is left (a round after
+    -- its last claim's): until then it still says until when those jobs were held.
+    worker_lease_gone AS (
+      DELETE FROM leasehold.worker_leases w USING ended_worker_lease e
+      WHERE w.worker_id = e.worker_id AND NOT EXISTS (SELECT 1 FROM leasehold.leases l WHERE l.worker_id = e.worker_id)
+      RETURNING 1
+    ),
+    due AS (
+      SELECT l.token, l.queue, l.job_ids, e.lease_until AS worker_until FROM leasehold.leases l
+      LEFT JOIN leasehold.worker_leases w ON ${sql.raw(workerLeaseCovers('l', 'w'))}
+      LEFT JOIN ended_worker_lease e ON e.worker_id = w.worker_id
+      WHERE l.lease_until <= statement_timestamp() AND (w.worker_id IS NULL OR e.worker_id IS NOT NULL)
       ORDER BY l.lease_until
       LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
+      FOR UPDATE OF l SKIP LOCKED
     ),
     expired AS (
-      SELECT j.id, d.token, k.max_attempts AS handler_cap FROM due d JOIN leasehold.jobs j ON j.id = ANY(d.job_ids)
+      SELECT j.id, d.token, d.worker_until, k.max_attempts AS handler_cap FROM due d JOIN leasehold.jobs j ON j.id = ANY(d.job_ids)
       LEFT JOIN leasehold.kinds k ON k.kind = j.kind AND k.version = j.kind_version
       WHERE j.lease_token = d.token AND j.state = 'running' AND j.lease_until <= statement_timestamp()
       LIMIT ${limit}
@@ -50,7 +67,7 @@ export function reapStatement(limit: number, delaySeconds: number): SQL {
         state = CASE WHEN ${retrying} THEN 'ready' ELSE 'dead' END,
         failure_class = CASE WHEN ${left} AND NOT ${retrying} THEN 'expired' ELSE 'lease_expired' END,
         last_error = format('lease expired: attempt %s (worker %s) did not settle before its lease ended at %s%s',
-                            j.attempts, coalesce(j.worker_id, '?'), j.lease_until,
+                            j.attempts, coalesce(j.worker_id, '?'), greatest(j.lease_until, e.worker_until),
                             CASE WHEN ${retrying} THEN '' WHEN NOT ${left} THEN '; ' || ${noAttemptsLeftSql(sql`j.attempts - j.released`, cap)}
                                  ELSE '; max age reached' END),
         run_at = CASE WHEN ${retrying} THEN ${next} ELSE j.run_at END,

@@ -152,3 +152,86 @@ export function heartbeatStatement(ids: string[], tokens: string[], leaseSeconds
     LEFT JOIN renewed n ON n.id = r.id AND n.token = r.token
     LEFT JOIN leasehold.jobs s ON s.id = r.id AND ${sql.raw(leaseHeld('s', 'r.token'))}`;
 }
+
+/**
+ * A worker's heartbeat (workers/lease-keeper.ts): renews its worker lease, one row however many
+ * jobs it runs, and says for each of its attempts (`ids`[i], `tokens`[i]) whether the job still
+ * runs under that token and whether its claim is covered by the worker lease (claimed since the
+ * lease started, not detached). An attempt not covered is renewed per job (heartbeatStatement).
+ *
+ * The worker lease is renewed only while more than `marginSeconds` of it is left, and a lease
+ * that ran out is never renewed: the next heartbeat starts a new one (`since` = now), which
+ * covers only claims made from then on. So a renewal whose commit comes late cannot revive a
+ * lease a settlement or the reaper already saw end: it started at least the margin before the
+ * end (the worker's heartbeat round gives up by then). Inside the margin, it is left to run
+ * out, and the worker renews its attempts per job meanwhile.
+ *
+ * While a worker of a release before worker leases is live (registered in `workers` with no
+ * worker lease), its reaper may run, and it knows only the lease rows and the jobs' own
+ * deadlines: then the lease rows of these claims move to the worker lease's deadline too (one
+ * write per claim, only then). `detach` lists claims whose attempts the worker gave up unsettled:
+ * the worker lease stops covering them.
+ *
+ * @internal
+ */
+export function workerHeartbeatStatement(p: {
+  workerId: string;
+  leaseSeconds: number;
+  marginSeconds: number;
+  liveSeconds: number;
+  ids: string[];
+  tokens: string[];
+  detach: string[];
+}): SQL {
+  const until = sql`(statement_timestamp() + make_interval(secs => ${p.leaseSeconds}::float8))`;
+  const margin = sql`(statement_timestamp() + make_interval(secs => ${p.marginSeconds}::float8))`;
+  return sql`
+    WITH wl AS (
+      INSERT INTO leasehold.worker_leases AS w (worker_id, since, lease_until)
+      VALUES (${p.workerId}, statement_timestamp(), ${until})
+      ON CONFLICT (worker_id) DO UPDATE SET
+        since = CASE WHEN w.lease_until > statement_timestamp() THEN w.since ELSE excluded.since END,
+        lease_until = CASE WHEN w.lease_until > ${margin} THEN greatest(w.lease_until, excluded.lease_until)
+                           WHEN w.lease_until > statement_timestamp() THEN w.lease_until
+                           ELSE excluded.lease_until END
+      RETURNING w.since, w.lease_until
+    ),
+    requested AS (
+      SELECT i.id, i.token FROM unnest(${sql.param(p.ids)}::uuid[], ${sql.param(p.tokens)}::uuid[]) AS i(id, token)
+    ),
+    detached AS (
+      UPDATE leasehold.leases l SET detached = true
+      WHERE l.token = ANY(${sql.param(p.detach)}::uuid[]) AND l.worker_id = ${p.workerId} AND NOT l.detached
+      RETURNING l.token, l.queue
+    ),
+    old_reaper AS (
+      SELECT EXISTS (
+        SELECT 1 FROM leasehold.workers o
+        WHERE o.last_seen_at >= statement_timestamp() - make_interval(secs => ${p.liveSeconds}::float8)
+          AND o.id <> ${p.workerId}
+          AND NOT EXISTS (SELECT 1 FROM leasehold.worker_leases x WHERE x.worker_id = o.id)
+      ) AS live
+    ),
+    shielded AS (
+      UPDATE leasehold.leases l SET lease_until = wl.lease_until
+      FROM wl, old_reaper
+      WHERE old_reaper.live AND l.token IN (SELECT DISTINCT token FROM requested) AND l.worker_id = ${p.workerId}
+        AND NOT l.detached AND l.created_at >= wl.since AND l.lease_until < wl.lease_until
+        AND l.token NOT IN (SELECT token FROM detached)
+      RETURNING 1
+    )
+    SELECT r.id, r.token, (j.id IS NOT NULL) AS running,
+           (j.id IS NOT NULL AND l.token IS NOT NULL AND r.token NOT IN (SELECT token FROM detached)) AS covered,
+           wl.lease_until,
+           (extract(epoch FROM wl.lease_until - statement_timestamp()) * 1000)::float8 AS remaining_ms,
+           (wl.lease_until >= ${until}) AS renewed
+    FROM requested r CROSS JOIN wl
+    LEFT JOIN leasehold.jobs j ON j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+    LEFT JOIN leasehold.leases l ON l.token = r.token AND l.queue = j.queue AND l.worker_id = ${p.workerId}
+                                AND NOT l.detached AND l.created_at >= wl.since
+    UNION ALL
+    -- With no attempt in flight, one row still says what the worker lease is.
+    SELECT NULL::uuid, NULL::uuid, false, false, wl.lease_until,
+           (extract(epoch FROM wl.lease_until - statement_timestamp()) * 1000)::float8, (wl.lease_until >= ${until})
+    FROM wl WHERE NOT EXISTS (SELECT 1 FROM requested)`;
+}
