@@ -30,6 +30,11 @@
  * takes jobs another worker still holds); that run's "overlapping valid leases" must be
  * non-zero and fail it. Exits 0 when both hold.
  *
+ * --cpu-load runs the scenarios with one busy process per core beside them (a test suite or a
+ * build sharing the machine), which starves the workers' event loops and the database alike:
+ * a finished handler must still not run again while its lease had time left (clock-skew's
+ * completed-reruns). Each result reports the busy processes and the CPU-seconds they took.
+ *
  * --pgbouncer runs drain and kill-storm (the default then) with every worker's and the
  * enqueuer's connections through a PgBouncer 1.18 in transaction mode that the harness starts
  * (test/pgbouncer.ts): workers with LEASEHOLD_PREPARED_STATEMENTS=false and --no-listen, the
@@ -38,7 +43,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -102,6 +107,7 @@ const { values } = parseArgs({
     out: { type: 'string', default: path.join(ROOT, '.leasehold', 'chaos') },
     pgbouncer: { type: 'boolean', default: false },
     'self-test': { type: 'boolean', default: false },
+    'cpu-load': { type: 'boolean', default: false },
   },
 });
 const selfTest = values['self-test'] === true;
@@ -131,6 +137,30 @@ type SelfTestRun = typeof SELF_TEST_SHIPPED | typeof SELF_TEST_ARMED;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (line: string) => console.error(`[chaos] ${line}`);
+
+/** One process per core, each spinning until killed (--cpu-load). */
+function startCpuLoad(): ChildProcess[] {
+  const burners = Array.from({ length: availableParallelism() }, () =>
+    spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
+  );
+  log(`competing CPU load: ${burners.length} busy processes`);
+  return burners;
+}
+
+/** Kills the busy processes; returns the CPU-seconds they took (from /proc, Linux's clock ticks). */
+function stopCpuLoad(burners: ChildProcess[]): number {
+  let ticks = 0;
+  for (const b of burners) {
+    try {
+      const fields = readFileSync(`/proc/${b.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+    } catch {
+      // not Linux, or already gone: counted as nothing
+    }
+    b.kill('SIGKILL');
+  }
+  return Math.round(ticks / 100);
+}
 
 let server: DatabaseHandle;
 let serverUrl: string;
@@ -1404,6 +1434,7 @@ server = await selectDatabase({
 });
 serverUrl = server.url;
 const results: Result[] = [];
+const burners = values['cpu-load'] === true ? startCpuLoad() : [];
 try {
   if (pooledRun) {
     bouncer = await startPgBouncer(serverUrl);
@@ -1429,6 +1460,14 @@ try {
     }
   }
 } finally {
+  if (burners.length > 0) {
+    const seconds = stopCpuLoad(burners);
+    for (const r of results)
+      (r.observations ??= []).push(
+        { name: 'competing CPU load: busy processes', value: burners.length },
+        { name: 'competing CPU load: CPU-seconds they took in the run', value: seconds },
+      );
+  }
   await bouncer?.stop();
   await server.stop();
 }

@@ -140,6 +140,28 @@ describe('the lease keeper', () => {
     expect((await getJob(t.db, inTime.job.id)).leaseUntil!.getTime()).toBeGreaterThan(before + 25_000);
   });
 
+  it('keeps renewing a finished attempt waiting for its acknowledgement past its local deadline', async () => {
+    const attempts = await running(2, 30);
+    const [finished, runningOn] = [...attempts] as [Attempt, Attempt];
+    // Both handlers' local deadlines passed (a starved event loop); one handler is over.
+    for (const a of attempts) a.leaseDeadline = performance.now() - 1;
+    finished.endedAt = Date.now();
+    const { keeper: k } = keeper(attempts, 60);
+    k.sweepTimeouts();
+    expect(finished.stopped).toBeNull(); // nothing of it runs: the settlement decides
+    expect(runningOn.stopped?.reason).toBe('lease_lost'); // a running handler stops at its deadline
+    const before = (await getJob(t.db, finished.job.id)).leaseUntil!.getTime();
+    await k.heartbeatAll();
+    expect((await getJob(t.db, finished.job.id)).leaseUntil!.getTime()).toBeGreaterThan(before + 25_000);
+    expect(finished.leaseDeadline).toBeGreaterThan(performance.now() + 50_000);
+    // Stopped or not, a finished attempt is renewed while the database says its lease holds.
+    finished.stop(new AttemptAborted('lease_lost', 'late local deadline'));
+    const renewed = finished.leaseDeadline;
+    await new Promise((r) => setTimeout(r, 10));
+    await k.heartbeatAll();
+    expect(finished.leaseDeadline).toBeGreaterThan(renewed);
+  });
+
   it('stops a handler past its timeout with timeout, and leaves one within it alone', async () => {
     const attempts = await running(2, 30);
     const [late, inTime] = [...attempts] as [Attempt, Attempt];

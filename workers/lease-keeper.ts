@@ -24,6 +24,10 @@
  * - the lease-deadline check runs on the sweep's timer, not after the heartbeat's await: when
  *   no heartbeat gets through, handlers are stopped once their lease has surely ended, however
  *   long the statement hangs;
+ * - an attempt whose handler is over keeps being renewed until its settlement commits, stopped
+ *   or not: the local deadline is a safe guess for a handler still running, but for a finished
+ *   one only the database's answer counts (a completed job must not run again because its
+ *   acknowledgement waited behind a starved event loop);
  * - local deadlines are local monotonic time (performance.now() before the statement was sent,
  *   plus the lease left in database time), never the DB's timestamps against the worker's clock.
  *
@@ -97,6 +101,9 @@ export class LeaseKeeper {
     const now = performance.now();
     for (const entry of this.attempts) {
       if (entry.stopped) continue;
+      // A handler that is over runs nothing a stop could end: its lease is kept until its
+      // settlement commits, and the database, not this guess, says whether it still holds.
+      if (entry.endedAt > 0) continue;
       if (now >= entry.leaseDeadline) {
         entry.stop(new AttemptAborted('lease_lost', 'no heartbeat got through before the lease ended'));
         // timeoutAt is finite only while a handler runs, so the entry has one.
@@ -121,8 +128,11 @@ export class LeaseKeeper {
   /** Renews the worker lease and every running attempt's lease, within heartbeatRoundMs. */
   async heartbeatAll(): Promise<void> {
     // Not past its timeout: a wedged handler the sweep could not stop yet keeps no lease alive
-    // (the sweep stops it, and its failure goes out at once).
-    const entries = [...this.attempts].filter((e) => !e.stopped && performance.now() < e.timeoutAt);
+    // (the sweep stops it, and its failure goes out at once). A handler that is over keeps its
+    // lease until its settlement commits, even if it was stopped (a late local deadline under a
+    // starved event loop): nothing of it runs any more, and the database says whether the lease
+    // still holds, so a finished job is not run again because its acknowledgement waited.
+    const entries = [...this.attempts].filter((e) => (!e.stopped || e.endedAt > 0) && performance.now() < e.timeoutAt);
     // Before the statement is sent: the lease it grants starts no earlier than this.
     const sent = performance.now();
     this.deps.failpoints?.hit('in_heartbeat');
