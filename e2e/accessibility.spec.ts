@@ -10,7 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import AxeBuilder from '@axe-core/playwright';
 import type { Locator, Page } from '@playwright/test';
-import { deadJob, expect, FROM_DASHBOARD, login, test, uniqueQueue } from './fixtures.ts';
+import { enqueue } from '../db/queue/index.ts';
+import { db, deadJob, expect, FROM_DASHBOARD, login, test, uniqueQueue } from './fixtures.ts';
 import { expectVisibleFocus, loginByKeyboard, tabTo } from './keyboard-kit.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -41,6 +42,8 @@ interface Seed {
   queue: string;
   jobId: string;
   error: string;
+  /** A ready job in a queue no worker serves, so that it stays cancellable: the cancel dialog's. */
+  ready: { queue: string; jobId: string };
 }
 
 interface PageCase {
@@ -93,6 +96,20 @@ const PAGES: Record<string, PageCase> = {
       await expect(page.getByTestId('job-fields')).toContainText(seed.queue);
       await expect(page.getByTestId('attempts-table')).toContainText('failed');
     },
+    dialogs: [
+      {
+        // The dead job above has no Cancel (nothing to cancel): the dialog is a ready job's.
+        name: 'cancel',
+        open: async (page, seed) => {
+          await page.goto(`/jobs/${seed.ready.jobId}`);
+          await expect(page.getByTestId('job-fields')).toContainText(seed.ready.queue);
+          await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+          const dialog = page.getByRole('dialog', { name: 'Cancel this job?' });
+          await expect(dialog.getByRole('button', { name: 'Keep the job' })).toBeFocused();
+          return dialog;
+        },
+      },
+    ],
   },
   '/failures': {
     url: () => '/failures',
@@ -131,18 +148,23 @@ const PAGES: Record<string, PageCase> = {
   },
 };
 
-/** A dead job (with a failed attempt) in a queue of its own, and audit rows on that queue. */
+/**
+ * A dead job (with a failed attempt) in a queue of its own, audit rows on that queue, and a
+ * ready job in another queue (the jobs page's bulk cancel finds none in the first).
+ */
 async function seed(page: Page): Promise<Seed> {
   const queue = uniqueQueue('a11y');
   // One failure group for every seed (the groups fold numbers and ids): the example shown may be any run's.
   const error = 'a11y seed: the provider refused the request';
   const jobId = await deadJob(queue, { ms: 0 }, error);
+  const readyQueue = uniqueQueue('a11y-ready');
+  const ready = await enqueue(db(), { queue: readyQueue, kind: 'test.sleep', payload: { ms: 0 } });
   // Audit rows: the admin pauses and resumes the queue (the page's session is the admin's).
   for (const action of ['pause', 'resume']) {
     const answer = await page.request.post(`/api/queues/${queue}/${action}`, { headers: FROM_DASHBOARD });
     expect(answer.status(), `${action} ${queue}`).toBe(200);
   }
-  return { queue, jobId, error };
+  return { queue, jobId, error, ready: { queue: readyQueue, jobId: ready.id } };
 }
 
 /** The moderate and minor findings of the scans, by rule: kept beside the screenshots for docs/dashboard.md. */

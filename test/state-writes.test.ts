@@ -6,7 +6,9 @@
  * (leasehold.operator_retry, leasehold.operator_cancel) are called by db/queue/operator.ts
  * and count as inside: they are rows of EDGES, covered by db/queue/model.test.ts (checked
  * below too). The failure harness's guard-skipping claim (transitions/unguarded-claim.ts) is
- * reachable from workers/failpoints.ts alone, and transitions/ only through its face.
+ * reachable from workers/failpoints.ts alone (which loads it by its address, `new URL(…,
+ * import.meta.url)`, so that the package does not have it: test/unguarded-claim-reach.test.ts),
+ * and transitions/ only through its face.
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -43,9 +45,14 @@ function writesIn(source: string): { line: number; text: string }[] {
   );
 }
 
-/** The relative module specifiers a source imports or re-exports, resolved against its file. */
+/**
+ * The relative module specifiers a source imports, re-exports or names as an address
+ * (`new URL('…', import.meta.url)`, loaded later), resolved against its file.
+ */
 function importsOf(file: string, source: string): string[] {
-  const specifiers = [...source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"](\.[^'"]+)['"]/g)];
+  const specifiers = [
+    ...source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\bnew\s+URL\s*\(\s*)['"](\.[^'"]+)['"]/g),
+  ];
   return specifiers.map((m) => path.posix.normalize(path.posix.join(path.posix.dirname(file), m[1]!)));
 }
 

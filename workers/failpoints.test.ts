@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
+import { claimWithoutReadyGuard } from '../db/queue/transitions/unguarded-claim.ts';
+import {
+  armFailpoints,
+  FailpointSpecError,
+  Failpoints,
+  parseFailpoints,
+  UNGUARDED_CLAIM_ABSENT,
+} from './failpoints.ts';
 
 describe('LEASEHOLD_FAILPOINTS', () => {
   it('reads points with and without a probability', () => {
@@ -19,17 +26,27 @@ describe('LEASEHOLD_FAILPOINTS', () => {
 });
 
 describe('guard-skipping failpoints', () => {
-  it('are armed only by a spec that names them', () => {
-    expect(new Failpoints().skips('unguarded_claim')).toBe(false);
+  it('are armed only by a spec that names them', async () => {
+    expect(new Failpoints().claimSkippingGuard()).toBeNull();
     expect(new Failpoints(parseFailpoints(undefined)).guardSkips()).toEqual([]);
-    expect(new Failpoints(parseFailpoints('after_claim:0.05,before_ack')).guardSkips()).toEqual([]);
-    expect(new Failpoints(parseFailpoints('after_claim:0.05,before_ack')).skips('unguarded_claim')).toBe(false);
+    const crashes = await armFailpoints('after_claim:0.05,before_ack');
+    expect(crashes.guardSkips()).toEqual([]);
+    expect(crashes.claimSkippingGuard()).toBeNull();
   });
 
-  it('skip with their probability once named', () => {
-    const armed = new Failpoints(parseFailpoints('unguarded_claim'));
+  it('run the guard-skipping claim with their probability once named, loaded from the sources', async () => {
+    const armed = await armFailpoints('unguarded_claim');
     expect(armed.guardSkips()).toEqual(['unguarded_claim']);
-    expect(armed.skips('unguarded_claim')).toBe(true);
-    expect(new Failpoints(parseFailpoints('unguarded_claim:0')).skips('unguarded_claim')).toBe(false);
+    expect(armed.claimSkippingGuard()).toBe(claimWithoutReadyGuard);
+    expect((await armFailpoints('unguarded_claim:0')).claimSkippingGuard()).toBeNull();
+  });
+
+  it('cannot be armed without the statement: where it is absent, the point is refused with a sentence', async () => {
+    expect(() => new Failpoints(parseFailpoints('unguarded_claim'))).toThrow(FailpointSpecError);
+    const absent = new URL('./no-such-claim.ts', import.meta.url);
+    await expect(armFailpoints('unguarded_claim', absent)).rejects.toThrow(FailpointSpecError);
+    await expect(armFailpoints('unguarded_claim', absent)).rejects.toThrow(UNGUARDED_CLAIM_ABSENT);
+    // Crash points need no statement: they arm anywhere.
+    expect((await armFailpoints('after_claim', absent)).guardSkips()).toEqual([]);
   });
 });

@@ -11,13 +11,14 @@
  * notices (`npx tsx chaos/run.ts --self-test`): `unguarded_claim` claims with a statement of
  * its own (claimWithoutReadyGuard, db/queue/transitions/unguarded-claim.ts; not the library's)
  * that lacks `state = 'ready'`, so it also takes jobs other attempts are running under a lease
- * that still holds. Nothing reaches it
- * but a LEASEHOLD_FAILPOINTS that names it: no setting, flag or default does, and a worker that
- * has it armed says so at error level when it starts (workers/main.ts).
+ * that still holds. Nothing reaches it but a LEASEHOLD_FAILPOINTS that names it, in a worker run
+ * from the repository's sources: no setting, flag or default does; the installed package does
+ * not have the statement at all (GUARD_SKIPPING_CLAIM_MODULE), so its worker refuses the point;
+ * and a worker that has it armed says so at error level when it starts (workers/run-process.ts).
  */
+import { existsSync } from 'node:fs';
 import { LeaseholdRefusal } from '../db/errors.ts';
-// The guard-skipping claim is a transition of its own, reachable from here alone.
-export { claimWithoutReadyGuard } from '../db/queue/transitions/unguarded-claim.ts';
+import type { ClaimedJob, Executor } from '../db/queue/index.ts';
 
 /** Points where the worker kills itself. */
 export const CRASH_POINTS = ['after_claim', 'after_effect', 'before_ack', 'in_heartbeat', 'in_reap'] as const;
@@ -28,11 +29,35 @@ export type CrashPoint = (typeof CRASH_POINTS)[number];
 export type GuardSkip = (typeof GUARD_SKIPS)[number];
 export type Failpoint = (typeof FAILPOINTS)[number];
 
-/** A LEASEHOLD_FAILPOINTS value that names an unknown point or a bad probability. */
+/**
+ * A LEASEHOLD_FAILPOINTS value that names an unknown point or a bad probability, or
+ * `unguarded_claim` where its statement is not (an installed package).
+ */
 export class FailpointSpecError extends LeaseholdRefusal {
   override readonly name = 'FailpointSpecError';
   readonly code = 'invalid_failpoints';
 }
+
+/** What `unguarded_claim` runs instead of the library's claim: claimWithoutReadyGuard. */
+export type GuardSkippingClaim = (
+  executor: Executor,
+  options: { queues: string[]; workerId: string; limit: number; leaseSeconds: number },
+) => Promise<ClaimedJob[]>;
+
+/**
+ * Where the guard-skipping claim is in the repository's sources, from this file. It is loaded
+ * by this address when armed, never imported, so that it is no transition the installed package
+ * can reach: tsc does not follow an address into dist/ (npm run build:package), package.json's
+ * `files` leave the source out, and from dist/workers/ the address names a
+ * dist/db/…/unguarded-claim.ts that no build writes. test/unguarded-claim-reach.test.ts holds
+ * all three.
+ */
+export const GUARD_SKIPPING_CLAIM_MODULE = new URL('../db/queue/transitions/unguarded-claim.ts', import.meta.url);
+
+/** What a worker says when LEASEHOLD_FAILPOINTS names `unguarded_claim` and the module is absent. */
+export const UNGUARDED_CLAIM_ABSENT =
+  'failpoint unguarded_claim is not in an installed Leasehold: it breaks the queue on purpose, and only a worker ' +
+  "run from Leasehold's own repository (the failure harness's self-test) can arm it";
 
 export function parseFailpoints(spec: string | undefined): Map<Failpoint, number> {
   const points = new Map<Failpoint, number>();
@@ -51,8 +76,27 @@ export function parseFailpoints(spec: string | undefined): Map<Failpoint, number
   return points;
 }
 
+/**
+ * The failpoints a LEASEHOLD_FAILPOINTS value arms: parsed, and `unguarded_claim`'s statement
+ * loaded from `claimModule` when the value names it. Refuses (FailpointSpecError, exit code 2)
+ * when that statement is not there.
+ */
+export async function armFailpoints(spec: string, claimModule = GUARD_SKIPPING_CLAIM_MODULE): Promise<Failpoints> {
+  const points = parseFailpoints(spec);
+  if (!points.has('unguarded_claim')) return new Failpoints(points);
+  if (!existsSync(claimModule)) throw new FailpointSpecError(UNGUARDED_CLAIM_ABSENT);
+  const loaded: { claimWithoutReadyGuard: GuardSkippingClaim } = await import(claimModule.href);
+  return new Failpoints(points, loaded.claimWithoutReadyGuard);
+}
+
 export class Failpoints {
-  constructor(private readonly points: Map<Failpoint, number> = new Map()) {}
+  constructor(
+    private readonly points: Map<Failpoint, number> = new Map(),
+    private readonly guardSkippingClaim: GuardSkippingClaim | null = null,
+  ) {
+    if (points.has('unguarded_claim') && !guardSkippingClaim)
+      throw new FailpointSpecError('failpoint unguarded_claim needs its statement: arm it with armFailpoints()');
+  }
 
   /** Kills this process at `point` if armed (and the dice say so). */
   hit(point: CrashPoint): void {
@@ -63,10 +107,13 @@ export class Failpoints {
     }
   }
 
-  /** True when this time the guard `point` names is to be skipped (armed, and the dice say so). */
-  skips(point: GuardSkip): boolean {
-    const p = this.points.get(point);
-    return p !== undefined && Math.random() < p;
+  /**
+   * The claim to run this time instead of the library's: the guard-skipping one when
+   * `unguarded_claim` is armed and the dice say so, else null.
+   */
+  claimSkippingGuard(): GuardSkippingClaim | null {
+    const p = this.points.get('unguarded_claim');
+    return this.guardSkippingClaim && p !== undefined && Math.random() < p ? this.guardSkippingClaim : null;
   }
 
   /** The guard-skipping points armed here (workers/main.ts says so at start). */

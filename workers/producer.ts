@@ -24,7 +24,7 @@ import type { Logger } from 'pino';
 import { claim, ClaimOptionsCache, type ClaimedJob, type ClaimOptions } from '../db/queue/index.ts';
 import type { Db } from '../db/client.ts';
 import { Attempt, leaseDeadlineFrom } from './attempt.ts';
-import { claimWithoutReadyGuard, type Failpoints } from './failpoints.ts';
+import type { Failpoints } from './failpoints.ts';
 import type { HandlerRegistry } from './handler.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { backoff, sleep } from './timing.ts';
@@ -190,9 +190,10 @@ export class Producer {
         // Read before the claim is sent: the lease it grants (statement_timestamp() + lease)
         // starts no earlier, so a slow claim cannot push the local deadline past the DB's.
         const sent = performance.now();
+        const skippingGuard = this.deps.failpoints?.claimSkippingGuard();
         try {
-          jobs = this.deps.failpoints?.skips('unguarded_claim')
-            ? await claimWithoutReadyGuard(claimDb, {
+          jobs = skippingGuard
+            ? await skippingGuard(claimDb, {
                 queues: s.queues,
                 workerId: s.workerId,
                 limit,

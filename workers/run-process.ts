@@ -21,7 +21,7 @@ import { migrateDatabase } from '../db/migrate/index.ts';
 import { LeaseholdSchemaError } from '../db/queue/errors.ts';
 import { ConfigError, parseWorkerConfig, type WorkerConfig } from './config.ts';
 import { type CreateWorkerOptions, createWorker, type LeaseholdWorker, type WorkerInternals } from './create-worker.ts';
-import { FailpointSpecError, Failpoints, parseFailpoints } from './failpoints.ts';
+import { armFailpoints, FailpointSpecError, type Failpoints } from './failpoints.ts';
 import { HandlerFileError, loadHandlerFiles } from './handler-files.ts';
 import { createMetrics, serveHealth, serveMetrics, type WorkerMetrics } from './metrics.ts';
 
@@ -50,7 +50,7 @@ export async function runWorkerProcess(
   options: WorkerProcessOptions = {},
 ): Promise<number> {
   const report = options.report ?? ((line: string) => console.error(`leasehold workers: ${line}`));
-  const checked = checkSettings(argv, env, options, report);
+  const checked = await checkSettings(argv, env, options, report);
   if (!checked) return 2;
   const { config, failpoints } = checked;
   let databaseUrl = checked.databaseUrl;
@@ -135,12 +135,12 @@ export async function runWorkerProcess(
  * The settings, that a database is named (or the caller has a fallback), and the failpoints, in
  * that order: the first that fails is reported and gives null (exit code 2).
  */
-function checkSettings(
+async function checkSettings(
   argv: readonly string[],
   env: Env,
   options: WorkerProcessOptions,
   report: (line: string) => void,
-): { config: WorkerConfig; failpoints: Failpoints | undefined; databaseUrl: string } | null {
+): Promise<{ config: WorkerConfig; failpoints: Failpoints | undefined; databaseUrl: string } | null> {
   const databaseUrl = env.DATABASE_URL?.trim() ?? '';
   try {
     const config = parseWorkerConfig([...argv], env);
@@ -148,7 +148,7 @@ function checkSettings(
       throw new ConfigError(
         `DATABASE_URL is not set: set it to your PostgreSQL's URL (postgres://user:password@host:5432/dbname)${options.embeddedHint ? `, or ${options.embeddedHint}` : ''}`,
       );
-    const failpoints = env.LEASEHOLD_FAILPOINTS ? new Failpoints(parseFailpoints(env.LEASEHOLD_FAILPOINTS)) : undefined;
+    const failpoints = env.LEASEHOLD_FAILPOINTS ? await armFailpoints(env.LEASEHOLD_FAILPOINTS) : undefined;
     return { config, failpoints, databaseUrl };
   } catch (error) {
     if (error instanceof ConfigError || error instanceof FailpointSpecError) {

@@ -2,9 +2,11 @@
  * `unguarded_claim`, the failure harness's claim with its guard taken out, for the harness to
  * catch (`npx tsx chaos/run.ts --self-test`; workers/failpoints.ts). A named transition outside
  * EDGES on purpose: it breaks the state machine, so that the harness proves it notices. Only
- * workers/failpoints.ts (and tests) may import it: test/state-writes.test.ts fails when an
- * entry/ file or any other product file does, and no setting, flag or default reaches it but a
- * LEASEHOLD_FAILPOINTS that names it.
+ * workers/failpoints.ts (and tests) reach it, by its address rather than an import
+ * (test/state-writes.test.ts fails when an entry/ file or any other product file does), and
+ * only when a LEASEHOLD_FAILPOINTS names it: no setting, flag or default does. The package has
+ * no copy (package.json's `files` leave it out, the build never reaches it;
+ * test/unguarded-claim-reach.test.ts), so only a worker run from the repository's sources can.
  */
 import { randomUUID } from 'node:crypto';
 import { runText, toDate, type Executor } from '../executor.ts';
