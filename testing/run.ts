@@ -220,7 +220,7 @@ class Runner {
       logger: this.logger,
     });
     this.completer = new Completer(
-      { workerId: this.workerId, ackFlushMs: 0, retry: options.retry },
+      { workerId: this.workerId, ackFlushMs: 0, retry: options.retry, leaseSeconds: this.leaseSeconds },
       { db, logger: this.logger, gaveUp: (token) => this.keeper.gaveUp(token) },
     );
   }

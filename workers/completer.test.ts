@@ -13,7 +13,12 @@ const noop = idleHandler('noop');
 
 /** A completer whose statements are recorded; `fail(statement)` may throw instead of running one. */
 function completer(
-  options: { ackFlushMs?: number; fail?: (s: WatchedStatement) => Error | undefined; inFlight?: () => number } = {},
+  options: {
+    ackFlushMs?: number;
+    fail?: (s: WatchedStatement) => Error | undefined;
+    inFlight?: () => number;
+    leaseSeconds?: number;
+  } = {},
 ) {
   const statements: WatchedStatement[] = [];
   const metrics = createMetrics();
@@ -24,7 +29,13 @@ function completer(
     return run();
   });
   const c = new Completer(
-    { workerId: 'completer-test', ackFlushMs: options.ackFlushMs ?? 5, retry: { baseDelayMs: 60_000 } },
+    {
+      workerId: 'completer-test',
+      ackFlushMs: options.ackFlushMs ?? 5,
+      retry: { baseDelayMs: 60_000 },
+      // No grace past the local deadline unless a test gives one.
+      leaseSeconds: options.leaseSeconds ?? 0,
+    },
     { db, logger: silentLogger, metrics, inFlight: options.inFlight },
   );
   return { completer: c, statements, metrics };
@@ -81,7 +92,7 @@ describe('the completer', () => {
     });
     // One attempt in flight as far as the completer knows: every completion asks for a flush.
     const c = new Completer(
-      { workerId: 'completer-test', ackFlushMs: 60_000, retry: { baseDelayMs: 60_000 } },
+      { workerId: 'completer-test', ackFlushMs: 60_000, retry: { baseDelayMs: 60_000 }, leaseSeconds: 0 },
       { db, logger: silentLogger, inFlight: () => 1 },
     );
     const first = c.settle(attempts[0]!, { kind: 'completed' });
@@ -173,6 +184,20 @@ describe('the completer', () => {
     expect(down.statements).toHaveLength(1);
     expect((await getJob(t.db, expiring.job.id)).state).toBe('running');
     expect(await counted(down.metrics.leasesLost)).toBe(1);
+  });
+
+  it('retries a finished job acknowledgement past its local deadline by up to one lease', async () => {
+    const [attempt] = (await claimAttempts(1, 30)) as [Attempt];
+    // The local deadline is a guess that runs early (a starved event loop): the database's
+    // lease still holds, and the guarded acknowledgement may go until a lease past the guess.
+    attempt.leaseDeadline = performance.now() + 50;
+    let cuts = 0;
+    const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
+    const blip = completer({ leaseSeconds: 30, fail: () => (cuts++ < 1 ? lost() : undefined) });
+    await blip.completer.settle(attempt, { kind: 'completed' });
+    expect(cuts).toBe(2); // one cut, then through after the local deadline had passed
+    expect(performance.now()).toBeGreaterThan(attempt.leaseDeadline);
+    expect((await getJob(t.db, attempt.job.id)).state).toBe('done');
   });
 
   it('hands back claimed jobs that never started', async () => {

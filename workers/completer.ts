@@ -41,6 +41,14 @@ export interface CompleterSettings {
   /** Completions wait this long to be acknowledged together in one statement. */
   ackFlushMs: number;
   retry?: Partial<RetryPolicy> | undefined;
+  /**
+   * The lease, s: a settlement is retried through connection failures until a lease past the
+   * attempt's local deadline . Past its deadline a settlement
+   * is refused by its guard anyway, so a late try is safe; and the local deadline is a guess
+   * that runs early by the heartbeat's round trip, which under a starved event loop is seconds,
+   * while a finished job's acknowledgement given up early means the job runs again.
+   */
+  leaseSeconds: number;
 }
 
 export interface CompleterDeps {
@@ -315,13 +323,15 @@ export class Completer {
 
   /**
    * Runs a settlement, retrying connection-level failures until `deadline()` (the lease end:
-   * after it, the statement could not apply anyway). The deadline is the attempt's local
+   * after it, the statement could not apply anyway) plus one lease (CompleterSettings.leaseSeconds,
+   * since the local deadline runs early). The deadline is the attempt's local
    * monotonic one (Attempt.leaseDeadline, from the database's lease left at each claim and
    * heartbeat), never `job.leaseUntil` against this machine's clock (security review B7).
    */
   private retrying<T>(what: string, deadline: () => number, work: (db: Executor) => Promise<T>): Promise<T> {
+    const graceMs = this.settings.leaseSeconds * 1000;
     return retryWhileUnavailable(() => work(this.deps.db), {
-      deadlineMs: deadline,
+      deadlineMs: () => deadline() + graceMs,
       onRetry: (error) => this.deps.logger.warn({ err: error, what }, 'database unavailable; retrying the settlement'),
     });
   }

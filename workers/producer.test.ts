@@ -38,7 +38,10 @@ afterAll(async () => {
 function producer(queue: string, overrides: Partial<ProducerSettings> = {}, claimDb: Db = t.db) {
   const started: Attempt[] = [];
   const finishers = new Map<string, () => void>();
-  const completer = new Completer({ workerId: 'producer-test', ackFlushMs: 5 }, { db: t.db, logger: silentLogger });
+  const completer = new Completer(
+    { workerId: 'producer-test', ackFlushMs: 5, leaseSeconds: 30 },
+    { db: t.db, logger: silentLogger },
+  );
   const p = new Producer(
     {
       workerId: 'producer-test',
