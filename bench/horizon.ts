@@ -5,6 +5,10 @@
  * (one bulk enqueue, then claims of 500 with batched acknowledgements until empty) run back to
  * back, with and without such a transaction held; each round gives its rate and its claims'
  * median, and the end gives the dead row versions and the size of every table on the hot path.
+ *
+ * The claims are made as a worker's producer makes them: with its kinds and through a cache of
+ * its own that keeps the claim's lower bound (db/queue/claim.ts), so each walk starts after the
+ * last key taken, and from the head again after a short claim or every second.
  */
 import pg from 'pg';
 import { migrateDatabase } from '../db/migrate/index.ts';
@@ -15,6 +19,7 @@ import { QUEUE } from './systems/index.ts';
 /** The tables a job passes through from enqueue to done (schema v1). */
 export const HOT_TABLES = ['jobs', 'ready_jobs', 'leases'] as const;
 const CLAIM_BATCH = 500;
+const KIND = 'bench.noop';
 
 export interface HorizonRound {
   jobsPerSecond: number;
@@ -42,14 +47,20 @@ export async function heldHorizon(
       await holder.query('BEGIN');
       await holder.query('SELECT pg_current_xact_id()');
     }
-    const cache = new ClaimOptionsCache();
-    const options = { queues: [QUEUE], workerId: 'bench-horizon', limit: CLAIM_BATCH, leaseSeconds: 60 };
+    const cache = new ClaimOptionsCache({ bound: true });
+    const options = {
+      queues: [QUEUE],
+      workerId: 'bench-horizon',
+      limit: CLAIM_BATCH,
+      leaseSeconds: 60,
+      kinds: [{ kind: KIND, versions: [1] }],
+    };
     const out: HorizonRound[] = [];
     let seq = 0;
     for (let round = 0; round < rounds; round++) {
       await enqueueMany(
         client,
-        Array.from({ length: perRound }, () => ({ queue: QUEUE, kind: 'bench.noop', payload: { seq: seq++ } })),
+        Array.from({ length: perRound }, () => ({ queue: QUEUE, kind: KIND, payload: { seq: seq++ } })),
         { notify: false },
       );
       const claimTimes: number[] = [];

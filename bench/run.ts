@@ -698,7 +698,7 @@ if (want('costs') && wantedSystems.includes('leasehold')) {
 
 if (want('horizon') && wantedSystems.includes('leasehold')) {
   const what = (held: boolean) =>
-    `${SIZE.horizonRounds} rounds of ${SIZE.horizonRound.toLocaleString('en')} jobs (bulk enqueue, claims of 500 and batched acks until empty), ${held ? 'while another session holds a transaction with an xid' : 'nothing else running'}`;
+    `${SIZE.horizonRounds} rounds of ${SIZE.horizonRound.toLocaleString('en')} jobs (bulk enqueue, claims of 500 as a worker makes them, with its lower bound, and batched acks until empty), ${held ? 'while another session holds a transaction with an xid' : 'nothing else running'}`;
   for (let rep = 0; rep < RUNS; rep++) {
     for (const held of rep % 2 ? [true, false] : [false, true]) {
       const name = held ? 'horizon-held' : 'horizon-free';

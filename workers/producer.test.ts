@@ -9,7 +9,7 @@ import { until } from '../test/wait.ts';
 import type { Attempt } from './attempt.ts';
 import { Completer } from './completer.ts';
 import { defineHandler, HandlerRegistry } from './handler.ts';
-import { Producer, type ProducerSettings } from './producer.ts';
+import { Producer, type ProducerDeps, type ProducerSettings } from './producer.ts';
 
 const NOOP = defineHandler({
   kind: 'noop',
@@ -35,7 +35,12 @@ afterAll(async () => {
  * A producer whose attempts run until the test ends them (`finish(id)`), so slots stay taken
  * exactly as long as the test says. `claimDb` may watch or delay the claims.
  */
-function producer(queue: string, overrides: Partial<ProducerSettings> = {}, claimDb: Db = t.db) {
+function producer(
+  queue: string,
+  overrides: Partial<ProducerSettings> = {},
+  claimDb: Db = t.db,
+  claimBound?: ProducerDeps['claimBound'],
+) {
   const started: Attempt[] = [];
   const finishers = new Map<string, () => void>();
   const completer = new Completer(
@@ -63,6 +68,7 @@ function producer(queue: string, overrides: Partial<ProducerSettings> = {}, clai
           started.push(attempt);
           finishers.set(attempt.job.id, resolve);
         }),
+      claimBound,
     },
   );
   producers.push(p);
@@ -110,6 +116,25 @@ describe('the producer', () => {
     await until('the job started', async () => started.length === 1, 5000, 5);
     expect(started[0]!.job.id).toBe(id);
     expect(performance.now() - woken).toBeLessThan(5000); // the poll is a minute
+  });
+
+  it("walks a queue from the head after a wake-up's restart: a higher-priority job behind its bound starts next", async () => {
+    const queue = uniqueQueue('producer');
+    await enqueueMany(queue, 6);
+    // A clock that never moves: only a short claim or restartFromHead sends a walk to the head.
+    const { producer: p, started, finish } = producer(queue, {}, t.db, { now: () => 0 });
+    await until('three attempts started', async () => started.length === 3);
+    const urgent = await enqueue(t.db, { queue, kind: 'noop', priority: 5 });
+    // A freed slot claims one job: after the last key taken, so one of the backlog.
+    finish(started[0]!.job.id);
+    await until('a fourth attempt started', async () => started.length === 4);
+    expect(started[3]!.job.id).not.toBe(urgent.id);
+    expect(started[3]!.job.priority).toBe(0);
+    // What the worker does on a wake-up for the queue: the next walk starts from the head.
+    p.restartFromHead(queue);
+    finish(started[1]!.job.id);
+    await until('a fifth attempt started', async () => started.length === 5);
+    expect(started[4]!.job.id).toBe(urgent.id);
   });
 
   it('resolves whenDrained once the last attempt is over', async () => {

@@ -16,12 +16,20 @@
  *   starts another claim, because the running one's snapshot may predate the job;
  * - after `stop()` nothing more is claimed, and jobs whose claim was in flight then are handed
  *   straight back;
+ * - its claims keep a lower bound (db/queue/claim.ts): each walks on from the last key it took,
+ *   and from the head again after a short claim, every second, and on a wake-up for the queue;
  * - it claims only the kind versions its handlers run (claim's `kinds`): a job of another kind
  *   or version waits for a worker that runs it, rather than failing here (maintenance ends it
  *   `dead` after the grace period if none comes). A worker without handlers claims nothing.
  */
 import type { Logger } from 'pino';
-import { claim, ClaimOptionsCache, type ClaimedJob, type ClaimOptions } from '../db/queue/index.ts';
+import {
+  claim,
+  type ClaimBoundOptions,
+  ClaimOptionsCache,
+  type ClaimedJob,
+  type ClaimOptions,
+} from '../db/queue/index.ts';
 import type { Db } from '../db/client.ts';
 import { Attempt, leaseDeadlineFrom } from './attempt.ts';
 import type { Failpoints } from './failpoints.ts';
@@ -85,6 +93,8 @@ export interface ProducerDeps {
   failpoints?: Failpoints | undefined;
   /** Runs one attempt to its settlement; its slot is freed when this resolves. */
   run: (attempt: Attempt) => Promise<void>;
+  /** The claims' lower bound's restart interval and clock (tests); default 1 s, performance.now. */
+  claimBound?: ClaimBoundOptions | undefined;
 }
 
 /** @internal */
@@ -102,8 +112,11 @@ export class Producer {
   get taken(): number {
     return this.inFlight.size + this.stoppedRunning.size;
   }
-  /** This producer's own: its claims repeat the same options, parsed once. */
-  private readonly claimOptions = new ClaimOptionsCache();
+  /**
+   * This producer's own: its claims repeat the same options, parsed once, and each walk starts
+   * after the last key this producer took (the claim's lower bound: db/queue/claim.ts).
+   */
+  private readonly claimOptions: ClaimOptionsCache;
   /** The kind versions claimed, made once (the cache compares them by identity). */
   private readonly kinds: ClaimOptions['kinds'];
   private readonly controller = new AbortController();
@@ -120,6 +133,7 @@ export class Producer {
     private readonly deps: ProducerDeps,
   ) {
     this.kinds = claimKinds(deps.registry);
+    this.claimOptions = new ClaimOptionsCache({ bound: deps.claimBound ?? true });
   }
 
   /** Starts the claim loop on `claimDb`: claims only, one at a time. */
@@ -140,6 +154,14 @@ export class Producer {
     this.wakeUp = null;
     if (resolve) resolve();
     else this.wokenMeanwhile = true; // a wake-up during a claim is not lost
+  }
+
+  /**
+   * The next claim walks `queue` (every queue, for `*`) from the head: a job may have been made
+   * ready behind the claims' lower bound (the worker calls it on a wake-up for the queue).
+   */
+  restartFromHead(queue: string): void {
+    this.claimOptions.restartFromHead(queue === '*' ? undefined : queue);
   }
 
   /** Resolves when no attempt is in flight. */

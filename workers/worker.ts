@@ -248,7 +248,11 @@ export class Worker {
         channel: WAKE_CHANNEL,
         logger,
         onWake: (queue) => {
-          if (queue === '*' || s.queues.includes(queue)) this.producer.wake();
+          if (queue === '*' || s.queues.includes(queue)) {
+            // The job may be ahead of the claims' lower bound (a higher priority): walk from the head.
+            this.producer.restartFromHead(queue);
+            this.producer.wake();
+          }
         },
         onQueueUsage: (usage) => {
           this.deps.metrics?.notifyQueueUsage.set(usage);

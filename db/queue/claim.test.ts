@@ -4,7 +4,7 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { claim, completeManyIfLeaseHeld, enqueueMany, pauseQueue, resumeQueue } from '.';
-import { claimStatement } from './claim.ts';
+import { ClaimOptionsCache, claimStatement } from './claim.ts';
 import { reapStatement } from './reap.ts';
 import { preparedStatementNames, useTestDatabase } from '../../test/db.ts';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
@@ -663,6 +663,233 @@ describe('claim by kind', () => {
         expect(got).toHaveLength(10);
         expect(new Set(got.map((j) => j.kind))).toEqual(new Set(['known']));
         expect(await readyOf(queue)).toEqual([{ kind: 'unknown', kind_version: 1, n: 100000 }]);
+      },
+      60_000,
+    );
+  });
+});
+
+describe("a claimer's lower bound (ClaimOptionsCache with bound)", () => {
+  /** A cache with a bound on a clock the test moves (ms). */
+  const bounded = () => {
+    const clock = { ms: 0 };
+    return { clock, cache: new ClaimOptionsCache({ bound: { now: () => clock.ms } }) };
+  };
+  /** The ready jobs of `queues` in the claim order: (claim_at, id). */
+  const claimOrder = async (queues: string[]) =>
+    (
+      await run<{ id: string }>(
+        t.db,
+        sql`SELECT id FROM leasehold.jobs WHERE queue = ANY(${sql.param(queues)}::text[]) AND state = 'ready' ORDER BY claim_at, id`,
+      )
+    ).map((r) => r.id);
+  const ids = (jobs: { id: string }[]) => jobs.map((j) => j.id);
+
+  it('over jobs already ready, takes them in the claim order, each claim after the last key it took', async () => {
+    const kinds = [
+      { kind: 'a', versions: [1] },
+      { kind: 'b', versions: [1] },
+    ];
+    // Every shape: any kind of one queue or of two; one kind version; two (arms).
+    const shapes = [
+      { queues: 1, kinds: undefined },
+      { queues: 2, kinds: undefined },
+      { queues: 1, kinds: [kinds[0]!] },
+      { queues: 2, kinds },
+    ];
+    for (const shape of shapes) {
+      const queues = Array.from({ length: shape.queues }, () => uniqueQueue('bound-order'));
+      const [first, last] = [queues[0]!, queues.at(-1)!];
+      // Priorities put the claim order apart from the enqueue order, the queues and the kinds.
+      for (let n = 0; n < 4; n++) {
+        await enqueueMany(t.db, [
+          { queue: first, kind: 'a', priority: n % 3 },
+          { queue: last, kind: 'b', priority: (n + 1) % 3 },
+          { queue: first, kind: 'b' },
+          { queue: last, kind: 'a', priority: 1 },
+        ]);
+      }
+      const wanted = (shape.kinds ?? kinds).map((k) => k.kind);
+      const expected = (
+        await run<{ id: string }>(
+          t.db,
+          sql`SELECT id FROM leasehold.jobs WHERE queue = ANY(${sql.param(queues)}::text[])
+                AND kind = ANY(${sql.param(wanted)}::text[]) ORDER BY claim_at, id`,
+        )
+      ).map((r) => r.id);
+      expect(expected.length).toBeGreaterThanOrEqual(8);
+      const { cache } = bounded();
+      const options = { queues, workerId: 'w', limit: 3, ...(shape.kinds ? { kinds: shape.kinds } : {}) };
+      const taken: string[] = [];
+      for (;;) {
+        const jobs = await claim(t.db, options, cache);
+        // Within one claim the rows come in no order; across claims, in the claim order.
+        const batch = expected.slice(taken.length, taken.length + jobs.length);
+        expect(ids(jobs).sort()).toEqual([...batch].sort());
+        taken.push(...batch);
+        if (jobs.length < 3) break;
+      }
+      expect(taken).toEqual(expected);
+    }
+  });
+
+  it('takes a higher-priority job made ready behind the bound once the restart interval has passed', async () => {
+    const queue = uniqueQueue('bound-restart');
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 12 }, () => ({ queue, kind: 'k' })),
+    );
+    const order = await claimOrder([queue]);
+    const { clock, cache } = bounded();
+    const options = { queues: [queue], workerId: 'w', limit: 3 };
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual(order.slice(0, 3).sort());
+    // Made ready behind the bound: its claim_at is 5 minutes before every job of the backlog.
+    const urgent = await addJob(t.db, { queue, kind: 'k', priority: 5 });
+    clock.ms += 999;
+    // Within the interval the walk starts after the last key taken, past the urgent job.
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual(order.slice(3, 6).sort());
+    clock.ms += 1;
+    // The restart interval is over: this walk starts from the head, and the urgent job is first.
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual([urgent.id, ...order.slice(6, 8)].sort());
+    // The walk that started from the head is bounded again.
+    const late = await addJob(t.db, { queue, kind: 'k', priority: 5 });
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual(order.slice(8, 11).sort());
+    clock.ms += 1000;
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual([late.id, order[11]!].sort());
+  });
+
+  it('after a claim that came back short, walks from the head again', async () => {
+    const queue = uniqueQueue('bound-short');
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 5 }, () => ({ queue, kind: 'k' })),
+    );
+    const order = await claimOrder([queue]);
+    const { cache } = bounded(); // the clock never moves: only the short claim restarts the walk
+    const options = { queues: [queue], workerId: 'w', limit: 3 };
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual(order.slice(0, 3).sort());
+    const urgent = await addJob(t.db, { queue, kind: 'k', priority: 5 });
+    // Bounded: the last two of the backlog, not the urgent job behind the bound; short, so ...
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual(order.slice(3).sort());
+    // ... the next walk starts from the head.
+    expect(ids(await claim(t.db, options, cache))).toEqual([urgent.id]);
+  });
+
+  it("on a wake-up's reset, walks the queue from the head again, and only that queue", async () => {
+    const [queue, other] = [uniqueQueue('bound-wake'), uniqueQueue('bound-wake')];
+    await enqueueMany(t.db, [
+      ...Array.from({ length: 9 }, () => ({ queue, kind: 'k' })),
+      ...Array.from({ length: 9 }, () => ({ queue: other, kind: 'k' })),
+    ]);
+    const order = await claimOrder([queue]);
+    const { cache } = bounded();
+    const options = { queues: [queue], workerId: 'w', limit: 3, kinds: [{ kind: 'k', versions: [1] }] };
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual(order.slice(0, 3).sort());
+    const urgent = await addJob(t.db, { queue, kind: 'k', priority: 5 });
+    cache.restartFromHead(other); // another queue's wake-up leaves this queue's bound alone
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual(order.slice(3, 6).sort());
+    cache.restartFromHead(queue);
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual([urgent.id, ...order.slice(6, 8)].sort());
+  });
+
+  it("hands out a job once when its ready row left in another queue's walk is the last taken there", async () => {
+    for (const kinds of [undefined, [{ kind: 'k', versions: [1] }]]) {
+      const [q1, q2] = [uniqueQueue('bound-stale'), uniqueQueue('bound-stale')];
+      const job = await addJob(t.db, { queue: q1, kind: 'k' });
+      // A ready row of the job in q2 (as a move of the job to q1 would leave it): the last row
+      // of q2's walk and of q1's are both the job's.
+      await run(
+        t.db,
+        sql`INSERT INTO leasehold.ready_jobs (queue, claim_at, run_at, id, kind, kind_version)
+            SELECT ${q2}, claim_at, run_at, id, kind, kind_version FROM leasehold.jobs WHERE id = ${job.id}`,
+      );
+      const { cache } = bounded();
+      const options = { queues: [q1, q2], workerId: 'w', limit: 2, ...(kinds ? { kinds } : {}) };
+      expect(ids(await claim(t.db, options, cache))).toEqual([job.id]);
+      expect(await claimOrder([q1, q2])).toEqual([]);
+    }
+  });
+
+  describe('under a held horizon (another session holds an xid)', () => {
+    type Node = {
+      'Index Name'?: string;
+      'Shared Hit Blocks'?: number;
+      'Shared Read Blocks'?: number;
+      'Actual Rows': number;
+      Plans?: Node[];
+    };
+    const flatten = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
+
+    it.each([
+      ['any kind of one queue', undefined],
+      ['one kind, as a worker claims', [{ kind: 'k', versions: [1] }]],
+    ])(
+      'after rounds of enqueue and drain, a bounded claim reads a few index pages where a walk from the head reads every dead entry (%s)',
+      async (_, kinds) => {
+        const queue = uniqueQueue('horizon');
+        const holder = await t.pool.connect();
+        const client = await t.pool.connect();
+        const ROUNDS = 4;
+        const PER_ROUND = 2000;
+        // A limit well under the rows left: the planner then walks the index in the claim order
+        // and stops at the limit (estimating fewer rows than the limit, it may read them all
+        // through another index and sort: a cost of the plan, not of the bound).
+        const options = { queues: [queue], workerId: 'w', limit: 50, ...(kinds ? { kinds } : {}) };
+        try {
+          await holder.query('BEGIN');
+          await holder.query('SELECT txid_current()');
+          const { cache } = bounded();
+          for (let round = 1; round <= ROUNDS; round++) {
+            await enqueueMany(
+              client,
+              Array.from({ length: PER_ROUND }, () => ({ queue, kind: 'k' })),
+              { notify: false },
+            );
+            // The last round stops halfway: the claims below run in the middle of a drain.
+            for (let n = 0; round < ROUNDS || n < PER_ROUND / 2; ) {
+              const jobs = await claim(client, options, cache);
+              if (jobs.length === 0) break;
+              await completeManyIfLeaseHeld(client, jobs);
+              n += jobs.length;
+            }
+          }
+          expect((await claimOrder([queue])).length).toBe(PER_ROUND / 2);
+          await client.query('ANALYZE leasehold.ready_jobs');
+          // Each claim once, with EXPLAIN, rolled back.
+          const explain = async (statement: ReturnType<typeof sql>) => {
+            const { sql: text, params } = new PgDialect().sqlToQuery(statement);
+            await client.query('BEGIN');
+            try {
+              const result = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`, params);
+              const plan: Node = result.rows[0]['QUERY PLAN'][0].Plan;
+              // The walk: the scans of a ready-row index (whichever the planner picked).
+              const walks = flatten(plan).filter((n) => n['Index Name']?.startsWith('ready_jobs_'));
+              expect(walks.length).toBeGreaterThan(0);
+              return {
+                taken: plan['Actual Rows'],
+                buffers: walks.reduce(
+                  (sum, n) => sum + (n['Shared Hit Blocks'] ?? 0) + (n['Shared Read Blocks'] ?? 0),
+                  0,
+                ),
+              };
+            } finally {
+              await client.query('ROLLBACK');
+            }
+          };
+          const fromHead = await explain(claimStatement(options));
+          const afterBound = await explain(claimStatement(options, cache));
+          // Both take 50 jobs. The walk from the head passes the 7,000 ready rows drained since
+          // the horizon was taken (their index entries and heap pages: 133–189 buffers in the
+          // runs so far), the bounded one starts at the first it takes (5–6).
+          expect(fromHead.taken).toBe(50);
+          expect(afterBound.taken).toBe(50);
+          expect(fromHead.buffers).toBeGreaterThan(60);
+          expect(afterBound.buffers * 10).toBeLessThan(fromHead.buffers);
+        } finally {
+          await holder.query('ROLLBACK').catch(() => {});
+          holder.release();
+          client.release();
+        }
       },
       60_000,
     );

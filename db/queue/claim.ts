@@ -26,12 +26,23 @@
  * gives and gives up, a database crash undoing the claim: docs/contract.md §4.
  *
  * Time is statement_timestamp(), not now(): the same inside a caller's transaction as outside.
+ *
+ * A claim loop's lower bound (ClaimBound, kept in the claimer's own ClaimOptionsCache when it
+ * asks for one: the worker's producer does): each walk of a queue, or of an arm (queue, kind,
+ * version), starts strictly after the last key (claim_at, id) this claimer took from it, so a
+ * held horizon's dead index entries behind it are never read again (docs/performance.md). Jobs
+ * made ready behind the bound (a higher priority, a retry, a job whose run_at came due) are
+ * found when the walk starts from the head again: after a claim that came back short (the walk
+ * reached the end), at least every `restartMs` (1 s) since the last start from the head, and
+ * when the claimer says so (the worker, on a wake-up for the queue). The price is in
+ * docs/contract.md §5: such a job may wait up to `restartMs` more. A claim without a cache, or
+ * with a cache without a bound, runs today's texts, byte for byte.
  */
 import { randomUUID } from 'node:crypto';
 import type { SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { autocommits, runText, sqlText, toDate, type Executor } from './executor.ts';
-import { mapClaimedJob, type ClaimColumnsRow, type ClaimedJob } from './job.ts';
+import { mapClaimedJob, type BoundedClaimColumnsRow, type ClaimedJob } from './job.ts';
 import { LeaseholdInputError } from './errors.ts';
 import { claimText, type ClaimShape } from './transitions.ts';
 import { nameSchema, parseInput, textSchema } from './validate.ts';
@@ -77,8 +88,10 @@ export async function claim(
 ): Promise<ClaimedJob[]> {
   // Prepared once per connection (one name per text): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
-  const { text, params, name, leaseToken, workerId } = claimQuery(options, executor, cache);
-  const rows = await runText<ClaimColumnsRow>(executor, text, params, name);
+  const { text, params, name, leaseToken, workerId, walk } = claimQuery(options, executor, cache);
+  // claim_key is there only in the bounded texts (those of a claim with a walk).
+  const rows = await runText<BoundedClaimColumnsRow>(executor, text, params, name);
+  walk?.finish(rows);
   if (rows.length === 0) return [];
   // One statement, one instant: every row has the same start and lease deadline.
   const instant = {
@@ -96,8 +109,9 @@ export async function claim(
  *
  * @internal
  */
-export function claimStatement(options: ClaimOptions): SQL {
-  const { text, params } = claimQuery(options);
+export function claimStatement(options: ClaimOptions, cache?: ClaimOptionsCache): SQL {
+  // With a bounded cache: the text its next claim would run, the bound left as it is.
+  const { text, params } = claimQuery(options, undefined, cache);
   return sqlText(text, params);
 }
 
@@ -108,22 +122,32 @@ const NAMES: Record<ClaimShape, string> = {
   kinds: 'leasehold_claim_kinds',
 };
 
-/** The texts and their statement names, by shape and by whether the commit waits for its flush. */
+type Texts = Record<'flush' | 'noFlush', { text: string; name: string }>;
+
+/**
+ * The texts and their statement names, by shape, by whether the walk starts after a bound
+ * (`after`, the bounded texts: `…_after`) and by whether the commit waits for its flush.
+ */
 const SHAPES = Object.fromEntries(
-  (Object.keys(NAMES) as ClaimShape[]).map((shape) => [
-    shape,
-    {
-      flush: { text: claimText(shape, true), name: NAMES[shape] },
-      noFlush: { text: claimText(shape, false), name: `${NAMES[shape]}_async` },
-    },
-  ]),
-) as Record<ClaimShape, Record<'flush' | 'noFlush', { text: string; name: string }>>;
+  (Object.keys(NAMES) as ClaimShape[]).map((shape) => {
+    const texts = (after: boolean): Texts => {
+      const name = after ? `${NAMES[shape]}_after` : NAMES[shape];
+      return {
+        flush: { text: claimText(shape, true, after), name },
+        noFlush: { text: claimText(shape, false, after), name: `${name}_async` },
+      };
+    };
+    return [shape, { head: texts(false), after: texts(true) }];
+  }),
+) as Record<ClaimShape, Record<'head' | 'after', Texts>>;
 
 type ParsedClaimOptions = {
   shape: ClaimShape;
   /** The parameters before and after the four of every shape ($2–$5). */
   head: unknown;
   tail: unknown[];
+  /** The walks, in the order of the shape's parameters: a queue each (any kind) or an arm each. */
+  walks: Walk[];
   workerId: string;
   limit: number;
   leaseSeconds: number;
@@ -140,7 +164,8 @@ function parseClaimOptions(options: ClaimOptions): ParsedClaimOptions {
   const common = { workerId, limit, leaseSeconds, asyncCommit };
   if (!kinds) {
     const one = wanted.length === 1;
-    return { ...common, shape: one ? 'one' : 'many', head: one ? wanted[0] : wanted, tail: [] };
+    const walks = wanted.map((queue) => ({ queue, key: queue }));
+    return { ...common, shape: one ? 'one' : 'many', head: one ? wanted[0] : wanted, tail: [], walks };
   }
   // One arm per queue and kind version, in a stable order (the same options, the same text).
   const pairs = new Map<string, { kind: string; version: number }>();
@@ -153,25 +178,152 @@ function parseClaimOptions(options: ClaimOptions): ParsedClaimOptions {
       `queues × kinds: ${wanted.length} queues × ${pairs.size} kind versions is ${arms.length} pairs; at most ${MAX_CLAIM_ARMS}`,
     ]);
   }
+  const walks = arms.map((a) => ({ queue: a.queue, key: armKey(a.queue, a.kind, a.version) }));
   if (arms.length === 1) {
     const [arm] = arms as [{ queue: string; kind: string; version: number }];
-    return { ...common, shape: 'kind', head: arm.queue, tail: [arm.kind, arm.version] };
+    return { ...common, shape: 'kind', head: arm.queue, tail: [arm.kind, arm.version], walks };
   }
   return {
     ...common,
     shape: 'kinds',
     head: arms.map((a) => a.queue),
     tail: [arms.map((a) => a.kind), arms.map((a) => a.version)],
+    walks,
   };
+}
+
+/** One walk of a claim: a queue (any kind) or an arm (queue, kind, version), and its bound's key. */
+type Walk = { queue: string; key: string };
+
+const armKey = (queue: string, kind: string, version: number) => `${queue}\u0000${kind}\u0000${version}`;
+
+/** A key of the claim order, (claim_at as text, id): the bounded texts' walks start after one. */
+type ClaimKey = { at: string; id: string };
+
+/** Before every key: the start of a walk from the head, in the bounded texts. */
+const HEAD: ClaimKey = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
+
+/** Walks start from the head at least this often (ms): docs/contract.md §5's added term. */
+export const CLAIM_RESTART_MS = 1000;
+
+export interface ClaimBoundOptions {
+  /** Start every walk from the head at least this often (ms; default CLAIM_RESTART_MS). */
+  restartMs?: number;
+  /** A monotonic clock in ms (tests pass their own; default performance.now). */
+  now?: () => number;
+}
+
+/**
+ * One claim's use of the bound. A bounded claimer always runs the bounded texts (they return
+ * the keys taken); a walk from the head starts after HEAD.
+ */
+interface BoundedWalk {
+  /** The parameters after the shape's own: the keys its walks start after. */
+  params: unknown[];
+  /** Records the last key taken per walk, or forgets them all when the claim came back short. */
+  finish(rows: readonly BoundedClaimColumnsRow[]): void;
+}
+
+/**
+ * A claim loop's lower bound: per walk (a queue, or an arm of the kind shapes), the last key
+ * (claim_at, id) this claimer took and when that walk last started from the head. Kept by one
+ * claimer (a worker's producer, through its ClaimOptionsCache), never shared: another claimer's
+ * keys say nothing about what this one has passed. Module notes: the header.
+ *
+ * Why the largest key taken is a safe start: every ready row of the walk before it was taken by
+ * this claim or an earlier one of the chain, was locked by another claim (SKIP LOCKED), or was
+ * made ready after the walk passed its place; only the last two are left behind, and the next
+ * start from the head finds them. The statement says which key is each walk's largest (the
+ * bounded texts' `claim_key`); the claimer keeps it as text and sends it back.
+ */
+class ClaimBound {
+  private readonly walks = new Map<string, ClaimKey & { queue: string; since: number }>();
+  /** Raised by every reset: a claim in flight across one must not bring its keys back. */
+  private resets = 0;
+
+  constructor(
+    private readonly restartMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  /** Forgets the keys of `queue`'s walks (of every walk without it): they start from the head. */
+  reset(queue?: string): void {
+    this.resets += 1;
+    if (queue === undefined) this.walks.clear();
+    else for (const [key, walk] of this.walks) if (walk.queue === queue) this.walks.delete(key);
+  }
+
+  /** Where the next claim's walks start, and what it records when it comes back. */
+  plan(parsed: ParsedClaimOptions): BoundedWalk {
+    const at = this.now();
+    const resets = this.resets;
+    // Per walk: the key it starts after (with the time its chain started from the head), or null.
+    const starts = parsed.walks.map(({ key }) => {
+      const walk = this.walks.get(key);
+      return walk && at - walk.since < this.restartMs ? walk : null;
+    });
+    const keys = starts.map((start) => start ?? HEAD);
+    const single = parsed.shape === 'one' || parsed.shape === 'kind';
+    return {
+      params: single ? [keys[0]!.at, keys[0]!.id] : [keys.map((k) => k.at), keys.map((k) => k.id)],
+      finish: (rows) => {
+        if (rows.length < parsed.limit) {
+          // The walks reached their ends: the next one starts from the head, whatever it passed.
+          this.reset();
+          return;
+        }
+        if (this.resets !== resets) return; // reset while this claim ran: from the head next time
+        // One row per walk has its last key: the only walk's, or (several) the walk of the job's row.
+        const last = new Map<string, ClaimKey>();
+        for (const row of rows) {
+          if (row.claim_key === null) continue;
+          const walk =
+            parsed.walks.length === 1
+              ? parsed.walks[0]!.key
+              : parsed.shape === 'kinds'
+                ? armKey(row.queue, row.kind, row.kind_version)
+                : row.queue;
+          last.set(walk, { at: row.claim_key, id: row.id });
+        }
+        parsed.walks.forEach((walk, i) => {
+          const taken = last.get(walk.key);
+          if (taken) this.walks.set(walk.key, { ...taken, queue: walk.queue, since: starts[i]?.since ?? at });
+        });
+      },
+    };
+  }
 }
 
 /**
  * The options a caller last claimed with, as given (queues copied) and as parsed. A worker
  * claims with the same ones every time; it keeps one of these (its own, not the process's) so
  * the same options again are not parsed again.
+ *
+ * With `bound` it also keeps the claimer's lower bound (ClaimBound; the header says what it
+ * changes): its claims run the bounded texts, and `restartFromHead` sends a queue's walks back
+ * to the head.
  */
 export class ClaimOptionsCache {
   private last: { given: ClaimOptions & { queues: string[] }; parsed: ParsedClaimOptions } | null = null;
+  /** @internal */
+  readonly bound: ClaimBound | null;
+
+  constructor(options: { bound?: boolean | ClaimBoundOptions } = {}) {
+    const { bound } = options;
+    const settings = typeof bound === 'object' ? bound : {};
+    this.bound = bound
+      ? new ClaimBound(settings.restartMs ?? CLAIM_RESTART_MS, settings.now ?? (() => performance.now()))
+      : null;
+  }
+
+  /**
+   * The next claim's walks of `queue` (of every queue without it) start from the head: a job
+   * may have been made ready behind the bound (the worker calls it on a wake-up). Without a
+   * bound, nothing to do.
+   */
+  restartFromHead(queue?: string): void {
+    this.bound?.reset(queue);
+  }
 
   parse(options: ClaimOptions): ParsedClaimOptions {
     const last = this.last;
@@ -206,13 +358,21 @@ function claimQuery(
   options: ClaimOptions,
   executor?: Executor,
   cache?: ClaimOptionsCache,
-): { text: string; params: unknown[]; name: string; leaseToken: string; workerId: string } {
-  const { shape, head, tail, workerId, limit, leaseSeconds, asyncCommit } = cache
-    ? cache.parse(options)
-    : parseClaimOptions(options);
+): {
+  text: string;
+  params: unknown[];
+  name: string;
+  leaseToken: string;
+  workerId: string;
+  walk: BoundedWalk | undefined;
+} {
+  const parsed = cache ? cache.parse(options) : parseClaimOptions(options);
+  const { shape, head, tail, workerId, limit, leaseSeconds, asyncCommit } = parsed;
+  const walk = cache?.bound?.plan(parsed);
   const leaseToken = randomUUID();
   // Only a statement that is its own transaction may decide how that transaction commits.
   const flush = !asyncCommit || (executor !== undefined && !autocommits(executor));
-  const { text, name } = SHAPES[shape][flush ? 'flush' : 'noFlush'];
-  return { text, params: [head, limit, leaseToken, leaseSeconds, workerId, ...tail], name, leaseToken, workerId };
+  const { text, name } = SHAPES[shape][walk ? 'after' : 'head'][flush ? 'flush' : 'noFlush'];
+  const params = [head, limit, leaseToken, leaseSeconds, workerId, ...tail, ...(walk?.params ?? [])];
+  return { text, params, name, leaseToken, workerId, walk };
 }

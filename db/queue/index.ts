@@ -32,7 +32,7 @@ export type { EnqueueSpec } from './enqueue-spec.ts';
 export { NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake.ts';
 export type { EnqueueOptions } from './wake.ts';
 export { claim, ClaimOptionsCache, MAX_CLAIM_ARMS, MAX_CLAIM_BATCH } from './claim.ts';
-export type { ClaimOptions } from './claim.ts';
+export type { ClaimBoundOptions, ClaimOptions } from './claim.ts';
 export {
   completeIfLeaseHeld,
   completeManyIfLeaseHeld,

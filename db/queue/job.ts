@@ -180,6 +180,15 @@ export interface ClaimColumnsRow extends CommonJobColumns {
   started_at: PgTimestamp;
 }
 
+/**
+ * A row of the bounded claim texts (transitions/claim.ts, `after`): the claim's columns and, on
+ * the row of each walk's last job taken, its claim key's `claim_at` as text (exact, where a Date
+ * would keep milliseconds only); NULL on the others.
+ */
+export interface BoundedClaimColumnsRow extends ClaimColumnsRow {
+  claim_key: string | null;
+}
+
 /** What one claim statement set on every job it leased (one instant for the whole batch). */
 export interface ClaimInstant {
   leaseToken: string;

@@ -4,7 +4,7 @@
  * StatementRunner records each text and answers with no rows (or one plausible row).
  */
 import { describe, expect, it } from 'vitest';
-import { claim } from './claim.ts';
+import { claim, ClaimOptionsCache, type ClaimOptions } from './claim.ts';
 import { enqueue } from './enqueue.ts';
 import type { StatementRunner } from './executor.ts';
 import { completeManyIfLeaseHeld } from './settle.ts';
@@ -24,18 +24,12 @@ const ID = '00000000-0000-4000-8000-000000000001';
 const TOKEN = '00000000-0000-4000-8000-000000000002';
 
 describe('the measured statement texts', () => {
-  it('keeps the claim texts of every shape byte for byte', async () => {
-    const runner = recorder();
-    await claim(runner, { queues: ['q'], workerId: 'w', limit: 1, leaseSeconds: 30 });
-    await claim(runner, { queues: ['q', 'r'], workerId: 'w', limit: 1, leaseSeconds: 30 });
-    await claim(runner, {
-      queues: ['q'],
-      workerId: 'w',
-      limit: 1,
-      leaseSeconds: 30,
-      kinds: [{ kind: 'k', versions: [1] }],
-    });
-    await claim(runner, {
+  // One of each shape: any kind of one queue, of two; one kind version, two; asynchronous commit.
+  const SHAPES: ClaimOptions[] = [
+    { queues: ['q'], workerId: 'w', limit: 1, leaseSeconds: 30 },
+    { queues: ['q', 'r'], workerId: 'w', limit: 1, leaseSeconds: 30 },
+    { queues: ['q'], workerId: 'w', limit: 1, leaseSeconds: 30, kinds: [{ kind: 'k', versions: [1] }] },
+    {
       queues: ['q'],
       workerId: 'w',
       limit: 1,
@@ -44,8 +38,23 @@ describe('the measured statement texts', () => {
         { kind: 'k', versions: [1] },
         { kind: 'l', versions: [2] },
       ],
-    });
-    await claim(runner, { queues: ['q'], workerId: 'w', limit: 1, leaseSeconds: 30, asyncCommit: true });
+    },
+    { queues: ['q'], workerId: 'w', limit: 1, leaseSeconds: 30, asyncCommit: true },
+  ];
+
+  it('keeps the claim texts of every shape byte for byte', async () => {
+    const runner = recorder();
+    for (const options of SHAPES) await claim(runner, options);
+    expect(runner.texts).toMatchSnapshot();
+    // A claimer's own cache without a bound runs the same texts.
+    const cached = recorder();
+    for (const options of SHAPES) await claim(cached, options, new ClaimOptionsCache());
+    expect(cached.texts).toEqual(runner.texts);
+  });
+
+  it('keeps the bounded claim texts (a claimer with a lower bound) of every shape byte for byte', async () => {
+    const runner = recorder();
+    for (const options of SHAPES) await claim(runner, options, new ClaimOptionsCache({ bound: true }));
     expect(runner.texts).toMatchSnapshot();
   });
 

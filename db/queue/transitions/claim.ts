@@ -36,14 +36,30 @@ import { CLAIM_COLUMNS, qualified } from '../job.ts';
  *
  * `flush = false` (the worker's `--async-claims`): the statement sets synchronous_commit off
  * for its own transaction as an initplan of the UPDATE (docs/contract.md §4).
+ *
+ * `after` (the bounded texts, a claim loop's lower bound: db/queue/claim.ts, ClaimBound): each
+ * walk, of a queue (`one`, `many`) or an arm (`kind`, `kinds`), starts strictly after a key
+ * (claim_at, id) that the same claimer took before, as a row comparison the index's scan
+ * starts from; `one` takes it as $6 and $7, `many` as arrays $6 and $7 (one element per queue
+ * of $1), `kind` as $8 and $9, `kinds` as arrays $8 and $9 (one per arm). Why: while another
+ * session holds an old snapshot, the entries of ready rows deleted since cannot be killed, and a
+ * walk from the head visits every one of them (docs/performance.md, the held horizon). The
+ * last key each walk took (the largest of its ready rows taken) comes back once, on the row of
+ * its job (`claim_key`: claim_at as text, exact to the microsecond; NULL on the other rows), so
+ * a claim of 500 converts one time, not 500, and the claimer compares nothing; a walk whose
+ * last row's job was not claimed (a ready row left by a cancel) returns no key and keeps its
+ * start. Without `after` the texts are the measured ones, byte for byte
+ * (db/queue/statement-texts.test.ts).
  */
 export type ClaimShape = 'one' | 'many' | 'kind' | 'kinds';
 
-export function claimText(shape: ClaimShape, flush: boolean): string {
+export function claimText(shape: ClaimShape, flush: boolean, after = false): string {
   return `
-    WITH ${CANDIDATES[shape]},
+    WITH ${candidates(shape, after)},
     taken AS (
-      DELETE FROM leasehold.ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM candidate)) RETURNING r.id
+      DELETE FROM leasehold.ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM candidate)) RETURNING r.id${
+        after ? TAKEN_KEY[shape] : ''
+      }
     ),
     claimed AS (
       UPDATE leasehold.jobs j
@@ -52,9 +68,49 @@ export function claimText(shape: ClaimShape, flush: boolean): string {
         flush ? '' : `\n        AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
       }
       RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
-    ),${CLAIM_LEASE_ROWS}
-    SELECT * FROM claimed`;
+    ),${CLAIM_LEASE_ROWS}${after ? LAST_KEY[shape] : '\n    SELECT * FROM claimed'}`;
 }
+
+/** What the bounded texts' `taken` returns besides the id: the key, and the walk it came from. */
+const TAKEN_KEY: Record<ClaimShape, string> = {
+  one: ', r.claim_at',
+  many: ', r.claim_at, r.queue',
+  kind: ', r.claim_at',
+  kinds: ', r.claim_at, r.queue, r.kind, r.kind_version',
+};
+
+/**
+ * The bounded texts' end: each walk's last key taken, on its job's row (a hash join of at most
+ * one row per walk). In the several-walk shapes the join also matches the walk to the job's
+ * queue (kind, version): a ready row left behind by a move is in another walk than its job, and
+ * its key must neither land on the job's walk nor put the job's row out twice.
+ */
+const lastKey = (walk: string[]) => `,
+    last_key AS (
+      SELECT ${walk.length ? `DISTINCT ON (${walk.map((c) => `t.${c}`).join(', ')}) ` : ''}t.id, ${walk.map((c) => `t.${c}, `).join('')}t.claim_at::text AS claim_key
+      FROM taken t
+      ORDER BY ${walk.map((c) => `t.${c}, `).join('')}t.claim_at DESC, t.id DESC${walk.length ? '' : '\n      LIMIT 1'}
+    )
+    SELECT c.*, k.claim_key FROM claimed c LEFT JOIN last_key k ON k.id = c.id${walk.map((c) => ` AND k.${c} = c.${c}`).join('')}`;
+
+const LAST_KEY: Record<ClaimShape, string> = {
+  one: lastKey([]),
+  many: lastKey(['queue']),
+  kind: lastKey([]),
+  kinds: lastKey(['queue', 'kind', 'kind_version']),
+};
+
+/**
+ * A bounded walk's start: strictly after the key given (an index condition, not a filter). In
+ * the single-walk shapes the key is a scalar subquery of the parameter, a value the planner
+ * cannot read: a custom plan would fold a plain $6 into a constant, and a key past the end of
+ * the statistics' histogram (the last one taken is always among the newest) looks like one row
+ * ahead, on which any index ties, one the walk must sort included (seen in db/queue/claim.test.ts:
+ * the any-kind claim walked the kind index, every row past the bound, and sorted them). Seen as
+ * unknown, it is what `claim_at <= statement_timestamp()` already is, and the walk that keeps
+ * the claim order and stops at the limit wins, as in the unbounded texts.
+ */
+const startAfter = (at: string, id: string) => `\n        AND (r.claim_at, r.id) > (${at}, ${id})`;
 
 /**
  * What a claim sets on each job it leases ($3 token, $4 lease seconds, $5 worker id). Exported
@@ -81,28 +137,32 @@ export const CLAIM_LEASE_ROWS = `
 
 const DUE = 'r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()';
 
-const ONE_QUEUE = `
+const oneQueue = (bounded: boolean) => `
       SELECT r.ctid
       FROM leasehold.ready_jobs r
       WHERE r.queue = $1::text
-        AND ${DUE}
+        AND ${DUE}${bounded ? startAfter('(SELECT $6::timestamptz)', '(SELECT $7::uuid)') : ''}
         AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = $1::text AND q.paused)
       ORDER BY r.claim_at, r.id
       LIMIT $2::int
       FOR UPDATE SKIP LOCKED`;
 
 // One walk per queue asked for (LATERAL), merged by the same aging key.
-const QUEUES = `
+const queues = (bounded: boolean) => `
       SELECT c.ctid
       FROM (
-        SELECT u.name FROM unnest($1::text[]) AS u(name)
+        ${
+          bounded
+            ? 'SELECT u.name, u.after_at, u.after_id FROM unnest($1::text[], $6::timestamptz[], $7::uuid[]) AS u(name, after_at, after_id)'
+            : 'SELECT u.name FROM unnest($1::text[]) AS u(name)'
+        }
         WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = u.name AND q.paused)
       ) AS wanted
       CROSS JOIN LATERAL (
         SELECT r.ctid, r.id, r.claim_at
         FROM leasehold.ready_jobs r
         WHERE r.queue = wanted.name
-          AND ${DUE}
+          AND ${DUE}${bounded ? startAfter('wanted.after_at', 'wanted.after_id').replaceAll('\n', '\n  ') : ''}
         ORDER BY r.claim_at, r.id
         LIMIT $2::int
         FOR UPDATE SKIP LOCKED
@@ -111,11 +171,11 @@ const QUEUES = `
       LIMIT $2::int`;
 
 // One queue, one kind version ($6, $7): a single walk of the kind index.
-const ONE_KIND = `
+const oneKind = (bounded: boolean) => `
       SELECT r.ctid
       FROM leasehold.ready_jobs r
       WHERE r.kind = $6::text AND r.kind_version = $7::int AND r.queue = $1::text
-        AND ${DUE}
+        AND ${DUE}${bounded ? startAfter('(SELECT $8::timestamptz)', '(SELECT $9::uuid)') : ''}
         AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = $1::text AND q.paused)
       ORDER BY r.claim_at, r.id
       LIMIT $2::int
@@ -123,10 +183,15 @@ const ONE_KIND = `
 
 // Arms (queue $1[i], kind $6[i], version $7[i]): `share` counts, without locking, how many of
 // the first $2 due jobs in the aging order each arm holds; `candidate` locks that many per arm.
-const KINDS = `
+const kinds = (bounded: boolean) => `
       arm AS (
-        SELECT a.i, a.queue, a.kind, a.version
-        FROM unnest($1::text[], $6::text[], $7::int[]) WITH ORDINALITY AS a(queue, kind, version, i)
+        ${
+          bounded
+            ? `SELECT a.i, a.queue, a.kind, a.version, a.after_at, a.after_id
+        FROM unnest($1::text[], $6::text[], $7::int[], $8::timestamptz[], $9::uuid[]) WITH ORDINALITY AS a(queue, kind, version, after_at, after_id, i)`
+            : `SELECT a.i, a.queue, a.kind, a.version
+        FROM unnest($1::text[], $6::text[], $7::int[]) WITH ORDINALITY AS a(queue, kind, version, i)`
+        }
         WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = a.queue AND q.paused)
       ),
       share AS (
@@ -137,7 +202,7 @@ const KINDS = `
             SELECT r.claim_at, r.id
             FROM leasehold.ready_jobs r
             WHERE r.kind = arm.kind AND r.kind_version = arm.version AND r.queue = arm.queue
-              AND ${DUE}
+              AND ${DUE}${armAfter(bounded, '      ')}
             ORDER BY r.claim_at, r.id
             LIMIT $2::int
           ) p
@@ -152,20 +217,29 @@ const KINDS = `
           SELECT r.ctid
           FROM leasehold.ready_jobs r
           WHERE r.kind = arm.kind AND r.kind_version = arm.version AND r.queue = arm.queue
-            AND ${DUE}
+            AND ${DUE}${armAfter(bounded, '    ')}
           ORDER BY r.claim_at, r.id
           LIMIT s.n
           FOR UPDATE SKIP LOCKED
         ) c
       )`;
 
-/** The CTEs up to and including `candidate` (the rows to take), by shape. */
-const CANDIDATES: Record<ClaimShape, string> = {
-  one: `candidate AS (${ONE_QUEUE})`,
-  many: `candidate AS (${QUEUES})`,
-  kind: `candidate AS (${ONE_KIND})`,
-  kinds: KINDS.trim(),
-};
+const armAfter = (bounded: boolean, indent: string) =>
+  bounded ? startAfter('arm.after_at', 'arm.after_id').replaceAll('\n', `\n${indent}`) : '';
+
+/** The CTEs up to and including `candidate` (the rows to take), by shape, bounded or not. */
+function candidates(shape: ClaimShape, bounded: boolean): string {
+  switch (shape) {
+    case 'one':
+      return `candidate AS (${oneQueue(bounded)})`;
+    case 'many':
+      return `candidate AS (${queues(bounded)})`;
+    case 'kind':
+      return `candidate AS (${oneKind(bounded)})`;
+    case 'kinds':
+      return kinds(bounded).trim();
+  }
+}
 
 /**
  * The claim of one named job, for the testing entry's `runJob` (testing/claim-job.ts): the
