@@ -313,6 +313,17 @@ describe('worker leases (one heartbeat write per worker)', () => {
     return row && { since: new Date(row.since), lease_until: new Date(row.lease_until) };
   };
 
+  /** A job claimed by a worker whose lease started first, the job's own deadline passed. */
+  const coveredJobPastItsOwnDeadline = async () => {
+    const queue = uniqueQueue();
+    const worker = `w-${queue}`;
+    await beat(worker);
+    const job = await addJob(t.db, { queue });
+    const a = await claimOne(t.db, queue, worker);
+    await pastOwnDeadline(job.id);
+    return { queue, worker, job, a };
+  };
+
   it('keeps a job past its own deadline held while its worker lease covers its claim: settled, not reaped', async () => {
     const queue = uniqueQueue();
     const worker = `w-${queue}`;
@@ -338,12 +349,7 @@ describe('worker leases (one heartbeat write per worker)', () => {
   });
 
   it('ends the covered jobs once the worker lease runs out, and then removes that worker lease', async () => {
-    const queue = uniqueQueue();
-    const worker = `w-${queue}`;
-    await beat(worker);
-    const job = await addJob(t.db, { queue });
-    const a = await claimOne(t.db, queue, worker);
-    await pastOwnDeadline(job.id);
+    const { worker, job, a } = await coveredJobPastItsOwnDeadline();
     await endWorkerLease(worker);
     expect((await viewed(job.id)).sub_state).toBe('lease_expired');
     expect(await completeIfLeaseHeld(t.db, a)).toEqual({ applied: false, reason: 'lease_lost' });
@@ -358,12 +364,7 @@ describe('worker leases (one heartbeat write per worker)', () => {
   });
 
   it('never revives a worker lease that ran out: the next heartbeat starts one that covers only later claims', async () => {
-    const queue = uniqueQueue();
-    const worker = `w-${queue}`;
-    await beat(worker);
-    const job = await addJob(t.db, { queue });
-    const a = await claimOne(t.db, queue, worker);
-    await pastOwnDeadline(job.id);
+    const { queue, worker, job, a } = await coveredJobPastItsOwnDeadline();
     await endWorkerLease(worker);
     const before = await workerLease(worker);
     const next = await beat(worker, [a]);
@@ -391,12 +392,7 @@ describe('worker leases (one heartbeat write per worker)', () => {
   });
 
   it('stops covering a claim its worker detached: the job own deadline decides again', async () => {
-    const queue = uniqueQueue();
-    const worker = `w-${queue}`;
-    await beat(worker);
-    const job = await addJob(t.db, { queue });
-    const a = await claimOne(t.db, queue, worker);
-    await pastOwnDeadline(job.id);
+    const { worker, job, a } = await coveredJobPastItsOwnDeadline();
     const detached = await beat(worker, [a], { detach: [a.leaseToken] });
     expect(detached.attempts).toEqual([{ running: true, covered: false }]);
     expect(await completeIfLeaseHeld(t.db, a)).toEqual({ applied: false, reason: 'lease_lost' });
