@@ -155,8 +155,8 @@ export class LeaseKeeper {
   private async beat(entries: Attempt[], sent: number, roundMs: number): Promise<void> {
     const detach = [...this.toDetach];
     // The other attempts of a claim about to be detached keep their lease on their own rows.
-    const leaving = entries.filter((e) => this.toDetach.has(e.job.leaseToken));
-    if (leaving.length > 0) await this.beatPerJob(leaving, sent);
+    const leaving = new Set(entries.filter((e) => this.toDetach.has(e.job.leaseToken)));
+    if (leaving.size > 0) await this.beatPerJob([...leaving], sent);
     const beat = await workerHeartbeat(this.heartbeatDb, {
       workerId: this.deps.workerId,
       leaseSeconds: this.leaseSeconds,
@@ -172,7 +172,7 @@ export class LeaseKeeper {
       if (!attempt.running) entry.stop(leaseLost());
       else if (attempt.covered && beat.renewed) {
         entry.leaseDeadline = Math.max(entry.leaseDeadline, leaseDeadlineFrom(sent, beat.leaseRemainingMs / 1000));
-      } else if (!leaving.includes(entry)) perJob.push(entry);
+      } else if (!leaving.has(entry)) perJob.push(entry);
     });
     if (perJob.length > 0) await this.beatPerJob(perJob, sent);
   }

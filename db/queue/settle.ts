@@ -244,12 +244,15 @@ interface HeartbeatRow {
   held: boolean;
 }
 
+/** A boolean column as a runner's driver hands it back: a boolean, or text ('t', 'true'). */
+function pgBool(value: unknown): boolean {
+  return value === true || value === 't' || value === 'true';
+}
+
 function heartbeatOutcome(row: HeartbeatRow | undefined): HeartbeatOutcome {
   if (row?.lease_until != null && row.remaining_ms != null)
     return { applied: true, leaseUntil: toDate(row.lease_until), leaseRemainingMs: Number(row.remaining_ms) };
-  // A runner's driver may hand a boolean back as text ('t').
-  const held = row?.held === true || (row?.held as unknown) === 't' || (row?.held as unknown) === 'true';
-  return held ? ROW_LOCKED : LEASE_LOST;
+  return pgBool(row?.held) ? ROW_LOCKED : LEASE_LOST;
 }
 
 /** A heartbeat's options, built once (not per call: heartbeats run for every job in flight). */
@@ -401,14 +404,13 @@ export async function workerHeartbeat(
   const first = rows[0];
   if (!first) throw new Error('workerHeartbeat: the statement returned no row');
   const byLease = new Map(rows.map((r) => [`${r.id}/${r.token}`, r]));
-  const truthy = (v: unknown) => v === true || v === 't' || v === 'true';
   return {
-    renewed: truthy(first.renewed),
+    renewed: pgBool(first.renewed),
     leaseUntil: toDate(first.lease_until),
     leaseRemainingMs: Number(first.remaining_ms),
     attempts: input.leases.map((l) => {
       const row = byLease.get(`${l.id}/${l.leaseToken}`);
-      return { running: truthy(row?.running), covered: truthy(row?.covered) };
+      return { running: pgBool(row?.running), covered: pgBool(row?.covered) };
     }),
   };
 }

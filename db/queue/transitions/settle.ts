@@ -6,7 +6,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { noAttemptsLeftSql } from '../attempt-cap.ts';
 import { recordAttempts } from '../history.ts';
-import { END_LEASE, leaseCountdown, leaseHeld, rollup } from './guards.ts';
+import { END_LEASE, leaseCountdown, leaseHeld, rollup, workerLeaseCovers } from './guards.ts';
 
 // ---------------------------------------------------------------------------------------------
 // running → done: the batch acknowledgement
@@ -194,7 +194,9 @@ export function workerHeartbeatStatement(p: {
         lease_until = CASE WHEN w.lease_until > ${margin} THEN greatest(w.lease_until, excluded.lease_until)
                            WHEN w.lease_until > statement_timestamp() THEN w.lease_until
                            ELSE excluded.lease_until END
-      RETURNING w.since, w.lease_until
+      RETURNING w.worker_id, w.since, w.lease_until,
+                (extract(epoch FROM w.lease_until - statement_timestamp()) * 1000)::float8 AS remaining_ms,
+                (w.lease_until >= ${until}) AS renewed
     ),
     requested AS (
       SELECT i.id, i.token FROM unnest(${sql.param(p.ids)}::uuid[], ${sql.param(p.tokens)}::uuid[]) AS i(id, token)
@@ -215,23 +217,19 @@ export function workerHeartbeatStatement(p: {
     shielded AS (
       UPDATE leasehold.leases l SET lease_until = wl.lease_until
       FROM wl, old_reaper
-      WHERE old_reaper.live AND l.token IN (SELECT DISTINCT token FROM requested) AND l.worker_id = ${p.workerId}
-        AND NOT l.detached AND l.created_at >= wl.since AND l.lease_until < wl.lease_until
+      WHERE old_reaper.live AND l.token IN (SELECT DISTINCT token FROM requested)
+        AND ${sql.raw(workerLeaseCovers('l', 'wl'))} AND l.lease_until < wl.lease_until
         AND l.token NOT IN (SELECT token FROM detached)
       RETURNING 1
     )
     SELECT r.id, r.token, (j.id IS NOT NULL) AS running,
            (j.id IS NOT NULL AND l.token IS NOT NULL AND r.token NOT IN (SELECT token FROM detached)) AS covered,
-           wl.lease_until,
-           (extract(epoch FROM wl.lease_until - statement_timestamp()) * 1000)::float8 AS remaining_ms,
-           (wl.lease_until >= ${until}) AS renewed
+           wl.lease_until, wl.remaining_ms, wl.renewed
     FROM requested r CROSS JOIN wl
     LEFT JOIN leasehold.jobs j ON j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
-    LEFT JOIN leasehold.leases l ON l.token = r.token AND l.queue = j.queue AND l.worker_id = ${p.workerId}
-                                AND NOT l.detached AND l.created_at >= wl.since
+    LEFT JOIN leasehold.leases l ON l.token = r.token AND l.queue = j.queue AND ${sql.raw(workerLeaseCovers('l', 'wl'))}
     UNION ALL
     -- With no attempt in flight, one row still says what the worker lease is.
-    SELECT NULL::uuid, NULL::uuid, false, false, wl.lease_until,
-           (extract(epoch FROM wl.lease_until - statement_timestamp()) * 1000)::float8, (wl.lease_until >= ${until})
+    SELECT NULL::uuid, NULL::uuid, false, false, wl.lease_until, wl.remaining_ms, wl.renewed
     FROM wl WHERE NOT EXISTS (SELECT 1 FROM requested)`;
 }
