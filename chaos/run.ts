@@ -188,6 +188,9 @@ class Fleet {
   /** Output lines saying a settlement was retried, and that an acknowledgement was given up. */
   settlementRetries = 0;
   acksGivenUp = 0;
+  /** Output lines saying a claim failed, and that a heartbeat detached claims whose answer was lost. */
+  claimsFailed = 0;
+  lostClaimLines = 0;
 
   private readonly url: string;
   private readonly args: string[];
@@ -259,6 +262,8 @@ class Fleet {
       if (/exclusion constraint/i.test(text)) this.exclusionErrors += 1;
       this.settlementRetries += text.match(/retrying the settlement/g)?.length ?? 0;
       this.acksGivenUp += text.match(/could not acknowledge completions/g)?.length ?? 0;
+      this.claimsFailed += text.match(/claim failed; retrying/g)?.length ?? 0;
+      this.lostClaimLines += text.match(/detached claims whose answer never reached this worker/g)?.length ?? 0;
       const lines = (partial[stream] + text).split('\n');
       partial[stream] = lines.pop() ?? '';
       for (const line of lines) {
@@ -451,6 +456,18 @@ async function drain(client: pg.Client, timeoutMs: number): Promise<void> {
       return;
     await sleep(200);
   }
+  // What is stuck, for the run's log: each job not terminal, its claim and its worker's lease.
+  const stuck = await client.query(
+    `SELECT j.id, j.state, j.attempts, j.worker_id, j.lease_until, j.lease_token, j.run_at,
+            l.lease_until AS claim_until, l.created_at AS claimed_at, l.detached, l.running,
+            w.since AS worker_lease_since, w.lease_until AS worker_lease_until, now() AS now
+       FROM leasehold.jobs j
+       LEFT JOIN leasehold.leases l ON l.token = j.lease_token AND l.queue = j.queue
+       LEFT JOIN leasehold.worker_leases w ON w.worker_id = j.worker_id
+      WHERE j.state <> ALL($1::text[]) LIMIT 20`,
+    [TERMINAL_STATES],
+  );
+  console.error(`drain: ${stuck.rowCount} jobs not terminal after ${timeoutMs} ms:`, JSON.stringify(stuck.rows, null, 1));
 }
 
 /** The ledger figures of `fleet`'s run on `client`'s database. */
@@ -1035,6 +1052,13 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
             value: ahead.settlementRetries + behind.settlementRetries,
           },
           { name: 'acknowledgements given up (log lines)', value: ahead.acksGivenUp + behind.acksGivenUp },
+          // A claim cut after its commit: its jobs run again once their own lease passed (not
+          // covered by a worker lease while the worker lives on).
+          { name: 'claims failed (log lines)', value: ahead.claimsFailed + behind.claimsFailed },
+          {
+            name: 'heartbeats that detached claims whose answer was lost (log lines)',
+            value: ahead.lostClaimLines + behind.lostClaimLines,
+          },
           {
             name: 'jobs whose handler completed that ran again, however little lease was left',
             value: completedRerunAny,

@@ -58,6 +58,8 @@ export class LeaseKeeper {
   private failedRounds = 0;
   /** Claims (tokens) with an attempt given up unsettled: detached at the next heartbeat. */
   private readonly toDetach = new Set<string>();
+  /** Until when (performance.now()) heartbeats look for claims lost after a failed claim. */
+  private reconcileUntil = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly leaseSeconds: number,
@@ -125,6 +127,17 @@ export class LeaseKeeper {
     this.toDetach.add(leaseToken);
   }
 
+  /**
+   * A claim of this worker failed: it may have committed with its answer lost, its jobs running
+   * under a claim this worker does not know, which the worker lease would cover while the worker
+   * lives. For two leases from now, each heartbeat detaches this worker's claims whose own lease
+   * passed and that none of its attempts holds (workerHeartbeatStatement, `reconcile`); their
+   * jobs' own deadlines then decide, and the reaper ends them.
+   */
+  claimFailed(): void {
+    this.reconcileUntil = Math.max(this.reconcileUntil, performance.now() + 2 * this.leaseSeconds * 1000);
+  }
+
   /** Renews the worker lease and every running attempt's lease, within heartbeatRoundMs. */
   async heartbeatAll(): Promise<void> {
     // Not past its timeout: a wedged handler the sweep could not stop yet keeps no lease alive
@@ -157,6 +170,9 @@ export class LeaseKeeper {
     // The other attempts of a claim about to be detached keep their lease on their own rows.
     const leaving = new Set(entries.filter((e) => this.toDetach.has(e.job.leaseToken)));
     if (leaving.size > 0) await this.beatPerJob([...leaving], sent);
+    // Every attempt held, stopped or past its timeout too: only a claim none of them came from is lost.
+    const reconcile =
+      sent < this.reconcileUntil ? { known: [...new Set([...this.attempts].map((e) => e.job.leaseToken))] } : undefined;
     const beat = await workerHeartbeat(this.heartbeatDb, {
       workerId: this.deps.workerId,
       leaseSeconds: this.leaseSeconds,
@@ -164,8 +180,15 @@ export class LeaseKeeper {
       liveSeconds: LIVE_WORKER_SECONDS,
       leases: entries.map((e) => e.job),
       detach,
+      reconcile,
     });
     for (const token of detach) this.toDetach.delete(token);
+    if (beat.lostClaims > 0) {
+      this.deps.logger.warn(
+        { claims: beat.lostClaims },
+        'detached claims whose answer never reached this worker (a claim failed after it committed); the reaper ends their jobs',
+      );
+    }
     const perJob: Attempt[] = [];
     beat.attempts.forEach((attempt, i) => {
       const entry = entries[i]!;

@@ -88,6 +88,8 @@ export interface ProducerDeps {
    * and a reason) an earlier execution of the job still runs in this process.
    */
   handBack: (jobs: readonly ClaimedJob[], options?: { delayMs: number; why: string }) => Promise<void>;
+  /** A claim failed: it may have committed with its answer lost (LeaseKeeper.claimFailed). */
+  claimFailed?: (() => void) | undefined;
   logger: Logger;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
@@ -235,6 +237,7 @@ export class Producer {
               );
           failures = 0;
         } catch (error) {
+          this.deps.claimFailed?.();
           failures += 1;
           const delay = backoff(failures);
           logger.error({ err: error, retryInMs: delay }, 'claim failed; retrying');

@@ -399,6 +399,46 @@ describe('a worker', () => {
     expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['completed']);
   });
 
+  it('runs again a job whose claim committed but whose answer was lost, while the worker lives on', async () => {
+    // The claim commits and then the connection fails (the answer never arrives): the worker
+    // never knows the job, and the worker lease would cover it for as long as the worker lives.
+    const queue = uniqueQueue();
+    let handled = 0;
+    const counted = defineHandler({
+      kind: 'counted',
+      versions: [1],
+      schema: z.unknown(),
+      timeoutMs: 5000,
+      handle: async () => {
+        handled += 1;
+      },
+    });
+    let lost = 0;
+    const db = aroundStatements(async (name, runIt) => {
+      const result = await runIt();
+      const rows = (result as { rows?: unknown[] } | unknown[]) ?? [];
+      const count = Array.isArray(rows) ? rows.length : (rows.rows?.length ?? 0);
+      if (name.startsWith('leasehold_claim') && count > 0 && lost === 0) {
+        lost += 1;
+        throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+      }
+      return result;
+    });
+    const { id } = await enqueue(t.db, { queue, kind: 'counted' });
+    const worker = await startWorker(
+      queue,
+      [counted],
+      { leaseSeconds: 2, maintenance: { ...settings(queue).maintenance, enabled: true, reapIntervalMs: 200 } },
+      db,
+    );
+    const job = await until('done', stateIs(id, 'done'), 20_000);
+    expect(lost).toBe(1); // the lost answer happened, to a claim that took the job
+    expect(handled).toBe(1); // the lost attempt never ran a handler; the next one did
+    expect(job.attempts).toBe(2);
+    expect((await attemptsOf(t.db, id)).map((a) => a.outcome)).toEqual(['lease_expired', 'completed']);
+    expect(worker.health().status).toBe('ok');
+  });
+
   it('fires the AbortSignal when a heartbeat is rejected (operator cancel), and settles nothing', async () => {
     const queue = uniqueQueue();
     let seen: unknown = null;

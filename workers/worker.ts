@@ -152,6 +152,7 @@ export class Worker {
         this.claimed += jobs.length;
         return this.completer.releaseUnstarted(jobs, options);
       },
+      claimFailed: () => this.leaseKeeper.claimFailed(),
       logger,
       metrics,
       failpoints,

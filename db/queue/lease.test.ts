@@ -399,6 +399,33 @@ describe('worker leases (one heartbeat write per worker)', () => {
     expect((await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 })).retried).toContain(job.id);
   });
 
+  it('detaches, after a failed claim, only the covered claims whose lease passed and that no attempt holds', async () => {
+    const queue = uniqueQueue();
+    const worker = `w-${queue}`;
+    await beat(worker);
+    for (let i = 0; i < 3; i++) await addJob(t.db, { queue });
+    const known = await claimOne(t.db, queue, worker);
+    const lost = await claimOne(t.db, queue, worker); // committed; its answer never reached the worker
+    const fresh = await claimOne(t.db, queue, worker); // its lease has not passed: perhaps still in flight
+    for (const c of [known, lost]) {
+      await pastOwnDeadline(c.id);
+      await run(
+        t.db,
+        sql`UPDATE leasehold.leases SET lease_until = now() - interval '1 second' WHERE token = ${c.leaseToken}::uuid`,
+      );
+    }
+    const usual = await beat(worker, [known]); // no failed claim: the lease rows are not read
+    expect(usual.lostClaims).toBe(0);
+    expect((await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 })).reaped).toBe(0);
+    const reconciled = await beat(worker, [known], { reconcile: { known: [known.leaseToken] } });
+    expect(reconciled.lostClaims).toBe(1);
+    expect(reconciled.attempts).toEqual([{ running: true, covered: true }]);
+    expect((await reapExpiredLeases(t.db, { leaseExpiredDelayMs: 0 })).retried).toEqual([lost.id]);
+    expect((await getJob(t.db, known.id)).state).toBe('running');
+    expect((await getJob(t.db, fresh.id)).state).toBe('running');
+    expect((await beat(worker, [known], { reconcile: { known: [known.leaseToken] } })).lostClaims).toBe(0);
+  });
+
   it('moves its claims lease rows as well while a worker without a worker lease (an older release) is live', async () => {
     const queue = uniqueQueue();
     const worker = `w-${queue}`;

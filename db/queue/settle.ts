@@ -349,6 +349,8 @@ export interface WorkerBeat {
   leaseUntil: Date;
   leaseRemainingMs: number;
   attempts: WorkerBeatAttempt[];
+  /** Claims detached as lost (`reconcile`): committed, but never known to the worker. */
+  lostClaims: number;
 }
 
 interface WorkerBeatRow {
@@ -359,6 +361,7 @@ interface WorkerBeatRow {
   lease_until: PgTimestamp;
   remaining_ms: number;
   renewed: boolean;
+  lost: number;
 }
 
 const workerBeatSchema = z.object({
@@ -368,6 +371,7 @@ const workerBeatSchema = z.object({
   liveSeconds: z.number().positive(),
   leases: z.array(leaseSchema).max(100_000),
   detach: z.array(uuidSchema).max(100_000),
+  reconcile: z.object({ known: z.array(uuidSchema).max(100_000) }).optional(),
 });
 
 /**
@@ -385,6 +389,11 @@ export async function workerHeartbeat(
     liveSeconds: number;
     leases: readonly LeaseRef[];
     detach?: readonly string[];
+    /**
+     * After a failed claim: detach this worker's covered claims whose lease passed and whose
+     * token is none of `known` (every attempt the worker holds), as lost (workerHeartbeatStatement).
+     */
+    reconcile?: { known: readonly string[] } | undefined;
   },
 ): Promise<WorkerBeat> {
   const detach = input.detach ?? [];
@@ -399,6 +408,7 @@ export async function workerHeartbeat(
       ids: input.leases.map((l) => l.id),
       tokens: input.leases.map((l) => l.leaseToken),
       detach: [...detach],
+      reconcile: input.reconcile ? { known: [...input.reconcile.known] } : undefined,
     }),
   );
   const first = rows[0];
@@ -408,6 +418,7 @@ export async function workerHeartbeat(
     renewed: pgBool(first.renewed),
     leaseUntil: toDate(first.lease_until),
     leaseRemainingMs: Number(first.remaining_ms),
+    lostClaims: Number(first.lost),
     attempts: input.leases.map((l) => {
       const row = byLease.get(`${l.id}/${l.leaseToken}`);
       return { running: pgBool(row?.running), covered: pgBool(row?.covered) };

@@ -172,6 +172,15 @@ export function heartbeatStatement(ids: string[], tokens: string[], leaseSeconds
  * write per claim, only then). `detach` lists claims whose attempts the worker gave up unsettled:
  * the worker lease stops covering them.
  *
+ * `reconcile` is set for a while after a claim of this worker failed: the claim may have
+ * committed with its answer lost (the connection cut after the commit), and then its jobs run
+ * under a claim the worker does not know, which the worker lease would cover while the worker
+ * lives. Such a beat detaches the worker's covered claims that still have jobs running, whose
+ * own deadline (the claim's lease) has passed, and whose token is none of `known` (every
+ * attempt the worker holds): a claim answered normally is known well within its lease, so only
+ * lost ones match. Their jobs' own deadlines then decide and the reaper ends them. Only such a
+ * beat reads the worker's lease rows (no index leads there; the table holds the live claims).
+ *
  * @internal
  */
 export function workerHeartbeatStatement(p: {
@@ -182,6 +191,7 @@ export function workerHeartbeatStatement(p: {
   ids: string[];
   tokens: string[];
   detach: string[];
+  reconcile?: { known: string[] } | undefined;
 }): SQL {
   const until = sql`(statement_timestamp() + make_interval(secs => ${p.leaseSeconds}::float8))`;
   const margin = sql`(statement_timestamp() + make_interval(secs => ${p.marginSeconds}::float8))`;
@@ -206,6 +216,14 @@ export function workerHeartbeatStatement(p: {
       WHERE l.token = ANY(${sql.param(p.detach)}::uuid[]) AND l.worker_id = ${p.workerId} AND NOT l.detached
       RETURNING l.token, l.queue
     ),
+    lost AS (
+      UPDATE leasehold.leases l SET detached = true
+      FROM wl
+      WHERE ${p.reconcile ? sql`true` : sql`false`} AND l.worker_id = ${p.workerId} AND NOT l.detached AND l.running > 0
+        AND l.created_at >= wl.since AND l.lease_until <= statement_timestamp()
+        AND l.token <> ALL(${sql.param(p.reconcile?.known ?? [])}::uuid[])
+      RETURNING l.token
+    ),
     old_reaper AS (
       SELECT EXISTS (
         SELECT 1 FROM leasehold.workers o
@@ -224,12 +242,13 @@ export function workerHeartbeatStatement(p: {
     )
     SELECT r.id, r.token, (j.id IS NOT NULL) AS running,
            (j.id IS NOT NULL AND l.token IS NOT NULL AND r.token NOT IN (SELECT token FROM detached)) AS covered,
-           wl.lease_until, wl.remaining_ms, wl.renewed
+           wl.lease_until, wl.remaining_ms, wl.renewed, (SELECT count(*) FROM lost)::int AS lost
     FROM requested r CROSS JOIN wl
     LEFT JOIN leasehold.jobs j ON j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
     LEFT JOIN leasehold.leases l ON l.token = r.token AND l.queue = j.queue AND ${sql.raw(workerLeaseCovers('l', 'wl'))}
     UNION ALL
     -- With no attempt in flight, one row still says what the worker lease is.
-    SELECT NULL::uuid, NULL::uuid, false, false, wl.lease_until, wl.remaining_ms, wl.renewed
+    SELECT NULL::uuid, NULL::uuid, false, false, wl.lease_until, wl.remaining_ms, wl.renewed,
+           (SELECT count(*) FROM lost)::int
     FROM wl WHERE NOT EXISTS (SELECT 1 FROM requested)`;
 }
