@@ -171,6 +171,9 @@ export type ServerCpuSpent = Record<ServerCpuGroup, number> & { total: number };
 export interface ServerCost {
   walBytes: number;
   cpu: ServerCpuSpent | null;
+  /** The window's WAL positions, for a breakdown (walBreakdown). */
+  walFrom: string;
+  walTo: string;
 }
 
 /**
@@ -187,11 +190,40 @@ export async function watchServerCost(client: pg.Client): Promise<{ stop(): Prom
   return {
     async stop() {
       const spent = (await cpu?.stop()) ?? null;
-      const wal = await client.query<{ bytes: string }>(
-        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
+      const wal = await client.query<{ bytes: string; lsn: string }>(
+        'SELECT pg_wal_lsn_diff(l, $1::pg_lsn)::text AS bytes, l::text AS lsn FROM pg_current_wal_lsn() l',
         [lsn0],
       );
-      return { walBytes: Number(wal.rows[0]!.bytes), cpu: spent };
+      return { walBytes: Number(wal.rows[0]!.bytes), cpu: spent, walFrom: lsn0, walTo: wal.rows[0]!.lsn };
     },
   };
+}
+
+/**
+ * What the WAL between `from` and `to` was made of (pg_walinspect, PostgreSQL 16 or later):
+ * bytes by record type, and by relation (block references). For finding where a case's WAL goes
+ * (BENCH_WAL_DETAIL=1); the published figures never depend on it.
+ */
+export async function walBreakdown(client: pg.Client, from: string, to: string): Promise<string> {
+  await client.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+  const types = await client.query<{ kind: string; n: string; bytes: string; fpi: string }>(
+    `SELECT "resource_manager/record_type" AS kind, count AS n, record_size AS bytes, fpi_size AS fpi
+       FROM pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) WHERE count > 0 ORDER BY combined_size DESC LIMIT 15`,
+    [from, to],
+  );
+  const relations = await client.query<{ rel: string; n: string; bytes: string; fpi: string }>(
+    `SELECT coalesce(c.relname, b.relfilenode::text) AS rel, count(*) AS n,
+            sum(b.main_data_length + b.block_data_length)::bigint AS bytes, sum(b.block_fpi_length)::bigint AS fpi
+       FROM pg_get_wal_block_info($1::pg_lsn, $2::pg_lsn) b
+       LEFT JOIN pg_class c ON c.relfilenode = b.relfilenode AND b.reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
+      GROUP BY 1 ORDER BY sum(b.main_data_length + b.block_data_length + b.block_fpi_length) DESC LIMIT 15`,
+    [from, to],
+  );
+  const lines = [
+    'by record type (records, record bytes, full-page image bytes):',
+    ...types.rows.map((r) => `  ${r.kind}: ${r.n}, ${r.bytes}, ${r.fpi}`),
+    'by relation (block references, data bytes, full-page image bytes):',
+    ...relations.rows.map((r) => `  ${r.rel}: ${r.n}, ${r.bytes}, ${r.fpi}`),
+  ];
+  return lines.join('\n');
 }
