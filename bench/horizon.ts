@@ -11,8 +11,14 @@
  * last key taken, and from the head again after a short claim or every second.
  */
 import pg from 'pg';
+import pino from 'pino';
+import { z } from 'zod';
+import { createDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
-import { claim, ClaimOptionsCache, completeManyIfLeaseHeld, enqueueMany } from '../db/queue/index.ts';
+import { claim, ClaimOptionsCache, completeManyIfLeaseHeld, enqueue, enqueueMany } from '../db/queue/index.ts';
+import { parseWorkerConfig } from '../workers/config.ts';
+import { defineHandler, HandlerRegistry } from '../workers/handler.ts';
+import { Worker } from '../workers/worker.ts';
 import { median } from './lib.ts';
 import { QUEUE } from './systems/index.ts';
 
@@ -92,5 +98,158 @@ export async function heldHorizon(
     if (held) await holder.query('ROLLBACK').catch(() => {});
     await holder.end().catch(() => {});
     await client.end().catch(() => {});
+  }
+}
+
+export interface SteadyWindow {
+  jobsPerSecond: number;
+  claimP50Ms: number;
+}
+
+/**
+ * A backlog that never empties under a held horizon: `backlog` jobs ready from the start, and
+ * after each claim of 500 and its acknowledgement as many jobs enqueued as it took (enqueue =
+ * drain), for `seconds`, while another session holds an xid. Claims are made as the worker's
+ * producer makes them (its kinds, its lower bound). Each of `windows` equal windows gives its
+ * claims' median and its rate: the bound keeps the walk after the last key taken, but the walk
+ * from the head (every second) reads every dead entry left since the horizon was taken.
+ */
+export async function steadyBacklog(
+  url: string,
+  { seconds, backlog, windows }: { seconds: number; backlog: number; windows: number },
+): Promise<{ windows: SteadyWindow[]; claims: number }> {
+  await migrateDatabase(url);
+  const client = new pg.Client({ connectionString: url });
+  const holder = new pg.Client({ connectionString: url });
+  await client.connect();
+  await holder.connect();
+  let seq = 0;
+  const enqueue = (n: number) =>
+    enqueueMany(
+      client,
+      Array.from({ length: n }, () => ({ queue: QUEUE, kind: KIND, payload: { seq: seq++ } })),
+      { notify: false },
+    );
+  try {
+    for (let left = backlog; left > 0; left -= 10_000) await enqueue(Math.min(left, 10_000));
+    await client.query('VACUUM ANALYZE');
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_current_xact_id()');
+    const cache = new ClaimOptionsCache({ bound: true });
+    const options = {
+      queues: [QUEUE],
+      workerId: 'bench-steady',
+      limit: CLAIM_BATCH,
+      leaseSeconds: 60,
+      kinds: [{ kind: KIND, versions: [1] }],
+    };
+    const windowMs = (seconds * 1000) / windows;
+    const per: { times: number[]; jobs: number }[] = Array.from({ length: windows }, () => ({ times: [], jobs: 0 }));
+    const t0 = performance.now();
+    let claims = 0;
+    for (;;) {
+      const at = performance.now() - t0;
+      if (at >= seconds * 1000) break;
+      const window = per[Math.min(windows - 1, Math.floor(at / windowMs))]!;
+      const c0 = performance.now();
+      const batch = await claim(client, options, cache);
+      window.times.push(performance.now() - c0);
+      claims += 1;
+      if (batch.length === 0) throw new Error('steady backlog: a claim found nothing, the backlog emptied');
+      await completeManyIfLeaseHeld(client, batch);
+      window.jobs += batch.length;
+      await enqueue(batch.length);
+    }
+    return {
+      windows: per.map((w) => ({ jobsPerSecond: w.jobs / (windowMs / 1000), claimP50Ms: median(w.times) })),
+      claims,
+    };
+  } finally {
+    await holder.query('ROLLBACK').catch(() => {});
+    await holder.end().catch(() => {});
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * A priority jump: a worker (the product's, LISTEN on or off) drains a backlog of `backlog`
+ * jobs whose handlers take `handlerMs`, and every `everyMs` one job of priority 100 is enqueued
+ * (its wake-up sent, as enqueue does by default). It is first in the claim order but behind the
+ * claims' lower bound, found when a claim walks from the head again: on the wake-up for its
+ * queue, or within the bound's restart interval. Its wait is started_at − created_at (the
+ * database's clock). Throws if the backlog emptied before the last one was enqueued.
+ */
+export async function priorityJump(
+  url: string,
+  o: { backlog: number; samples: number; everyMs: number; concurrency: number; handlerMs: number; listen: boolean },
+): Promise<{ waitsMs: number[]; backlogLeft: number }> {
+  await migrateDatabase(url);
+  const handle = createDb(url, { max: 8, applicationName: 'bench-priority' });
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  let worker: Worker | undefined;
+  try {
+    for (let left = o.backlog; left > 0; left -= 10_000)
+      await enqueueMany(
+        client,
+        Array.from({ length: Math.min(left, 10_000) }, (_, i) => ({ queue: QUEUE, kind: KIND, payload: { seq: i } })),
+        { notify: false },
+      );
+    await client.query('VACUUM ANALYZE');
+    const config = parseWorkerConfig(
+      [
+        '--queues',
+        QUEUE,
+        '--concurrency',
+        String(o.concurrency),
+        '--log-level',
+        'warn',
+        ...(o.listen ? [] : ['--no-listen']),
+      ],
+      {},
+    );
+    const registry = new HandlerRegistry([
+      defineHandler({
+        kind: KIND,
+        versions: [1],
+        schema: z.object({ seq: z.number() }).passthrough(),
+        timeoutMs: 30_000,
+        handle: () => new Promise((resolve) => setTimeout(resolve, o.handlerMs)),
+      }),
+    ]);
+    worker = new Worker(config, { db: handle.db, databaseUrl: url, registry, logger: pino({ level: 'warn' }) });
+    await worker.start();
+    const ids: string[] = [];
+    let backlogLeft = 0;
+    for (let i = 0; i < o.samples; i++) {
+      await new Promise((resolve) => setTimeout(resolve, o.everyMs));
+      const { id } = await enqueue(client, { queue: QUEUE, kind: KIND, payload: { seq: -1 - i }, priority: 100 });
+      ids.push(id);
+    }
+    backlogLeft = Number(
+      (await client.query<{ n: string }>(`SELECT count(*) AS n FROM leasehold.jobs WHERE state = 'ready' AND priority = 0`)).rows[0]!
+        .n,
+    );
+    if (backlogLeft === 0) throw new Error('priority jump: the backlog emptied before the last sample was enqueued');
+    const started = async () =>
+      (
+        await client.query<{ wait_ms: number | null }>(
+          `SELECT (extract(epoch FROM started_at - created_at) * 1000)::float8 AS wait_ms FROM leasehold.jobs WHERE id = ANY($1::uuid[])`,
+          [ids],
+        )
+      ).rows;
+    const until = performance.now() + 30_000;
+    let rows = await started();
+    while (rows.some((r) => r.wait_ms === null) && performance.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      rows = await started();
+    }
+    if (rows.length !== ids.length || rows.some((r) => r.wait_ms === null))
+      throw new Error('priority jump: a priority job did not start within 30 s');
+    return { waitsMs: rows.map((r) => Number(r.wait_ms)), backlogLeft };
+  } finally {
+    await worker?.stop(0).catch(() => {});
+    await client.end().catch(() => {});
+    await handle.close().catch(() => {});
   }
 }

@@ -22,7 +22,7 @@ import { createScratchDatabase } from '../test/scratch-database.ts';
 import { PROJECT_DIR } from '../cli/database-select.ts';
 import { COST_VARIANTS, costLoop, type CostVariant } from './costs.ts';
 import { claimThroughput, dashboardTimes, historyDatabase } from './history.ts';
-import { HOT_TABLES, heldHorizon } from './horizon.ts';
+import { HOT_TABLES, heldHorizon, priorityJump, steadyBacklog } from './horizon.ts';
 import { forkChild, median, percentile, round, sleep } from './lib.ts';
 import {
   ANCHORS,
@@ -65,6 +65,13 @@ const SIZE = {
   /** The held-horizon case: rounds of `horizonRound` jobs, drained back to back. */
   horizonRounds: pick(6, 6, 2),
   horizonRound: pick(20_000, 2_000, 200),
+  /** The priority jump: priority-100 jobs enqueued every 100 ms while a worker drains a backlog. */
+  priorityBacklog: pick(100_000, 20_000, 2_000),
+  prioritySamples: pick(200, 50, 20),
+  priorityConcurrency: pick(50, 20, 10),
+  /** The never-empty backlog under a held horizon: `steadyBacklog` jobs kept ready for `steadySeconds`. */
+  steadySeconds: pick(600, 120, 10),
+  steadyBacklog: pick(20_000, 5_000, 1_000),
   /** The bursty pickup case: `burst` jobs in one statement every `burstIntervalMs`. */
   burst: pick(100, 100, 10),
   burstIntervalMs: 100,
@@ -758,6 +765,73 @@ if (want('horizon') && wantedSystems.includes('leasehold')) {
       } finally {
         await db.drop();
       }
+    }
+  }
+}
+
+if (want('priority-jump') && wantedSystems.includes('leasehold')) {
+  const HANDLER_MS = 20;
+  const EVERY_MS = 100;
+  for (let rep = 0; rep < RUNS; rep++) {
+    for (const listen of rep % 2 ? [false, true] : [true, false]) {
+      const name = `priority-jump-${listen ? 'listen' : 'poll'}`;
+      const what = `a priority-100 job enqueued every ${EVERY_MS} ms (${SIZE.prioritySamples} of them) behind a backlog of ${SIZE.priorityBacklog.toLocaleString('en')} jobs that a worker (--concurrency ${SIZE.priorityConcurrency}, handlers of ${HANDLER_MS} ms, ${listen ? 'LISTEN on: the wake-up restarts the walk from the head' : '--no-listen: the bound restarts every second'}) drains: wait from enqueue to claim (database clock)`;
+      log(`${name} run ${rep + 1}`);
+      const db = await createScratchDatabase(server.url, 'bench_priority');
+      try {
+        const figures = await measured(name, perJob('ms', what), 'leasehold', () =>
+          priorityJump(db.url, {
+            backlog: SIZE.priorityBacklog,
+            samples: SIZE.prioritySamples,
+            everyMs: EVERY_MS,
+            concurrency: SIZE.priorityConcurrency,
+            handlerMs: HANDLER_MS,
+            listen,
+          }),
+        );
+        if (figures) {
+          record(`${name}-p99`, perJob('ms', `p99 of ${what}`), 'leasehold', percentile(figures.waitsMs, 99));
+          record(`${name}-p50`, perJob('ms', `p50 of ${what}`), 'leasehold', percentile(figures.waitsMs, 50));
+          log(
+            `  waits p50 ${percentile(figures.waitsMs, 50).toFixed(0)} ms, p99 ${percentile(figures.waitsMs, 99).toFixed(0)} ms, max ${Math.max(...figures.waitsMs).toFixed(0)} ms; backlog left ${figures.backlogLeft}`,
+          );
+        }
+      } finally {
+        await db.drop();
+      }
+    }
+  }
+}
+
+if (want('steady-backlog') && wantedSystems.includes('leasehold')) {
+  const WINDOWS = 10;
+  const what = `a backlog of ${SIZE.steadyBacklog.toLocaleString('en')} jobs that never empties (after each claim of 500 and its acknowledgement, as many enqueued) for ${SIZE.steadySeconds} s, claims as a worker makes them (its lower bound), while another session holds a transaction with an xid`;
+  for (let rep = 0; rep < RUNS; rep++) {
+    log(`steady-backlog run ${rep + 1}`);
+    const db = await createScratchDatabase(server.url, 'bench_steady');
+    try {
+      const figures = await measured('steady-backlog', perJob('ms', what), 'leasehold', () =>
+        steadyBacklog(db.url, { seconds: SIZE.steadySeconds, backlog: SIZE.steadyBacklog, windows: WINDOWS }),
+      );
+      if (figures) {
+        const first = figures.windows[0]!;
+        const last = figures.windows.at(-1)!;
+        const ms = (which: string) => perJob('ms', `claim p50 in the ${which} of ${WINDOWS} windows: ${what}`);
+        record('steady-backlog-claim-p50-first', ms('first'), 'leasehold', first.claimP50Ms);
+        record('steady-backlog-claim-p50-last', ms('last'), 'leasehold', last.claimP50Ms);
+        record(
+          'steady-backlog-claim-p50-ratio',
+          perJob('×', `claim p50, last window ÷ first: ${what}`),
+          'leasehold',
+          last.claimP50Ms / first.claimP50Ms,
+        );
+        record('steady-backlog-last-rate', throughput(`the last window's drain rate: ${what}`), 'leasehold', last.jobsPerSecond);
+        log(
+          `  windows: ${figures.windows.map((w) => `${Math.round(w.jobsPerSecond)}/s p50 ${w.claimP50Ms.toFixed(2)} ms`).join('; ')}`,
+        );
+      }
+    } finally {
+      await db.drop();
     }
   }
 }
