@@ -791,6 +791,21 @@ describe("a claimer's lower bound (ClaimOptionsCache with bound)", () => {
     expect(ids(await claim(t.db, options, cache)).sort()).toEqual([urgent.id, ...order.slice(6, 8)].sort());
   });
 
+  it('spaces walks from the head by nine times the last one took, a wake-up included', async () => {
+    const { queue, order } = await backlog('bound-gap', 12);
+    // Every reading of the clock moves it 100 ms: a claim from the head "takes" 100 ms.
+    const clock = { ms: 0 };
+    const cache = new ClaimOptionsCache({ bound: { restartMs: 60_000, now: () => (clock.ms += 100) } });
+    const options = { queues: [queue], workerId: 'w', limit: 3 };
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual(order.slice(0, 3).sort()); // from the head: 100 to 200
+    const urgent = await addJob(t.db, { queue, kind: 'k', priority: 5 });
+    cache.restartFromHead(queue); // a wake-up for the queue
+    clock.ms = 900; // the next reading, 1000, is 100 ms short of the gap (9 × 100 ms after 200)
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual(order.slice(3, 6).sort());
+    // The gap has passed: the wake-up's restart is done now, and the urgent job is first.
+    expect(ids(await claim(t.db, options, cache)).sort()).toEqual([urgent.id, ...order.slice(6, 8)].sort());
+  });
+
   it("hands out a job once when its ready row left in another queue's walk is the last taken there", async () => {
     for (const kinds of [undefined, [{ kind: 'k', versions: [1] }]]) {
       const [q1, q2] = [uniqueQueue('bound-stale'), uniqueQueue('bound-stale')];

@@ -34,8 +34,9 @@
  * made ready behind the bound (a higher priority, a retry, a job whose run_at came due) are
  * found when the walk starts from the head again: after a claim that came back short (the walk
  * reached the end), at least every `restartMs` (1 s) since the last start from the head, and
- * when the claimer says so (the worker, on a wake-up for the queue). The price is in
- * docs/contract.md §5: such a job may wait up to `restartMs` more. A claim without a cache, or
+ * when the claimer says so (the worker, on a wake-up for the queue), but never sooner than
+ * HEAD_WALK_GAP times the last walk from the head took after it. The price is in
+ * docs/contract.md §5: such a job may wait up to `restartMs` (or that gap) more. A claim without a cache, or
  * with a cache without a bound, runs today's texts, byte for byte.
  */
 import { randomUUID } from 'node:crypto';
@@ -206,6 +207,16 @@ const HEAD: ClaimKey = { at: '-infinity', id: '00000000-0000-0000-0000-000000000
 /** Walks start from the head at least this often (ms): docs/contract.md §5's added term. */
 export const CLAIM_RESTART_MS = 1000;
 
+/**
+ * A claimer's walks from the head are spaced by at least this many times the last one's
+ * duration (whatever asks for them: the restart interval, a wake-up, a short claim), so they
+ * take at most a tenth of its time. A walk from the head is a few milliseconds, which this
+ * never delays; under a held horizon it reads every index entry of the rows claimed since the
+ * horizon was taken, and it grows with them (docs/performance.md, "Steady backlog"): then the
+ * restarts space out instead of taking every claim's place.
+ */
+export const HEAD_WALK_GAP = 9;
+
 export interface ClaimBoundOptions {
   /** Start every walk from the head at least this often (ms; default CLAIM_RESTART_MS). */
   restartMs?: number;
@@ -238,41 +249,66 @@ interface BoundedWalk {
  */
 class ClaimBound {
   private readonly walks = new Map<string, ClaimKey & { queue: string; since: number }>();
-  /** Raised by every reset: a claim in flight across one must not bring its keys back. */
+  /** Raised each time resets are done: a claim in flight across that must not bring its keys back. */
   private resets = 0;
+  /** Resets asked for and not yet done (`null`: every walk): done once a walk from the head may start. */
+  private readonly pending = new Set<string | null>();
+  /** The last claim that walked from the head: when it came back, and how long it took (ms). */
+  private lastHead = { endedAt: Number.NEGATIVE_INFINITY, ms: 0 };
 
   constructor(
     private readonly restartMs: number,
     private readonly now: () => number,
   ) {}
 
-  /** Forgets the keys of `queue`'s walks (of every walk without it): they start from the head. */
+  /**
+   * Forgets the keys of `queue`'s walks (of every walk without it): they start from the head,
+   * at once, or once the last walk from the head is HEAD_WALK_GAP of its durations behind.
+   */
   reset(queue?: string): void {
+    this.pending.add(queue ?? null);
+  }
+
+  /** Whether a walk from the head may start at `at` (HEAD_WALK_GAP). */
+  private headAllowed(at: number): boolean {
+    return at - this.lastHead.endedAt >= HEAD_WALK_GAP * this.lastHead.ms;
+  }
+
+  private applyResets(): void {
     this.resets += 1;
-    if (queue === undefined) this.walks.clear();
-    else for (const [key, walk] of this.walks) if (walk.queue === queue) this.walks.delete(key);
+    if (this.pending.has(null)) this.walks.clear();
+    else
+      for (const [key, walk] of this.walks) if (this.pending.has(walk.queue)) this.walks.delete(key);
+    this.pending.clear();
   }
 
   /** Where the next claim's walks start, and what it records when it comes back. */
   plan(parsed: ParsedClaimOptions): BoundedWalk {
     const at = this.now();
+    const headAllowed = this.headAllowed(at);
+    if (headAllowed && this.pending.size > 0) this.applyResets();
     const resets = this.resets;
     // Per walk: the key it starts after (with the time its chain started from the head), or null.
     const starts = parsed.walks.map(({ key }) => {
       const walk = this.walks.get(key);
-      return walk && at - walk.since < this.restartMs ? walk : null;
+      return walk && (at - walk.since < this.restartMs || !headAllowed) ? walk : null;
     });
+    const fromHead = starts.some((start) => start === null);
     const keys = starts.map((start) => start ?? HEAD);
     const single = parsed.shape === 'one' || parsed.shape === 'kind';
     return {
       params: single ? [keys[0]!.at, keys[0]!.id] : [keys.map((k) => k.at), keys.map((k) => k.id)],
       finish: (rows) => {
+        if (fromHead) {
+          const endedAt = this.now();
+          this.lastHead = { endedAt, ms: endedAt - at };
+        }
         if (rows.length < parsed.limit) {
           // The walks reached their ends: the next one starts from the head, whatever it passed.
           this.reset();
           return;
         }
-        if (this.resets !== resets) return; // reset while this claim ran: from the head next time
+        if (this.resets !== resets) return; // resets done while this claim ran: from the head next time
         // One row per walk has its last key: the only walk's, or (several) the walk of the job's row.
         const last = new Map<string, ClaimKey>();
         for (const row of rows) {
