@@ -104,6 +104,11 @@ export async function heldHorizon(
 export interface SteadyWindow {
   jobsPerSecond: number;
   claimP50Ms: number;
+  /** The slowest claim: a walk from the head reads every dead entry behind the bound. */
+  claimMaxMs: number;
+  /** The acknowledgements' and the enqueues' medians: where else the window's time went. */
+  ackP50Ms: number;
+  enqueueP50Ms: number;
 }
 
 /**
@@ -117,7 +122,12 @@ export interface SteadyWindow {
 export async function steadyBacklog(
   url: string,
   { seconds, backlog, windows }: { seconds: number; backlog: number; windows: number },
-): Promise<{ windows: SteadyWindow[]; claims: number }> {
+): Promise<{
+  windows: SteadyWindow[];
+  claims: number;
+  /** Per hot table: autovacuum and autoanalyze runs, and autovacuum's time (PostgreSQL 18). */
+  autovacuum: { table: string; runs: number; ms: number | null }[];
+}> {
   await migrateDatabase(url);
   const client = new pg.Client({ connectionString: url });
   const holder = new pg.Client({ connectionString: url });
@@ -144,7 +154,10 @@ export async function steadyBacklog(
       kinds: [{ kind: KIND, versions: [1] }],
     };
     const windowMs = (seconds * 1000) / windows;
-    const per: { times: number[]; jobs: number }[] = Array.from({ length: windows }, () => ({ times: [], jobs: 0 }));
+    const per: { times: number[]; acks: number[]; enqueues: number[]; jobs: number }[] = Array.from(
+      { length: windows },
+      () => ({ times: [], acks: [], enqueues: [], jobs: 0 }),
+    );
     const t0 = performance.now();
     let claims = 0;
     for (;;) {
@@ -156,12 +169,31 @@ export async function steadyBacklog(
       window.times.push(performance.now() - c0);
       claims += 1;
       if (batch.length === 0) throw new Error('steady backlog: a claim found nothing, the backlog emptied');
+      const a0 = performance.now();
       await completeManyIfLeaseHeld(client, batch);
+      const e0 = performance.now();
+      window.acks.push(e0 - a0);
       window.jobs += batch.length;
       await enqueue(batch.length);
+      window.enqueues.push(performance.now() - e0);
     }
+    // Autovacuum cannot remove what the horizon keeps, but it still runs against the hot tables.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const vacuums = await client.query<{ table: string; runs: string; ms: string | null }>(
+      `SELECT relname AS table, (autovacuum_count + autoanalyze_count)::text AS runs,
+              (to_jsonb(s) ->> 'total_autovacuum_time') AS ms
+         FROM pg_catalog.pg_stat_user_tables s WHERE schemaname = 'leasehold' AND relname = ANY($1::text[]) ORDER BY relname`,
+      [[...HOT_TABLES]],
+    );
     return {
-      windows: per.map((w) => ({ jobsPerSecond: w.jobs / (windowMs / 1000), claimP50Ms: median(w.times) })),
+      autovacuum: vacuums.rows.map((r) => ({ table: r.table, runs: Number(r.runs), ms: r.ms === null ? null : Number(r.ms) })),
+      windows: per.map((w) => ({
+        jobsPerSecond: w.jobs / (windowMs / 1000),
+        claimP50Ms: median(w.times),
+        claimMaxMs: Math.max(...w.times),
+        ackP50Ms: median(w.acks),
+        enqueueP50Ms: median(w.enqueues),
+      })),
       claims,
     };
   } finally {

@@ -827,7 +827,10 @@ if (want('steady-backlog') && wantedSystems.includes('leasehold')) {
         );
         record('steady-backlog-last-rate', throughput(`the last window's drain rate: ${what}`), 'leasehold', last.jobsPerSecond);
         log(
-          `  windows: ${figures.windows.map((w) => `${Math.round(w.jobsPerSecond)}/s p50 ${w.claimP50Ms.toFixed(2)} ms`).join('; ')}`,
+          `  autovacuum (runs, ms): ${figures.autovacuum.map((v) => `${v.table} ${v.runs}, ${v.ms ?? '?'}`).join('; ')}`,
+        );
+        log(
+          `  windows (rate; claim p50, max; ack p50; enqueue p50): ${figures.windows.map((w) => `${Math.round(w.jobsPerSecond)}/s; ${w.claimP50Ms.toFixed(2)}, ${w.claimMaxMs.toFixed(0)} ms; ${w.ackP50Ms.toFixed(2)} ms; ${w.enqueueP50Ms.toFixed(2)} ms`).join(' | ')}`,
         );
       }
     } finally {
