@@ -70,7 +70,7 @@ const SIZE = {
   prioritySamples: pick(200, 50, 20),
   priorityConcurrency: pick(50, 20, 10),
   /** The never-empty backlog under a held horizon: `steadyBacklog` jobs kept ready for `steadySeconds`. */
-  steadySeconds: pick(600, 120, 10),
+  steadySeconds: pick(600, 120, 5),
   steadyBacklog: pick(20_000, 5_000, 1_000),
   /** The bursty pickup case: `burst` jobs in one statement every `burstIntervalMs`. */
   burst: pick(100, 100, 10),
