@@ -186,7 +186,11 @@ export async function steadyBacklog(
       [[...HOT_TABLES]],
     );
     return {
-      autovacuum: vacuums.rows.map((r) => ({ table: r.table, runs: Number(r.runs), ms: r.ms === null ? null : Number(r.ms) })),
+      autovacuum: vacuums.rows.map((r) => ({
+        table: r.table,
+        runs: Number(r.runs),
+        ms: r.ms === null ? null : Number(r.ms),
+      })),
       windows: per.map((w) => ({
         jobsPerSecond: w.jobs / (windowMs / 1000),
         claimP50Ms: median(w.times),
@@ -259,8 +263,11 @@ export async function priorityJump(
       ids.push(id);
     }
     backlogLeft = Number(
-      (await client.query<{ n: string }>(`SELECT count(*) AS n FROM leasehold.jobs WHERE state = 'ready' AND priority = 0`)).rows[0]!
-        .n,
+      (
+        await client.query<{ n: string }>(
+          `SELECT count(*) AS n FROM leasehold.jobs WHERE state = 'ready' AND priority = 0`,
+        )
+      ).rows[0]!.n,
     );
     if (backlogLeft === 0) throw new Error('priority jump: the backlog emptied before the last sample was enqueued');
     const started = async () =>

@@ -32,7 +32,13 @@ import {
   type SystemName,
   type WorkerMode,
 } from './systems/index.ts';
-import { SERVER_CPU_GROUP_TEXT, SERVER_CPU_GROUPS, type ServerCpuSpent, walBreakdown, watchServerCost } from './server-cpu.ts';
+import {
+  SERVER_CPU_GROUP_TEXT,
+  SERVER_CPU_GROUPS,
+  type ServerCpuSpent,
+  walBreakdown,
+  watchServerCost,
+} from './server-cpu.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -445,7 +451,9 @@ async function heartbeatHeavy(system: BenchSystem, claimBatch?: number): Promise
       await sleep(1500);
       const beats = (await beatsNow()) - beats0;
       if (process.env.BENCH_WAL_DETAIL)
-        log(`heartbeats ${system.name} window WAL ${cost.walBytes} B\n${await walBreakdown(client, cost.walFrom, cost.walTo)}`);
+        log(
+          `heartbeats ${system.name} window WAL ${cost.walBytes} B\n${await walBreakdown(client, cost.walFrom, cost.walTo)}`,
+        );
       if (beats <= 0) throw new Error(`no heartbeat was counted in a ${Math.round(windowMs / 1000)} s window`);
       return {
         beats,
@@ -825,7 +833,12 @@ if (want('steady-backlog') && wantedSystems.includes('leasehold')) {
           'leasehold',
           last.claimP50Ms / first.claimP50Ms,
         );
-        record('steady-backlog-last-rate', throughput(`the last window's drain rate: ${what}`), 'leasehold', last.jobsPerSecond);
+        record(
+          'steady-backlog-last-rate',
+          throughput(`the last window's drain rate: ${what}`),
+          'leasehold',
+          last.jobsPerSecond,
+        );
         log(
           `  autovacuum (runs, ms): ${figures.autovacuum.map((v) => `${v.table} ${v.runs}, ${v.ms ?? '?'}`).join('; ')}`,
         );

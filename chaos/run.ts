@@ -467,7 +467,10 @@ async function drain(client: pg.Client, timeoutMs: number): Promise<void> {
       WHERE j.state <> ALL($1::text[]) LIMIT 20`,
     [TERMINAL_STATES],
   );
-  console.error(`drain: ${stuck.rowCount} jobs not terminal after ${timeoutMs} ms:`, JSON.stringify(stuck.rows, null, 1));
+  console.error(
+    `drain: ${stuck.rowCount} jobs not terminal after ${timeoutMs} ms:`,
+    JSON.stringify(stuck.rows, null, 1),
+  );
 }
 
 /** The ledger figures of `fleet`'s run on `client`'s database. */

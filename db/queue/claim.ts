@@ -277,8 +277,7 @@ class ClaimBound {
   private applyResets(): void {
     this.resets += 1;
     if (this.pending.has(null)) this.walks.clear();
-    else
-      for (const [key, walk] of this.walks) if (this.pending.has(walk.queue)) this.walks.delete(key);
+    else for (const [key, walk] of this.walks) if (this.pending.has(walk.queue)) this.walks.delete(key);
     this.pending.clear();
   }
 
