@@ -27,6 +27,20 @@ export const HOT_TABLES = ['jobs', 'ready_jobs', 'leases'] as const;
 const CLAIM_BATCH = 500;
 const KIND = 'bench.noop';
 
+/** Claims of CLAIM_BATCH as a worker's producer makes them: its kind, its own bounded cache. */
+function asAWorkerClaims(workerId: string) {
+  return {
+    cache: new ClaimOptionsCache({ bound: true }),
+    options: {
+      queues: [QUEUE],
+      workerId,
+      limit: CLAIM_BATCH,
+      leaseSeconds: 60,
+      kinds: [{ kind: KIND, versions: [1] }],
+    },
+  };
+}
+
 export interface HorizonRound {
   jobsPerSecond: number;
   claimP50Ms: number;
@@ -53,14 +67,7 @@ export async function heldHorizon(
       await holder.query('BEGIN');
       await holder.query('SELECT pg_current_xact_id()');
     }
-    const cache = new ClaimOptionsCache({ bound: true });
-    const options = {
-      queues: [QUEUE],
-      workerId: 'bench-horizon',
-      limit: CLAIM_BATCH,
-      leaseSeconds: 60,
-      kinds: [{ kind: KIND, versions: [1] }],
-    };
+    const { cache, options } = asAWorkerClaims('bench-horizon');
     const out: HorizonRound[] = [];
     let seq = 0;
     for (let round = 0; round < rounds; round++) {
@@ -145,14 +152,7 @@ export async function steadyBacklog(
     await client.query('VACUUM ANALYZE');
     await holder.query('BEGIN');
     await holder.query('SELECT pg_current_xact_id()');
-    const cache = new ClaimOptionsCache({ bound: true });
-    const options = {
-      queues: [QUEUE],
-      workerId: 'bench-steady',
-      limit: CLAIM_BATCH,
-      leaseSeconds: 60,
-      kinds: [{ kind: KIND, versions: [1] }],
-    };
+    const { cache, options } = asAWorkerClaims('bench-steady');
     const windowMs = (seconds * 1000) / windows;
     const per: { times: number[]; acks: number[]; enqueues: number[]; jobs: number }[] = Array.from(
       { length: windows },
