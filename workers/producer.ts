@@ -17,7 +17,10 @@
  * - after `stop()` nothing more is claimed, and jobs whose claim was in flight then are handed
  *   straight back;
  * - its claims keep a lower bound (db/queue/claim.ts): each walks on from the last key it took,
- *   and from the head again after a short claim, every second, and on a wake-up for the queue;
+ *   and from the head again after a short claim, every second, and on a wake-up for the queue,
+ *   such walks spaced by nine times the last one's duration (HEAD_WALK_GAP);
+ * - a claim that failed may have committed with its answer lost: the worker's lease keeper then
+ *   detaches claims none of its attempts came from (LeaseKeeper.claimFailed);
  * - it claims only the kind versions its handlers run (claim's `kinds`): a job of another kind
  *   or version waits for a worker that runs it, rather than failing here (maintenance ends it
  *   `dead` after the grace period if none comes). A worker without handlers claims nothing.
