@@ -15,7 +15,14 @@ import pino from 'pino';
 import { z } from 'zod';
 import { createDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
-import { claim, ClaimOptionsCache, completeManyIfLeaseHeld, enqueue, enqueueMany } from '../db/queue/index.ts';
+import {
+  claim,
+  ClaimOptionsCache,
+  completeManyIfLeaseHeld,
+  enqueue,
+  enqueueMany,
+  MAX_BULK_ENQUEUE,
+} from '../db/queue/index.ts';
 import { parseWorkerConfig } from '../workers/config.ts';
 import { defineHandler, HandlerRegistry } from '../workers/handler.ts';
 import { Worker } from '../workers/worker.ts';
@@ -26,6 +33,26 @@ import { QUEUE } from './systems/index.ts';
 export const HOT_TABLES = ['jobs', 'ready_jobs', 'leases'] as const;
 const CLAIM_BATCH = 500;
 const KIND = 'bench.noop';
+
+/** Enqueues `n` jobs of the bench's kind without wake-ups, numbered from `first`; returns the next number. */
+async function enqueueJobs(client: pg.Client, n: number, first = 0): Promise<number> {
+  for (let done = 0; done < n; done += MAX_BULK_ENQUEUE) {
+    const size = Math.min(n - done, MAX_BULK_ENQUEUE);
+    const jobs = Array.from({ length: size }, (_, i) => ({
+      queue: QUEUE,
+      kind: KIND,
+      payload: { seq: first + done + i },
+    }));
+    await enqueueMany(client, jobs, { notify: false });
+  }
+  return first + n;
+}
+
+/** Takes an xid on `holder` and keeps it until its ROLLBACK: the oldest horizon of the whole database. */
+async function holdHorizon(holder: pg.Client): Promise<void> {
+  await holder.query('BEGIN');
+  await holder.query('SELECT pg_current_xact_id()');
+}
 
 /** Claims of CLAIM_BATCH as a worker's producer makes them: its kind, its own bounded cache. */
 function asAWorkerClaims(workerId: string) {
@@ -62,20 +89,12 @@ export async function heldHorizon(
   await client.connect();
   await holder.connect();
   try {
-    if (held) {
-      // An xid of its own, kept until the end: the oldest horizon of the whole database.
-      await holder.query('BEGIN');
-      await holder.query('SELECT pg_current_xact_id()');
-    }
+    if (held) await holdHorizon(holder);
     const { cache, options } = asAWorkerClaims('bench-horizon');
     const out: HorizonRound[] = [];
     let seq = 0;
     for (let round = 0; round < rounds; round++) {
-      await enqueueMany(
-        client,
-        Array.from({ length: perRound }, () => ({ queue: QUEUE, kind: KIND, payload: { seq: seq++ } })),
-        { notify: false },
-      );
+      seq = await enqueueJobs(client, perRound, seq);
       const claimTimes: number[] = [];
       let done = 0;
       const t0 = performance.now();
@@ -140,18 +159,10 @@ export async function steadyBacklog(
   const holder = new pg.Client({ connectionString: url });
   await client.connect();
   await holder.connect();
-  let seq = 0;
-  const enqueue = (n: number) =>
-    enqueueMany(
-      client,
-      Array.from({ length: n }, () => ({ queue: QUEUE, kind: KIND, payload: { seq: seq++ } })),
-      { notify: false },
-    );
   try {
-    for (let left = backlog; left > 0; left -= 10_000) await enqueue(Math.min(left, 10_000));
+    let seq = await enqueueJobs(client, backlog);
     await client.query('VACUUM ANALYZE');
-    await holder.query('BEGIN');
-    await holder.query('SELECT pg_current_xact_id()');
+    await holdHorizon(holder);
     const { cache, options } = asAWorkerClaims('bench-steady');
     const windowMs = (seconds * 1000) / windows;
     const per: { times: number[]; acks: number[]; enqueues: number[]; jobs: number }[] = Array.from(
@@ -174,7 +185,7 @@ export async function steadyBacklog(
       const e0 = performance.now();
       window.acks.push(e0 - a0);
       window.jobs += batch.length;
-      await enqueue(batch.length);
+      seq = await enqueueJobs(client, batch.length, seq);
       window.enqueues.push(performance.now() - e0);
     }
     // Autovacuum cannot remove what the horizon keeps, but it still runs against the hot tables.
@@ -225,12 +236,7 @@ export async function priorityJump(
   await client.connect();
   let worker: Worker | undefined;
   try {
-    for (let left = o.backlog; left > 0; left -= 10_000)
-      await enqueueMany(
-        client,
-        Array.from({ length: Math.min(left, 10_000) }, (_, i) => ({ queue: QUEUE, kind: KIND, payload: { seq: i } })),
-        { notify: false },
-      );
+    await enqueueJobs(client, o.backlog);
     await client.query('VACUUM ANALYZE');
     const config = parseWorkerConfig(
       [
@@ -256,13 +262,12 @@ export async function priorityJump(
     worker = new Worker(config, { db: handle.db, databaseUrl: url, registry, logger: pino({ level: 'warn' }) });
     await worker.start();
     const ids: string[] = [];
-    let backlogLeft = 0;
     for (let i = 0; i < o.samples; i++) {
       await new Promise((resolve) => setTimeout(resolve, o.everyMs));
       const { id } = await enqueue(client, { queue: QUEUE, kind: KIND, payload: { seq: -1 - i }, priority: 100 });
       ids.push(id);
     }
-    backlogLeft = Number(
+    const backlogLeft = Number(
       (
         await client.query<{ n: string }>(
           `SELECT count(*) AS n FROM leasehold.jobs WHERE state = 'ready' AND priority = 0`,
