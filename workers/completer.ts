@@ -43,8 +43,8 @@ export interface CompleterSettings {
   retry?: Partial<RetryPolicy> | undefined;
   /**
    * The lease, s: a settlement is retried through connection failures until a lease past the
-   * attempt's local deadline . Past its deadline a settlement
-   * is refused by its guard anyway, so a late try is safe; and the local deadline is a guess
+   * attempt's local deadline. Past its deadline a settlement is refused by its guard anyway, so
+   * a late try is safe; and the local deadline is a guess
    * that runs early by the heartbeat's round trip, which under a starved event loop is seconds,
    * while a finished job's acknowledgement given up early means the job runs again.
    */
