@@ -48,6 +48,16 @@ async function enqueueJobs(client: pg.Client, n: number, first = 0): Promise<num
   return first + n;
 }
 
+/** Migrates `url`'s database and opens two connections: one for the work, one to hold a horizon. */
+async function migratedWithHolder(url: string): Promise<{ client: pg.Client; holder: pg.Client }> {
+  await migrateDatabase(url);
+  const client = new pg.Client({ connectionString: url });
+  const holder = new pg.Client({ connectionString: url });
+  await client.connect();
+  await holder.connect();
+  return { client, holder };
+}
+
 /** Takes an xid on `holder` and keeps it until its ROLLBACK: the oldest horizon of the whole database. */
 async function holdHorizon(holder: pg.Client): Promise<void> {
   await holder.query('BEGIN');
@@ -83,11 +93,7 @@ export async function heldHorizon(
   url: string,
   { rounds, perRound, held }: { rounds: number; perRound: number; held: boolean },
 ): Promise<HorizonFigures> {
-  await migrateDatabase(url);
-  const client = new pg.Client({ connectionString: url });
-  const holder = new pg.Client({ connectionString: url });
-  await client.connect();
-  await holder.connect();
+  const { client, holder } = await migratedWithHolder(url);
   try {
     if (held) await holdHorizon(holder);
     const { cache, options } = asAWorkerClaims('bench-horizon');
@@ -154,11 +160,7 @@ export async function steadyBacklog(
   /** Per hot table: autovacuum and autoanalyze runs, and autovacuum's time (PostgreSQL 18). */
   autovacuum: { table: string; runs: number; ms: number | null }[];
 }> {
-  await migrateDatabase(url);
-  const client = new pg.Client({ connectionString: url });
-  const holder = new pg.Client({ connectionString: url });
-  await client.connect();
-  await holder.connect();
+  const { client, holder } = await migratedWithHolder(url);
   try {
     let seq = await enqueueJobs(client, backlog);
     await client.query('VACUUM ANALYZE');
