@@ -22,10 +22,14 @@ if (tsc.status !== 0) {
   process.exit(1);
 }
 pruneDeclarations(dist);
+const contracting = path.join(PROJECT_DIR, 'drizzle', 'contracting');
 cpSync(path.join(PROJECT_DIR, 'drizzle'), path.join(dist, 'drizzle'), {
   recursive: true,
-  // The runner reads the .sql files and meta/_journal.json; drizzle-kit's snapshots stay here.
-  filter: (source) => !source.includes(`${path.sep}meta${path.sep}`) || source.endsWith('_journal.json'),
+  // The runner reads the .sql files and meta/_journal.json; drizzle-kit's snapshots and the
+  // contracting migrations of a later release (drizzle/contracting/README.md) stay here.
+  filter: (source) =>
+    !source.startsWith(contracting) &&
+    (!source.includes(`${path.sep}meta${path.sep}`) || source.endsWith('_journal.json')),
 });
 const bin = path.join(dist, 'cli', 'main.js');
 if (existsSync(bin)) chmodSync(bin, 0o755);

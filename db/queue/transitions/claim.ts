@@ -22,14 +22,16 @@ import { CLAIM_COLUMNS, qualified } from '../job.ts';
  * version stays on its page (HOT) and writes no index entry. The lease rows (one per queue of
  * the batch) record the token, the jobs and the deadline for the reaper.
  *
- * Shapes: `one` and `many` take any kind of their queues, walking (queue, claim_at, id); `kind`
- * and `kinds` take only the kind versions given (a worker's handlers), walking
+ * Shapes: `kind` and `kinds` take only the kind versions given (a worker's handlers), walking
  * (kind, kind_version, queue, claim_at, id) one arm (queue, kind, version) at a time, so jobs
  * of other kinds are never read, however many wait ahead of them (db/queue/claim.test.ts,
- * "backlog"). With several arms, a first pass without locks finds how many of the `limit`
- * first due jobs in the aging order each arm holds, and each arm then locks only that many
- * (skipping rows other claims hold, walking on past them): a claim locks no more rows than it
- * takes, where a LIMIT per arm would lock up to arms × limit (each lock a WAL record).
+ * "backlog"). `one` and `many` take any kind of their queues: the same walk, with an arm for
+ * each queue and each kind version that has ready rows (PRESENT_VERSIONS), so every claim reads
+ * the kind index alone (drizzle/0016). With several arms, a first pass without locks finds how
+ * many of the `limit` first due jobs in the aging order each arm holds, and each arm then locks
+ * only that many (skipping rows other claims hold, walking on past them): a claim locks no more
+ * rows than it takes, where a LIMIT per arm would lock up to arms × limit (each lock a WAL
+ * record).
  *
  * Why `claim_at <= now()` as well as `run_at <= now()`: priorities are never negative, so a due
  * job always has claim_at <= run_at <= now(). The bound ends the index walk there.
@@ -137,38 +139,52 @@ export const CLAIM_LEASE_ROWS = `
 
 const DUE = 'r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()';
 
-const oneQueue = (bounded: boolean) => `
-      SELECT r.ctid
-      FROM leasehold.ready_jobs r
-      WHERE r.queue = $1::text
-        AND ${DUE}${bounded ? startAfter('(SELECT $6::timestamptz)', '(SELECT $7::uuid)') : ''}
-        AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = $1::text AND q.paused)
-      ORDER BY r.claim_at, r.id
-      LIMIT $2::int
-      FOR UPDATE SKIP LOCKED`;
+/**
+ * The kind versions that have ready rows, in any queue: a loose walk of the kind index from its
+ * end, one probe per kind version (the last entry before the previous version found). The
+ * any-kind claim walks each of them as an arm, so no statement reads `ready_jobs_claim_idx`,
+ * which a contracting migration drops (drizzle/contracting/). Why from the end: a probe reads
+ * entries until the first one its snapshot sees, and while another session holds an old
+ * snapshot the entries of rows claimed since stay; claims take each version's oldest rows, so
+ * its newest entries are seen at once while a backlog waits. A kind version drained since the
+ * horizon was taken is read through (docs/performance.md, the held horizon).
+ */
+const PRESENT_VERSIONS = `
+      present AS (
+        WITH RECURSIVE walk(kind, version) AS (
+          (SELECT r.kind, r.kind_version FROM leasehold.ready_jobs r
+           WHERE r.kind_version IS NOT NULL
+           ORDER BY r.kind DESC, r.kind_version DESC LIMIT 1)
+          UNION ALL
+          SELECT n.kind, n.kind_version FROM walk w
+          CROSS JOIN LATERAL (
+            SELECT r.kind, r.kind_version FROM leasehold.ready_jobs r
+            WHERE (r.kind, r.kind_version) < (w.kind, w.version)
+            ORDER BY r.kind DESC, r.kind_version DESC LIMIT 1
+          ) n
+        )
+        SELECT kind, version FROM walk
+      ),`;
 
-// One walk per queue asked for (LATERAL), merged by the same aging key.
-const queues = (bounded: boolean) => `
-      SELECT c.ctid
-      FROM (
-        ${
-          bounded
-            ? 'SELECT u.name, u.after_at, u.after_id FROM unnest($1::text[], $6::timestamptz[], $7::uuid[]) AS u(name, after_at, after_id)'
-            : 'SELECT u.name FROM unnest($1::text[]) AS u(name)'
+// Any kind: the queue ($1) or queues ($1[]), each crossed with the kind versions present, as
+// the arms of the kind shapes; bounded, each arm of a queue starts after that queue's key.
+const anyKindArms = (many: boolean, bounded: boolean) => `${PRESENT_VERSIONS}
+      arm AS (
+        SELECT row_number() OVER (ORDER BY w.o, p.kind, p.version) AS i, w.queue, p.kind, p.version${
+          bounded ? ', w.after_at, w.after_id' : ''
         }
-        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = u.name AND q.paused)
-      ) AS wanted
-      CROSS JOIN LATERAL (
-        SELECT r.ctid, r.id, r.claim_at
-        FROM leasehold.ready_jobs r
-        WHERE r.queue = wanted.name
-          AND ${DUE}${bounded ? startAfter('wanted.after_at', 'wanted.after_id').replaceAll('\n', '\n  ') : ''}
-        ORDER BY r.claim_at, r.id
-        LIMIT $2::int
-        FOR UPDATE SKIP LOCKED
-      ) c
-      ORDER BY c.claim_at, c.id
-      LIMIT $2::int`;
+        FROM ${
+          many
+            ? bounded
+              ? 'unnest($1::text[], $6::timestamptz[], $7::uuid[]) WITH ORDINALITY AS w(queue, after_at, after_id, o)'
+              : 'unnest($1::text[]) WITH ORDINALITY AS w(queue, o)'
+            : bounded
+              ? '(SELECT $1::text AS queue, (SELECT $6::timestamptz) AS after_at, (SELECT $7::uuid) AS after_id, 1 AS o) w'
+              : '(SELECT $1::text AS queue, 1 AS o) w'
+        }
+        CROSS JOIN present p
+        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = w.queue AND q.paused)
+      ),`;
 
 // One queue, one kind version ($6, $7): a single walk of the kind index.
 const oneKind = (bounded: boolean) => `
@@ -181,9 +197,8 @@ const oneKind = (bounded: boolean) => `
       LIMIT $2::int
       FOR UPDATE SKIP LOCKED`;
 
-// Arms (queue $1[i], kind $6[i], version $7[i]): `share` counts, without locking, how many of
-// the first $2 due jobs in the aging order each arm holds; `candidate` locks that many per arm.
-const kinds = (bounded: boolean) => `
+// The arms given (queue $1[i], kind $6[i], version $7[i]).
+const kindArms = (bounded: boolean) => `
       arm AS (
         ${
           bounded
@@ -193,7 +208,11 @@ const kinds = (bounded: boolean) => `
         FROM unnest($1::text[], $6::text[], $7::int[]) WITH ORDINALITY AS a(queue, kind, version, i)`
         }
         WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = a.queue AND q.paused)
-      ),
+      ),`;
+
+// After the arms: `share` counts, without locking, how many of the first $2 due jobs in the
+// aging order each arm holds; `candidate` locks that many per arm.
+const armWalks = (bounded: boolean) => `
       share AS (
         SELECT f.i, count(*)::int AS n
         FROM (
@@ -231,20 +250,20 @@ const armAfter = (bounded: boolean, indent: string) =>
 function candidates(shape: ClaimShape, bounded: boolean): string {
   switch (shape) {
     case 'one':
-      return `candidate AS (${oneQueue(bounded)})`;
+      return `${anyKindArms(false, bounded)}${armWalks(bounded)}`.trim();
     case 'many':
-      return `candidate AS (${queues(bounded)})`;
+      return `${anyKindArms(true, bounded)}${armWalks(bounded)}`.trim();
     case 'kind':
       return `candidate AS (${oneKind(bounded)})`;
     case 'kinds':
-      return kinds(bounded).trim();
+      return `${kindArms(bounded)}${armWalks(bounded)}`.trim();
   }
 }
 
 /**
  * The claim of one named job, for the testing entry's `runJob` (testing/claim-job.ts): the
  * claim above with one difference, the candidate: the job's own ready row (found by the job's
- * queue and claim key, the ready rows' index) instead of a walk of the queue. The rest is the
+ * kind version, queue and claim key: the kind index) instead of a walk of the queue. The rest is the
  * claim's: the same guards (the ready row locked FOR UPDATE SKIP LOCKED and deleted, the job
  * updated only while `ready` and due, nothing from a paused queue), the same SET and the same
  * lease row, so settlement, heartbeats and the reaper see an ordinary attempt. An edge of
@@ -256,7 +275,8 @@ export const CLAIM_JOB = `
     WITH candidate AS (
       SELECT r.ctid
       FROM leasehold.jobs t
-      JOIN leasehold.ready_jobs r ON r.queue = t.queue AND r.claim_at = t.claim_at AND r.id = t.id
+      JOIN leasehold.ready_jobs r
+        ON r.kind = t.kind AND r.kind_version = t.kind_version AND r.queue = t.queue AND r.claim_at = t.claim_at AND r.id = t.id
       WHERE t.id = $1::uuid
         AND ${DUE}
         AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = r.queue AND q.paused)

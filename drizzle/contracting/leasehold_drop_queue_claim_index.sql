@@ -1,0 +1,12 @@
+-- leasehold:no-transaction
+-- leasehold:schema-version 12
+-- leasehold:compatible-from 11
+-- BREAKING, for the release after the one that ships drizzle/0016 (drizzle/contracting/README.md).
+-- Drops `ready_jobs_claim_idx` (queue, claim time): since 0016 no statement of Leasehold reads
+-- it, and it costs about 117 bytes of WAL a job at enqueue. Code of schema versions 1 to 10
+-- still walks it in its any-kind claim (a walk of every ready row of the queue without it), so
+-- this migration declares such code incompatible: a worker of an older release refuses to
+-- start on the contracted schema, with a sentence. Deploy order: migrate to 0016, roll every
+-- worker and dashboard to a release of schema version 11 or later, then run this.
+-- CONCURRENTLY: writes go on while the index is dropped; safe to run twice.
+DROP INDEX CONCURRENTLY IF EXISTS "leasehold"."ready_jobs_claim_idx";
