@@ -8,7 +8,7 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/probes/any-kind-claim.ts
  *
- * It creates and drops the database `leasehold_probe_any_kind`.
+ * It creates a scratch database (`leasehold_probe_any_kind_…`) and drops it at the end.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { migrateDatabase } from '../../db/migrate/index.ts';
 import { claim, completeManyIfLeaseHeld, enqueueMany } from '../../db/queue/index.ts';
+import { createScratchDatabase } from '../../test/scratch-database.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PREVIOUS = readFileSync(
@@ -27,27 +28,14 @@ const ROUNDS = Number(process.env.ROUNDS ?? 400);
 const JOBS = 10_000;
 const LIMIT = 10;
 
-const admin = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const url = new URL(admin);
-url.pathname = '/leasehold_probe_any_kind';
-
-async function adminQuery(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
+const server = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
-await adminQuery('DROP DATABASE IF EXISTS leasehold_probe_any_kind');
-await adminQuery('CREATE DATABASE leasehold_probe_any_kind');
+const scratch = await createScratchDatabase(server, 'leasehold_probe_any_kind');
 try {
-  await migrateDatabase(url.toString());
-  const client = new pg.Client({ connectionString: url.toString() });
+  await migrateDatabase(scratch.url);
+  const client = new pg.Client({ connectionString: scratch.url });
   await client.connect();
   try {
     console.log('| kind versions ready | previous p50 (ms) | previous p90 | this tree p50 (ms) | this tree p90 |');
@@ -95,5 +83,5 @@ try {
     await client.end();
   }
 } finally {
-  await adminQuery('DROP DATABASE IF EXISTS leasehold_probe_any_kind');
+  await scratch.drop();
 }
