@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 11;
+export const SCHEMA_VERSION = 12;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -33,7 +33,9 @@ export const SCHEMA_VERSION = 11;
  * 10 on: heartbeats renew the worker lease in worker_leases, and the guards and readers take a
  * job's effective deadline from it (migration 0015). Version 11 (migration 0016) moved the
  * ready-row triggers' readers to the kind index; this code needs nothing of it (its own
- * statements read the kind index on version 10 too), so the minimum stays 10.
+ * statements read the kind index on version 10 too), so the minimum stays 10. Version 12
+ * (migration 0017) checks the fixed columns of a job in a trigger instead of CHECK constraints;
+ * the rows this code writes meet them either way.
  */
 export const SUPPORTED_SCHEMA = { min: 10, max: SCHEMA_VERSION } as const;
 

@@ -141,27 +141,20 @@ export const jobs = leasehold.table(
       'jobs_attempts_check',
       sql`released >= 0 AND attempts >= released AND attempts - released <= max_attempts AND (state <> 'ready' OR attempts - released < max_attempts)`,
     ),
-    check('jobs_max_attempts_check', sql`max_attempts BETWEEN 1 AND 1000`),
     // Dead and cancelled jobs say why: the dashboard finds them through the class indexes.
     check('jobs_ended_class_check', sql`state NOT IN ('dead', 'cancelled') OR failure_class IS NOT NULL`),
     // The claim stops its index walk at claim_at <= now(); that is only right while every
     // job's sort key is at or before its run time (priority >= 0).
     check('jobs_claim_at_check', sql`claim_at <= run_at`),
-    check(
-      'jobs_priority_check',
-      sql`priority BETWEEN ${sql.raw(String(MIN_PRIORITY))} AND ${sql.raw(String(MAX_PRIORITY))}`,
-    ),
-    check('jobs_payload_size_check', sql`pg_column_size(payload) <= ${sql.raw(String(MAX_PAYLOAD_STORED_BYTES))}`),
-    check('jobs_names_check', sql`length(queue) BETWEEN 1 AND 128 AND length(kind) BETWEEN 1 AND 128`),
-    check('jobs_kind_version_check', sql`kind_version >= 1`),
-    // What leasehold.enqueue() and the TypeScript enqueue refuse, refused by the table too, so a
-    // producer's own INSERT cannot skip them (drizzle/0013, added NOT VALID; 0014 validates; the
-    // reasons for each bound are there): the name pattern, 384 KiB of PostgreSQL's JSON text (1.5
-    // × the compact 256 KiB), a sort key no earlier than the longest aging step times the priority.
-    check('jobs_queue_pattern_check', sql`queue ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$'`),
-    check('jobs_kind_pattern_check', sql`kind ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$'`),
-    check('jobs_payload_text_check', sql`(pg_column_size(payload) <= 65536 OR octet_length(payload::text) <= 393216)`),
+    // A sort key no earlier than the longest aging step times the priority (drizzle/0013).
     check('jobs_claim_at_floor_check', sql`claim_at >= run_at - make_interval(secs => priority * 86400)`),
+    // The checks of the columns written at enqueue and never changed by the queue's own
+    // statements (the name bounds and patterns, the kind version, priority, max attempts, the
+    // payload's size) are not CHECK constraints since drizzle/0017: PostgreSQL evaluates every
+    // CHECK of a table on every UPDATE of a row, so the claim and the acknowledgement paid for
+    // two regular expressions and six more checks a job, about 1 µs in each (docs/performance.md). The
+    // trigger jobs_fixed_columns_check refuses the same rows with the same constraint names
+    // and SQLSTATE, on INSERT and on an UPDATE that sets one of those columns.
   ],
 );
 

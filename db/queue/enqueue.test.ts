@@ -279,6 +279,53 @@ describe('bad input', () => {
       ),
     ).rejects.toThrow(/jobs_attempts_check/);
   });
+
+  // drizzle/0017: checked by the trigger jobs_fixed_columns_check, not a CHECK, so that the
+  // claim and the acknowledgement (which never set these columns) do not evaluate them.
+  it.each([
+    ['jobs_names_check', `queue`, `'${'q'.repeat(129)}'`],
+    ['jobs_queue_pattern_check', `queue`, `E'red\\nteam'`],
+    ['jobs_kind_pattern_check', `kind`, `'<b>kind</b>'`],
+    ['jobs_kind_version_check', `kind_version`, `0`],
+    ['jobs_priority_check', `priority`, `101`],
+    ['jobs_max_attempts_check', `max_attempts`, `1001`],
+    ['jobs_payload_text_check', `payload`, `jsonb_build_object('blob', repeat('x', 400000))`],
+  ])(
+    'refuses a fixed column out of bounds, on INSERT and on an UPDATE that sets it, naming %s with SQLSTATE 23514',
+    async (constraint, column, value) => {
+      const queue = uniqueQueue();
+      // Plain SQL from outside the library, as a producer's own statement would be.
+      const refusal = async (text: string) => {
+        const error = (await t.pool.query(text).catch((e: unknown) => e)) as pg.DatabaseError;
+        return { code: error.code, constraint: error.constraint, message: error.message };
+      };
+      const row: Record<string, string> = { queue: `'${queue}'`, kind: `'k'`, [column]: value };
+      const inserted = await refusal(
+        `INSERT INTO leasehold.jobs (id, ${Object.keys(row).join(', ')}) VALUES (gen_random_uuid(), ${Object.values(row).join(', ')})`,
+      );
+      expect(inserted).toMatchObject({ code: '23514', constraint });
+      expect(inserted.message).toMatch(new RegExp(`violates check constraint "${constraint}"`));
+      expect(await count(sql`queue = ${queue}`)).toBe(0);
+
+      const { id } = await enqueue(t.db, { queue, kind: 'k' });
+      const updated = await refusal(`UPDATE leasehold.jobs SET ${column} = ${value} WHERE id = '${id}'`);
+      expect(updated).toMatchObject({ code: '23514', constraint });
+      const job = await getJob(t.db, id);
+      expect({ queue: job.queue, kind: job.kind, priority: job.priority }).toEqual({ queue, kind: 'k', priority: 0 });
+    },
+  );
+
+  it('lets an UPDATE that sets none of the fixed columns through, and one that sets them within bounds', async () => {
+    const queue = uniqueQueue();
+    const { id } = await enqueue(t.db, { queue, kind: 'k' });
+    await run(
+      t.db,
+      sql`UPDATE leasehold.jobs SET priority = 100, max_attempts = 1000, kind_version = 2 WHERE id = ${id}`,
+    );
+    await run(t.db, sql`UPDATE leasehold.jobs SET run_at = run_at + interval '1 hour' WHERE id = ${id}`);
+    const job = await getJob(t.db, id);
+    expect({ priority: job.priority, maxAttempts: job.maxAttempts }).toEqual({ priority: 100, maxAttempts: 1000 });
+  });
 });
 
 describe('bulk enqueue', () => {
