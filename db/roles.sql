@@ -174,6 +174,10 @@ BEGIN
   -- copy kept for the dashboard's split (the claim order and the link to the job stay fixed).
   GRANT SELECT, DELETE, UPDATE (attempts) ON leasehold.ready_jobs TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (running, lease_until, detached) ON leasehold.leases TO leasehold_worker;
+  -- Concurrency limits (drizzle/0018): a worker writes its handlers' declarations, and a limited
+  -- claim locks the limits' rows FOR UPDATE (which needs UPDATE on a column: the declaration's).
+  -- The run-time value (set_max) is an admin's, not a worker's.
+  GRANT SELECT, INSERT, UPDATE (declared_max, declared_at) ON leasehold.limits TO leasehold_worker;
   -- A worker's heartbeat renews its one worker lease; the reaper locks and removes ended ones
   -- (drizzle/0015).
   GRANT SELECT, INSERT, DELETE, UPDATE (since, lease_until) ON leasehold.worker_leases TO leasehold_worker;
@@ -182,7 +186,7 @@ BEGIN
   GRANT SELECT, INSERT, DELETE ON leasehold.job_attempts TO leasehold_worker;
   GRANT SELECT, DELETE ON leasehold.dedupe_keys TO leasehold_worker;
   GRANT SELECT ON leasehold.queues TO leasehold_worker;
-  GRANT SELECT, INSERT, DELETE, UPDATE (host, pid, queues, concurrency, version, last_seen_at)
+  GRANT SELECT, INSERT, DELETE, UPDATE (host, pid, queues, concurrency, version, code_version, last_seen_at)
     ON leasehold.workers TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.receipts TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (job_id, attempt, lease_token, claimed_at)
@@ -205,7 +209,8 @@ BEGIN
   GRANT SELECT ON leasehold.jobs, leasehold.ready_jobs, leasehold.leases, leasehold.finished_rollup,
     leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.worker_kinds, leasehold.kinds,
     leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats,
-    leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions, leasehold.worker_leases
+    leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions, leasehold.worker_leases,
+    leasehold.limits
     TO leasehold_dashboard;
   -- A running job's deadline as every reader states it (jobs_view calls it too: drizzle/0015).
   GRANT EXECUTE ON FUNCTION leasehold.effective_lease_until(timestamptz, uuid, text) TO leasehold_dashboard;

@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 12;
+export const SCHEMA_VERSION = 13;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -35,7 +35,8 @@ export const SCHEMA_VERSION = 12;
  * ready-row triggers' readers to the kind index; this code needs nothing of it (its own
  * statements read the kind index on version 10 too), so the minimum stays 10. Version 12
  * (migration 0017) checks the fixed columns of a job in a trigger instead of CHECK constraints;
- * the rows this code writes meet them either way.
+ * the rows this code writes meet them either way. Version 13 (migration 0018) adds concurrency
+ * limits; this code claims with limits only when asked, and needs the table only then.
  */
 export const SUPPORTED_SCHEMA = { min: 10, max: SCHEMA_VERSION } as const;
 

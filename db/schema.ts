@@ -28,7 +28,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
-import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES, TERMINAL_STATES } from './states.ts';
+import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES, LIMIT_SCOPES, TERMINAL_STATES } from './states.ts';
 
 // The lists live in a module without imports (client bundles read them); exported here too,
 // where db/ has always found them.
@@ -217,10 +217,18 @@ export const leases = leasehold.table(
     createdAt: tstz('created_at').default(sql`statement_timestamp()`),
     /** The worker gave up an attempt of this claim unsettled: its worker lease no longer covers it. */
     detached: boolean('detached').notNull().default(false),
+    /**
+     * The concurrency limits this claim's jobs count toward (`scope:name`, leasehold.limits):
+     * set by a limited claim alone, NULL for every other (db/queue/limits.ts). A limit's running
+     * attempts are the sum of `running` over the lease rows naming it.
+     */
+    limitKeys: text('limit_keys').array(),
   },
   (t) => [
     primaryKey({ name: 'leases_pkey', columns: [t.token, t.queue] }),
     index('leases_until_idx').on(t.leaseUntil),
+    // Only limited claims' rows: the plain path's lease rows write no entry here.
+    index('leases_limit_keys_idx').using('gin', t.limitKeys).where(sql`limit_keys IS NOT NULL`),
     check('leases_running_check', sql`running >= 0`),
   ],
 );
@@ -353,6 +361,34 @@ export const jobAttempts = leasehold.table(
 );
 
 /** Per-queue settings. A queue needs no row: a missing row means the defaults. */
+/**
+ * Concurrency limits (docs/flow-control.md): at most `max` attempts of the jobs of a queue, a kind
+ * or a named resource hold a lease at once, across every worker process. `key` is `scope:name`,
+ * what a limited claim's lease row names (leases.limit_keys). The handler declares a limit
+ * (`declared_max`, written by the workers that run it); a run-time value (`set_max`, set through
+ * setLimit, audited) wins over it until cleared. A limited claim locks its limits' rows, so two
+ * claimers of one limit take turns and never both take the last slot.
+ */
+export const limits = leasehold.table(
+  'limits',
+  {
+    key: text('key').primaryKey(),
+    scope: text('scope', { enum: LIMIT_SCOPES }).notNull(),
+    name: text('name').notNull(),
+    declaredMax: integer('declared_max'),
+    declaredAt: tstz('declared_at'),
+    setMax: integer('set_max'),
+    setAt: tstz('set_at'),
+    setBy: text('set_by'),
+  },
+  () => [
+    check('limits_scope_check', sql`scope IN (${quoted(LIMIT_SCOPES)})`),
+    check('limits_key_check', sql`key = scope || ':' || name`),
+    check('limits_name_check', sql`length(name) BETWEEN 1 AND 128`),
+    check('limits_max_check', sql`declared_max >= 1 AND set_max >= 1`),
+  ],
+);
+
 export const queues = leasehold.table(
   'queues',
   {
@@ -428,6 +464,12 @@ export const workers = leasehold.table(
     queues: text('queues').array().notNull(),
     concurrency: integer('concurrency').notNull(),
     version: text('version'),
+    /**
+     * The schema version of the Leasehold code the worker runs (SCHEMA_VERSION; drizzle/0018),
+     * NULL for code before 13: such a worker ignores concurrency limits, so setting one is refused
+     * while it is live (db/queue/limits.ts).
+     */
+    codeVersion: integer('code_version'),
     startedAt: tstz('started_at').notNull().defaultNow(),
     lastSeenAt: tstz('last_seen_at').notNull().defaultNow(),
   },

@@ -89,3 +89,7 @@ export function oneOf<const T extends string>(value: unknown, list: readonly T[]
     `Leasehold: ${what} ${JSON.stringify(value)} from the database is not one of ${list.join(', ')} (a newer Leasehold writing to it?)`,
   );
 }
+
+/** What a concurrency limit applies to (leasehold.limits.scope; db/queue/limits.ts). */
+export const LIMIT_SCOPES = ['queue', 'kind', 'resource'] as const;
+export type LimitScope = (typeof LIMIT_SCOPES)[number];

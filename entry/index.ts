@@ -33,6 +33,11 @@ export { migrateDatabase, pendingMigrationsSql, MigrationFailed, MigrationRefuse
 export type { MigrateOptions, MigrateResult } from '../db/migrate/index.ts';
 export { SCHEMA_VERSION, SUPPORTED_SCHEMA, schemaCompatibility } from '../db/schema-version.ts';
 
+// Concurrency limits across every worker process: declare, set at run time (audited), list
+// (docs/flow-control.md).
+export { declareLimits, listLimits, MAX_LIMIT, setLimit } from '../db/queue/limits.ts';
+export type { LimitDeclaration, LimitScope, LimitStatus, SetLimitOutcome } from '../db/queue/limits.ts';
+
 // A claim loop of your own: claim with a lease, settle only while it is held (docs/contract.md).
 export { claim, MAX_CLAIM_BATCH } from '../db/queue/claim.ts';
 export type { ClaimOptions } from '../db/queue/claim.ts';

@@ -3,7 +3,7 @@
  * CLI (`leasehold workers --handlers <file>`). Public API (docs/versioning.md); docs/workers.md.
  */
 export { defineHandler, DEFAULT_HANDLER_TIMEOUT_MS } from '../workers/handler.ts';
-export type { Handler, HandlerContext, HandlerOptions, Isolation } from '../workers/handler.ts';
+export type { Handler, HandlerContext, HandlerLimit, HandlerOptions, Isolation } from '../workers/handler.ts';
 export {
   JobError,
   TransientError,

@@ -61,6 +61,8 @@ export const UNSHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   migrations: ['applied_at'],
   sign_in_throttle: ['first_failure_at', 'last_failure_at', 'blocked_until', 'audit_minute'],
   session_versions: ['updated_at'],
+  // When a concurrency limit was declared or set: bookkeeping the limits' enforcement never reads.
+  limits: ['declared_at', 'set_at'],
 };
 
 const SHIFT = `

@@ -18,6 +18,9 @@ import {
   type JobKind,
   type JobOutput,
   type KindRegistration,
+  limitDeclarationProblems,
+  type LimitDeclaration,
+  limitKey,
   MAX_ATTEMPTS,
   parseKindRegistrations,
   type RetryPolicy,
@@ -87,6 +90,13 @@ export interface Handler<Payload = unknown, Kind extends string = string> {
    * CPU-bound or wedged handler then really stops, and heartbeats keep a free event loop.
    */
   isolated?: Isolation | undefined;
+  /**
+   * A concurrency limit that holds across every worker process and host: at most `max`
+   * attempts of this kind hold a lease at once, or, with `resource`, at most `max` of every kind
+   * naming that resource together (`{ resource: 'smtp', max: 5 }` on several kinds). Enforced
+   * in the claim (docs/flow-control.md); an admin's run-time value wins over `max`.
+   */
+  limit?: HandlerLimit | undefined;
   /** Set by loadHandlerFiles: the URL of the file the handler came from (an isolated handler's thread imports it). */
   [DEFINED_IN]?: string | undefined;
   handle(context: HandlerContext<Payload>): Promise<unknown>;
@@ -133,6 +143,32 @@ export function kindRegistrations(handler: Handler): KindRegistration[] {
   }));
 }
 
+/** A handler's concurrency limit: of its kind, or of a resource several kinds share. */
+export interface HandlerLimit {
+  max: number;
+  resource?: string | undefined;
+}
+
+/** The limit key a handler's claims count toward (db/queue/limits.ts), or undefined. */
+export function handlerLimitKey(handler: Handler): string | undefined {
+  const { limit } = handler;
+  if (limit === undefined) return undefined;
+  return limit.resource === undefined ? limitKey('kind', handler.kind) : limitKey('resource', limit.resource);
+}
+
+/** What the workers declare of their handlers' limits at start (declareLimits). */
+export function limitDeclarations(handlers: readonly Handler[]): LimitDeclaration[] {
+  return handlers.flatMap(({ kind, limit }) =>
+    limit === undefined
+      ? []
+      : [
+          limit.resource === undefined
+            ? { scope: 'kind' as const, name: kind, max: limit.max }
+            : { scope: 'resource' as const, name: limit.resource, max: limit.max },
+        ],
+  );
+}
+
 /** A handler's timeout when its options give none: one minute. */
 export const DEFAULT_HANDLER_TIMEOUT_MS = 60_000;
 
@@ -156,6 +192,8 @@ export interface HandlerOptions {
   versions?: readonly number[] | undefined;
   /** Run each attempt in a worker thread (or child process) the worker can terminate (see Handler.isolated, docs/workers.md). */
   isolated?: Isolation | undefined;
+  /** A concurrency limit across every worker process (see Handler.limit, docs/flow-control.md). */
+  limit?: HandlerLimit | undefined;
 }
 
 /**
@@ -210,6 +248,7 @@ export function defineHandler(
   if (options.redact !== undefined) handler.redact = options.redact;
   if (options.rerunSafe !== undefined) handler.rerunSafe = options.rerunSafe;
   if (options.isolated !== undefined) handler.isolated = options.isolated;
+  if (options.limit !== undefined) handler.limit = options.limit;
   return handler;
 }
 
@@ -250,6 +289,15 @@ export class HandlerRegistry {
     if (problem !== undefined) throw new Error(`Leasehold workers: handler ${handler.kind}: isolated: ${problem}`);
     // A bad redact path or display name fails here, when the handlers load, not at start.
     parseKindRegistrations(kindRegistrations(handler));
+    if (handler.limit !== undefined) {
+      const problems =
+        typeof handler.limit === 'object' && handler.limit !== null
+          ? limitDeclarationProblems(limitDeclarations([handler])[0]).map((p) => p.replace(/^name:/, 'resource:'))
+          : ['expected { max } or { resource, max }'];
+      if (problems.length > 0) {
+        throw new Error(`Leasehold workers: handler ${handler.kind}: limit: ${problems.join('; ')}`);
+      }
+    }
     this.byKind.set(handler.kind, handler);
   }
 

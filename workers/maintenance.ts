@@ -9,9 +9,11 @@
  */
 import os from 'node:os';
 import type { Logger } from 'pino';
+import { SCHEMA_VERSION } from '../db/schema-version.ts';
 import {
   DEFAULT_UNKNOWN_KIND_GRACE_MS,
   deadIfKindUnrun,
+  declareLimits,
   deregisterWorker,
   reapExpiredLeases,
   registerKinds,
@@ -23,6 +25,7 @@ import {
   touchWorker,
   withMaintenanceLock,
   type KindRegistration,
+  type LimitDeclaration,
   type RetentionOptions,
   type WorkerInfo,
 } from '../db/queue/index.ts';
@@ -74,6 +77,8 @@ export interface MaintenanceDeps {
   version?: string | null | undefined;
   /** The kind versions this worker runs, recorded in the kinds registry at start. */
   kinds?: readonly KindRegistration[] | undefined;
+  /** The handlers' concurrency limits, declared at start (db/queue/limits.ts). */
+  limits?: readonly LimitDeclaration[] | undefined;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
 }
@@ -104,6 +109,7 @@ export class Maintenance {
       queues: s.queues,
       concurrency: s.concurrency,
       version: this.deps.version ?? null,
+      codeVersion: SCHEMA_VERSION,
       kinds: (this.deps.kinds ?? []).map((k) => ({ kind: k.kind, version: k.version })),
     };
   }
@@ -114,6 +120,8 @@ export class Maintenance {
    */
   async register(): Promise<void> {
     await registerKinds(this.deps.db, this.deps.kinds ?? []);
+    // Before the first claim: a limited claim finds its declared maximum.
+    if (this.deps.limits?.length) await declareLimits(this.deps.db, this.deps.limits);
     await registerWorker(this.deps.db, this.info);
   }
 

@@ -36,7 +36,7 @@ import {
 import type { Db } from '../db/client.ts';
 import { Attempt, leaseDeadlineFrom } from './attempt.ts';
 import type { Failpoints } from './failpoints.ts';
-import type { HandlerRegistry } from './handler.ts';
+import { handlerLimitKey, type HandlerRegistry } from './handler.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { backoff, sleep } from './timing.ts';
 
@@ -51,10 +51,35 @@ export function handlerQueues(registry: HandlerRegistry): string[] {
 
 /** The claim's `kinds` for a registry's handlers (undefined when it has none). */
 export function claimKinds(registry: HandlerRegistry): ClaimOptions['kinds'] {
-  const versions = new Map<string, number[]>();
-  for (const r of registry.registrations()) versions.set(r.kind, [...(versions.get(r.kind) ?? []), r.version]);
-  if (versions.size === 0) return undefined;
-  return [...versions].map(([kind, v]) => ({ kind, versions: v }));
+  const kinds = registry
+    .handlers()
+    .filter((h) => h.limit === undefined)
+    .map((h) => ({ kind: h.kind, versions: [...h.versions] }));
+  return kinds.length === 0 ? undefined : kinds;
+}
+
+/**
+ * The limited claims: one per limit key (a kind's own, or a resource several kinds share), with
+ * the kinds that count toward it. Each runs as a claim of its own, which takes no more than the
+ * limit leaves (db/queue/limits.ts); the other kinds go on in one unlimited claim.
+ */
+export function limitedClaims(
+  registry: HandlerRegistry,
+): { kinds: NonNullable<ClaimOptions['kinds']>; limits: string[] }[] {
+  const byKey = new Map<string, NonNullable<ClaimOptions['kinds']>>();
+  for (const handler of registry.handlers()) {
+    const key = handlerLimitKey(handler);
+    if (key === undefined) continue;
+    byKey.set(key, [...(byKey.get(key) ?? []), { kind: handler.kind, versions: [...handler.versions] }]);
+  }
+  return [...byKey].map(([key, kinds]) => ({ kinds, limits: [key] }));
+}
+
+/** One claim the loop makes each round: the same options every time, its own bound. */
+interface Claimer {
+  kinds: ClaimOptions['kinds'];
+  limits: string[] | undefined;
+  cache: ClaimOptionsCache;
 }
 
 export interface ProducerSettings {
@@ -122,8 +147,12 @@ export class Producer {
    * after the last key this producer took (the claim's lower bound: db/queue/claim.ts).
    */
   private readonly claimOptions: ClaimOptionsCache;
-  /** The kind versions claimed, made once (the cache compares them by identity). */
+  /** The kind versions claimed without a limit, made once (the cache compares them by identity). */
   private readonly kinds: ClaimOptions['kinds'];
+  /** The claims of each round: the unlimited kinds', then one per limit (limitedClaims). */
+  private readonly claimers: Claimer[];
+  /** Kinds under a limit: a finished attempt of one frees a slot a limited claim may take. */
+  private readonly limitedKinds: Set<string>;
   private readonly controller = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wokenMeanwhile = false;
@@ -139,6 +168,15 @@ export class Producer {
   ) {
     this.kinds = claimKinds(deps.registry);
     this.claimOptions = new ClaimOptionsCache({ bound: deps.claimBound ?? true });
+    this.claimers = [
+      ...(this.kinds ? [{ kinds: this.kinds, limits: undefined, cache: this.claimOptions }] : []),
+      ...limitedClaims(deps.registry).map(({ kinds, limits }) => ({
+        kinds,
+        limits,
+        cache: new ClaimOptionsCache({ bound: deps.claimBound ?? true }),
+      })),
+    ];
+    this.limitedKinds = new Set(this.claimers.flatMap((c) => (c.limits ? (c.kinds ?? []).map((k) => k.kind) : [])));
   }
 
   /** Starts the claim loop on `claimDb`: claims only, one at a time. */
@@ -166,7 +204,7 @@ export class Producer {
    * ready behind the claims' lower bound (the worker calls it on a wake-up for the queue).
    */
   restartFromHead(queue: string): void {
-    this.claimOptions.restartFromHead(queue === '*' ? undefined : queue);
+    for (const claimer of this.claimers) claimer.cache.restartFromHead(queue === '*' ? undefined : queue);
   }
 
   /** Resolves when no attempt is in flight. */
@@ -207,8 +245,13 @@ export class Producer {
     const { signal } = this.controller;
     let failures = 0;
     while (!signal.aborted) {
-      const free = s.concurrency - this.taken;
-      if (free > 0 && this.kinds) {
+      // Each round: the unlimited claim, then each limited one, while slots are free. Another
+      // round at once when one of them came back full: there may be more due right now.
+      let full = false;
+      let failed = false;
+      for (const claimer of this.claimers) {
+        const free = s.concurrency - this.taken;
+        if (free <= 0 || signal.aborted) break;
         const limit = Math.min(free, s.batchSize);
         let jobs: ClaimedJob[];
         // A wake-up from before this claim is answered by it; one that arrives while it runs
@@ -217,7 +260,7 @@ export class Producer {
         // Read before the claim is sent: the lease it grants (statement_timestamp() + lease)
         // starts no earlier, so a slow claim cannot push the local deadline past the DB's.
         const sent = performance.now();
-        const skippingGuard = this.deps.failpoints?.claimSkippingGuard();
+        const skippingGuard = claimer.limits ? undefined : this.deps.failpoints?.claimSkippingGuard();
         try {
           jobs = skippingGuard
             ? await skippingGuard(claimDb, {
@@ -234,9 +277,10 @@ export class Producer {
                   limit,
                   leaseSeconds: s.leaseSeconds,
                   asyncCommit: s.asyncClaims,
-                  kinds: this.kinds,
+                  kinds: claimer.kinds,
+                  ...(claimer.limits ? { limits: claimer.limits } : {}),
                 },
-                this.claimOptions,
+                claimer.cache,
               );
           failures = 0;
         } catch (error) {
@@ -245,7 +289,8 @@ export class Producer {
           const delay = backoff(failures);
           logger.error({ err: error, retryInMs: delay }, 'claim failed; retrying');
           await sleep(delay, signal);
-          continue;
+          failed = true;
+          break;
         }
         this.lastClaimAt = new Date();
         if (signal.aborted) {
@@ -255,8 +300,9 @@ export class Producer {
         }
         if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');
         for (const job of jobs) this.begin(job, sent);
-        if (jobs.length === limit) continue; // there may be more due right now
+        if (jobs.length === limit) full = true;
       }
+      if (failed || full) continue;
       // Polling with jitter is the correctness path; wake-ups only make it prompt. A freed slot
       // wakes the loop only if it is waiting for one: with slots free, the last claim took
       // everything due, and a claim per finished job would find nothing (docs/performance.md).
@@ -320,6 +366,8 @@ export class Producer {
   private settled(entry: Attempt): void {
     this.inFlight.delete(entry);
     this.deps.metrics?.inFlight.dec();
+    // Its limit has a slot again (once the settlement committed): a limited claim may take it.
+    if (this.limitedKinds.has(entry.job.kind)) this.wake();
     if (!entry.handlerRunning) {
       this.release(entry);
       return;

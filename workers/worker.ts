@@ -29,7 +29,7 @@ import { EventLoopMonitor, lagWarnMs } from './event-loop.ts';
 import type { WorkerStatus } from './health.ts';
 import type { WorkerEvents } from './events.ts';
 import type { Failpoints } from './failpoints.ts';
-import type { HandlerRegistry } from './handler.ts';
+import { type HandlerRegistry, limitDeclarations } from './handler.ts';
 import { heartbeatRoundMs, LeaseKeeper } from './lease-keeper.ts';
 import { WakeListener } from './listener.ts';
 import { Maintenance, type MaintenanceRounds } from './maintenance.ts';
@@ -173,7 +173,15 @@ export class Worker {
     });
     this.maintenance = new Maintenance(
       { ...s, leaseExpiredDelayMs: s.retry?.leaseExpiredDelayMs },
-      { db, logger, metrics, failpoints, version: deps.version, kinds: registry.registrations() },
+      {
+        db,
+        logger,
+        metrics,
+        failpoints,
+        version: deps.version,
+        kinds: registry.registrations(),
+        limits: limitDeclarations(registry.handlers()),
+      },
     );
   }
 

@@ -42,10 +42,11 @@
 import { randomUUID } from 'node:crypto';
 import type { SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { autocommits, runText, sqlText, toDate, type Executor } from './executor.ts';
+import { autocommits, inPoolTransaction, ownPool, runText, sqlText, toDate, type Executor } from './executor.ts';
 import { mapClaimedJob, type BoundedClaimColumnsRow, type ClaimedJob } from './job.ts';
 import { LeaseholdInputError } from './errors.ts';
-import { claimText, type ClaimShape } from './transitions.ts';
+import { claimText, limitedClaimText, type ClaimShape } from './transitions.ts';
+import { limitKeySchema, lockLimits, MAX_CLAIM_LIMITS } from './limits.ts';
 import { nameSchema, parseInput, textSchema } from './validate.ts';
 
 export const MAX_CLAIM_BATCH = 1000;
@@ -73,6 +74,13 @@ const claimOptionsSchema = z.strictObject({
    * queues (tests, tools): a worker must pass it, or it takes jobs it has no handler for.
    */
   kinds: z.array(claimKindSchema).min(1).max(10_000).optional(),
+  /**
+   * The concurrency limits the jobs of this claim count toward (`queue:NAME`, `kind:NAME`,
+   * `resource:NAME`; db/queue/limits.ts): the claim takes no more than they leave, and its
+   * lease rows name them. A limited claim is a transaction of its own (it locks the limits'
+   * rows, then claims) unless the executor is already one.
+   */
+  limits: z.array(limitKeySchema).min(1).max(MAX_CLAIM_LIMITS).optional(),
 });
 
 export type ClaimOptions = z.input<typeof claimOptionsSchema>;
@@ -89,7 +97,12 @@ export async function claim(
 ): Promise<ClaimedJob[]> {
   // Prepared once per connection (one name per text): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
-  const { text, params, name, leaseToken, workerId, walk } = claimQuery(options, executor, cache);
+  const parsed = cache ? cache.parse(options) : parseClaimOptions(options);
+  const limited = parsed.limits;
+  const pool = limited ? ownPool(executor) : null;
+  if (limited && pool) return inPoolTransaction(pool, (tx) => claim(tx, options, cache));
+  if (limited) await lockLimits(executor, limited);
+  const { text, params, name, leaseToken, workerId, walk } = claimQuery(parsed, executor, cache);
   // claim_key is there only in the bounded texts (those of a claim with a walk).
   const rows = await runText<BoundedClaimColumnsRow>(executor, text, params, name);
   walk?.finish(rows);
@@ -112,7 +125,7 @@ export async function claim(
  */
 export function claimStatement(options: ClaimOptions, cache?: ClaimOptionsCache): SQL {
   // With a bounded cache: the text its next claim would run, the bound left as it is.
-  const { text, params } = claimQuery(options, undefined, cache);
+  const { text, params } = claimQuery(cache ? cache.parse(options) : parseClaimOptions(options), undefined, cache);
   return sqlText(text, params);
 }
 
@@ -153,16 +166,24 @@ type ParsedClaimOptions = {
   limit: number;
   leaseSeconds: number;
   asyncCommit: boolean;
+  /** The limit keys, sorted and distinct (a limited claim), or undefined. */
+  limits: string[] | undefined;
 };
 
 function parseClaimOptions(options: ClaimOptions): ParsedClaimOptions {
-  const { queues, workerId, limit, leaseSeconds, asyncCommit, kinds } = parseInput(
+  const { queues, workerId, limit, leaseSeconds, asyncCommit, kinds, limits } = parseInput(
     'claim',
     claimOptionsSchema,
     options,
   );
   const wanted = [...new Set(queues)];
-  const common = { workerId, limit, leaseSeconds, asyncCommit };
+  const common = {
+    workerId,
+    limit,
+    leaseSeconds,
+    asyncCommit,
+    limits: limits ? [...new Set(limits)].sort() : undefined,
+  };
   if (!kinds) {
     const one = wanted.length === 1;
     const walks = wanted.map((queue) => ({ queue, key: queue }));
@@ -375,6 +396,7 @@ export class ClaimOptionsCache {
       options.queues.every((q, i) => q === last.given.queues[i]) &&
       // By identity: a worker passes the same (unchanged) array every time.
       options.kinds === last.given.kinds &&
+      options.limits === last.given.limits &&
       Object.keys(options).every((key) => Object.hasOwn(last.given, key))
     ) {
       return last.parsed;
@@ -390,7 +412,7 @@ export class ClaimOptionsCache {
  * executor (EXPLAIN) the text is the one a pool would run for these options.
  */
 function claimQuery(
-  options: ClaimOptions,
+  parsed: ParsedClaimOptions,
   executor?: Executor,
   cache?: ClaimOptionsCache,
 ): {
@@ -401,13 +423,27 @@ function claimQuery(
   workerId: string;
   walk: BoundedWalk | undefined;
 } {
-  const parsed = cache ? cache.parse(options) : parseClaimOptions(options);
   const { shape, head, tail, workerId, limit, leaseSeconds, asyncCommit } = parsed;
   const walk = cache?.bound?.plan(parsed);
   const leaseToken = randomUUID();
   // Only a statement that is its own transaction may decide how that transaction commits.
   const flush = !asyncCommit || (executor !== undefined && !autocommits(executor));
-  const { text, name } = SHAPES[shape][walk ? 'after' : 'head'][flush ? 'flush' : 'noFlush'];
+  const chosen = SHAPES[shape][walk ? 'after' : 'head'][flush ? 'flush' : 'noFlush'];
   const params = [head, limit, leaseToken, leaseSeconds, workerId, ...tail, ...(walk?.params ?? [])];
-  return { text, params, name, leaseToken, workerId, walk };
+  if (!parsed.limits) return { ...chosen, params, leaseToken, workerId, walk };
+  // A limited claim: the same text with its limit capped and its lease rows naming the limits.
+  const text = limitedText(chosen.text, params.length + 1);
+  return { text, params: [...params, parsed.limits], name: `${chosen.name}_limited`, leaseToken, workerId, walk };
+}
+
+const LIMITED_TEXTS = new Map<string, string>();
+
+/** limitedClaimText, once per text (a worker runs the same few). */
+function limitedText(text: string, keysParam: number): string {
+  let limited = LIMITED_TEXTS.get(text);
+  if (limited === undefined) {
+    limited = limitedClaimText(text, keysParam);
+    LIMITED_TEXTS.set(text, limited);
+  }
+  return limited;
 }

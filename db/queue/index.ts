@@ -32,6 +32,17 @@ export type { EnqueueSpec } from './enqueue-spec.ts';
 export { NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL, WAKE_DEBOUNCE_MS } from './wake.ts';
 export type { EnqueueOptions } from './wake.ts';
 export { claim, ClaimOptionsCache, MAX_CLAIM_ARMS, MAX_CLAIM_BATCH } from './claim.ts';
+export {
+  declareLimits,
+  limitDeclarationProblems,
+  limitKey,
+  listLimits,
+  setLimit,
+  LIMIT_SCOPES,
+  MAX_CLAIM_LIMITS,
+  MAX_LIMIT,
+} from './limits.ts';
+export type { LimitDeclaration, LimitScope, LimitStatus, SetLimitOutcome } from './limits.ts';
 export type { ClaimBoundOptions, ClaimOptions } from './claim.ts';
 export {
   completeIfLeaseHeld,

@@ -21,6 +21,8 @@ export interface WorkerInfo {
   queues: string[];
   concurrency: number;
   version?: string | null;
+  /** The schema version of the Leasehold code it runs (SCHEMA_VERSION); a worker passes its own. */
+  codeVersion?: number | null;
   /** The kind versions it runs (its handlers'). */
   kinds?: readonly { kind: string; version: number }[] | undefined;
 }
@@ -31,10 +33,12 @@ export async function registerWorker(executor: Executor, info: WorkerInfo): Prom
   await run(
     executor,
     sql`WITH entry AS (
-          INSERT INTO leasehold.workers (id, host, pid, queues, concurrency, version)
-          VALUES (${info.id}, ${info.host}, ${info.pid}, ${sql.param(info.queues)}::text[], ${info.concurrency}, ${info.version ?? null})
+          INSERT INTO leasehold.workers (id, host, pid, queues, concurrency, version, code_version)
+          VALUES (${info.id}, ${info.host}, ${info.pid}, ${sql.param(info.queues)}::text[], ${info.concurrency}, ${info.version ?? null},
+                  ${info.codeVersion ?? null}::int)
           ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
-            concurrency = excluded.concurrency, version = excluded.version, last_seen_at = statement_timestamp()
+            concurrency = excluded.concurrency, version = excluded.version, code_version = excluded.code_version,
+            last_seen_at = statement_timestamp()
           RETURNING id
         ),
         given AS (SELECT DISTINCT k.kind, k.version FROM jsonb_to_recordset(${kinds}::jsonb) AS k(kind text, version int)),

@@ -137,6 +137,32 @@ export const CLAIM_LEASE_ROWS = `
       RETURNING 1
     )`;
 
+/**
+ * A limited claim's text (db/queue/limits.ts; claim() with `limits`): `text`, one of the texts
+ * above, with its limit ($2) capped by what the limits named in `$keysParam` (text[]) leave, and
+ * its lease rows naming them (`limit_keys`), so the next claim counts these jobs. What a limit
+ * leaves: its maximum (`set_max`, else `declared_max`) less the `running` of the lease rows that
+ * name it, never below 0; a key without a row or a maximum leaves the limit as it is. The
+ * caller has locked the limits' rows before this statement, whose snapshot then sees every
+ * claim of them that committed first (limits.ts, lockLimits).
+ */
+export function limitedClaimText(text: string, keysParam: number): string {
+  const keys = `$${keysParam}::text[]`;
+  const left = `least($2::int, coalesce((
+        SELECT min(greatest(coalesce(m.set_max, m.declared_max)
+                            - coalesce((SELECT sum(l.running) FROM leasehold.leases l WHERE l.limit_keys @> ARRAY[m.key]), 0), 0))::int
+        FROM leasehold.limits m
+        WHERE m.key = ANY(${keys}) AND coalesce(m.set_max, m.declared_max) IS NOT NULL), $2::int))`;
+  const leaseRows = CLAIM_LEASE_ROWS.replace('running, job_ids)', 'running, job_ids, limit_keys)').replace(
+    'array_agg(c.id)\n',
+    `array_agg(c.id), ${keys}\n`,
+  );
+  if (!text.includes('LIMIT $2::int') || !text.includes(CLAIM_LEASE_ROWS) || leaseRows === CLAIM_LEASE_ROWS) {
+    throw new Error('Leasehold: limitedClaimText was given a text that is not a claim');
+  }
+  return text.replaceAll('LIMIT $2::int', `LIMIT ${left}`).replace(CLAIM_LEASE_ROWS, leaseRows);
+}
+
 const DUE = 'r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()';
 
 /**
