@@ -34,6 +34,8 @@ import {
   poisonFigures,
   poolerFigures,
   priorityFloodFigures,
+  limitFigures,
+  LIMITED_MAX,
   RECOVERY_BOUND_MS,
   SCENARIOS,
   SELF_TEST_ARMED,
@@ -289,6 +291,11 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   'low-started': async (broken) => priorityFlood(false, { lowStarted: !broken }),
   overtaken: async (broken) => priorityFlood(broken, {}),
   'flood-backlog': async (broken) => priorityFlood(false, { backlog: broken ? 0 : 150 }),
+  // Four leases of 10 s at once (the limit), then a fifth: the backlog window all busy. Broken: a
+  // fifth at once, three only, or four for the first second of a nine-second backlog.
+  'limit-most': async (broken) => limits(broken ? [0, 0, 0, 0, 0] : [0, 0, 0, 0, 10]),
+  'limit-reached': async (broken) => limits(broken ? [0, 0, 0, 10] : [0, 0, 0, 0, 10]),
+  'limit-busy': async (broken) => limits(broken ? [0, 0, 0, 0, 9] : [0, 0, 0, 0, 10], broken ? 1 : 10),
   'enqueue-rollbacks': async (broken) => duplicateEnqueue({ rolledBack: broken ? 0 : 12 }),
   'keys-committed': async (broken) => duplicateEnqueue({ keys: broken ? 0 : 3 }),
   'keys-missing': async (broken) =>
@@ -487,6 +494,25 @@ async function priorityFlood(
     started_at: secondsAfter(t0, overtaken ? 6 : 11),
   });
   return (await priorityFloodFigures(t.pool, { lowId, lowStarted: true, backlog: 150, ...over })).figures;
+}
+
+/** Jobs of the limited kind, each with one lease from `starts[i]` s for `seconds` s (chaos.lease_log). */
+async function limits(starts: number[], seconds = 10): Promise<Figure[]> {
+  await reset();
+  const t0 = minutesAgo(5);
+  for (const at of starts) {
+    const id = await insertJob({
+      kind: 'chaos.limited',
+      state: 'done',
+      attempts: 1,
+      finished_at: secondsAfter(t0, at + seconds),
+    });
+    await t.pool.query(
+      `INSERT INTO chaos.lease_log (token, job_id, attempt, valid, deadline) VALUES (gen_random_uuid(), $1, 1, tstzrange($2, $3), $3)`,
+      [id, secondsAfter(t0, at), secondsAfter(t0, at + seconds)],
+    );
+  }
+  return (await limitFigures(t.pool, { kind: 'chaos.limited', max: LIMITED_MAX })).figures;
 }
 
 /** Keys k0.. enqueued and committed, as chaos/enqueue-keys.ts records them; then `inject`. */

@@ -29,6 +29,7 @@ export const SCENARIOS = [
   'deaf-handlers',
   'drain',
   'blocked-loop',
+  'limits',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -52,6 +53,8 @@ export const HEARTBEAT_CUT_STOP_BOUND_MS = LEASE_S * 1000 + 1000;
 /** deaf-handlers: each worker's slots, and how long a stopped deaf handler keeps its slot (--abandon-after-ms). */
 export const DEAF_CONCURRENCY = 2;
 export const DEAF_ABANDON_MS = 1500;
+/** limits: `chaos.limited`'s concurrency limit (chaos/handlers.ts), which the fleet is held to. */
+export const LIMITED_MAX = 4;
 /**
  * deaf-handlers: the slack in the same-job overlap figure, for a handler's abort time (its own
  * clock, taken as the signal fires) against the database's clock for the next start.
@@ -171,6 +174,16 @@ export const FIGURES = {
   'pooler-transactions': { name: 'transactions PgBouncer carried', rule: '> 0 (the pooler carried the work)' },
   // --self-test.
   'first-crashed': { name: 'first worker processes that crashed on their own', rule: '= 0' },
+  // limits: the concurrency limit of chaos.limited, from the lease history (chaos.lease_log).
+  'limit-most': { name: 'most valid leases of the limited kind at once (its limit)', rule: `= ${LIMITED_MAX}` },
+  'limit-reached': {
+    name: 'times the valid leases of the limited kind reached its limit',
+    rule: '> 0 (the limit bit)',
+  },
+  'limit-busy': {
+    name: 'share of the backlog time before the kill storm with at least limit − 1 valid leases of the limited kind',
+    rule: '≥ 0.8 (the limit does not starve the queue)',
+  },
   // A scenario that threw.
   'harness-error': { name: 'harness error', rule: '= 0' },
 } as const satisfies Record<string, Entry>;
@@ -194,6 +207,7 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   'deaf-handlers': ['abandoned'],
   drain: ['jobs-done'],
   'blocked-loop': ['isolated-terminated', 'spin-ran', 'busy-done'],
+  limits: ['workers-killed', 'limit-reached'],
 };
 
 export interface Figure {
@@ -655,6 +669,51 @@ export async function priorityFloodFigures(
       figure('flood-backlog', inputs.backlog),
     ],
     observations: [{ name: 'seconds it waited under the flood', value: Math.round(waited * 10) / 10 }],
+  };
+}
+
+/**
+ * limits: the valid leases (chaos.lease_log: from the claim to the settlement, or to the
+ * deadline when nothing settled) of `kind`'s jobs, counted over time. The most at once must be
+ * the limit exactly (never more, and reached), and while a backlog existed (from the first claim
+ * to the last, or to `busyUntil`) at least limit − 1 were valid for 80 % of the time: a limit
+ * that starves its queue fails. A crashed worker's slots stay taken until the reaper ends its
+ * attempts while its leases are no longer valid, so the share is taken before the kill storm.
+ */
+export async function limitFigures(
+  client: Queryable,
+  inputs: { kind: string; max: number; busyUntil?: Date },
+): Promise<Checked> {
+  const steps = `
+    WITH l AS (
+      SELECT g.valid FROM chaos.lease_log g JOIN leasehold.jobs j ON j.id = g.job_id WHERE j.kind = $1
+    ),
+    ev AS (SELECT lower(valid) AS at, 1 AS d FROM l UNION ALL SELECT upper(valid), -1 FROM l),
+    s AS (
+      SELECT at, sum(d) OVER (ORDER BY at, d ROWS UNBOUNDED PRECEDING) AS n,
+             lead(at) OVER (ORDER BY at, d ROWS UNBOUNDED PRECEDING) AS next
+      FROM ev
+    )`;
+  const most = await count(client, `${steps} SELECT coalesce(max(n), 0) FROM s`, [inputs.kind]);
+  const reached = await count(
+    client,
+    `${steps}, r AS (SELECT n, lag(n) OVER (ORDER BY at) AS before FROM s)
+     SELECT count(*) FROM r WHERE n >= $2 AND coalesce(before, 0) < $2`,
+    [inputs.kind, inputs.max],
+  );
+  const busy = await count(
+    client,
+    `${steps}, w AS (SELECT min(lower(valid)) AS a, least(max(lower(valid)), coalesce($3::timestamptz, 'infinity')) AS b FROM l)
+     SELECT coalesce(round((
+              (SELECT sum(extract(epoch FROM least(s.next, w.b) - greatest(s.at, w.a)))
+                 FROM s WHERE s.n >= $2 - 1 AND s.next > w.a AND s.at < w.b)
+              / nullif(extract(epoch FROM w.b - w.a), 0))::numeric, 3), 0)
+     FROM w`,
+    [inputs.kind, inputs.max, inputs.busyUntil ?? null],
+  );
+  return {
+    figures: [figure('limit-most', most), figure('limit-reached', reached), figure('limit-busy', busy)],
+    observations: [],
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * Handlers for the failure harness (`--handlers chaos/handlers.ts`):
  * - `chaos.work`: records its execution in the ledger, works 20–200 ms, writes the fenced sink;
+ * - `chaos.limited`: the same, under a concurrency limit of LIMITED_MAX (the limits scenario);
  * - `chaos.poison`: kills its own worker process every time (a poison job);
  * - `chaos.deaf`: records its execution, and when its signal fired, and sleeps `ms` without
  *   looking at the signal (past its 250 ms timeout);
@@ -18,7 +19,8 @@
 import { appendFileSync } from 'node:fs';
 import pg from 'pg';
 import { z } from 'zod';
-import { defineHandler } from '../workers/handler.ts';
+import { defineHandler, type HandlerContext } from '../workers/handler.ts';
+import { LIMITED_MAX } from './checker.ts';
 
 let pool: pg.Pool | null = null;
 function db(): pg.Pool {
@@ -63,46 +65,62 @@ async function ended(job: { id: string; leaseToken: string }): Promise<void> {
   ]);
 }
 
+/**
+ * `chaos.work`'s execution: records it in the ledger, works `ms` (20–200 ms by default), writes
+ * the fenced sink. `chaos.limited` runs it too, under a concurrency limit.
+ */
+async function work({ job, attempt, payload, signal }: HandlerContext<{ ms?: number | undefined }>) {
+  const stopLog = process.env.CHAOS_STOP_LOG;
+  if (stopLog) {
+    signal.addEventListener(
+      'abort',
+      () => {
+        const reason = (signal.reason as { reason?: string } | undefined)?.reason ?? 'unknown';
+        const line = { jobId: job.id, attempt, pid: process.pid, reason, at: Date.now() };
+        appendFileSync(stopLog, `${JSON.stringify(line)}\n`);
+      },
+      { once: true },
+    );
+  }
+  await db().query(
+    'INSERT INTO chaos.effects (job_id, attempt, lease_token, pid, worker_clock) VALUES ($1, $2, $3, $4, $5)',
+    [job.id, attempt, job.leaseToken, process.pid, new Date(Date.now())],
+  );
+  await sleep(payload.ms ?? 20 + Math.floor(Math.random() * 180), signal);
+  // The side effect: first write wins (keyed by the delivery key), stale attempts fenced.
+  const written = await db().query(
+    `INSERT INTO chaos.sink (job_id, highest_attempt) VALUES ($1, $2)
+     ON CONFLICT (job_id) DO UPDATE SET
+       replays = chaos.sink.replays + (excluded.highest_attempt >= chaos.sink.highest_attempt)::int,
+       fenced = chaos.sink.fenced + (excluded.highest_attempt < chaos.sink.highest_attempt)::int,
+       highest_attempt = greatest(chaos.sink.highest_attempt, excluded.highest_attempt)
+     RETURNING (xmax = 0) AS applied`,
+    [job.id, attempt],
+  );
+  await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1 AND job_id = $2', [
+    job.leaseToken,
+    job.id,
+  ]);
+  return { applied: written.rows[0]?.applied === true };
+}
+
+const workSchema = z.object({ ms: z.int().min(0).max(60_000).optional() });
+
 export const handlers = [
   defineHandler({
     kind: 'chaos.work',
     versions: [1],
-    schema: z.object({ ms: z.int().min(0).max(60_000).optional() }),
+    schema: workSchema,
     timeoutMs: 120_000,
-    async handle({ job, attempt, payload, signal }) {
-      const stopLog = process.env.CHAOS_STOP_LOG;
-      if (stopLog) {
-        signal.addEventListener(
-          'abort',
-          () => {
-            const reason = (signal.reason as { reason?: string } | undefined)?.reason ?? 'unknown';
-            const line = { jobId: job.id, attempt, pid: process.pid, reason, at: Date.now() };
-            appendFileSync(stopLog, `${JSON.stringify(line)}\n`);
-          },
-          { once: true },
-        );
-      }
-      await db().query(
-        'INSERT INTO chaos.effects (job_id, attempt, lease_token, pid, worker_clock) VALUES ($1, $2, $3, $4, $5)',
-        [job.id, attempt, job.leaseToken, process.pid, new Date(Date.now())],
-      );
-      await sleep(payload.ms ?? 20 + Math.floor(Math.random() * 180), signal);
-      // The side effect: first write wins (keyed by the delivery key), stale attempts fenced.
-      const written = await db().query(
-        `INSERT INTO chaos.sink (job_id, highest_attempt) VALUES ($1, $2)
-         ON CONFLICT (job_id) DO UPDATE SET
-           replays = chaos.sink.replays + (excluded.highest_attempt >= chaos.sink.highest_attempt)::int,
-           fenced = chaos.sink.fenced + (excluded.highest_attempt < chaos.sink.highest_attempt)::int,
-           highest_attempt = greatest(chaos.sink.highest_attempt, excluded.highest_attempt)
-         RETURNING (xmax = 0) AS applied`,
-        [job.id, attempt],
-      );
-      await db().query('UPDATE chaos.effects SET ended_at = clock_timestamp() WHERE lease_token = $1 AND job_id = $2', [
-        job.leaseToken,
-        job.id,
-      ]);
-      return { applied: written.rows[0]?.applied === true };
-    },
+    handle: work,
+  }),
+  defineHandler({
+    kind: 'chaos.limited',
+    versions: [1],
+    schema: workSchema,
+    timeoutMs: 120_000,
+    limit: { max: LIMITED_MAX },
+    handle: work,
   }),
   defineHandler({
     kind: 'chaos.deaf',

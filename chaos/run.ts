@@ -9,7 +9,7 @@
  *
  * Scenarios: kill-storm, crash-points, zombie, connection-loss, listen-cut, heartbeat-cut,
  * clock-skew (skipped without /usr/bin/faketime), db-restart, db-crash, poison, priority-flood,
- * duplicate-enqueue, deaf-handlers, blocked-loop (the default set), and drain (jobs enqueued every way
+ * duplicate-enqueue, deaf-handlers, blocked-loop, limits (the default set), and drain (jobs enqueued every way
  * and drained, no faults: the baseline the others are held against). Prints a table and writes
  * chaos-results.json; exits 1 when any figure fails. The figures, their rules, each scenario's
  * evidence that its fault happened, and the verdict are chaos/checker.ts's (judged by
@@ -69,6 +69,8 @@ import {
   injectedFigure,
   layoutFigures,
   ledgerFigures,
+  limitFigures,
+  LIMITED_MAX,
   listenCutFigures,
   poisonFigures,
   poolerFigures,
@@ -1202,6 +1204,76 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
         observations: layout.observations,
       };
     } finally {
+      await db.drop();
+    }
+  },
+
+  limits: async () => {
+    // Four workers, two of them 90 s ahead under faketime (on the real clock when it is
+    // missing), drain a backlog of a kind limited to LIMITED_MAX (chaos/handlers.ts): half the
+    // planned time quietly, then under a kill storm. The limit is counted from the lease history
+    // (chaos.lease_log), not from the workers.
+    const db = await freshDatabase();
+    const FAKETIME = '/usr/bin/faketime';
+    const skewed = existsSync(FAKETIME);
+    const fleets = [
+      new Fleet(db.url, ['--concurrency', '8']),
+      new Fleet(db.url, ['--concurrency', '8'], {}, skewed ? [FAKETIME, '-f', '+90s'] : []),
+    ];
+    const started = Date.now();
+    try {
+      for (const f of fleets) f.start(2);
+      const upBy = Date.now() + 30_000;
+      while ((await count(db.client, 'SELECT count(*) FROM leasehold.workers')) < 4 && Date.now() < upBy)
+        await sleep(50);
+      const jobs = Math.max(60, secondsEach * 25);
+      await enqueueMany(
+        db.client,
+        Array.from({ length: jobs }, () => ({
+          queue: 'chaos',
+          kind: 'chaos.limited',
+          payload: { ms: 150 },
+          maxAttempts: 25,
+        })),
+      );
+      await sleep((secondsEach * 1000) / 2);
+      const [quiet] = (await db.client.query<{ now: Date }>('SELECT now()')).rows;
+      let killed = 0;
+      let lastFault = Date.now();
+      const until = Date.now() + secondsEach * 1000 + 30_000;
+      while (
+        Date.now() < until &&
+        (await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`)) > 0
+      ) {
+        killed += fleets[killed % 2]!.killRandom();
+        lastFault = Date.now();
+        await sleep(2000);
+      }
+      await drain(db.client, RECOVERY_BOUND_MS + 60_000);
+      const checked = merge(
+        await ledgerFigures(db.client, {
+          enqueued: jobs,
+          exclusionErrors: fleets.reduce((n, f) => n + f.exclusionErrors, 0),
+          crashes: fleets.reduce((n, f) => n + f.crashes, 0),
+          lastFault,
+          bound: RECOVERY_BOUND_MS,
+          recoverySince: 0,
+        }),
+        await limitFigures(db.client, { kind: 'chaos.limited', max: LIMITED_MAX, busyUntil: quiet!.now }),
+      );
+      return {
+        scenario: 'limits',
+        jobs,
+        seconds: Math.round((Date.now() - started) / 1000),
+        faults: killed,
+        figures: [figure('workers-killed', killed), ...checked.figures],
+        observations: [
+          ...(checked.observations ?? []),
+          { name: 'workers 90 s ahead under faketime', value: skewed ? 2 : 0 },
+        ],
+      };
+    } finally {
+      for (const f of fleets) await f.stop();
       await db.drop();
     }
   },

@@ -186,6 +186,62 @@ describe('a concurrency limit', () => {
     });
   });
 
+  it('reads O(limit) ready rows whatever waits: 100,000 jobs of the kind, 3 slots left of 5', async () => {
+    const kind = `backlog-${uniqueQueue()}`;
+    const queue = uniqueQueue('limit-backlog');
+    await run(
+      t.db,
+      sql`INSERT INTO leasehold.jobs (id, queue, kind, run_at, claim_at)
+            SELECT gen_random_uuid(), ${queue}, ${kind}, now() - interval '1 hour', now() - interval '1 hour'
+            FROM generate_series(1, 100000) g`,
+    );
+    await declareLimits(t.db, [{ scope: 'kind', name: kind, max: 5 }]);
+    const options = {
+      queues: [queue],
+      workerId: 'w',
+      limit: 100,
+      kinds: [{ kind, versions: [1] }],
+      limits: [`kind:${kind}`],
+    };
+    expect(await claim(t.db, { ...options, limit: 2 })).toHaveLength(2);
+    await run(t.db, sql`ANALYZE leasehold.ready_jobs, leasehold.leases, leasehold.limits`);
+    type Node = {
+      'Relation Name'?: string;
+      'Actual Rows'?: number;
+      'Actual Loops'?: number;
+      'Rows Removed by Filter'?: number;
+      Plans?: Node[];
+    };
+    const flatten = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
+    const client = await t.pool.connect();
+    try {
+      // As the worker runs it: prepared, on its generic plan, after the lock.
+      await client.query('BEGIN');
+      await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const { sql: text, params } = new PgDialect().sqlToQuery(claimStatement(options));
+      const result = await client.query({
+        name: 'limited_backlog_claim',
+        text: `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`,
+        values: params,
+      });
+      await client.query('ROLLBACK');
+      const plan = result.rows[0]['QUERY PLAN'][0].Plan as Node;
+      const read = flatten(plan)
+        .filter((n) => n['Relation Name'] === 'ready_jobs')
+        .reduce(
+          (sum, n) => sum + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1),
+          0,
+        );
+      // A few passes over the 3 rows the limit leaves (the walk, the lock, the delete by
+      // address): none of the other 99,995.
+      expect(read).toBeGreaterThanOrEqual(3);
+      expect(read).toBeLessThanOrEqual(15);
+    } finally {
+      client.release();
+    }
+    expect(await claim(t.db, options)).toHaveLength(3);
+  }, 60_000);
+
   it('refuses bad input with a clear error and writes nothing', async () => {
     const name = `bad-${uniqueQueue()}`;
     const bad: unknown[] = [
