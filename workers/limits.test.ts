@@ -56,45 +56,54 @@ async function mostAtOnce(kind: string): Promise<number> {
   return row!.most;
 }
 
+/** A handler body that sleeps `ms` and counts how many of its executions overlap (both workers run in this process). */
+function overlapCounter(ms: number) {
+  const counter = { now: 0, most: 0 };
+  const handle = async () => {
+    counter.now += 1;
+    counter.most = Math.max(counter.most, counter.now);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    counter.now -= 1;
+  };
+  return { counter, handle };
+}
+
+/** Waits until `n` jobs of `queue` are done. */
+const untilDone = (queue: string, n: number) =>
+  until(
+    `${n} jobs of ${queue} done`,
+    async () => {
+      const [row] = await run<{ n: number }>(
+        t.db,
+        sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue} AND state = 'done'`,
+      );
+      return row!.n === n;
+    },
+    20_000,
+  );
+
+/** A handler of `kind` in `queue` under `limit`. */
+const limitedHandler = (
+  kind: string,
+  queue: string,
+  limit: { max: number; resource?: string },
+  handle: () => Promise<void>,
+) => defineHandler({ kind, versions: [1], schema: z.unknown(), timeoutMs: 30_000, defaultQueue: queue, limit, handle });
+
 describe('a handler limit across worker processes', () => {
   it('runs at most max attempts of the kind at once across two workers, and reaches max', async () => {
     const queue = uniqueQueue();
     const kind = `limited-${queue}`;
-    let now = 0;
-    let most = 0;
-    const handle = async () => {
-      now += 1;
-      most = Math.max(most, now);
-      await new Promise((resolve) => setTimeout(resolve, 120));
-      now -= 1;
-    };
-    const limited = defineHandler({
-      kind,
-      versions: [1],
-      schema: z.unknown(),
-      timeoutMs: 30_000,
-      defaultQueue: queue,
-      limit: { max: 3 },
-      handle,
-    });
+    const { counter, handle } = overlapCounter(120);
+    const limited = limitedHandler(kind, queue, { max: 3 }, handle);
     await enqueueMany(
       t.db,
       Array.from({ length: 24 }, () => ({ queue, kind })),
     );
     await Promise.all([worker([limited]).start(), worker([limited]).start()]);
-    await until(
-      'every job done',
-      async () => {
-        const [row] = await run<{ n: number }>(
-          t.db,
-          sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE kind = ${kind} AND state = 'done'`,
-        );
-        return row!.n === 24;
-      },
-      20_000,
-    );
+    await untilDone(queue, 24);
     // Both figures reach the limit and never pass it: the handlers' own count and the database's.
-    expect(most).toBe(3);
+    expect(counter.most).toBe(3);
     expect(await mostAtOnce(kind)).toBe(3);
     expect((await listLimits(t.db)).find((l) => l.key === `kind:${kind}`)).toMatchObject({ max: 3, running: 0 });
   });
@@ -102,62 +111,25 @@ describe('a handler limit across worker processes', () => {
   it('counts the kinds naming one resource together, and follows an admin raising it at run time', async () => {
     const queue = uniqueQueue();
     const resource = `smtp-${queue}`;
-    let now = 0;
-    let most = 0;
-    const handle = async () => {
-      now += 1;
-      most = Math.max(most, now);
-      await new Promise((resolve) => setTimeout(resolve, 80));
-      now -= 1;
-    };
-    const make = (kind: string) =>
-      defineHandler({
-        kind,
-        versions: [1],
-        schema: z.unknown(),
-        timeoutMs: 30_000,
-        defaultQueue: queue,
-        limit: { resource, max: 2 },
-        handle,
-      });
-    const receipt = make(`receipt-${queue}`);
-    const digest = make(`digest-${queue}`);
+    const { counter, handle } = overlapCounter(80);
+    const receipt = limitedHandler(`receipt-${queue}`, queue, { resource, max: 2 }, handle);
+    const digest = limitedHandler(`digest-${queue}`, queue, { resource, max: 2 }, handle);
     await enqueueMany(t.db, [
       ...Array.from({ length: 10 }, () => ({ queue, kind: receipt.kind })),
       ...Array.from({ length: 10 }, () => ({ queue, kind: digest.kind })),
     ]);
     await Promise.all([worker([receipt, digest]).start(), worker([digest, receipt]).start()]);
-    await until(
-      'every job done',
-      async () => {
-        const [row] = await run<{ n: number }>(
-          t.db,
-          sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue} AND state = 'done'`,
-        );
-        return row!.n === 20;
-      },
-      20_000,
-    );
-    expect(most).toBe(2);
+    await untilDone(queue, 20);
+    expect(counter.most).toBe(2);
 
-    most = 0;
+    counter.most = 0;
     await setLimit(t.db, { scope: 'resource', name: resource, max: 4, actor: 'ops@example.com' });
     await enqueueMany(
       t.db,
       Array.from({ length: 16 }, () => ({ queue, kind: receipt.kind })),
     );
-    await until(
-      'every job done',
-      async () => {
-        const [row] = await run<{ n: number }>(
-          t.db,
-          sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue} AND state = 'done'`,
-        );
-        return row!.n === 36;
-      },
-      20_000,
-    );
-    expect(most).toBe(4);
+    await untilDone(queue, 36);
+    expect(counter.most).toBe(4);
   });
 
   it('refuses a bad limit when the handlers load, naming the handler and the field', () => {

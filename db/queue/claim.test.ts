@@ -8,6 +8,7 @@ import { ClaimOptionsCache, claimStatement } from './claim.ts';
 import { reapStatement } from './reap.ts';
 import { preparedStatementNames, useTestDatabase } from '../../test/db.ts';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
+import { type PlanNode, planNodes, rowsRead } from '../../test/plans.ts';
 import { run } from './executor.ts';
 import { COMPLETE_MANY } from './settle.ts';
 
@@ -604,16 +605,6 @@ describe('claim by kind', () => {
   });
 
   describe('a backlog of 100,000 jobs of a kind no worker runs, ahead of the known ones', () => {
-    type Node = {
-      'Node Type': string;
-      'Relation Name'?: string;
-      'Actual Rows'?: number;
-      'Actual Loops'?: number;
-      'Rows Removed by Filter'?: number;
-      Plans?: Node[];
-    };
-    const flatten = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
-
     it.each([
       ['one kind', [{ kind: 'known', versions: [1] }]],
       [
@@ -653,13 +644,9 @@ describe('claim by kind', () => {
           });
           const ms = performance.now() - started;
           await client.query('ROLLBACK');
-          const scans = flatten(result.rows[0]['QUERY PLAN'][0].Plan).filter(
-            (n) => n['Relation Name'] === 'ready_jobs',
-          );
-          const read = scans.reduce(
-            (sum, n) => sum + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1),
-            0,
-          );
+          const plan = result.rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+          const scans = planNodes(plan).filter((n) => n['Relation Name'] === 'ready_jobs');
+          const read = rowsRead(plan, 'ready_jobs');
           expect(scans.length).toBeGreaterThan(0);
           // The 10 known jobs (twice with several kinds: the count pass and the locking pass), and
           // the ready rows deleted by address; none of the 100,000.

@@ -17,6 +17,7 @@ import { claimStatement } from './claim.ts';
 import { run } from './executor.ts';
 import { useTestDatabase } from '../../test/db.ts';
 import { expireLease, uniqueQueue } from '../../test/factories.ts';
+import { type PlanNode, rowsRead } from '../../test/plans.ts';
 
 const t = useTestDatabase({ max: 30 });
 const textOf = (query: ReturnType<typeof claimStatement>) => new PgDialect().sqlToQuery(query).sql;
@@ -205,14 +206,6 @@ describe('a concurrency limit', () => {
     };
     expect(await claim(t.db, { ...options, limit: 2 })).toHaveLength(2);
     await run(t.db, sql`ANALYZE leasehold.ready_jobs, leasehold.leases, leasehold.limits`);
-    type Node = {
-      'Relation Name'?: string;
-      'Actual Rows'?: number;
-      'Actual Loops'?: number;
-      'Rows Removed by Filter'?: number;
-      Plans?: Node[];
-    };
-    const flatten = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
     const client = await t.pool.connect();
     try {
       // As the worker runs it: prepared, on its generic plan, after the lock.
@@ -225,13 +218,7 @@ describe('a concurrency limit', () => {
         values: params,
       });
       await client.query('ROLLBACK');
-      const plan = result.rows[0]['QUERY PLAN'][0].Plan as Node;
-      const read = flatten(plan)
-        .filter((n) => n['Relation Name'] === 'ready_jobs')
-        .reduce(
-          (sum, n) => sum + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1),
-          0,
-        );
+      const read = rowsRead(result.rows[0]['QUERY PLAN'][0].Plan as PlanNode, 'ready_jobs');
       // A few passes over the 3 rows the limit leaves (the walk, the lock, the delete by
       // address): none of the other 99,995.
       expect(read).toBeGreaterThanOrEqual(3);
