@@ -48,6 +48,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./jobs.ts')).jobsCommand,
   },
   {
+    name: 'limits',
+    summary: 'list the concurrency limits, or set or clear a run-time value (audited)',
+    load: async () => (await import('./limits.ts')).limitsCommand,
+  },
+  {
     name: 'users',
     summary: 'add, disable or list the dashboard’s users',
     load: async () => (await import('./users.ts')).usersCommand,

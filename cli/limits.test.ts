@@ -1,0 +1,67 @@
+/** `leasehold limits`: list, set and clear on a migrated database; bad input writes nothing. */
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { declareLimits, listLimits } from '../db/queue/index.ts';
+import { run } from '../db/queue/executor.ts';
+import { useTestDatabase } from '../test/db.ts';
+import { uniqueQueue } from '../test/factories.ts';
+import { cli } from '../test/cli.ts';
+
+const t = useTestDatabase({ max: 2 });
+const env = () => ({ DATABASE_URL: t.url });
+
+describe('leasehold limits', () => {
+  it('lists the limits, sets a run-time value that wins, audited, and clears it', async () => {
+    const resource = `smtp-${uniqueQueue()}`;
+    await declareLimits(t.db, [{ scope: 'resource', name: resource, max: 10 }]);
+
+    const set = await cli(
+      ['limits', 'set', 'resource', resource, '4', '--actor', 'ops@example.com', '--reason', 'relay'],
+      {
+        env: env(),
+      },
+    );
+    expect(set.stderr).toBe('');
+    expect(set.code).toBe(0);
+    expect(set.stdout).toMatch(new RegExp(`resource:${resource}: run-time limit set to 4 \\(was none; audit \\d+\\)`));
+
+    const list = await cli(['limits'], { env: env() });
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^LIMIT\s+DECLARED\s+SET\s+ENFORCED\s+RUNNING\s+SET BY/);
+    expect(list.stdout).toMatch(new RegExp(`resource:${resource}\\s+10\\s+4\\s+4\\s+0\\s+ops@example.com`));
+
+    const cleared = await cli(['limits', 'clear', 'resource', resource, '--actor', 'ops@example.com'], { env: env() });
+    expect(cleared.code).toBe(0);
+    expect(cleared.stdout).toMatch(/run-time limit cleared \(was 4;/);
+    expect((await listLimits(t.db)).find((l) => l.name === resource)).toMatchObject({ setMax: null, max: 10 });
+    const audit = await run<{ n: number }>(
+      t.db,
+      sql`SELECT count(*)::int AS n FROM leasehold.audit_log WHERE action = 'set_limit' AND detail->>'limit' = ${`resource:${resource}`}`,
+    );
+    expect(audit[0]!.n).toBe(2);
+  });
+
+  it('refuses bad input with exit code 2 and a sentence, writing nothing', async () => {
+    const kind = `k-${uniqueQueue()}`;
+    await declareLimits(t.db, [{ scope: 'kind', name: kind, max: 3 }]);
+    const refused = async (args: string[], why: RegExp) => {
+      const r = await cli(['limits', ...args], { env: env() });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(why);
+    };
+    await refused(
+      ['set', 'kind', kind, '0', '--actor', 'ops'],
+      /<max> must be a whole number from 1 to 1000000, not "0"/,
+    );
+    await refused(['set', 'kind', kind, '2.5', '--actor', 'ops'], /<max> must be a whole number/);
+    await refused(['set', 'kind', kind, '2'], /set needs --actor/);
+    await refused(['set', 'tenant', kind, '2', '--actor', 'ops'], /set needs kind or resource first, not "tenant"/);
+    await refused(
+      ['set', 'kind', `nobody-${kind}`, '2', '--actor', 'ops'],
+      /no handler declares the limit kind:nobody-/,
+    );
+    await refused(['set', 'resource', 'x'.repeat(129), '2', '--actor', 'ops'], /name:/);
+    await refused(['pause', 'kind', kind], /no action "pause": list, set or clear/);
+    expect((await listLimits(t.db)).find((l) => l.name === kind)).toMatchObject({ setMax: null, max: 3 });
+  });
+});
