@@ -44,6 +44,8 @@ async function onMessage(message: { type: string }) {
 }
 
 let worker: Awaited<ReturnType<typeof system.startWorker>> | undefined;
+/** The drain modes report handled counts; the others time each job's pickup. */
+const draining = mode === 'drain' || mode === 'drain-limited';
 
 async function go() {
   if (mode === 'hold') {
@@ -60,13 +62,13 @@ async function go() {
   }
   worker = await system.startWorker(url, mode, {
     onStart: (seq) => {
-      if (mode !== 'drain') started.set(seq, performance.now());
+      if (!draining) started.set(seq, performance.now());
     },
     onHandled: (n) => {
       handled += n;
     },
   });
-  if (mode === 'drain') {
+  if (draining) {
     setInterval(() => {
       if (handled !== reported) send({ type: 'handled', total: (reported = handled) });
     }, 10).unref();

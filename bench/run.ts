@@ -26,6 +26,7 @@ import { HOT_TABLES, heldHorizon, priorityJump, steadyBacklog } from './horizon.
 import { forkChild, median, percentile, round, sleep } from './lib.ts';
 import {
   ANCHORS,
+  LIMITED_DRAIN_MAX,
   SYSTEMS,
   type BenchSystem,
   type HoldOptions,
@@ -251,16 +252,19 @@ function machineBusyMs(): number {
   return os.cpus().reduce((sum, { times }) => sum + times.user + times.nice + times.sys + times.irq, 0);
 }
 
-async function drain(system: BenchSystem, total: number, processes: number): Promise<DrainFigures> {
+async function drain(
+  system: BenchSystem,
+  total: number,
+  processes: number,
+  mode: 'drain' | 'drain-limited' = 'drain',
+): Promise<DrainFigures> {
   const db = await freshDatabase(system);
   const client = new pg.Client({ connectionString: db.url });
   try {
     await bulkEnqueue(system, db.url, total);
     await client.connect();
     await client.query('VACUUM ANALYZE');
-    const children = await Promise.all(
-      Array.from({ length: processes }, () => forkChild([system.name, 'drain', db.url])),
-    );
+    const children = await Promise.all(Array.from({ length: processes }, () => forkChild([system.name, mode, db.url])));
     try {
       const handled = Array.from({ length: processes }, () => 0);
       let allHandled: () => void = () => {};
@@ -579,6 +583,43 @@ if (want('drain')) {
           perJob('bytes/job', `WAL the whole server wrote per job in ${name} (other databases' writes count too)`),
           system.name,
           figures.walBytes,
+        );
+      }
+    }
+  }
+}
+
+if (want('drain-limited')) {
+  // Leasehold alone: the same drain with its handler under a concurrency limit, beside the plain
+  // drain of the same run (docs/flow-control.md, "What it costs").
+  const limited = chosen(['leasehold']).filter((s) => s.settings['drain-limited'] !== undefined);
+  for (const [name, processes] of [
+    ['drain-limited-1proc', 1],
+    ['drain-limited-4proc', 4],
+  ] as const) {
+    const meta = throughput(
+      `${SIZE.drain.toLocaleString('en')} pre-enqueued no-op jobs of a kind under limit: { max: ${LIMITED_DRAIN_MAX} }, ${processes} worker process(es); from "go" until every job is settled`,
+    );
+    for (let rep = 0; rep < RUNS; rep++) {
+      for (const system of limited) {
+        log(`${name} ${system.name} run ${rep + 1}`);
+        const figures = await measured(name, meta, system.name, () =>
+          drain(system, SIZE.drain, processes, 'drain-limited'),
+        );
+        if (!figures) continue;
+        record(name, meta, system.name, figures.jobsPerSecond);
+        if (figures.serverCpuUs)
+          record(
+            `${name}-server-cpu`,
+            perJob('µs/job', `the database server's CPU per job in ${name}, read from its processes' /proc times`),
+            system.name,
+            figures.serverCpuUs.total,
+          );
+        record(
+          `${name}-worker-cpu`,
+          perJob('µs/job', `CPU time of the worker process(es) per job in ${name}`),
+          system.name,
+          figures.workerCpuUs,
         );
       }
     }

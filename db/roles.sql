@@ -178,6 +178,7 @@ BEGIN
   -- claim locks the limits' rows FOR UPDATE (which needs UPDATE on a column: the declaration's).
   -- The run-time value (set_max) is an admin's, not a worker's.
   GRANT SELECT, INSERT, UPDATE (declared_max, declared_at) ON leasehold.limits TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE ON leasehold.limit_claims TO leasehold_worker;
   -- A worker's heartbeat renews its one worker lease; the reaper locks and removes ended ones
   -- (drizzle/0015).
   GRANT SELECT, INSERT, DELETE, UPDATE (since, lease_until) ON leasehold.worker_leases TO leasehold_worker;
@@ -210,7 +211,7 @@ BEGIN
     leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.worker_kinds, leasehold.kinds,
     leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats,
     leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions, leasehold.worker_leases,
-    leasehold.limits
+    leasehold.limits, leasehold.limit_claims
     TO leasehold_dashboard;
   -- A running job's deadline as every reader states it (jobs_view calls it too: drizzle/0015).
   GRANT EXECUTE ON FUNCTION leasehold.effective_lease_until(timestamptz, uuid, text) TO leasehold_dashboard;

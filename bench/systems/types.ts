@@ -6,8 +6,15 @@
 export type SystemName = 'leasehold' | 'pg-boss' | 'graphile-worker' | 'bare-sql' | 'floor';
 /** The modes every queue has. */
 export type CommonMode = 'drain' | 'listen' | 'poll';
-/** Plus modes of one system only (`listen-async-claims`: Leasehold's LISTEN pickup with `--async-claims`). */
-export type WorkerMode = CommonMode | 'listen-async-claims';
+/**
+ * Plus modes of one system only (`listen-async-claims`: Leasehold's LISTEN pickup with
+ * `--async-claims`; `drain-limited`: Leasehold's drain with its handler under a concurrency
+ * limit of LIMITED_DRAIN_MAX, docs/flow-control.md).
+ */
+export type WorkerMode = CommonMode | 'listen-async-claims' | 'drain-limited';
+
+/** The concurrency limit of the drain-limited case. */
+export const LIMITED_DRAIN_MAX = 50;
 
 /** The queue name every case uses. */
 export const QUEUE = 'bench';

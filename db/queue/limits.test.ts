@@ -149,9 +149,9 @@ describe('a concurrency limit', () => {
     expect(await claimSome(5)).toHaveLength(5);
     const options = { queues: [queue], workerId: 'w', limit: 5, leaseSeconds: 30 };
     // The unlimited texts stay byte for byte (db/queue/statement-texts.test.ts's snapshots).
-    expect(textOf(claimStatement(options))).not.toMatch(/limit_keys|leasehold\.limits/);
+    expect(textOf(claimStatement(options))).not.toMatch(/limit_claims|leasehold\.limits/);
     expect(textOf(claimStatement({ ...options, limits: [`kind:${kind}`] }))).toMatch(
-      /limit_keys[\s\S]*leasehold\.limits|leasehold\.limits[\s\S]*limit_keys/,
+      /limit_claims[\s\S]*leasehold\.limits|leasehold\.limits[\s\S]*limit_claims/,
     );
   });
 

@@ -7,7 +7,7 @@
  *   (`setLimit`, audited) when one is set, else the handlers' declaration (`declareLimits`,
  *   written by the workers that run them); with neither, it limits nothing;
  * - a limit's running attempts are counted from the lease rows of the limited claims that name
- *   it (`running`, which every settlement, the reaper and an operator cancel count down as they
+ *   it (limit_claims; their `running`, which every settlement, the reaper and an operator cancel count down as they
  *   end an attempt): exact while the jobs run, and an attempt of a crashed worker counts until
  *   the reaper ends it, so the count never runs below the truth;
  * - a limited claim (claim() with `limits`) first locks its limits' rows (in key order, so two
@@ -20,7 +20,8 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { LIMIT_SCOPES, type LimitScope } from '../states.ts';
 import { LeaseholdInputError } from './errors.ts';
-import { run, type Executor } from './executor.ts';
+import { run, runText, type Executor } from './executor.ts';
+import { limitRunning } from './transitions.ts';
 import { LIVE_WORKER_SECONDS } from './worker-registry.ts';
 import { actorSchema, nameSchema, parseInput, problemsOf, textSchema } from './validate.ts';
 
@@ -191,7 +192,7 @@ export async function oldWorkers(executor: Executor): Promise<string[]> {
 
 /** Every limit with what it enforces and what runs under it, by key. */
 export async function listLimits(executor: Executor): Promise<LimitStatus[]> {
-  const rows = await run<{
+  const rows = await runText<{
     key: string;
     scope: LimitScope;
     name: string;
@@ -202,10 +203,9 @@ export async function listLimits(executor: Executor): Promise<LimitStatus[]> {
     set_at: Date | string | null;
   }>(
     executor,
-    sql`
-    SELECT m.key, m.scope, m.name, m.declared_max, m.set_max, m.set_by, m.set_at,
-           coalesce((SELECT sum(l.running) FROM leasehold.leases l WHERE l.limit_keys @> ARRAY[m.key]), 0)::int AS running
-    FROM leasehold.limits m ORDER BY m.key`,
+    `SELECT m.key, m.scope, m.name, m.declared_max, m.set_max, m.set_by, m.set_at, ${limitRunning('m.key')}::int AS running
+     FROM leasehold.limits m ORDER BY m.key`,
+    [],
   );
   return rows.map((r) => ({
     key: r.key,

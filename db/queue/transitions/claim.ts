@@ -137,30 +137,44 @@ export const CLAIM_LEASE_ROWS = `
       RETURNING 1
     )`;
 
+/** A limit's running attempts: the `running` of the lease rows its limit_claims rows name (`key`: an SQL text). */
+export const limitRunning = (key: string) =>
+  `(SELECT coalesce(sum(l.running), 0) FROM leasehold.limit_claims x
+           JOIN leasehold.leases l ON l.token = x.token AND l.queue = x.queue WHERE x.limit_key = ${key})`;
+
 /**
  * A limited claim's text (db/queue/limits.ts; claim() with `limits`): `text`, one of the texts
  * above, with its limit ($2) capped by what the limits named in `$keysParam` (text[]) leave, and
- * its lease rows naming them (`limit_keys`), so the next claim counts these jobs. What a limit
- * leaves: its maximum (`set_max`, else `declared_max`) less the `running` of the lease rows that
- * name it, never below 0; a key without a row or a maximum leaves the limit as it is. The
- * caller has locked the limits' rows before this statement, whose snapshot then sees every
- * claim of them that committed first (limits.ts, lockLimits).
+ * a row of limit_claims per limit and lease row of its own, so the next claim counts these jobs.
+ * What a limit leaves: its maximum (`set_max`, else `declared_max`) less its running attempts
+ * (limitRunning), never below 0; a key without a row or a maximum leaves the limit as it is. It
+ * also removes the limits' rows whose lease row runs nothing any more (its count only ever goes
+ * down) or is gone, so a count reads about one row per claim still running, not every claim of
+ * the last lease period. The caller has locked the limits' rows before this statement,
+ * whose snapshot then sees every claim of them that committed first (limits.ts, lockLimits).
  */
 export function limitedClaimText(text: string, keysParam: number): string {
   const keys = `$${keysParam}::text[]`;
   const left = `least($2::int, coalesce((
-        SELECT min(greatest(coalesce(m.set_max, m.declared_max)
-                            - coalesce((SELECT sum(l.running) FROM leasehold.leases l WHERE l.limit_keys @> ARRAY[m.key]), 0), 0))::int
+        SELECT min(greatest(coalesce(m.set_max, m.declared_max) - ${limitRunning('m.key')}, 0))::int
         FROM leasehold.limits m
         WHERE m.key = ANY(${keys}) AND coalesce(m.set_max, m.declared_max) IS NOT NULL), $2::int))`;
-  const leaseRows = CLAIM_LEASE_ROWS.replace('running, job_ids)', 'running, job_ids, limit_keys)').replace(
-    'array_agg(c.id)\n',
-    `array_agg(c.id), ${keys}\n`,
-  );
-  if (!text.includes('LIMIT $2::int') || !text.includes(CLAIM_LEASE_ROWS) || leaseRows === CLAIM_LEASE_ROWS) {
+  const limitRows = `${CLAIM_LEASE_ROWS},
+    limit_claimed AS (
+      INSERT INTO leasehold.limit_claims (limit_key, token, queue)
+      SELECT k.key, $3::uuid, c.queue FROM (SELECT DISTINCT queue FROM claimed) c CROSS JOIN unnest(${keys}) AS k(key)
+      RETURNING 1
+    ),
+    limit_pruned AS (
+      DELETE FROM leasehold.limit_claims x
+      WHERE x.limit_key = ANY(${keys})
+        AND NOT EXISTS (SELECT 1 FROM leasehold.leases l WHERE l.token = x.token AND l.queue = x.queue AND l.running > 0)
+      RETURNING 1
+    )`;
+  if (!text.includes('LIMIT $2::int') || !text.includes(CLAIM_LEASE_ROWS)) {
     throw new Error('Leasehold: limitedClaimText was given a text that is not a claim');
   }
-  return text.replaceAll('LIMIT $2::int', `LIMIT ${left}`).replace(CLAIM_LEASE_ROWS, leaseRows);
+  return text.replaceAll('LIMIT $2::int', `LIMIT ${left}`).replace(CLAIM_LEASE_ROWS, limitRows);
 }
 
 const DUE = 'r.claim_at <= statement_timestamp() AND r.run_at <= statement_timestamp()';
