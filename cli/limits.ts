@@ -1,6 +1,6 @@
 /** `leasehold limits [list] | set | clear`: the concurrency limits (db/queue/limits.ts, docs/flow-control.md). */
 import { listLimits, MAX_LIMIT, setLimit } from '../db/queue/index.ts';
-import { type Command, EMBEDDED_HELP, parseCommandArgs, UsageError } from './command.ts';
+import { type Command, EMBEDDED_HELP, parseCommandArgs, textTable, UsageError } from './command.ts';
 import { withDb } from './database.ts';
 
 const HELP = `usage: leasehold limits [list]
@@ -33,18 +33,6 @@ const OPTIONS = {
 
 const SCOPES = ['kind', 'resource'] as const;
 
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows
-    .map((r) =>
-      r
-        .map((cell, i) => cell.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
-
 export const limitsCommand: Command = {
   name: 'limits',
   help: HELP,
@@ -62,7 +50,7 @@ export const limitsCommand: Command = {
       }
       const shown = (n: number | null) => (n === null ? '-' : String(n));
       console.log(
-        table([
+        textTable([
           ['LIMIT', 'DECLARED', 'SET', 'ENFORCED', 'RUNNING', 'SET BY'],
           ...limits.map((l) => [
             l.key,
