@@ -33,12 +33,13 @@ export const SCHEMA_VERSION = 13;
  * 10 on: heartbeats renew the worker lease in worker_leases, and the guards and readers take a
  * job's effective deadline from it (migration 0015). Version 11 (migration 0016) moved the
  * ready-row triggers' readers to the kind index; this code needs nothing of it (its own
- * statements read the kind index on version 10 too), so the minimum stays 10. Version 12
+ * statements read the kind index on version 10 too), so the minimum stayed 10. Version 12
  * (migration 0017) checks the fixed columns of a job in a trigger instead of CHECK constraints;
- * the rows this code writes meet them either way. Version 13 (migration 0018) adds concurrency
- * limits; this code claims with limits only when asked, and needs the table only then.
+ * the rows this code writes meet them either way. From 13 on: a worker records the code
+ * version it runs (workers.code_version) and declares its handlers' concurrency limits (limits,
+ * limit_claims: migration 0018), so the minimum is 13.
  */
-export const SUPPORTED_SCHEMA = { min: 10, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 13, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }
