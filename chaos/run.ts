@@ -475,6 +475,12 @@ async function drain(client: pg.Client, timeoutMs: number): Promise<void> {
   );
 }
 
+/** Waits (30 s at most) until `n` workers have registered: a scenario's window then measures them, not their start-up. */
+async function workersRegistered(client: pg.Client, n: number): Promise<void> {
+  const upBy = Date.now() + 30_000;
+  while ((await count(client, 'SELECT count(*) FROM leasehold.workers')) < n && Date.now() < upBy) await sleep(50);
+}
+
 /** The ledger figures of `fleet`'s run on `client`'s database. */
 function ledger(
   client: pg.Client,
@@ -1129,9 +1135,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       fleet.start(2);
       // The window below measures aging, not process start-up (over a second each under load,
       // and most of the window's margin): the flood begins once both workers are registered.
-      const upBy = Date.now() + 30_000;
-      while ((await count(db.client, 'SELECT count(*) FROM leasehold.workers')) < 2 && Date.now() < upBy)
-        await sleep(50);
+      await workersRegistered(db.client, 2);
       // Faster than the workers drain it, so without aging the low job would wait forever.
       const flood = () =>
         enqueueMany(
@@ -1223,9 +1227,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     const started = Date.now();
     try {
       for (const f of fleets) f.start(2);
-      const upBy = Date.now() + 30_000;
-      while ((await count(db.client, 'SELECT count(*) FROM leasehold.workers')) < 4 && Date.now() < upBy)
-        await sleep(50);
+      await workersRegistered(db.client, 4);
       const jobs = Math.max(60, secondsEach * 25);
       await enqueueMany(
         db.client,

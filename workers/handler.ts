@@ -151,9 +151,8 @@ export interface HandlerLimit {
 
 /** The limit key a handler's claims count toward (db/queue/limits.ts), or undefined. */
 export function handlerLimitKey(handler: Handler): string | undefined {
-  const { limit } = handler;
-  if (limit === undefined) return undefined;
-  return limit.resource === undefined ? limitKey('kind', handler.kind) : limitKey('resource', limit.resource);
+  const [declared] = limitDeclarations([handler]);
+  return declared && limitKey(declared.scope, declared.name);
 }
 
 /** What the workers declare of their handlers' limits at start (declareLimits). */

@@ -121,7 +121,7 @@ export class Maintenance {
   async register(): Promise<void> {
     await registerKinds(this.deps.db, this.deps.kinds ?? []);
     // Before the first claim: a limited claim finds its declared maximum.
-    if (this.deps.limits?.length) await declareLimits(this.deps.db, this.deps.limits);
+    await declareLimits(this.deps.db, this.deps.limits ?? []);
     await registerWorker(this.deps.db, this.info);
   }
 

@@ -49,36 +49,29 @@ export function handlerQueues(registry: HandlerRegistry): string[] {
   return [...new Set(['default', ...registry.registrations().map((r) => r.defaultQueue)])].sort();
 }
 
-/** The claim's `kinds` for a registry's handlers (undefined when it has none). */
-export function claimKinds(registry: HandlerRegistry): ClaimOptions['kinds'] {
-  const kinds = registry
-    .handlers()
-    .filter((h) => h.limit === undefined)
-    .map((h) => ({ kind: h.kind, versions: [...h.versions] }));
-  return kinds.length === 0 ? undefined : kinds;
-}
-
 /**
- * The limited claims: one per limit key (a kind's own, or a resource several kinds share), with
- * the kinds that count toward it. Each runs as a claim of its own, which takes no more than the
- * limit leaves (db/queue/limits.ts); the other kinds go on in one unlimited claim.
+ * The claims each round makes for a registry's handlers: one of the kinds without a limit, then
+ * one per limit key (a kind's own, or a resource several kinds share) with the kinds that count
+ * toward it, which takes no more than the limit leaves (db/queue/limits.ts). None without handlers.
  */
-export function limitedClaims(
+export function claimGroups(
   registry: HandlerRegistry,
-): { kinds: NonNullable<ClaimOptions['kinds']>; limits: string[] }[] {
-  const byKey = new Map<string, NonNullable<ClaimOptions['kinds']>>();
+): { kinds: NonNullable<ClaimOptions['kinds']>; limits?: string[] }[] {
+  const byKey = new Map<string | undefined, NonNullable<ClaimOptions['kinds']>>([[undefined, []]]);
   for (const handler of registry.handlers()) {
     const key = handlerLimitKey(handler);
-    if (key === undefined) continue;
     byKey.set(key, [...(byKey.get(key) ?? []), { kind: handler.kind, versions: [...handler.versions] }]);
   }
-  return [...byKey].map(([key, kinds]) => ({ kinds, limits: [key] }));
+  return [...byKey]
+    .filter(([, kinds]) => kinds.length > 0)
+    .map(([key, kinds]) => (key === undefined ? { kinds } : { kinds, limits: [key] }));
 }
 
 /** One claim the loop makes each round: the same options every time, its own bound. */
 interface Claimer {
-  kinds: ClaimOptions['kinds'];
-  limits: string[] | undefined;
+  kinds: NonNullable<ClaimOptions['kinds']>;
+  limits?: string[];
+  /** Its own: the same options parsed once, and each walk after the last key it took (db/queue/claim.ts). */
   cache: ClaimOptionsCache;
 }
 
@@ -142,14 +135,7 @@ export class Producer {
   get taken(): number {
     return this.inFlight.size + this.stoppedRunning.size;
   }
-  /**
-   * This producer's own: its claims repeat the same options, parsed once, and each walk starts
-   * after the last key this producer took (the claim's lower bound: db/queue/claim.ts).
-   */
-  private readonly claimOptions: ClaimOptionsCache;
-  /** The kind versions claimed without a limit, made once (the cache compares them by identity). */
-  private readonly kinds: ClaimOptions['kinds'];
-  /** The claims of each round: the unlimited kinds', then one per limit (limitedClaims). */
+  /** The claims of each round (claimGroups), each with its options made once (its cache compares them by identity). */
   private readonly claimers: Claimer[];
   /** Kinds under a limit: a finished attempt of one frees a slot a limited claim may take. */
   private readonly limitedKinds: Set<string>;
@@ -166,17 +152,11 @@ export class Producer {
     private readonly settings: ProducerSettings,
     private readonly deps: ProducerDeps,
   ) {
-    this.kinds = claimKinds(deps.registry);
-    this.claimOptions = new ClaimOptionsCache({ bound: deps.claimBound ?? true });
-    this.claimers = [
-      ...(this.kinds ? [{ kinds: this.kinds, limits: undefined, cache: this.claimOptions }] : []),
-      ...limitedClaims(deps.registry).map(({ kinds, limits }) => ({
-        kinds,
-        limits,
-        cache: new ClaimOptionsCache({ bound: deps.claimBound ?? true }),
-      })),
-    ];
-    this.limitedKinds = new Set(this.claimers.flatMap((c) => (c.limits ? (c.kinds ?? []).map((k) => k.kind) : [])));
+    this.claimers = claimGroups(deps.registry).map((group) => ({
+      ...group,
+      cache: new ClaimOptionsCache({ bound: deps.claimBound ?? true }),
+    }));
+    this.limitedKinds = new Set(this.claimers.flatMap((c) => (c.limits ? c.kinds.map((k) => k.kind) : [])));
   }
 
   /** Starts the claim loop on `claimDb`: claims only, one at a time. */

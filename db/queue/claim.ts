@@ -98,10 +98,18 @@ export async function claim(
   // Prepared once per connection (one name per text): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
   const parsed = cache ? cache.parse(options) : parseClaimOptions(options);
-  const limited = parsed.limits;
-  const pool = limited ? ownPool(executor) : null;
-  if (limited && pool) return inPoolTransaction(pool, (tx) => claim(tx, options, cache));
-  if (limited) await lockLimits(executor, limited);
+  const pool = parsed.limits ? ownPool(executor) : null;
+  if (pool) return inPoolTransaction(pool, (tx) => claimParsed(tx, parsed, cache));
+  return claimParsed(executor, parsed, cache);
+}
+
+/** claim() once its options are parsed; a limited claim's executor is its transaction. */
+async function claimParsed(
+  executor: Executor,
+  parsed: ParsedClaimOptions,
+  cache: ClaimOptionsCache | undefined,
+): Promise<ClaimedJob[]> {
+  if (parsed.limits) await lockLimits(executor, parsed.limits);
   const { text, params, name, leaseToken, workerId, walk } = claimQuery(parsed, executor, cache);
   // claim_key is there only in the bounded texts (those of a claim with a walk).
   const rows = await runText<BoundedClaimColumnsRow>(executor, text, params, name);

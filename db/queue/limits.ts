@@ -23,7 +23,7 @@ import { LeaseholdInputError } from './errors.ts';
 import { run, runText, type Executor } from './executor.ts';
 import { limitRunning } from './transitions.ts';
 import { LIVE_WORKER_SECONDS } from './worker-registry.ts';
-import { actorSchema, nameSchema, parseInput, problemsOf, textSchema } from './validate.ts';
+import { actorSchema, NAME_PATTERN, nameSchema, parseInput, problemsOf, textSchema } from './validate.ts';
 
 export { LIMIT_SCOPES, type LimitScope };
 
@@ -35,13 +35,11 @@ export const MAX_LIMIT = 1_000_000;
 /** The most limits one claim may count toward (a queue's, a kind's, its resources'). */
 export const MAX_CLAIM_LIMITS = 10;
 
-/** A resource name: what several kinds share (`smtp`, `stripe-api`), 1–128 of the name characters. */
-const limitNameSchema = nameSchema;
 const maxSchema = z.int('expected an integer').min(1, 'expected at least 1').max(MAX_LIMIT);
 
 export const limitDeclarationSchema = z.strictObject({
   scope: z.enum(LIMIT_SCOPES),
-  name: limitNameSchema,
+  name: nameSchema,
   max: maxSchema,
 });
 export type LimitDeclaration = z.input<typeof limitDeclarationSchema>;
@@ -61,7 +59,7 @@ export function limitKey(scope: LimitScope, name: string): string {
 export const limitKeySchema = z
   .string()
   .regex(
-    /^(queue|kind|resource):[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/,
+    new RegExp(`^(${LIMIT_SCOPES.join('|')}):${NAME_PATTERN.source.slice(1)}`),
     'expected queue:NAME, kind:NAME or resource:NAME',
   );
 
@@ -92,7 +90,7 @@ export async function declareLimits(executor: Executor, limits: readonly LimitDe
 
 const setLimitSchema = z.strictObject({
   scope: z.enum(LIMIT_SCOPES),
-  name: limitNameSchema,
+  name: nameSchema,
   /** The new maximum; null clears the run-time value (the declaration applies again). */
   max: maxSchema.nullable(),
   actor: actorSchema,
@@ -179,7 +177,7 @@ export async function setLimit(
  * The live workers (seen within LIVE_WORKER_SECONDS) whose code predates limits, as `id
  * (host pid)`: they claim without looking at any limit.
  */
-export async function oldWorkers(executor: Executor): Promise<string[]> {
+async function oldWorkers(executor: Executor): Promise<string[]> {
   const rows = await run<{ who: string }>(
     executor,
     sql`SELECT id || ' (' || host || ' pid ' || pid || ')' AS who FROM leasehold.workers
