@@ -1,25 +1,29 @@
-/** `leasehold limits [list] | set | clear`: the concurrency limits (db/queue/limits.ts, docs/flow-control.md). */
-import { listLimits, MAX_LIMIT, setLimit } from '../db/queue/index.ts';
+/** `leasehold limits [list] | set | clear`: the concurrency and rate limits (db/queue/limits.ts, docs/flow-control.md). */
+import { type LimitRate, type LimitValues, listLimits, MAX_LIMIT, setLimit } from '../db/queue/index.ts';
+import { parseRate, rateText } from '../db/queue/limit-rate.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, textTable, UsageError } from './command.ts';
 import { withDb } from './database.ts';
 
 const HELP = `usage: leasehold limits [list]
-       leasehold limits set <kind|resource> <name> <max> --actor WHO [--reason TEXT]
-       leasehold limits clear <kind|resource> <name> --actor WHO [--reason TEXT]
+       leasehold limits set <queue|kind|resource> <name> [<max>] [--rate N/INTERVAL] --actor WHO [--reason TEXT]
+       leasehold limits clear <queue|kind|resource> <name> [max|rate] --actor WHO [--reason TEXT]
 
-The concurrency limits the handlers declare (limit: { max } or { resource, max }): at most MAX
-attempts of a kind, or of every kind naming a resource, hold a lease at once across every
-worker process (docs/flow-control.md).
+The limits the handlers declare (limit: { max }, { rate }, or with a resource several kinds
+share) and the workers' queue limits: at most MAX attempts hold a lease at once, and at most N
+start in any INTERVAL, across every worker process (docs/flow-control.md).
 
-  list    every limit: its key, what the handlers declare, the run-time value, what the
-          claims enforce, and how many attempts run under it now
-  set     a run-time maximum (1 to ${MAX_LIMIT.toLocaleString('en')}) that wins over the declaration, from the next
+  list    every limit: its key, what the handlers declare, the run-time values, what the
+          claims enforce, what runs and waits under it now, and whether it is paused
+  set     a run-time maximum (1 to ${MAX_LIMIT.toLocaleString('en')}) and/or rate (--rate 100/1s: 1 to
+          ${MAX_LIMIT.toLocaleString('en')} starts per 1ms to 24h) that win over the declaration, from the next
           claim on; audited (set_limit) with --actor and --reason. Refused for a limit no
           handler declares, and while a live worker runs code older than limits (named)
-  clear   drop the run-time value: the declaration applies again (audited)
+  clear   drop the run-time values (only the maximum or the rate, if named): the declaration
+          applies again (audited)
 
-  --actor WHO     who makes the change, for the audit log (an email, a name)
-  --reason TEXT   why, for the audit log
+  --rate N/INTERVAL   N starts per INTERVAL: 500ms, 1s, 10s, 1m, 1h (or plain milliseconds)
+  --actor WHO         who makes the change, for the audit log (an email, a name)
+  --reason TEXT       why, for the audit log
 ${EMBEDDED_HELP}
   --help, --version
 
@@ -28,36 +32,47 @@ environment: DATABASE_URL (required unless --embedded)`;
 const OPTIONS = {
   actor: { type: 'string' },
   reason: { type: 'string' },
+  rate: { type: 'string' },
   embedded: { type: 'boolean' },
 } as const;
 
-const SCOPES = ['kind', 'resource'] as const;
+const SCOPES = ['queue', 'kind', 'resource'] as const;
+
+const valuesText = (v: LimitValues) =>
+  v.max === null && v.rate === null
+    ? 'none'
+    : [v.max === null ? null : `max ${v.max}`, v.rate === null ? null : `rate ${rateText(v.rate)}`]
+        .filter(Boolean)
+        .join(', ');
 
 export const limitsCommand: Command = {
   name: 'limits',
   help: HELP,
   async run(args, context) {
     const { values, positionals } = parseCommandArgs('limits', args, OPTIONS, true);
-    const [action = 'list', scope, name, max, ...extra] = positionals;
+    const [action = 'list', scope, name, third, ...extra] = positionals;
     const embedded = values.embedded === true;
     const usage = (why: string) => new UsageError(`${why} (leasehold limits --help)`);
     if (action === 'list') {
       if (scope !== undefined) throw usage(`unexpected argument ${JSON.stringify(scope)}`);
       const limits = await withDb(context, embedded, ({ db }) => listLimits(db));
       if (limits.length === 0) {
-        console.log('no limits: a handler declares one with limit: { max } or { resource, max }');
+        console.log('no limits: a handler declares one with limit: { max }, { rate } or { resource, max }');
         return 0;
       }
       const shown = (n: number | null) => (n === null ? '-' : String(n));
       console.log(
         textTable([
-          ['LIMIT', 'DECLARED', 'SET', 'ENFORCED', 'RUNNING', 'SET BY'],
+          ['LIMIT', 'DECLARED', 'SET', 'ENFORCED', 'RATE', 'RUNNING', 'WAITING', 'PAUSED UNTIL', 'SET BY'],
           ...limits.map((l) => [
             l.key,
-            shown(l.declaredMax),
-            shown(l.setMax),
+            shown(l.declared.max),
+            shown(l.set.max),
             shown(l.max),
+            rateText(l.rate),
             String(l.running),
+            String(l.waiting),
+            l.pausedUntil?.toISOString() ?? '-',
             l.setBy ?? '-',
           ]),
         ]),
@@ -66,31 +81,44 @@ export const limitsCommand: Command = {
     }
     if (action !== 'set' && action !== 'clear') throw usage(`no action ${JSON.stringify(action)}: list, set or clear`);
     if (!SCOPES.includes(scope as (typeof SCOPES)[number]))
-      throw usage(`${action} needs kind or resource first, not ${JSON.stringify(scope ?? '')}`);
+      throw usage(`${action} needs queue, kind or resource first, not ${JSON.stringify(scope ?? '')}`);
     if (name === undefined) throw usage(`${action} needs the ${scope}'s name`);
-    const extraArgs = action === 'clear' ? [max, ...extra] : extra;
-    const unexpected = extraArgs.find((a) => a !== undefined);
+    const unexpected = extra.find((a) => a !== undefined);
     if (unexpected !== undefined) throw usage(`unexpected argument ${JSON.stringify(unexpected)}`);
     if (values.actor === undefined) throw usage(`${action} needs --actor (who makes the change, for the audit log)`);
-    let newMax: number | null = null;
+    const change: { max?: number | null; rate?: LimitRate | null } = {};
     if (action === 'set') {
-      if (max === undefined) throw usage('set needs <max>, a whole number');
-      newMax = Number(max);
-      if (!/^\d+$/.test(max) || newMax < 1 || newMax > MAX_LIMIT)
-        throw usage(`<max> must be a whole number from 1 to ${MAX_LIMIT}, not ${JSON.stringify(max)}`);
+      if (third !== undefined) {
+        const newMax = Number(third);
+        if (!/^\d+$/.test(third) || newMax < 1 || newMax > MAX_LIMIT)
+          throw usage(`<max> must be a whole number from 1 to ${MAX_LIMIT}, not ${JSON.stringify(third)}`);
+        change.max = newMax;
+      }
+      if (values.rate !== undefined) {
+        const rate = parseRate(values.rate, '--rate');
+        if (typeof rate === 'string') throw usage(rate);
+        change.rate = rate;
+      }
+      if (change.max === undefined && change.rate === undefined)
+        throw usage('set needs <max>, a whole number, or --rate N/INTERVAL');
+    } else {
+      if (third !== undefined && third !== 'max' && third !== 'rate')
+        throw usage(`clear takes max or rate after the name, not ${JSON.stringify(third)}`);
+      if (values.rate !== undefined) throw usage('clear takes no --rate: name max or rate to clear only one');
+      if (third !== 'rate') change.max = null;
+      if (third !== 'max') change.rate = null;
     }
     const outcome = await withDb(context, embedded, ({ db }) =>
       setLimit(db, {
         scope: scope as (typeof SCOPES)[number],
         name,
-        max: newMax,
+        ...change,
         actor: values.actor!,
         ...(values.reason === undefined ? {} : { reason: values.reason }),
       }),
     );
-    const was = outcome.before === null ? 'none' : String(outcome.before);
     console.log(
-      `${scope}:${name}: run-time limit ${outcome.after === null ? 'cleared' : `set to ${outcome.after}`} (was ${was}; audit ${outcome.auditId})`,
+      `${scope}:${name}: run-time ${action === 'clear' ? 'values cleared' : 'values set'}: ${valuesText(outcome.after)} (was ${valuesText(outcome.before)}; audit ${outcome.auditId})`,
     );
     return 0;
   },

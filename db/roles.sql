@@ -177,8 +177,15 @@ BEGIN
   -- Concurrency limits (drizzle/0018): a worker writes its handlers' declarations, and a limited
   -- claim locks the limits' rows FOR UPDATE (which needs UPDATE on a column: the declaration's).
   -- The run-time value (set_max) is an admin's, not a worker's.
-  GRANT SELECT, INSERT, UPDATE (declared_max, declared_at) ON leasehold.limits TO leasehold_worker;
+  GRANT SELECT, UPDATE (declared_max, declared_at) ON leasehold.limits TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.limit_claims TO leasehold_worker;
+  -- Rate limits and pauses (drizzle/0019): the declared rates and kinds, a RateLimitedError's
+  -- pause, and the rate log a rate-limited claim writes and ages out. The run-time values
+  -- (set_*) are not the workers' to write: setLimit goes through set_limit.
+  -- It inserts a limit's row with its declaration alone (column grants): never a run-time value.
+  GRANT INSERT (key, scope, name, declared_max, declared_rate, declared_per_ms, kinds, declared_at),
+    UPDATE (declared_rate, declared_per_ms, kinds, paused_until, paused_reason) ON leasehold.limits TO leasehold_worker;
+  GRANT SELECT, INSERT, UPDATE (n), DELETE ON leasehold.limit_starts TO leasehold_worker;
   -- A worker's heartbeat renews its one worker lease; the reaper locks and removes ended ones
   -- (drizzle/0015).
   GRANT SELECT, INSERT, DELETE, UPDATE (since, lease_until) ON leasehold.worker_leases TO leasehold_worker;
@@ -211,7 +218,10 @@ BEGIN
     leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.worker_kinds, leasehold.kinds,
     leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats,
     leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions, leasehold.worker_leases,
-    leasehold.limits, leasehold.limit_claims
+    leasehold.limits, leasehold.limit_claims, leasehold.limit_starts
+    TO leasehold_dashboard;
+  -- An admin's run-time limit (setLimit, drizzle/0019), with its audit row.
+  GRANT EXECUTE ON FUNCTION leasehold.set_limit(text, text, boolean, integer, boolean, integer, integer, text, text)
     TO leasehold_dashboard;
   -- A running job's deadline as every reader states it (jobs_view calls it too: drizzle/0015).
   GRANT EXECUTE ON FUNCTION leasehold.effective_lease_until(timestamptz, uuid, text) TO leasehold_dashboard;

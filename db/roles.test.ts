@@ -37,7 +37,10 @@ import {
   touchWorker,
   withMaintenanceLock,
   claimReceiptIfLeaseHeld,
+  declareLimits,
   dropReceiptClaim,
+  pauseLimit,
+  setLimit,
 } from './queue/index.ts';
 import { run } from './queue/executor.ts';
 import { backlog, deadByClass, overview } from './queries/overview.ts';
@@ -354,6 +357,44 @@ describe('the worker', () => {
     }
     expect((await getJob(as.admin.db, id)).state).toBe('dead');
   });
+
+  it('declares limits, claims under a maximum and a rate, pauses one, and cannot write a run-time value (42501)', async () => {
+    const queue = uniqueQueue('work-limits');
+    const kind = `k-${queue}`;
+    await declareLimits(as.worker.db, [
+      { scope: 'kind', name: kind, max: 3, rate: { max: 2, perMs: 60_000 }, kinds: [kind] },
+    ]);
+    await enqueueMany(
+      as.producer.db,
+      [1, 2, 3].map(() => ({ queue, kind })),
+    );
+    const taken = await claim(as.worker.db, {
+      queues: [queue],
+      workerId: 'w-limits',
+      limit: 3,
+      limits: [`kind:${kind}`],
+    });
+    expect(taken).toHaveLength(2); // the rate's 2 a minute
+    await completeIfLeaseHeld(as.worker.db, taken[0]!);
+    expect(await pauseLimit(as.worker.db, `kind:${kind}`, 1000, 'RateLimitedError: 429')).toBeInstanceOf(Date);
+    for (const statement of [
+      `UPDATE leasehold.limits SET set_max = 100 WHERE key = 'kind:${kind}'`,
+      `UPDATE leasehold.limits SET set_rate = 100, set_per_ms = 1 WHERE key = 'kind:${kind}'`,
+      `INSERT INTO leasehold.limits (key, scope, name, set_max) VALUES ('kind:y-${kind}', 'kind', 'y-${kind}', 5)`,
+      `SELECT * FROM leasehold.set_limit('kind', '${kind}', true, 100, false, NULL, NULL, 'w', NULL)`,
+    ]) {
+      expect({ statement, state: await sqlStateOf(as.worker.pool.query(statement)) }).toEqual({
+        statement,
+        state: refused,
+      });
+    }
+    // The dashboard sets it through set_limit, audited.
+    await expect(setLimit(as.dashboard.db, { scope: 'kind', name: kind, max: 5, actor: 'ops' })).resolves.toMatchObject(
+      {
+        after: { max: 5 },
+      },
+    );
+  });
 });
 
 describe('the maintenance lock', () => {
@@ -543,6 +584,9 @@ describe('the dashboard', () => {
       'a user': `INSERT INTO leasehold.users (email, password_hash, role) VALUES ('x-${own}@example.com', 'x', 'admin')`,
       'a user change': `UPDATE leasehold.users SET role = 'admin'`,
       'a redaction rule of its own': `DELETE FROM leasehold.kind_redactions`,
+      'a limit of its own': `UPDATE leasehold.limits SET set_max = 1000000`,
+      'a limit row': `INSERT INTO leasehold.limits (key, scope, name, set_max) VALUES ('kind:x-${own}', 'kind', 'x-${own}', 1)`,
+      'a rate log row': `DELETE FROM leasehold.limit_starts`,
     };
     const states = await Promise.all(
       Object.values(statements).map((text) => sqlStateOf(as.dashboard.pool.query(text))),

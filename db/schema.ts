@@ -21,14 +21,13 @@ import {
   index,
   integer,
   jsonb,
-  pgSchema,
   primaryKey,
   text,
-  timestamp,
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
-import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES, LIMIT_SCOPES, TERMINAL_STATES } from './states.ts';
+import { ATTEMPT_OUTCOMES, FAILURE_CLASSES, JOB_STATES, TERMINAL_STATES } from './states.ts';
+import { leasehold, quoted, tstz } from './schema-base.ts';
 
 // The lists live in a module without imports (client bundles read them); exported here too,
 // where db/ has always found them.
@@ -67,11 +66,8 @@ export const MAX_PRIORITY = 100;
 export const DEFAULT_AGING_SECONDS = 60;
 export const DEFAULT_MAX_ATTEMPTS = 10;
 
-const quoted = (values: readonly string[]) => sql.raw(values.map((v) => `'${v}'`).join(', '));
-const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
-
-/** Every Leasehold table, index, function and channel lives in this schema, beside the app's. */
-export const leasehold = pgSchema('leasehold');
+export { leasehold };
+export * from './schema-limits.ts';
 
 /**
  * The jobs. Laid out for HOT updates (docs/design/schema-v1.md): no B-tree here names a column
@@ -352,31 +348,7 @@ export const jobAttempts = leasehold.table(
   ],
 );
 
-/** Per-queue settings. A queue needs no row: a missing row means the defaults. */
-/**
- * Concurrency limits (docs/flow-control.md), keyed `scope:name`: the handlers' `declared_max`,
- * and a run-time `set_max` (setLimit, audited) that wins until cleared. A limited claim locks
- * its limits' rows, so two claimers of one limit never both take the last slot.
- */
-export const limits = leasehold.table(
-  'limits',
-  {
-    key: text('key').primaryKey(),
-    scope: text('scope', { enum: LIMIT_SCOPES }).notNull(),
-    name: text('name').notNull(),
-    declaredMax: integer('declared_max'),
-    declaredAt: tstz('declared_at'),
-    setMax: integer('set_max'),
-    setAt: tstz('set_at'),
-    setBy: text('set_by'),
-  },
-  () => [
-    check('limits_scope_check', sql`scope IN (${quoted(LIMIT_SCOPES)})`),
-    check('limits_key_check', sql`key = scope || ':' || name`),
-    check('limits_name_check', sql`length(name) BETWEEN 1 AND 128`),
-    check('limits_max_check', sql`declared_max >= 1 AND set_max >= 1`),
-  ],
-);
+// The limit tables (limits, limit_claims, limit_starts): db/schema-limits.ts.
 
 /**
  * A row per limit and lease row of a claim made with `limits` (db/queue/limits.ts): a limit's

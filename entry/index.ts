@@ -35,8 +35,23 @@ export { SCHEMA_VERSION, SUPPORTED_SCHEMA, schemaCompatibility } from '../db/sch
 
 // Concurrency limits across every worker process: declare, set at run time (audited), list
 // (docs/flow-control.md).
-export { declareLimits, listLimits, MAX_LIMIT, setLimit } from '../db/queue/limits.ts';
-export type { LimitDeclaration, LimitScope, LimitStatus, SetLimitOutcome } from '../db/queue/limits.ts';
+export {
+  declareLimits,
+  listLimits,
+  MAX_LIMIT,
+  MAX_RATE_INTERVAL_MS,
+  setLimit,
+  whyWaiting,
+} from '../db/queue/limits.ts';
+export type {
+  LimitDeclaration,
+  LimitRate,
+  LimitScope,
+  LimitStatus,
+  LimitValues,
+  SetLimitOutcome,
+  WaitReason,
+} from '../db/queue/limits.ts';
 
 // A claim loop of your own: claim with a lease, settle only while it is held (docs/contract.md).
 export { claim, MAX_CLAIM_BATCH } from '../db/queue/claim.ts';

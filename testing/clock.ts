@@ -50,6 +50,9 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   audit_log: ['at'],
   kind_redactions: ['added_at'],
   finished_rollup: ['minute'],
+  // A rate's window and a RateLimitedError's pause are queue time; the declared and set times move along.
+  limits: ['declared_at', 'set_at', 'paused_until'],
+  limit_starts: ['at'],
 };
 
 /**
@@ -61,8 +64,6 @@ export const UNSHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   migrations: ['applied_at'],
   sign_in_throttle: ['first_failure_at', 'last_failure_at', 'blocked_until', 'audit_minute'],
   session_versions: ['updated_at'],
-  // When a concurrency limit was declared or set: bookkeeping the limits' enforcement never reads.
-  limits: ['declared_at', 'set_at'],
 };
 
 const SHIFT = `
@@ -118,6 +119,12 @@ const SHIFT = `
   ),
   audit AS (UPDATE leasehold.audit_log a SET at = a.at - d.by FROM d RETURNING 1),
   redactions AS (UPDATE leasehold.kind_redactions r SET added_at = r.added_at - d.by FROM d RETURNING 1),
+  limits AS (
+    UPDATE leasehold.limits m SET declared_at = m.declared_at - d.by, set_at = m.set_at - d.by,
+      paused_until = m.paused_until - d.by FROM d
+    RETURNING 1
+  ),
+  limit_starts AS (UPDATE leasehold.limit_starts s SET at = s.at - d.by FROM d RETURNING 1),
   -- The rollup's key is its minute: shifting rows one by one would collide with their
   -- neighbours, and a shifted minute must still be a whole minute. So the rows are taken out
   -- and put back summed on their earlier minutes (the GROUP BY reads every deleted row first).
@@ -133,6 +140,7 @@ const SHIFT = `
          (SELECT count(*) FROM attempts) + (SELECT count(*) FROM dedupe) + (SELECT count(*) FROM receipts)
          + (SELECT count(*) FROM receipt_claims) + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
          + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM redactions)
+         + (SELECT count(*) FROM limits) + (SELECT count(*) FROM limit_starts)
          + (SELECT count(*) FROM rollup_in)
          + (SELECT count(*) FROM stray_ready) + (SELECT count(*) FROM worker_leases) AS others`;
 

@@ -19,6 +19,7 @@ import {
   completeManyIfLeaseHeld,
   failIfLeaseHeld,
   LEASE_LOST,
+  pauseLimit,
   releaseIfLeaseHeld,
   type ClaimedJob,
   type Executor,
@@ -30,6 +31,7 @@ import type { ErrorDetail } from '../db/queue/error-detail.ts';
 import type { Attempt, AttemptResult } from './attempt.ts';
 import type { WorkerEvents } from './events.ts';
 import type { Failpoints } from './failpoints.ts';
+import { handlerLimitKey } from './handler.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { retryWhileUnavailable } from './timing.ts';
 
@@ -241,6 +243,7 @@ export class Completer {
         return;
       }
       this.failed(entry, message, outcome);
+      if (failureClass === 'rate_limited' && retryAfterMs !== undefined) await this.pause(entry, retryAfterMs, message);
       metrics?.failed.inc({ queue: job.queue, kind: job.kind, failure_class: outcome.failureClass });
       const level = outcome.state === 'ready' ? 'warn' : 'error';
       log[level](
@@ -252,6 +255,22 @@ export class Completer {
       const what = 'could not record the failure; the lease will expire and the reaper will retry it';
       log.error({ err: error, failureClass, error: message }, what);
       this.reportError(what, error, job.id);
+    }
+  }
+
+  /**
+   * The upstream said "slow down" with a Retry-After: the handler's limit (its kind's or its
+   * resource's) starts nothing for that long, in every worker (db/queue/limits.ts, pauseLimit).
+   * A handler without a limit delays only this job (its retry, as before).
+   */
+  private async pause(entry: Attempt, retryAfterMs: number, message: string): Promise<void> {
+    const key = entry.handler && handlerLimitKey(entry.handler);
+    if (key === undefined) return;
+    try {
+      const until = await pauseLimit(this.deps.db, key, retryAfterMs, message);
+      entry.log.warn({ limit: key, pausedUntil: until }, 'rate limited upstream: its limit starts nothing until then');
+    } catch (error) {
+      entry.log.error({ err: error, limit: key }, 'could not pause the limit after a RateLimitedError');
     }
   }
 

@@ -91,10 +91,11 @@ export interface Handler<Payload = unknown, Kind extends string = string> {
    */
   isolated?: Isolation | undefined;
   /**
-   * A concurrency limit that holds across every worker process and host: at most `max`
-   * attempts of this kind hold a lease at once, or, with `resource`, at most `max` of every kind
-   * naming that resource together (`{ resource: 'smtp', max: 5 }` on several kinds). Enforced
-   * in the claim (docs/flow-control.md); an admin's run-time value wins over `max`.
+   * A limit that holds across every worker process and host: at most `max` attempts of this
+   * kind hold a lease at once and at most `rate.max` start in any `rate.perMs` ms, or, with
+   * `resource`, of every kind naming that resource together (`{ resource: 'smtp', max: 5 }` on
+   * several kinds). Enforced in the claim (docs/flow-control.md); an admin's run-time values win
+   * over the declared ones. A RateLimitedError with a Retry-After pauses the limit that long.
    */
   limit?: HandlerLimit | undefined;
   /** Set by loadHandlerFiles: the URL of the file the handler came from (an isolated handler's thread imports it). */
@@ -143,9 +144,15 @@ export function kindRegistrations(handler: Handler): KindRegistration[] {
   }));
 }
 
-/** A handler's concurrency limit: of its kind, or of a resource several kinds share. */
+/**
+ * A handler's limit, of its kind or of a resource several kinds share: at most `max` attempts
+ * hold a lease at once, and at most `rate.max` start in any `rate.perMs` milliseconds (either or
+ * both). Every handler naming a resource should declare the same values: the latest worker to
+ * start wins.
+ */
 export interface HandlerLimit {
-  max: number;
+  max?: number | undefined;
+  rate?: { max: number; perMs: number } | undefined;
   resource?: string | undefined;
 }
 
@@ -157,15 +164,19 @@ export function handlerLimitKey(handler: Handler): string | undefined {
 
 /** What the workers declare of their handlers' limits at start (declareLimits). */
 export function limitDeclarations(handlers: readonly Handler[]): LimitDeclaration[] {
-  return handlers.flatMap(({ kind, limit }) =>
-    limit === undefined
-      ? []
-      : [
-          limit.resource === undefined
-            ? { scope: 'kind' as const, name: kind, max: limit.max }
-            : { scope: 'resource' as const, name: limit.resource, max: limit.max },
-        ],
-  );
+  return handlers.flatMap(({ kind, limit }) => {
+    if (limit === undefined) return [];
+    const values = {
+      ...(limit.max === undefined ? {} : { max: limit.max }),
+      ...(limit.rate === undefined ? {} : { rate: limit.rate }),
+      kinds: [kind],
+    };
+    return [
+      limit.resource === undefined
+        ? { scope: 'kind' as const, name: kind, ...values }
+        : { scope: 'resource' as const, name: limit.resource, ...values },
+    ];
+  });
 }
 
 /** A handler's timeout when its options give none: one minute. */
@@ -191,7 +202,7 @@ export interface HandlerOptions {
   versions?: readonly number[] | undefined;
   /** Run each attempt in a worker thread (or child process) the worker can terminate (see Handler.isolated, docs/workers.md). */
   isolated?: Isolation | undefined;
-  /** A concurrency limit across every worker process (see Handler.limit, docs/flow-control.md). */
+  /** A concurrency or rate limit across every worker process (see Handler.limit, docs/flow-control.md). */
   limit?: HandlerLimit | undefined;
 }
 
@@ -291,8 +302,10 @@ export class HandlerRegistry {
     if (handler.limit !== undefined) {
       const problems =
         typeof handler.limit === 'object' && handler.limit !== null
-          ? limitDeclarationProblems(limitDeclarations([handler])[0]).map((p) => p.replace(/^name:/, 'resource:'))
-          : ['expected { max } or { resource, max }'];
+          ? limitDeclarationProblems(limitDeclarations([handler])[0]).map((p) =>
+              p.replace(/^name:/, 'resource:').replace(/^input: /, ''),
+            )
+          : ['expected { max }, { rate: { max, perMs } } or either with a resource'];
       if (problems.length > 0) {
         throw new Error(`Leasehold workers: handler ${handler.kind}: limit: ${problems.join('; ')}`);
       }

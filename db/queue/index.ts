@@ -39,10 +39,15 @@ export {
   listLimits,
   setLimit,
   LIMIT_SCOPES,
+  limitedQueues,
+  limitWaitMs,
   MAX_CLAIM_LIMITS,
   MAX_LIMIT,
+  MAX_RATE_INTERVAL_MS,
+  pauseLimit,
+  whyWaiting,
 } from './limits.ts';
-export type { LimitDeclaration, LimitScope, LimitStatus, SetLimitOutcome } from './limits.ts';
+export type * from './limits.ts';
 export type { ClaimBoundOptions, ClaimOptions } from './claim.ts';
 export {
   completeIfLeaseHeld,

@@ -8,10 +8,13 @@ import {
   enqueueMany,
   failIfLeaseHeld,
   LeaseholdInputError,
+  limitWaitMs,
   listLimits,
+  pauseLimit,
   reapExpiredLeases,
   releaseIfLeaseHeld,
   setLimit,
+  whyWaiting,
 } from '.';
 import { claimStatement } from './claim.ts';
 import { run } from './executor.ts';
@@ -114,13 +117,13 @@ describe('a concurrency limit', () => {
       actor: 'ops@example.com',
       reason: 'more',
     });
-    expect(raised).toMatchObject({ applied: true, before: null, after: 3 });
+    expect(raised).toMatchObject({ applied: true, before: { max: null, rate: null }, after: { max: 3, rate: null } });
     // A worker restarting with its old declaration does not undo the run-time value.
     await declareLimits(t.db, [{ scope: 'kind', name: kind, max: 1 }]);
     expect(await claimSome(10)).toHaveLength(3);
     expect((await listLimits(t.db)).find((l) => l.key === `kind:${kind}`)).toMatchObject({
-      declaredMax: 1,
-      setMax: 3,
+      declared: { max: 1, rate: null },
+      set: { max: 3, rate: null },
       max: 3,
       running: 3,
       setBy: 'ops@example.com',
@@ -130,13 +133,15 @@ describe('a concurrency limit', () => {
     expect(await claimSome(10)).toEqual([]);
     expect(await running(`kind:${kind}`)).toBe(3);
     const cleared = await setLimit(t.db, { scope: 'kind', name: kind, max: null, actor: 'ops@example.com' });
-    expect(cleared).toMatchObject({ before: 2, after: null });
+    expect(cleared).toMatchObject({ before: { max: 2 }, after: { max: null } });
     expect((await listLimits(t.db)).find((l) => l.key === `kind:${kind}`)?.max).toBe(1);
-    const audit = await run<{ detail: { limit: string; before: number | null; after: number | null } }>(
+    const audit = await run<{
+      detail: { limit: string; before: { max: number | null }; after: { max: number | null } };
+    }>(
       t.db,
       sql`SELECT detail FROM leasehold.audit_log WHERE action = 'set_limit' AND detail->>'limit' = ${`kind:${kind}`} ORDER BY id`,
     );
-    expect(audit.map((a) => [a.detail.before, a.detail.after])).toEqual([
+    expect(audit.map((a) => [a.detail.before.max, a.detail.after.max])).toEqual([
       [null, 3],
       [3, 2],
       [2, null],
@@ -174,7 +179,7 @@ describe('a concurrency limit', () => {
           `1 live worker runs Leasehold code older than concurrency limits and would not enforce kind:${kind}: ${old} \\(host-a pid 42\\)`,
         ),
       );
-      expect((await listLimits(t.db)).find((l) => l.name === kind)).toMatchObject({ setMax: null, max: 1 });
+      expect((await listLimits(t.db)).find((l) => l.name === kind)).toMatchObject({ set: { max: null }, max: 1 });
       // Clearing a run-time value stays possible.
       await expect(setLimit(t.db, { scope: 'kind', name: kind, max: null, actor: 'ops' })).resolves.toMatchObject({
         applied: true,
@@ -183,11 +188,11 @@ describe('a concurrency limit', () => {
       await run(t.db, sql`DELETE FROM leasehold.workers WHERE id = ${old}`);
     }
     await expect(setLimit(t.db, { scope: 'kind', name: kind, max: 2, actor: 'ops' })).resolves.toMatchObject({
-      after: 2,
+      after: { max: 2 },
     });
   });
 
-  it('reads O(limit) ready rows whatever waits: 100,000 jobs of the kind, 3 slots left of 5', async () => {
+  it('reads O(limit) ready rows whatever waits: 100,000 jobs of the kind, 3 slots left of 5, under a rate too', async () => {
     const kind = `backlog-${uniqueQueue()}`;
     const queue = uniqueQueue('limit-backlog');
     await run(
@@ -196,7 +201,8 @@ describe('a concurrency limit', () => {
             SELECT gen_random_uuid(), ${queue}, ${kind}, now() - interval '1 hour', now() - interval '1 hour'
             FROM generate_series(1, 100000) g`,
     );
-    await declareLimits(t.db, [{ scope: 'kind', name: kind, max: 5 }]);
+    // A rate too, so the walk is the one a limit with both runs: its window's log is read once.
+    await declareLimits(t.db, [{ scope: 'kind', name: kind, max: 5, rate: { max: 1000, perMs: 60_000 } }]);
     const options = {
       queues: [queue],
       workerId: 'w',
@@ -253,5 +259,210 @@ describe('a concurrency limit', () => {
       /limits\.0: expected queue:NAME, kind:NAME or resource:NAME/,
     );
     expect((await listLimits(t.db)).filter((l) => l.name.includes(name))).toEqual([]);
+  });
+});
+
+describe('a rate limit', () => {
+  /** The starts of `kind`'s jobs, as the database recorded them (started_at), in order. */
+  const startsOf = async (queue: string) =>
+    (
+      await run<{ at: string }>(
+        t.db,
+        sql`SELECT to_char(started_at, 'YYYY-MM-DD HH24:MI:SS.US') AS at FROM leasehold.jobs
+            WHERE queue = ${queue} AND started_at IS NOT NULL ORDER BY started_at`,
+      )
+    ).map((r) => Date.parse(`${r.at.replace(' ', 'T')}Z`) + Number(r.at.slice(-3)) / 1000);
+
+  it('starts at most N in any interval across racing claimers, the rest waiting ready with no attempt spent', async () => {
+    const kind = `rate-${uniqueQueue()}`;
+    // A minute's window first, so nothing of it passes while the test looks.
+    await declareLimits(t.db, [{ scope: 'kind', name: kind, rate: { max: 5, perMs: 60_000 }, kinds: [kind] }]);
+    const { claimSome, queue } = await setUp(kind, 40, [`kind:${kind}`]);
+    // Ten claimers of 3 at once: 30 asked for, 5 starts allowed in the window.
+    const first = (await Promise.all(Array.from({ length: 10 }, () => claimSome(3)))).flat();
+    expect(first).toHaveLength(5);
+    const [status] = (await listLimits(t.db)).filter((l) => l.key === `kind:${kind}`);
+    expect(status).toMatchObject({ rate: { max: 5, perMs: 60_000 }, started: 5, waiting: 35 });
+    expect(status!.nextStartAt).not.toBeNull();
+    const waiting = await run<{ state: string; attempts: number; n: number }>(
+      t.db,
+      sql`SELECT state, attempts, count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue} AND state <> 'running' GROUP BY 1, 2`,
+    );
+    expect(waiting).toEqual([{ state: 'ready', attempts: 0, n: 35 }]);
+    // Settling frees no start: the rate counts starts, not running attempts.
+    await completeManyIfLeaseHeld(
+      t.db,
+      first.map((j) => ({ id: j.id, leaseToken: j.leaseToken })),
+    );
+    expect(await claimSome(3)).toEqual([]);
+    // A run-time rate of 5 per 400 ms takes effect at the next claim; claim until all 40 have
+    // started, as fast as the window lets them.
+    await setLimit(t.db, { scope: 'kind', name: kind, rate: { max: 5, perMs: 400 }, actor: 'ops' });
+    const deadline = Date.now() + 15_000;
+    let started = 5;
+    while (started < 40 && Date.now() < deadline) {
+      const jobs = (await Promise.all([claimSome(4), claimSome(4)])).flat();
+      started += jobs.length;
+      if (jobs.length > 0)
+        await completeManyIfLeaseHeld(
+          t.db,
+          jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })),
+        );
+      else await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(started).toBe(40);
+    // From the database's start times: no window of 400 ms (open at its start) holds more than 5.
+    const starts = await startsOf(queue);
+    expect(starts).toHaveLength(40);
+    const most = Math.max(...starts.map((end) => starts.filter((s) => s > end - 400 && s <= end).length));
+    expect(most).toBe(5);
+    // The log keeps one interval: what is older has gone.
+    const kept = await run<{ n: number }>(
+      t.db,
+      sql`SELECT count(*)::int AS n FROM leasehold.limit_starts WHERE limit_key = ${`kind:${kind}`} AND at < now() - interval '1 second'`,
+    );
+    expect(kept[0]!.n).toBe(0);
+  }, 30_000);
+
+  it('composes with a maximum on the same limit, and takes a run-time rate over the declared one, audited', async () => {
+    const resource = `api-${uniqueQueue()}`;
+    const kind = `k-${resource}`;
+    await declareLimits(t.db, [
+      { scope: 'resource', name: resource, max: 2, rate: { max: 100, perMs: 60_000 }, kinds: [kind] },
+    ]);
+    const { claimSome } = await setUp(kind, 10, [`resource:${resource}`]);
+    expect(await claimSome(10)).toHaveLength(2); // the maximum is the tighter
+    const set = await setLimit(t.db, {
+      scope: 'resource',
+      name: resource,
+      max: 50,
+      rate: { max: 3, perMs: 60_000 },
+      actor: 'ops',
+    });
+    expect(set).toMatchObject({
+      before: { max: null, rate: null },
+      after: { max: 50, rate: { max: 3, perMs: 60_000 } },
+    });
+    expect(await claimSome(10)).toHaveLength(1); // 2 started of 3 in the minute
+    expect(await claimSome(10)).toEqual([]);
+    const cleared = await setLimit(t.db, { scope: 'resource', name: resource, rate: null, actor: 'ops' });
+    expect(cleared.after).toEqual({ max: 50, rate: null });
+    expect(await claimSome(10)).toHaveLength(7); // the declared 100 a minute leaves room
+  });
+
+  it('waits while paused by a RateLimitedError, then starts again; a longer pause is never shortened', async () => {
+    const kind = `paused-${uniqueQueue()}`;
+    await declareLimits(t.db, [{ scope: 'kind', name: kind, max: 10, kinds: [kind] }]);
+    const { claimSome } = await setUp(kind, 5, [`kind:${kind}`]);
+    const until = await pauseLimit(t.db, `kind:${kind}`, 3000, 'upstream 429');
+    expect(until).toBeInstanceOf(Date);
+    expect(await pauseLimit(t.db, `kind:${kind}`, 10, 'shorter')).toEqual(until);
+    expect(await claimSome(5)).toEqual([]);
+    const wait = await limitWaitMs(t.db, [`kind:${kind}`]);
+    expect(wait).toBeGreaterThan(1500);
+    expect(wait).toBeLessThanOrEqual(3000);
+    expect((await listLimits(t.db)).find((l) => l.key === `kind:${kind}`)).toMatchObject({
+      pausedReason: 'shorter',
+      waiting: 5,
+    });
+    await new Promise((r) => setTimeout(r, wait! + 50));
+    expect(await claimSome(5)).toHaveLength(5);
+    expect(await limitWaitMs(t.db, [`kind:${kind}`])).toBeNull();
+  });
+
+  it('refuses a bad rate with a clear error and writes nothing', async () => {
+    const name = `badrate-${uniqueQueue()}`;
+    for (const rate of [
+      { max: 0, perMs: 1000 },
+      { max: 5, perMs: 0 },
+      { max: 5, perMs: -1 },
+      { max: 1.5, perMs: 10 },
+      { max: 5, perMs: 86_400_001 },
+    ]) {
+      await expect(declareLimits(t.db, [{ scope: 'resource', name, rate }])).rejects.toBeInstanceOf(
+        LeaseholdInputError,
+      );
+      await expect(setLimit(t.db, { scope: 'resource', name, rate, actor: 'ops' })).rejects.toBeInstanceOf(
+        LeaseholdInputError,
+      );
+    }
+    await expect(declareLimits(t.db, [{ scope: 'resource', name } as never])).rejects.toThrow(
+      /expected a max, a rate or both/,
+    );
+    await expect(setLimit(t.db, { scope: 'resource', name, actor: 'ops' } as never)).rejects.toThrow(
+      /expected a max or a rate/,
+    );
+    expect((await listLimits(t.db)).filter((l) => l.name === name)).toEqual([]);
+  });
+});
+
+describe('why a job waits', () => {
+  it('says in words which limit holds a ready job back, and nothing for a job free to start', async () => {
+    const kind = `why-${uniqueQueue()}`;
+    const resource = `smtp-${kind}`;
+    await declareLimits(t.db, [
+      { scope: 'kind', name: kind, max: 1, kinds: [kind] },
+      { scope: 'resource', name: resource, rate: { max: 2, perMs: 60_000 }, kinds: [kind] },
+    ]);
+    const { claimSome, queue } = await setUp(kind, 4, [`kind:${kind}`, `resource:${resource}`]);
+    const ids = (await run<{ id: string }>(t.db, sql`SELECT id FROM leasehold.jobs WHERE queue = ${queue}`)).map(
+      (r) => r.id,
+    );
+    expect((await whyWaiting(t.db, ids)).size).toBe(0); // nothing holds them back yet
+    const [one] = await claimSome(4);
+    expect(one).toBeDefined();
+    let reasons = await whyWaiting(t.db, ids);
+    expect(reasons.size).toBe(3); // the three still ready; the running one has no entry
+    expect(reasons.get(one!.id)).toBeUndefined();
+    const [first] = [...reasons.values()];
+    expect(first!.map((r) => r.text)).toEqual([`waiting: kind ${kind} at its limit of 1`]);
+
+    await completeManyIfLeaseHeld(t.db, [{ id: one!.id, leaseToken: one!.leaseToken }]);
+    expect(await claimSome(4)).toHaveLength(1); // the second start of 2 in the minute
+    reasons = await whyWaiting(t.db, ids);
+    const texts = [...reasons.values()][0]!.map((r) => r.text);
+    expect(texts).toContainEqual(`waiting: kind ${kind} at its limit of 1`);
+    const rate = texts.find((x) => x.startsWith('rate'));
+    expect(rate).toMatch(new RegExp(`^rate limit resource ${resource} \\(2 per 60 s\\): next start in \\d+\\.\\d s$`));
+    // The window's first start ages out a minute after it was taken, a moment ago.
+    expect(Number(/in ([\d.]+) s/.exec(rate!)![1])).toBeGreaterThan(45);
+    expect(Number(/in ([\d.]+) s/.exec(rate!)![1])).toBeLessThanOrEqual(60);
+
+    await pauseLimit(t.db, `kind:${kind}`, 5_000, 'RateLimitedError: 429');
+    await run(t.db, sql`INSERT INTO leasehold.queues (name, paused) VALUES (${queue}, true)`);
+    const paused = [...(await whyWaiting(t.db, ids)).values()][0]!;
+    expect(paused.map((r) => r.cause).sort()).toEqual(['paused', 'queue_paused', 'rate']);
+    const pause = paused.find((r) => r.cause === 'paused')!.text;
+    expect(pause).toMatch(new RegExp(`^paused: kind ${kind} for \\d\\.\\d s more \\(RateLimitedError: 429\\)$`));
+    expect(Number(/for ([\d.]+) s/.exec(pause)![1])).toBeGreaterThan(2);
+    expect(paused.find((r) => r.cause === 'queue_paused')!.text).toBe(`queue ${queue} is paused`);
+  });
+});
+
+describe('a rate in a mixed deploy', () => {
+  it('refuses a run-time rate while a live worker runs code before rates, naming it, and still takes a maximum', async () => {
+    const kind = `mixed-${uniqueQueue()}`;
+    await declareLimits(t.db, [{ scope: 'kind', name: kind, max: 2, kinds: [kind] }]);
+    const old = `w13-${kind}`;
+    await run(
+      t.db,
+      sql`INSERT INTO leasehold.workers (id, host, pid, queues, concurrency, code_version) VALUES (${old}, 'host-b', 7, '{q}', 5, 13)`,
+    );
+    try {
+      await expect(
+        setLimit(t.db, { scope: 'kind', name: kind, rate: { max: 5, perMs: 1000 }, actor: 'ops' }),
+      ).rejects.toThrow(
+        new RegExp(
+          `1 live worker runs Leasehold code older than rate limits and would not enforce kind:${kind}: ${old} \\(host-b pid 7\\)`,
+        ),
+      );
+      expect((await listLimits(t.db)).find((l) => l.name === kind)).toMatchObject({ set: { max: null, rate: null } });
+      // Release 13 enforces a maximum: that change goes through.
+      await expect(setLimit(t.db, { scope: 'kind', name: kind, max: 3, actor: 'ops' })).resolves.toMatchObject({
+        after: { max: 3, rate: null },
+      });
+    } finally {
+      await run(t.db, sql`DELETE FROM leasehold.workers WHERE id = ${old}`);
+    }
   });
 });

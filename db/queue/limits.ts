@@ -1,11 +1,18 @@
 /**
- * Concurrency limits: at most `max` attempts of a queue's, a kind's or a named resource's jobs
- * hold a lease at once, across every worker process and host (docs/flow-control.md).
+ * Limits: at most `max` attempts of a queue's, a kind's or a named resource's jobs hold a lease
+ * at once, and at most `rate.max` of them start in any `rate.perMs` milliseconds, across every
+ * worker process and host (docs/flow-control.md).
  *
  * Invariants:
- * - a limit is a row of leasehold.limits, keyed `scope:name`; its maximum is the run-time value
- *   (`setLimit`, audited) when one is set, else the handlers' declaration (`declareLimits`,
- *   written by the workers that run them); with neither, it limits nothing;
+ * - a limit is a row of leasehold.limits, keyed `scope:name`; its maximum and its rate are each
+ *   the run-time value (`setLimit`, audited) when one is set, else the handlers' declaration
+ *   (`declareLimits`, written by the workers that run them); with neither, it limits nothing;
+ * - a limit's starts are the rows of limit_starts (one per limited claim statement that took
+ *   jobs: `n` at `at`, the statement's time, which is also each job's `started_at`), kept one
+ *   interval: a claim takes no more than `rate.max` less the starts after `at - perMs`, so no
+ *   window of `perMs` (open at its start, closed at its end) holds more than `rate.max` starts;
+ * - while `paused_until` is ahead (a handler's RateLimitedError, pauseLimit), the limit leaves
+ *   nothing: its jobs wait `ready`;
  * - a limit's running attempts are counted from the lease rows of the limited claims that name
  *   it (limit_claims; their `running`, which every settlement, the reaper and an operator cancel count down as they
  *   end an attempt): exact while the jobs run, and an attempt of a crashed worker counts until
@@ -22,26 +29,43 @@ import { LIMIT_SCOPES, type LimitScope } from '../states.ts';
 import { LeaseholdInputError } from './errors.ts';
 import { run, runText, type Executor } from './executor.ts';
 import { limitRunning } from './transitions.ts';
-import { LIVE_WORKER_SECONDS } from './worker-registry.ts';
 import { actorSchema, NAME_PATTERN, nameSchema, parseInput, problemsOf, textSchema } from './validate.ts';
 
 export { LIMIT_SCOPES, type LimitScope };
 
-/** The first code version that enforces limits (drizzle/0018): older workers ignore them. */
+/** The first code version that enforces concurrency limits (drizzle/0018): older workers ignore them. */
 export const LIMITS_SINCE_CODE_VERSION = 13;
+/** The first code version that enforces rates and pauses (drizzle/0019). */
+export const RATES_SINCE_CODE_VERSION = 14;
 
 /** The most a limit may be set to: more than any worker could run at once. */
 export const MAX_LIMIT = 1_000_000;
 /** The most limits one claim may count toward (a queue's, a kind's, its resources'). */
 export const MAX_CLAIM_LIMITS = 10;
 
-const maxSchema = z.int('expected an integer').min(1, 'expected at least 1').max(MAX_LIMIT);
+/** The longest rate interval: a day. */
+export const MAX_RATE_INTERVAL_MS = 86_400_000;
+/** The longest a RateLimitedError pauses its limit: 6 hours, as its retry (docs/contract.md §6). */
+export const MAX_PAUSE_MS = 6 * 3_600_000;
 
-export const limitDeclarationSchema = z.strictObject({
-  scope: z.enum(LIMIT_SCOPES),
-  name: nameSchema,
+const maxSchema = z.int('expected an integer').min(1, 'expected at least 1').max(MAX_LIMIT);
+/** At most `max` starts in any `perMs` milliseconds. */
+export const rateSchema = z.strictObject({
   max: maxSchema,
+  perMs: z.int('expected an integer').min(1, 'expected at least 1').max(MAX_RATE_INTERVAL_MS),
 });
+export type LimitRate = z.infer<typeof rateSchema>;
+
+export const limitDeclarationSchema = z
+  .strictObject({
+    scope: z.enum(LIMIT_SCOPES),
+    name: nameSchema,
+    max: maxSchema.optional(),
+    rate: rateSchema.optional(),
+    /** The kinds that count toward it (a queue's limit: any kind of the queue). */
+    kinds: z.array(nameSchema).max(10_000).optional(),
+  })
+  .refine((d) => d.max !== undefined || d.rate !== undefined, 'expected a max, a rate or both');
 export type LimitDeclaration = z.input<typeof limitDeclarationSchema>;
 
 /** What is wrong with a declaration, one sentence a problem (none: it is good). */
@@ -65,130 +89,156 @@ export const limitKeySchema = z
 
 /**
  * Writes the handlers' declared limits (a worker at start, for the kinds it runs): each one's
- * `declared_max`, the latest declaration winning, so a rolling deploy moves it with the new
- * workers. A run-time value set by an admin still wins over it (setLimit).
+ * `declared_max` and rate, the latest declaration winning, so a rolling deploy moves them with
+ * the new workers, and the kinds that count toward it (added to those declared before). A
+ * run-time value set by an admin still wins over them (setLimit).
  */
 export async function declareLimits(executor: Executor, limits: readonly LimitDeclaration[]): Promise<void> {
   const parsed = parseInput('declareLimits', z.array(limitDeclarationSchema).max(10_000), limits);
   if (parsed.length === 0) return;
-  // One row per key: the last declaration of a key in the list wins.
-  const byKey = new Map(parsed.map((l) => [limitKey(l.scope, l.name), l]));
+  // One row per key: the last declaration of a key in the list wins, its kinds joined.
+  const byKey = new Map<string, (typeof parsed)[number]>();
+  for (const l of parsed) {
+    const key = limitKey(l.scope, l.name);
+    const kinds = [...new Set([...(byKey.get(key)?.kinds ?? []), ...(l.kinds ?? [])])];
+    byKey.set(key, { ...l, kinds });
+  }
   const keys = [...byKey.keys()].sort();
   const rows = keys.map((k) => byKey.get(k)!);
   await run(
     executor,
     sql`
-    INSERT INTO leasehold.limits (key, scope, name, declared_max, declared_at)
-    SELECT d.key, d.scope, d.name, d.max, statement_timestamp()
+    INSERT INTO leasehold.limits AS l (key, scope, name, declared_max, declared_rate, declared_per_ms, kinds, declared_at)
+    SELECT d.key, d.scope, d.name, d.max, d.rate, d.per_ms,
+           (SELECT array_agg(k ORDER BY k) FROM json_array_elements_text(d.kinds::json) AS k), statement_timestamp()
     FROM unnest(${sql.param(keys)}::text[], ${sql.param(rows.map((r) => r.scope))}::text[],
-                ${sql.param(rows.map((r) => r.name))}::text[], ${sql.param(rows.map((r) => r.max))}::int[])
-         AS d(key, scope, name, max)
-    ON CONFLICT (key) DO UPDATE SET declared_max = excluded.declared_max, declared_at = excluded.declared_at
-    WHERE leasehold.limits.declared_max IS DISTINCT FROM excluded.declared_max`,
+                ${sql.param(rows.map((r) => r.name))}::text[], ${sql.param(rows.map((r) => r.max ?? null))}::int[],
+                ${sql.param(rows.map((r) => r.rate?.max ?? null))}::int[], ${sql.param(rows.map((r) => r.rate?.perMs ?? null))}::int[],
+                ${sql.param(rows.map((r) => JSON.stringify(r.kinds ?? [])))}::text[])
+         AS d(key, scope, name, max, rate, per_ms, kinds)
+    ON CONFLICT (key) DO UPDATE SET declared_max = excluded.declared_max, declared_rate = excluded.declared_rate,
+      declared_per_ms = excluded.declared_per_ms, declared_at = excluded.declared_at,
+      kinds = (SELECT array_agg(DISTINCT k ORDER BY k) FROM unnest(coalesce(l.kinds, '{}') || coalesce(excluded.kinds, '{}')) AS k)
+    WHERE (l.declared_max, l.declared_rate, l.declared_per_ms) IS DISTINCT FROM (excluded.declared_max, excluded.declared_rate, excluded.declared_per_ms)
+       OR l.declared_at IS NULL OR NOT (coalesce(excluded.kinds, '{}') <@ coalesce(l.kinds, '{}'))`,
   );
 }
 
-const setLimitSchema = z.strictObject({
-  scope: z.enum(LIMIT_SCOPES),
-  name: nameSchema,
-  /** The new maximum; null clears the run-time value (the declaration applies again). */
-  max: maxSchema.nullable(),
-  actor: actorSchema,
-  reason: textSchema(1000).optional(),
-});
+const setLimitSchema = z
+  .strictObject({
+    scope: z.enum(LIMIT_SCOPES),
+    name: nameSchema,
+    /** The new maximum; null clears the run-time value (the declaration applies again); absent: unchanged. */
+    max: maxSchema.nullable().optional(),
+    /** The new rate; null clears the run-time rate; absent: unchanged. */
+    rate: rateSchema.nullable().optional(),
+    actor: actorSchema,
+    reason: textSchema(1000).optional(),
+  })
+  .refine((i) => i.max !== undefined || i.rate !== undefined, 'expected a max or a rate to set (null clears one)');
+
+/** A limit's values: a maximum of running attempts and a rate of starts, each null for none. */
+export interface LimitValues {
+  max: number | null;
+  rate: LimitRate | null;
+}
 
 export interface LimitStatus {
   key: string;
   scope: LimitScope;
   name: string;
   /** What the handlers declare (null: none). */
-  declaredMax: number | null;
-  /** The run-time value an admin set (null: none); it wins over the declaration. */
-  setMax: number | null;
-  /** What the claims enforce: `setMax` when set, else `declaredMax`; null limits nothing. */
+  declared: LimitValues;
+  /** The run-time values an admin set (null: none); each wins over its declaration. */
+  set: LimitValues;
+  /** What the claims enforce: each run-time value when set, else its declaration; null limits nothing. */
   max: number | null;
+  rate: LimitRate | null;
   /** Attempts holding a lease under this limit now (the lease rows of its claims). */
   running: number;
+  /** Starts in the rate's current window (0 without a rate). */
+  started: number;
+  /** When the rate leaves a start again, if it leaves none now (null: it leaves some, or has no rate). */
+  nextStartAt: Date | null;
+  /** Ready, due jobs that count toward it (its kinds', or its queue's), counted up to WAITING_COUNT_CAP. */
+  waiting: number;
+  /** Paused by a handler's RateLimitedError until then (null: not paused). */
+  pausedUntil: Date | null;
+  pausedReason: string | null;
+  /** The kinds declared to count toward it (a queue's limit: empty, every kind of the queue counts). */
+  kinds: string[];
   setBy: string | null;
   setAt: Date | null;
 }
 
-export type SetLimitOutcome = { applied: true; before: number | null; after: number | null; auditId: number };
+/** The most ready jobs listLimits counts per limit: past it, `waiting` says at least this many. */
+export const WAITING_COUNT_CAP = 100_000;
+
+/** What setLimit changed: the run-time values before and after (null: none set). */
+export type SetLimitOutcome = { applied: true; auditId: number; before: LimitValues; after: LimitValues };
+
+type StoredValues = { max: number | null; rate: number | null; per_ms: number | null };
+const valuesOf = (v: StoredValues): LimitValues => ({
+  max: v.max,
+  rate: v.rate === null || v.per_ms === null ? null : { max: v.rate, perMs: v.per_ms },
+});
 
 /**
- * Admin: sets (or, with `max: null`, clears) a limit's run-time maximum, which wins over the
- * handlers' declaration, with its `set_limit` audit row in the same statement. It takes effect
- * at the next claim of the limit (a claim in flight finishes with the value it read); lowering
- * it below what runs stops nothing: running attempts finish, and no claim starts one until the
- * count is under the new maximum. Refused, writing nothing: a limit no handler declares (no
- * worker would read it), and a new maximum while a live worker runs code older than limits
- * (it would not enforce it; the sentence names each). Clearing is always allowed.
+ * Admin: sets (or, with null, clears) a limit's run-time maximum, rate or both, which win over
+ * the handlers' declaration, with its `set_limit` audit row in the same statement (through
+ * leasehold.set_limit, drizzle/0019: the dashboard's role may call it and write nothing else).
+ * It takes effect at the next claim of the limit (a claim in flight finishes with the value it
+ * read); lowering it below what runs stops nothing: running attempts finish, and no claim starts
+ * one until the count is under the new maximum. Refused, writing nothing: a limit no handler
+ * declares (no worker would read it), and a new value while a live worker runs code older than
+ * what enforces it (it would not; the sentence names each). Clearing is always allowed.
  */
 export async function setLimit(
   executor: Executor,
-  input: { scope: LimitScope; name: string; max: number | null; actor: string; reason?: string },
+  input: {
+    scope: LimitScope;
+    name: string;
+    max?: number | null;
+    rate?: LimitRate | null;
+    actor: string;
+    reason?: string;
+  },
 ): Promise<SetLimitOutcome> {
-  const { scope, name, max, actor, reason } = parseInput('setLimit', setLimitSchema, input);
+  const { scope, name, max, rate, actor, reason } = parseInput('setLimit', setLimitSchema, input);
   const key = limitKey(scope, name);
-  if (max !== null) {
-    // The workers enforce the limits their handlers declare; one nobody declares would be a row
-    // no claim reads.
-    const declared = await run<{ n: number }>(
-      executor,
-      sql`SELECT count(*)::int AS n FROM leasehold.limits WHERE key = ${key} AND declared_max IS NOT NULL`,
-    );
-    if (declared[0]!.n === 0) {
-      throw new LeaseholdInputError('setLimit', [
-        `no handler declares the limit ${key}: declare it with the handler (limit: ${scope === 'resource' ? `{ resource: '${name}', max }` : '{ max }'}), start its workers, then change it here`,
-      ]);
-    }
-    const old = await oldWorkers(executor);
-    if (old.length > 0) {
-      throw new LeaseholdInputError('setLimit', [
-        `${old.length} live worker${old.length === 1 ? '' : 's'} run${old.length === 1 ? 's' : ''} Leasehold code older than concurrency limits and would not enforce ${key}: ${old.join(', ')}; upgrade or stop ${old.length === 1 ? 'it' : 'them'} first`,
-      ]);
-    }
-  }
-  const rows = await run<{ audit_id: string; before: number | null; after: number | null }>(
+  const rows = await run<{
+    audit_id: string | null;
+    verdict: string;
+    old_workers: string[] | null;
+    before: StoredValues | null;
+    after: StoredValues | null;
+  }>(
     executor,
-    sql`
-    WITH before AS (
-      SELECT set_max FROM leasehold.limits WHERE key = ${key}
-    ), changed AS (
-      INSERT INTO leasehold.limits AS l (key, scope, name, set_max, set_at, set_by)
-      VALUES (${key}, ${scope}, ${name}, ${max}::int, statement_timestamp(), ${actor})
-      ON CONFLICT (key) DO UPDATE SET set_max = excluded.set_max, set_at = excluded.set_at, set_by = excluded.set_by
-      RETURNING l.set_max
-    ), audit AS (
-      INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
-      VALUES (${actor}, 'set_limit', 1, 1, 'applied',
-              jsonb_build_object('reason', ${reason ?? null}::text, 'limit', ${key}::text,
-                                 'before', (SELECT set_max FROM before), 'after', ${max}::int))
-      RETURNING id
-    )
-    SELECT (SELECT id FROM audit) AS audit_id, (SELECT set_max FROM before) AS before,
-           (SELECT set_max FROM changed) AS after`,
+    sql`SELECT audit_id, verdict, old_workers, before, after FROM leasehold.set_limit(${scope}, ${name}, ${max !== undefined},
+          ${max ?? null}::int, ${rate !== undefined}, ${rate?.max ?? null}::int, ${rate?.perMs ?? null}::int,
+          ${actor}, ${reason ?? null}::text)`,
   );
   const row = rows[0]!;
-  return { applied: true, before: row.before, after: row.after, auditId: Number(row.audit_id) };
+  if (row.verdict === 'not_declared') {
+    throw new LeaseholdInputError('setLimit', [
+      `no handler declares the limit ${key}: declare it with the handler (limit: ${scope === 'resource' ? `{ resource: '${name}', max }` : '{ max }'}${scope === 'queue' ? ", or the workers' queueLimits" : ''}), start its workers, then change it here`,
+    ]);
+  }
+  if (row.verdict === 'old_workers') {
+    const old = row.old_workers ?? [];
+    const what = rate ? 'rate limits' : 'concurrency limits';
+    throw new LeaseholdInputError('setLimit', [
+      `${old.length} live worker${old.length === 1 ? '' : 's'} run${old.length === 1 ? 's' : ''} Leasehold code older than ${what} and would not enforce ${key}: ${old.join(', ')}; upgrade or stop ${old.length === 1 ? 'it' : 'them'} first`,
+    ]);
+  }
+  return { applied: true, auditId: Number(row.audit_id), before: valuesOf(row.before!), after: valuesOf(row.after!) };
 }
 
-/**
- * The live workers (seen within LIVE_WORKER_SECONDS) whose code predates limits, as `id
- * (host pid)`: they claim without looking at any limit.
- */
-async function oldWorkers(executor: Executor): Promise<string[]> {
-  const rows = await run<{ who: string }>(
-    executor,
-    sql`SELECT id || ' (' || host || ' pid ' || pid || ')' AS who FROM leasehold.workers
-        WHERE last_seen_at > statement_timestamp() - make_interval(secs => ${LIVE_WORKER_SECONDS})
-          AND (code_version IS NULL OR code_version < ${LIMITS_SINCE_CODE_VERSION}::int)
-        ORDER BY id`,
-  );
-  return rows.map((r) => r.who);
-}
+/** The SQL of a limit row `m`'s rate in force: its max and its interval in ms (NULL: no rate). */
+const RATE_MAX = 'CASE WHEN m.set_rate IS NOT NULL THEN m.set_rate ELSE m.declared_rate END';
+const RATE_PER_MS = 'CASE WHEN m.set_rate IS NOT NULL THEN m.set_per_ms ELSE m.declared_per_ms END';
 
-/** Every limit with what it enforces and what runs under it, by key. */
+/** Every limit with what it enforces, what runs under it, what it started and what waits for it, by key. */
 export async function listLimits(executor: Executor): Promise<LimitStatus[]> {
   const rows = await runText<{
     key: string;
@@ -196,26 +246,132 @@ export async function listLimits(executor: Executor): Promise<LimitStatus[]> {
     name: string;
     declared_max: number | null;
     set_max: number | null;
+    declared_rate: number | null;
+    declared_per_ms: number | null;
+    set_rate: number | null;
+    set_per_ms: number | null;
     running: number;
+    started: number;
+    next_start_at: Date | string | null;
+    waiting: number;
+    paused_until: Date | string | null;
+    paused_reason: string | null;
+    kinds: string[] | null;
     set_by: string | null;
     set_at: Date | string | null;
   }>(
     executor,
-    `SELECT m.key, m.scope, m.name, m.declared_max, m.set_max, m.set_by, m.set_at, ${limitRunning('m.key')}::int AS running
-     FROM leasehold.limits m ORDER BY m.key`,
+    `SELECT m.key, m.scope, m.name, m.declared_max, m.set_max, m.declared_rate, m.declared_per_ms, m.set_rate,
+            m.set_per_ms, m.set_by, m.set_at, m.kinds, m.paused_reason,
+            CASE WHEN m.paused_until > statement_timestamp() THEN m.paused_until END AS paused_until,
+            ${limitRunning('m.key')}::int AS running, w.started, w.next_start_at,
+            (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_jobs r
+               WHERE r.run_at <= statement_timestamp()
+                 AND (CASE WHEN m.scope = 'queue' THEN r.queue = m.name WHEN m.scope = 'kind' THEN r.kind = m.name
+                           ELSE r.kind = ANY(coalesce(m.kinds, '{}')) END)
+               LIMIT ${WAITING_COUNT_CAP}) x)::int AS waiting
+     FROM leasehold.limits m
+     CROSS JOIN LATERAL (${rateWindow('m')}) w
+     ORDER BY m.key`,
     [],
   );
-  return rows.map((r) => ({
-    key: r.key,
-    scope: r.scope,
-    name: r.name,
-    declaredMax: r.declared_max,
-    setMax: r.set_max,
-    max: r.set_max ?? r.declared_max,
-    running: r.running,
-    setBy: r.set_by,
-    setAt: r.set_at === null ? null : new Date(r.set_at),
-  }));
+  const rate = (max: number | null, perMs: number | null) => (max === null || perMs === null ? null : { max, perMs });
+  const date = (d: Date | string | null) => (d === null ? null : new Date(d));
+  return rows.map((r) => {
+    const declared = { max: r.declared_max, rate: rate(r.declared_rate, r.declared_per_ms) };
+    const set = { max: r.set_max, rate: rate(r.set_rate, r.set_per_ms) };
+    return {
+      key: r.key,
+      scope: r.scope,
+      name: r.name,
+      declared,
+      set,
+      max: set.max ?? declared.max,
+      rate: set.rate ?? declared.rate,
+      running: r.running,
+      started: r.started,
+      nextStartAt: date(r.next_start_at),
+      waiting: r.waiting,
+      pausedUntil: date(r.paused_until),
+      pausedReason: r.paused_reason,
+      kinds: r.kinds ?? [],
+      setBy: r.set_by,
+      setAt: date(r.set_at),
+    };
+  });
+}
+
+/**
+ * The SQL of a limit row's (`m`) rate window now: `started`, its starts in the window, and
+ * `next_start_at`, when the window leaves a start again if it leaves none now (else NULL): the
+ * moment enough of its oldest starts age out.
+ */
+function rateWindow(m: string): string {
+  const rm = RATE_MAX.replaceAll('m.', `${m}.`);
+  const per = RATE_PER_MS.replaceAll('m.', `${m}.`);
+  return `SELECT coalesce(sum(s.n), 0)::int AS started,
+              CASE WHEN coalesce(sum(s.n), 0) >= ${rm} THEN
+                (SELECT min(o.at) FROM (SELECT s2.at, sum(s2.n) OVER (ORDER BY s2.at DESC) AS newer
+                   FROM leasehold.limit_starts s2
+                   WHERE s2.limit_key = ${m}.key AND s2.at > statement_timestamp() - make_interval(secs => ${per} / 1000.0)) o
+                 WHERE o.newer >= ${rm}) + make_interval(secs => ${per} / 1000.0) END AS next_start_at
+       FROM leasehold.limit_starts s
+       WHERE ${rm} IS NOT NULL AND s.limit_key = ${m}.key
+         AND s.at > statement_timestamp() - make_interval(secs => ${per} / 1000.0)`;
+}
+
+/**
+ * A handler's RateLimitedError with a Retry-After (the worker, workers/producer.ts): pauses the
+ * limit `key` until `ms` from now (never shortening a pause already longer; at most
+ * MAX_PAUSE_MS), so no claim starts its jobs meanwhile. Returns when the pause ends.
+ */
+export async function pauseLimit(executor: Executor, key: string, ms: number, reason: string): Promise<Date | null> {
+  parseInput('pauseLimit', z.object({ key: limitKeySchema, ms: z.number().min(0) }), { key, ms });
+  const rows = await run<{ paused_until: Date | string }>(
+    executor,
+    sql`UPDATE leasehold.limits
+        SET paused_until = greatest(coalesce(paused_until, '-infinity'),
+                                    statement_timestamp() + make_interval(secs => ${Math.min(ms, MAX_PAUSE_MS) / 1000}::float8)),
+            paused_reason = ${reason.slice(0, 1000)}
+        WHERE key = ${key}
+        RETURNING paused_until`,
+  );
+  return rows[0] ? new Date(rows[0].paused_until) : null;
+}
+
+/**
+ * How long until the limits `keys` may leave a start that their rates or pauses withhold now,
+ * in ms (null: none of them withholds one by its rate or pause). A rate-limited claim that came
+ * back short asks it, so the worker claims again when a start is due, not at its next poll.
+ */
+export async function limitWaitMs(executor: Executor, keys: readonly string[]): Promise<number | null> {
+  const rows = await runText<{ wait_ms: number | null }>(
+    executor,
+    `SELECT (extract(epoch FROM min(t) - statement_timestamp()) * 1000)::float8 AS wait_ms
+     FROM (SELECT greatest(CASE WHEN m.paused_until > statement_timestamp() THEN m.paused_until END, w.next_start_at) AS t
+           FROM leasehold.limits m CROSS JOIN LATERAL (${rateWindow('m')}) w
+           WHERE m.key = ANY($1::text[])) x`,
+    [[...keys]],
+  );
+  const ms = rows[0]?.wait_ms;
+  return ms === null || ms === undefined ? null : Math.max(0, ms);
+}
+
+/**
+ * Of `queues`, those with a limit in force (a maximum, a rate or a pause, declared or set): a
+ * worker claims their jobs under it (workers/producer.ts, limitQueues).
+ */
+export async function limitedQueues(executor: Executor, queues: readonly string[]): Promise<string[]> {
+  if (queues.length === 0) return [];
+  const rows = await runText<{ name: string }>(
+    executor,
+    `SELECT m.name FROM leasehold.limits m
+     WHERE m.scope = 'queue' AND m.name = ANY($1::text[])
+       AND (coalesce(m.set_max, m.declared_max, ${RATE_MAX}) IS NOT NULL OR m.paused_until > statement_timestamp())
+     ORDER BY m.name`,
+    [[...queues]],
+  );
+  return rows.map((r) => r.name);
 }
 
 /**
@@ -229,4 +385,101 @@ export async function lockLimits(executor: Executor, keys: readonly string[]): P
     executor,
     sql`SELECT key FROM leasehold.limits WHERE key = ANY(${sql.param([...keys].sort())}::text[]) ORDER BY key FOR UPDATE`,
   );
+}
+
+/** Why a ready, due job waits: a limit it counts toward that leaves it no start now. */
+export interface WaitReason {
+  /** The limit's key (`kind:email.send`), or `queue:NAME` for a paused queue. */
+  limit: string;
+  /** `max`: at its maximum; `rate`: its window is full; `paused`: a RateLimitedError paused it; `queue_paused`: an operator paused the queue. */
+  cause: 'max' | 'rate' | 'paused' | 'queue_paused';
+  /** The sentence every surface shows ("waiting: kind email.send at its limit of 5"). */
+  text: string;
+  /** When it may leave a start again, where that is known (a rate's window, a pause's end). */
+  until: Date | null;
+}
+
+const seconds = (ms: number) => `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
+
+/**
+ * Why each of the jobs `ids` waits, in words, for those that are `ready` and due (others, and
+ * jobs nothing holds back, get no entry): each limit they count toward (their queue's, their
+ * kind's, the resources their kind's handlers name) that leaves no start now, and a paused
+ * queue. Read at one instant: a job may start a moment later.
+ */
+export async function whyWaiting(executor: Executor, ids: readonly string[]): Promise<Map<string, WaitReason[]>> {
+  const reasons = new Map<string, WaitReason[]>();
+  if (ids.length === 0) return reasons;
+  const rows = await runText<{
+    id: string;
+    key: string | null;
+    scope: LimitScope | null;
+    name: string | null;
+    max: number | null;
+    running: number | null;
+    rate: number | null;
+    per_ms: number | null;
+    started: number | null;
+    next_in_ms: number | null;
+    paused_in_ms: number | null;
+    paused_reason: string | null;
+    queue: string;
+    queue_paused: boolean;
+    now: Date | string;
+  }>(
+    executor,
+    `WITH j AS (
+       SELECT j.id, j.queue, j.kind FROM leasehold.jobs j
+       WHERE j.id = ANY($1::uuid[]) AND j.state = 'ready' AND j.run_at <= statement_timestamp()
+     )
+     SELECT j.id, j.queue, statement_timestamp() AS now,
+            EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = j.queue AND q.paused) AS queue_paused,
+            m.key, m.scope, m.name, coalesce(m.set_max, m.declared_max) AS max, ${RATE_MAX} AS rate, ${RATE_PER_MS} AS per_ms,
+            CASE WHEN m.key IS NOT NULL THEN ${limitRunning('m.key')}::int END AS running, w.started,
+            (extract(epoch FROM w.next_start_at - statement_timestamp()) * 1000)::float8 AS next_in_ms,
+            CASE WHEN m.paused_until > statement_timestamp()
+                 THEN (extract(epoch FROM m.paused_until - statement_timestamp()) * 1000)::float8 END AS paused_in_ms,
+            m.paused_reason
+     FROM j
+     LEFT JOIN leasehold.limits m
+       ON (m.scope = 'queue' AND m.name = j.queue) OR (m.scope = 'kind' AND m.name = j.kind)
+       OR (m.scope = 'resource' AND j.kind = ANY(m.kinds))
+     LEFT JOIN LATERAL (${rateWindow('m')}) w ON true
+     ORDER BY j.id, m.key`,
+    [[...ids]],
+  );
+  for (const r of rows) {
+    const list = reasons.get(r.id) ?? [];
+    const now = new Date(r.now).getTime();
+    const at = (ms: number) => new Date(now + ms);
+    const queueKey = `queue:${r.queue}`;
+    if (r.queue_paused && !list.some((x) => x.cause === 'queue_paused')) {
+      list.push({ limit: queueKey, cause: 'queue_paused', text: `queue ${r.queue} is paused`, until: null });
+    }
+    if (r.key !== null) {
+      const what = `${r.scope} ${r.name}`;
+      if (r.paused_in_ms !== null) {
+        list.push({
+          limit: r.key,
+          cause: 'paused',
+          text: `paused: ${what} for ${seconds(r.paused_in_ms)} more${r.paused_reason ? ` (${r.paused_reason})` : ''}`,
+          until: at(r.paused_in_ms),
+        });
+      } else {
+        if (r.max !== null && r.running !== null && r.running >= r.max) {
+          list.push({ limit: r.key, cause: 'max', text: `waiting: ${what} at its limit of ${r.max}`, until: null });
+        }
+        if (r.rate !== null && r.next_in_ms !== null) {
+          list.push({
+            limit: r.key,
+            cause: 'rate',
+            text: `rate limit ${what} (${r.rate} per ${seconds(r.per_ms!).replace('.0 s', ' s')}): next start in ${seconds(r.next_in_ms)}`,
+            until: at(r.next_in_ms),
+          });
+        }
+      }
+    }
+    if (list.length > 0) reasons.set(r.id, list);
+  }
+  return reasons;
 }

@@ -146,19 +146,30 @@ export const limitRunning = (key: string) =>
  * A limited claim's text (db/queue/limits.ts; claim() with `limits`): `text`, one of the texts
  * above, with its limit ($2) capped by what the limits named in `$keysParam` (text[]) leave, and
  * a row of limit_claims per limit and lease row of its own, so the next claim counts these jobs.
- * What a limit leaves: its maximum (`set_max`, else `declared_max`) less its running attempts
- * (limitRunning), never below 0; a key without a row or a maximum leaves the limit as it is. It
- * also removes the limits' rows whose lease row runs nothing any more (its count only ever goes
- * down) or is gone, so a count reads about one row per claim still running, not every claim of
- * the last lease period. The caller has locked the limits' rows before this statement,
+ * What a limit leaves: nothing while it is paused (`paused_until` ahead); else the least of its
+ * maximum (`set_max`, else `declared_max`) less its running attempts (limitRunning) and its rate
+ * (`set_rate` per `set_per_ms`, else the declared pair) less its starts in the last interval
+ * (limit_starts), never below 0; a key without a row or any of these leaves the limit as it is.
+ * A claim that took jobs writes one limit_starts row per rate-limited key (`n` at its statement
+ * time, each job's `started_at`), and removes that key's rows older than its interval. It also
+ * removes the limits' limit_claims rows whose lease row runs nothing any more (its count only
+ * ever goes down) or is gone, so a count reads about one row per claim still running, not every
+ * claim of the last lease period. The caller has locked the limits' rows before this statement,
  * whose snapshot then sees every claim of them that committed first (limits.ts, lockLimits).
  */
 export function limitedClaimText(text: string, keysParam: number): string {
   const keys = `$${keysParam}::text[]`;
+  const rateMax = 'CASE WHEN m.set_rate IS NOT NULL THEN m.set_rate ELSE m.declared_rate END';
+  const ratePer =
+    'make_interval(secs => (CASE WHEN m.set_rate IS NOT NULL THEN m.set_per_ms ELSE m.declared_per_ms END) / 1000.0)';
   const left = `least($2::int, coalesce((
-        SELECT min(greatest(coalesce(m.set_max, m.declared_max) - ${limitRunning('m.key')}, 0))::int
+        SELECT min(CASE WHEN m.paused_until > statement_timestamp() THEN 0 ELSE greatest(least(
+                 coalesce(m.set_max, m.declared_max) - ${limitRunning('m.key')},
+                 ${rateMax} - (SELECT coalesce(sum(s.n), 0) FROM leasehold.limit_starts s
+                               WHERE s.limit_key = m.key AND s.at > statement_timestamp() - ${ratePer})), 0) END)::int
         FROM leasehold.limits m
-        WHERE m.key = ANY(${keys}) AND coalesce(m.set_max, m.declared_max) IS NOT NULL), $2::int))`;
+        WHERE m.key = ANY(${keys})
+          AND (coalesce(m.set_max, m.declared_max, ${rateMax}) IS NOT NULL OR m.paused_until > statement_timestamp())), $2::int))`;
   const limitRows = `${CLAIM_LEASE_ROWS},
     limit_claimed AS (
       INSERT INTO leasehold.limit_claims (limit_key, token, queue)
@@ -169,6 +180,20 @@ export function limitedClaimText(text: string, keysParam: number): string {
       DELETE FROM leasehold.limit_claims x
       WHERE x.limit_key = ANY(${keys})
         AND NOT EXISTS (SELECT 1 FROM leasehold.leases l WHERE l.token = x.token AND l.queue = x.queue AND l.running > 0)
+      RETURNING 1
+    ),
+    limit_started AS (
+      INSERT INTO leasehold.limit_starts AS s (limit_key, at, n)
+      SELECT m.key, statement_timestamp(), (SELECT count(*) FROM claimed)::int
+      FROM leasehold.limits m
+      WHERE m.key = ANY(${keys}) AND ${rateMax} IS NOT NULL AND EXISTS (SELECT 1 FROM claimed)
+      ON CONFLICT (limit_key, at) DO UPDATE SET n = s.n + excluded.n
+      RETURNING 1
+    ),
+    limit_aged AS (
+      DELETE FROM leasehold.limit_starts s USING leasehold.limits m
+      WHERE m.key = ANY(${keys}) AND s.limit_key = m.key
+        AND s.at <= statement_timestamp() - coalesce(${ratePer}, interval '0')
       RETURNING 1
     )`;
   if (!text.includes('LIMIT $2::int') || !text.includes(CLAIM_LEASE_ROWS)) {
