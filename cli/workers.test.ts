@@ -153,6 +153,33 @@ describe('leasehold workers', () => {
     );
   }, 60_000);
 
+  it('refuses a bad --queue-limits entry, and a limit of a queue it does not serve, with a sentence and exit 2, writing nothing', async () => {
+    const project = tempProject();
+    writeFileSync(path.join(project, 'jobs.mjs'), handlerSource('cli.queue-limits'));
+    const queue = uniqueQueue('cli');
+    const before = await snapshot();
+    const bad = await cli(['workers', '--handlers', 'jobs.mjs', '--queues', queue, '--queue-limits', 'emails=0'], {
+      cwd: project,
+      env: env(),
+    });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(
+      /--queue-limits \(LEASEHOLD_QUEUE_LIMITS\) = "emails=0": "emails=0": the maximum must be a whole number from 1 to 1000000, not "0"/,
+    );
+    const unserved = await cli(['workers', '--handlers', 'jobs.mjs', '--queues', queue], {
+      cwd: project,
+      env: { ...env(), LEASEHOLD_QUEUE_LIMITS: `${queue}=2,bulk=100/1s` },
+    });
+    expect(unserved.code).toBe(2);
+    expect(unserved.stderr).toMatch(
+      new RegExp(
+        `^leasehold workers: --queue-limits \\(LEASEHOLD_QUEUE_LIMITS\\): a limit for the queue bulk, which this worker does not serve \\(it serves ${queue}\\): serve it \\(--queues\\) or drop its limit$`,
+        'm',
+      ),
+    );
+    expect(await snapshot()).toEqual(before);
+  }, 60_000);
+
   it('on an unmigrated database, says to run leasehold migrate and exits 2, as enqueue says it', async () => {
     const project = tempProject();
     writeFileSync(path.join(project, 'jobs.mjs'), handlerSource('cli.unmigrated'));

@@ -153,6 +153,55 @@ describe('worker settings', () => {
     expect(() => parseWorkerConfig([], { [name]: value })).toThrow(`(${name}) = ${JSON.stringify(value)}`);
   });
 
+  it('reads queue limits: a maximum, a rate, or both, comma-separated, from the flag (repeatable) or its variable', () => {
+    expect(parseWorkerConfig([], {}).queueLimits).toEqual({});
+    expect(
+      parseWorkerConfig(['--queue-limits', 'emails=10, bulk=100/1s,imports=2+50/1m,tiny=3/500ms,slow=1/60000'], {})
+        .queueLimits,
+    ).toEqual({
+      emails: { max: 10 },
+      bulk: { rate: { max: 100, perMs: 1000 } },
+      imports: { max: 2, rate: { max: 50, perMs: 60_000 } },
+      tiny: { rate: { max: 3, perMs: 500 } },
+      slow: { rate: { max: 1, perMs: 60_000 } },
+    });
+    expect(parseWorkerConfig(['--queue-limits', 'a=1', '--queue-limits', 'b=2/1h'], {}).queueLimits).toEqual({
+      a: { max: 1 },
+      b: { rate: { max: 2, perMs: 3_600_000 } },
+    });
+    expect(parseWorkerConfig([], { LEASEHOLD_QUEUE_LIMITS: 'emails=1000000' }).queueLimits).toEqual({
+      emails: { max: 1_000_000 },
+    });
+  });
+
+  it.each([
+    ['emails', /"emails": expected QUEUE=MAX, QUEUE=N\/INTERVAL or QUEUE=MAX\+N\/INTERVAL/],
+    ['bad queue=3', /"bad queue=3": "bad queue" is not a queue name/],
+    ['=3', /"=3": "" is not a queue name/],
+    ['emails=0', /"emails=0": the maximum must be a whole number from 1 to 1000000, not "0"/],
+    ['emails=1000001', /"emails=1000001": the maximum must be a whole number from 1 to 1000000, not "1000001"/],
+    ['emails=2.5', /"emails=2\.5": the maximum must be a whole number/],
+    ['emails=', /"emails=": the maximum must be a whole number from 1 to 1000000, not ""/],
+    ['bulk=100/1y', /"bulk=100\/1y": the rate must be N\/INTERVAL .*, not "100\/1y"/],
+    ['bulk=0/1s', /"bulk=0\/1s": the rate must be N\/INTERVAL/],
+    ['bulk=10/25h', /"bulk=10\/25h": the rate must be N\/INTERVAL .* INTERVAL from 1ms to 24h/],
+    ['imports=2+', /"imports=2\+": the rate must be N\/INTERVAL .*, not ""/],
+    ['imports=x+5/1s', /"imports=x\+5\/1s": the maximum must be a whole number from 1 to 1000000, not "x"/],
+    ['a=1,a=2', /"a=2": the queue a has a limit already/],
+  ])('refuses a bad --queue-limits entry, naming the entry and what is wrong: %s', (value, message) => {
+    const fromFlag = () => parseWorkerConfig(['--queue-limits', value], {});
+    expect(fromFlag).toThrow(ConfigError);
+    expect(fromFlag).toThrow(`--queue-limits (LEASEHOLD_QUEUE_LIMITS) = ${JSON.stringify(value)}: `);
+    expect(fromFlag).toThrow(message);
+    expect(() => parseWorkerConfig([], { LEASEHOLD_QUEUE_LIMITS: value })).toThrow(message);
+  });
+
+  it('names every bad entry of --queue-limits, one line each', () => {
+    expect(() => parseWorkerConfig(['--queue-limits', 'a=0,b=1,c=5/1y'], {})).toThrow(
+      /"a=0": the maximum[^\n]*\n\s*--queue-limits \(LEASEHOLD_QUEUE_LIMITS\) = "a=0,b=1,c=5\/1y": "c=5\/1y": the rate/,
+    );
+  });
+
   it('names a bad environment variable too', () => {
     expect(() => parseWorkerConfig([], { LEASEHOLD_LISTEN: 'maybe' })).toThrow(/LEASEHOLD_LISTEN/);
   });

@@ -18,6 +18,7 @@ import {
 } from '../db/queue/retention.ts';
 import { NAME_PATTERN } from '../db/queue/validate.ts';
 import { claimStaleDefault } from './health.ts';
+import { parseQueueLimitsText } from './queue-limits.ts';
 import {
   cliSettings,
   WORKER_SETTINGS,
@@ -92,6 +93,13 @@ const retentionQueues = z.string().transform((text, ctx) => {
   }
   return queues;
 });
+/** `emails=10,bulk=100/1s,imports=2+50/1m`: each queue's limit (workers/queue-limits.ts), a problem per bad entry. */
+const queueLimits = z.string().transform((text, ctx) => {
+  const parsed = parseQueueLimitsText(text);
+  if ('limits' in parsed) return parsed.limits;
+  for (const message of parsed.problems) ctx.addIssue({ code: 'custom', message });
+  return z.NEVER;
+});
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v));
 
 /** How each text setting's value is read (whole numbers and booleans follow their type). */
@@ -105,6 +113,7 @@ const TEXT_RULES = {
         .filter(Boolean),
     )
     .pipe(z.array(z.string().regex(NAME_PATTERN, 'not a queue name')).min(1, 'name at least one queue')),
+  queueLimits,
   directUrl: z
     .string()
     .refine((s) => URL.canParse(s) && /^postgres(ql)?:$/.test(new URL(s).protocol), 'not a postgres:// URL'),
@@ -186,6 +195,8 @@ const REPEATABLE: Record<string, string> = {
   handlers: ',',
   // `--retention-queue a:done=1h --retention-queue b:dead=90d`: one queue each.
   'retention-queue': ';',
+  // `--queue-limits emails=10 --queue-limits bulk=100/1s`: as `--queue-limits emails=10,bulk=100/1s`.
+  'queue-limits': ',',
 };
 
 /** One line per setting (flag, variable, default), for `leasehold workers --help`. */
@@ -270,6 +281,8 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
       workerId: c.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
       // None given: the worker serves its handlers' queues (workers/producer.ts, handlerQueues).
       queues: c.queues ?? [],
+      // Checked against the queues served once they are known (workers/run-process.ts, createWorker).
+      queueLimits: c.queueLimits ?? {},
       concurrency: c.concurrency,
       leaseSeconds: c.leaseSeconds,
       batchSize: c.batchSize ?? MAX_CLAIM_BATCH,

@@ -30,6 +30,7 @@ import type { Failpoints } from './failpoints.ts';
 import { type Handler, HandlerRegistry } from './handler.ts';
 import { checkHealth, claimStaleDefault, type HealthReport, type HealthSource } from './health.ts';
 import type { WorkerMetrics } from './metrics.ts';
+import { copyQueueLimits, queueLimitsOptionProblems, unservedQueueLimits } from './queue-limits.ts';
 import { optionKeys, WORKER_SETTINGS, type WorkerOptionKey, type WorkerSetting, workerSettingsOf } from './settings.ts';
 import { WorkerOptionsError } from './option-error.ts';
 import { Worker, type WorkerSettings } from './worker.ts';
@@ -47,6 +48,11 @@ export interface CreateWorkerOptions {
   jobs: readonly Handler[];
   /** Queues to serve (default: the handlers' `defaultQueue`s, `default` for those without). */
   queues?: readonly string[] | undefined;
+  /**
+   * Limits of queues it serves, across every worker declaring them: at most `max` of the queue's
+   * jobs running at once, at most `rate.max` starting in any `rate.perMs` ms (docs/workers.md).
+   */
+  queueLimits?: Readonly<Record<string, { max?: number; rate?: { max: number; perMs: number } }>> | undefined;
   /** Handlers running at once (default 10). */
   concurrency?: number | undefined;
   /** Lease per attempt, in seconds (default 30); heartbeats renew it at a third. */
@@ -489,6 +495,10 @@ export function parseOptions(options: CreateWorkerOptions, internal: WorkerInter
         problems.push(`queues[${i}]: not a queue name: ${describe(q)}`);
     queues = [...new Set(options.queues)];
   }
+  const limitProblems = queueLimitsOptionProblems(options.queueLimits);
+  problems.push(...limitProblems);
+  const queueLimits = limitProblems.length > 0 ? {} : copyQueueLimits(options.queueLimits);
+  problems.push(...unservedQueueLimits(queueLimits, queues, { limits: 'queueLimits', queues: 'queues' }));
 
   const workerId = options.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   if (typeof workerId !== 'string' || workerId.length < 1 || workerId.length > 200)
@@ -507,6 +517,7 @@ export function parseOptions(options: CreateWorkerOptions, internal: WorkerInter
     settings: workerSettingsOf({
       workerId,
       queues,
+      queueLimits,
       concurrency,
       leaseSeconds,
       batchSize,

@@ -14,6 +14,7 @@ import {
   DEFAULT_UNKNOWN_KIND_GRACE_MS,
   deadIfKindUnrun,
   declareLimits,
+  limitedQueues,
   deregisterWorker,
   reapExpiredLeases,
   registerKinds,
@@ -77,8 +78,10 @@ export interface MaintenanceDeps {
   version?: string | null | undefined;
   /** The kind versions this worker runs, recorded in the kinds registry at start. */
   kinds?: readonly KindRegistration[] | undefined;
-  /** The handlers' concurrency limits, declared at start (db/queue/limits.ts). */
+  /** The handlers' limits and the worker's queue limits, declared at start (db/queue/limits.ts). */
   limits?: readonly LimitDeclaration[] | undefined;
+  /** Told, at start and at each registry refresh, which served queues have a limit (Producer.limitQueues). */
+  queueLimitsFound?: ((queues: string[]) => void) | undefined;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
 }
@@ -122,7 +125,14 @@ export class Maintenance {
     await registerKinds(this.deps.db, this.deps.kinds ?? []);
     // Before the first claim: a limited claim finds its declared maximum.
     await declareLimits(this.deps.db, this.deps.limits ?? []);
+    await this.findQueueLimits();
     await registerWorker(this.deps.db, this.info);
+  }
+
+  /** Tells the producer which of its queues have a limit in the database (any worker's). */
+  private async findQueueLimits(): Promise<void> {
+    if (!this.deps.queueLimitsFound) return;
+    this.deps.queueLimitsFound(await limitedQueues(this.deps.db, this.settings.queues));
   }
 
   /** Starts the registry refresh and, when enabled, the reaper and retention rounds. */
@@ -152,6 +162,7 @@ export class Maintenance {
   async refreshRegistry(): Promise<void> {
     const { db } = this.deps;
     if (!(await touchWorker(db, this.settings.workerId))) await registerWorker(db, this.info);
+    await this.findQueueLimits();
   }
 
   /** Reaps expired leases until fewer than a batch are left (or the round's statements are used up). */

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { enqueue } from '../db/queue/index.ts';
+import { completeIfLeaseHeld, declareLimits, enqueue } from '../db/queue/index.ts';
 import type { Db } from '../db/client.ts';
 import { silentLogger } from '../test/attempts.ts';
 import { aroundExecute, testDatabase, type TestDatabase } from '../test/db.ts';
@@ -8,8 +8,8 @@ import { getJob, uniqueQueue } from '../test/factories.ts';
 import { until } from '../test/wait.ts';
 import type { Attempt } from './attempt.ts';
 import { Completer } from './completer.ts';
-import { defineHandler, HandlerRegistry } from './handler.ts';
-import { Producer, type ProducerDeps, type ProducerSettings } from './producer.ts';
+import { defineHandler, type HandlerLimit, HandlerRegistry } from './handler.ts';
+import { claimGroups, Producer, type ProducerDeps, type ProducerSettings } from './producer.ts';
 
 const NOOP = defineHandler({
   kind: 'noop',
@@ -208,5 +208,110 @@ describe('the producer without handlers', () => {
     await new Promise((resolve) => setTimeout(resolve, 300)); // several poll intervals
     expect(p.lastClaimAt).toBeNull();
     expect(await getJob(t.db, id)).toMatchObject({ state: 'ready', attempts: 0 });
+  });
+});
+
+describe('claimGroups', () => {
+  const handler = (kind: string, limit?: HandlerLimit) =>
+    defineHandler({ kind, versions: [1, 2], schema: z.unknown(), timeoutMs: 1000, limit, handle: async () => {} });
+  const registry = new HandlerRegistry([
+    handler('g.plain'),
+    handler('g.own', { max: 2 }),
+    handler('g.mail', { resource: 'smtp', max: 3 }),
+    handler('g.other'),
+    handler('g.digest', { resource: 'smtp', max: 3 }),
+  ]);
+  const kinds = (...names: string[]) => names.map((kind) => ({ kind, versions: [1, 2] }));
+  // The registry lists its handlers by kind: the claims come in the order their keys first appear.
+  const unlimitedClaims = (queues: string[]) => [
+    { queues, kinds: kinds('g.other', 'g.plain') },
+    { queues, kinds: kinds('g.digest', 'g.mail'), limits: ['resource:smtp'] },
+    { queues, kinds: kinds('g.own'), limits: ['kind:g.own'] },
+  ];
+
+  it('without queue limits: one claim of the kinds without a limit, one per limit key, each of every queue', () => {
+    expect(claimGroups(registry, ['a', 'b', 'c'])).toEqual(unlimitedClaims(['a', 'b', 'c']));
+    expect(claimGroups(registry, ['a', 'b', 'c'], {})).toEqual(unlimitedClaims(['a', 'b', 'c']));
+    // The unlimited claim names no limit at all: it runs the claim text of before, byte for byte.
+    expect(claimGroups(registry, ['a'])[0]).not.toHaveProperty('limits');
+    expect(claimGroups(new HandlerRegistry([]), ['a'], { a: { max: 1 } })).toEqual([]);
+  });
+
+  it('claims each limited queue alone, every claim of it counting toward queue:NAME too; the other queues as before', () => {
+    const groups = claimGroups(registry, ['a', 'b', 'c', 'd'], { b: { max: 2 }, d: { rate: { max: 5, perMs: 1000 } } });
+    expect(groups).toEqual([
+      ...unlimitedClaims(['a', 'c']),
+      { queues: ['b'], kinds: kinds('g.other', 'g.plain'), limits: ['queue:b'] },
+      { queues: ['b'], kinds: kinds('g.digest', 'g.mail'), limits: ['resource:smtp', 'queue:b'] },
+      { queues: ['b'], kinds: kinds('g.own'), limits: ['kind:g.own', 'queue:b'] },
+      { queues: ['d'], kinds: kinds('g.other', 'g.plain'), limits: ['queue:d'] },
+      { queues: ['d'], kinds: kinds('g.digest', 'g.mail'), limits: ['resource:smtp', 'queue:d'] },
+      { queues: ['d'], kinds: kinds('g.own'), limits: ['kind:g.own', 'queue:d'] },
+    ]);
+    expect(groups[0]).not.toHaveProperty('limits');
+    // Every served queue is claimed by exactly one claim of each kind group.
+    for (const kind of ['g.plain', 'g.own', 'g.mail'])
+      expect(
+        groups
+          .filter((g) => g.kinds.some((k) => k.kind === kind))
+          .flatMap((g) => g.queues)
+          .sort(),
+      ).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('with every queue limited, makes no claim of the unlimited queues, and ignores a limit of a queue it does not serve', () => {
+    const plain = new HandlerRegistry([handler('g.plain')]);
+    expect(claimGroups(plain, ['a', 'b'], { a: { max: 1 }, b: { max: 2 }, elsewhere: { max: 3 } })).toEqual([
+      { queues: ['a'], kinds: kinds('g.plain'), limits: ['queue:a'] },
+      { queues: ['b'], kinds: kinds('g.plain'), limits: ['queue:b'] },
+    ]);
+  });
+});
+
+describe('the producer with a queue limit', () => {
+  it("claims no more of the limited queue than its limit leaves, the other queue's jobs as many as slots, and claims again when a limited attempt settles", async () => {
+    const limited = uniqueQueue('producer-limited');
+    const free = uniqueQueue('producer-free');
+    await declareLimits(t.db, [{ scope: 'queue', name: limited, max: 1 }]);
+    await enqueueMany(limited, 3);
+    await enqueueMany(free, 2);
+    const started: Attempt[] = [];
+    const finishers = new Map<string, () => void>();
+    const p = new Producer(
+      {
+        workerId: 'producer-queue-limit',
+        queues: [free, limited],
+        queueLimits: { [limited]: { max: 1 } },
+        concurrency: 5,
+        leaseSeconds: 30,
+        batchSize: 5,
+        // A minute: only a wake-up claims again within the test.
+        pollMs: 60_000,
+        asyncClaims: false,
+      },
+      {
+        registry: new HandlerRegistry([NOOP]),
+        handBack: async () => {},
+        logger: silentLogger,
+        // Each attempt runs until the test finishes it, then completes in the database (freeing the limit).
+        run: async (attempt) => {
+          started.push(attempt);
+          await new Promise<void>((resolve) => finishers.set(attempt.job.id, resolve));
+          await completeIfLeaseHeld(t.db, attempt.job);
+        },
+      },
+    );
+    producers.push(p);
+    p.start(t.db);
+    await until('the first claims made', async () => started.length === 3);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // no further claim comes
+    const byQueue = () => started.map((a) => a.job.queue).filter((q) => q === limited).length;
+    expect(started.length).toBe(3);
+    expect(byQueue()).toBe(1);
+    expect(started.filter((a) => a.job.queue === free)).toHaveLength(2);
+    // Two slots are free: only the limited attempt's settlement wakes the loop, a minute before its poll.
+    finishers.get(started.find((a) => a.job.queue === limited)!.job.id)!();
+    await until('a second job of the limited queue started', async () => byQueue() === 2);
+    expect(started.length).toBe(4);
   });
 });

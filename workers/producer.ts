@@ -23,20 +23,26 @@
  *   detaches claims none of its attempts came from (LeaseKeeper.claimFailed);
  * - it claims only the kind versions its handlers run (claim's `kinds`): a job of another kind
  *   or version waits for a worker that runs it, rather than failing here (maintenance ends it
- *   `dead` after the grace period if none comes). A worker without handlers claims nothing.
+ *   `dead` after the grace period if none comes). A worker without handlers claims nothing;
+ * - a queue with a limit (`queueLimits`) is claimed alone, in claims that count toward
+ *   `queue:NAME` besides their kind's or resource's limit (claimGroups); the other queues are
+ *   claimed as they are without one.
  */
 import type { Logger } from 'pino';
 import {
   claim,
+  limitWaitMs,
   type ClaimBoundOptions,
   ClaimOptionsCache,
   type ClaimedJob,
   type ClaimOptions,
+  limitKey,
 } from '../db/queue/index.ts';
 import type { Db } from '../db/client.ts';
 import { Attempt, leaseDeadlineFrom } from './attempt.ts';
 import type { Failpoints } from './failpoints.ts';
 import { handlerLimitKey, type HandlerRegistry } from './handler.ts';
+import type { QueueLimit } from './queue-limits.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { backoff, sleep } from './timing.ts';
 
@@ -49,28 +55,47 @@ export function handlerQueues(registry: HandlerRegistry): string[] {
   return [...new Set(['default', ...registry.registrations().map((r) => r.defaultQueue)])].sort();
 }
 
+/** One claim of each round: its queues, the kind versions it takes, and the limits its jobs count toward. */
+export interface ClaimGroup {
+  queues: string[];
+  kinds: NonNullable<ClaimOptions['kinds']>;
+  limits?: string[];
+}
+
 /**
- * The claims each round makes for a registry's handlers: one of the kinds without a limit, then
- * one per limit key (a kind's own, or a resource several kinds share) with the kinds that count
- * toward it, which takes no more than the limit leaves (db/queue/limits.ts). None without handlers.
+ * The claims each round makes for a registry's handlers. For the queues without a limit: one of
+ * the kinds without a limit, then one per limit key (a kind's own, or a resource several kinds
+ * share) with the kinds that count toward it, which takes no more than the limit leaves
+ * (db/queue/limits.ts). For each queue of `queueLimits` (one the worker serves), the same claims
+ * again of that queue alone, each counting toward `queue:NAME` too: the tightest of its limits
+ * wins. None without handlers. Without queue limits the claims are those of before, queues and all.
  */
 export function claimGroups(
   registry: HandlerRegistry,
-): { kinds: NonNullable<ClaimOptions['kinds']>; limits?: string[] }[] {
+  queues: readonly string[],
+  queueLimits: Readonly<Record<string, unknown>> = {},
+): ClaimGroup[] {
   const byKey = new Map<string | undefined, NonNullable<ClaimOptions['kinds']>>([[undefined, []]]);
   for (const handler of registry.handlers()) {
     const key = handlerLimitKey(handler);
     byKey.set(key, [...(byKey.get(key) ?? []), { kind: handler.kind, versions: [...handler.versions] }]);
   }
-  return [...byKey]
-    .filter(([, kinds]) => kinds.length > 0)
-    .map(([key, kinds]) => (key === undefined ? { kinds } : { kinds, limits: [key] }));
+  const groups = [...byKey].filter(([, kinds]) => kinds.length > 0);
+  const limited = queues.filter((q) => Object.hasOwn(queueLimits, q));
+  const unlimited = limited.length === 0 ? [...queues] : queues.filter((q) => !limited.includes(q));
+  const of = (groupQueues: string[], queueKey?: string): ClaimGroup[] =>
+    groups.map(([key, kinds]) => {
+      const limits = [...(key === undefined ? [] : [key]), ...(queueKey === undefined ? [] : [queueKey])];
+      return limits.length === 0 ? { queues: groupQueues, kinds } : { queues: groupQueues, kinds, limits };
+    });
+  return [
+    ...(unlimited.length > 0 ? of(unlimited) : []),
+    ...limited.flatMap((queue) => of([queue], limitKey('queue', queue))),
+  ];
 }
 
 /** One claim the loop makes each round: the same options every time, its own bound. */
-interface Claimer {
-  kinds: NonNullable<ClaimOptions['kinds']>;
-  limits?: string[];
+interface Claimer extends ClaimGroup {
   /** Its own: the same options parsed once, and each walk after the last key it took (db/queue/claim.ts). */
   cache: ClaimOptionsCache;
 }
@@ -79,6 +104,11 @@ export interface ProducerSettings {
   workerId: string;
   /** The queues to serve; empty: the handlers' (handlerQueues). */
   queues: string[];
+  /**
+   * Limits of queues it serves, across every worker that declares them (workers/queue-limits.ts):
+   * their jobs are claimed in claims of their own that count toward `queue:NAME` (claimGroups).
+   */
+  queueLimits?: Readonly<Record<string, QueueLimit>> | undefined;
   concurrency: number;
   leaseSeconds: number;
   /** Most jobs one claim asks for (never more than the free slots). */
@@ -136,9 +166,11 @@ export class Producer {
     return this.inFlight.size + this.stoppedRunning.size;
   }
   /** The claims of each round (claimGroups), each with its options made once (its cache compares them by identity). */
-  private readonly claimers: Claimer[];
-  /** Kinds under a limit: a finished attempt of one frees a slot a limited claim may take. */
-  private readonly limitedKinds: Set<string>;
+  private claimers: Claimer[] = [];
+  /** Kinds under a limit of their own: a finished attempt of one frees a slot a limited claim may take. */
+  private limitedKinds = new Set<string>();
+  /** Queues under a limit: a finished attempt of one frees a slot of that queue's claims. */
+  private limitedQueues = new Set<string>();
   private readonly controller = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wokenMeanwhile = false;
@@ -152,11 +184,41 @@ export class Producer {
     private readonly settings: ProducerSettings,
     private readonly deps: ProducerDeps,
   ) {
-    this.claimers = claimGroups(deps.registry).map((group) => ({
+    this.groupClaims(Object.keys(settings.queueLimits ?? {}));
+  }
+
+  /** (Re)builds the claims of each round for the queues under a limit (claimGroups). */
+  private groupClaims(limited: readonly string[]): void {
+    const { settings, deps } = this;
+    this.limitedQueues = new Set(settings.queues.filter((q) => limited.includes(q)));
+    const queueLimits = Object.fromEntries([...this.limitedQueues].map((q) => [q, true]));
+    this.claimers = claimGroups(deps.registry, settings.queues, queueLimits).map((group) => ({
       ...group,
       cache: new ClaimOptionsCache({ bound: deps.claimBound ?? true }),
     }));
-    this.limitedKinds = new Set(this.claimers.flatMap((c) => (c.limits ? c.kinds.map((k) => k.kind) : [])));
+    // A settled attempt frees a slot of a maximum, not a start of a rate: a rate-only limit's
+    // next start is waited for by its time (limitWaitMs), not claimed for at every settlement.
+    this.limitedKinds = new Set(
+      deps.registry
+        .handlers()
+        .filter((h) => h.limit?.max !== undefined)
+        .map((h) => h.kind),
+    );
+  }
+
+  /**
+   * The queues it serves that have a limit in the database (declared by any worker, this one's
+   * `queueLimits` among them: db/queue/limits.ts, limitedQueues), read at start and at each
+   * registry refresh: a queue limit another worker declared holds for this one's claims too,
+   * from the next round on. Its own `queueLimits` always stay.
+   */
+  limitQueues(found: readonly string[]): void {
+    const limited = [...new Set([...Object.keys(this.settings.queueLimits ?? {}), ...found])]
+      .filter((q) => this.settings.queues.includes(q))
+      .sort();
+    if (limited.join('\n') === [...this.limitedQueues].sort().join('\n')) return;
+    this.deps.logger.info({ limitedQueues: limited }, 'queue limits found: their queues are claimed under them');
+    this.groupClaims(limited);
   }
 
   /** Starts the claim loop on `claimDb`: claims only, one at a time. */
@@ -229,6 +291,8 @@ export class Producer {
       // round at once when one of them came back full: there may be more due right now.
       let full = false;
       let failed = false;
+      // The soonest a limit that withheld a start by its rate or pause leaves one again.
+      let limitWait: number | null = null;
       for (const claimer of this.claimers) {
         const free = s.concurrency - this.taken;
         if (free <= 0 || signal.aborted) break;
@@ -244,7 +308,7 @@ export class Producer {
         try {
           jobs = skippingGuard
             ? await skippingGuard(claimDb, {
-                queues: s.queues,
+                queues: claimer.queues,
                 workerId: s.workerId,
                 limit,
                 leaseSeconds: s.leaseSeconds,
@@ -252,7 +316,7 @@ export class Producer {
             : await claim(
                 claimDb,
                 {
-                  queues: s.queues,
+                  queues: claimer.queues,
                   workerId: s.workerId,
                   limit,
                   leaseSeconds: s.leaseSeconds,
@@ -281,13 +345,20 @@ export class Producer {
         if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');
         for (const job of jobs) this.begin(job, sent);
         if (jobs.length === limit) full = true;
+        // A limited claim that took nothing may be held by a rate or a pause, which end at a
+        // known time: claim again then, not at the next poll (one more statement, only then).
+        if (claimer.limits && jobs.length === 0) {
+          const wait = await limitWaitMs(claimDb, claimer.limits).catch(() => null);
+          if (wait !== null) limitWait = Math.min(limitWait ?? wait, wait);
+        }
       }
       if (failed || full) continue;
       // Polling with jitter is the correctness path; wake-ups only make it prompt. A freed slot
       // wakes the loop only if it is waiting for one: with slots free, the last claim took
       // everything due, and a claim per finished job would find nothing (docs/performance.md).
       this.waitingForSlot = this.taken >= s.concurrency;
-      await this.waitForWake(s.pollMs * (0.8 + Math.random() * 0.4));
+      const poll = s.pollMs * (0.8 + Math.random() * 0.4);
+      await this.waitForWake(limitWait === null ? poll : Math.min(poll, limitWait + 1));
       this.waitingForSlot = false;
     }
   }
@@ -347,7 +418,7 @@ export class Producer {
     this.inFlight.delete(entry);
     this.deps.metrics?.inFlight.dec();
     // Its limit has a slot again (once the settlement committed): a limited claim may take it.
-    if (this.limitedKinds.has(entry.job.kind)) this.wake();
+    if (this.limitedKinds.has(entry.job.kind) || this.limitedQueues.has(entry.job.queue)) this.wake();
     if (!entry.handlerRunning) {
       this.release(entry);
       return;

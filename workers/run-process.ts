@@ -8,7 +8,8 @@
  * (workerOptionsOf), the few that are the CLI's alone as its internals.
  *
  * Start-up checks in order, each stopping with a sentence and exit code 2 before anything is
- * written: the settings, that a database is named, the handler files. Only then is the
+ * written: the settings, that a database is named, the handler files, that every queue limit
+ * is of a queue the worker serves. Only then is the
  * caller's fallback database (the embedded server, where the caller's policy allows it)
  * started and the worker connected. The `/healthz` and `/metrics` listeners come up next,
  * before the migrations (`--migrate`) and the worker's start, so that a probe is answered
@@ -24,6 +25,8 @@ import { type CreateWorkerOptions, createWorker, type LeaseholdWorker, type Work
 import { armFailpoints, FailpointSpecError, type Failpoints } from './failpoints.ts';
 import { HandlerFileError, loadHandlerFiles } from './handler-files.ts';
 import { createMetrics, serveHealth, serveMetrics, type WorkerMetrics } from './metrics.ts';
+import { handlerQueues } from './producer.ts';
+import { unservedQueueLimits } from './queue-limits.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -63,6 +66,16 @@ export async function runWorkerProcess(
   } catch (error) {
     if (!(error instanceof HandlerFileError)) throw error;
     report(error.message);
+    return 2;
+  }
+  // A queue limit the worker's claims would never count toward: said with the flags' names.
+  const unserved = unservedQueueLimits(
+    config.queueLimits ?? {},
+    config.queues.length > 0 ? config.queues : handlerQueues(registry),
+    { limits: '--queue-limits (LEASEHOLD_QUEUE_LIMITS)', queues: '--queues' },
+  );
+  if (unserved.length > 0) {
+    report(unserved.join('; '));
     return 2;
   }
 
@@ -283,6 +296,7 @@ export function workerOptionsOf(
       ...connection,
       // None given: the handlers' queues (createWorker's default, the Worker's too).
       queues: config.queues.length > 0 ? config.queues : undefined,
+      queueLimits: config.queueLimits,
       concurrency: config.concurrency,
       leaseSeconds: config.leaseSeconds,
       pollMs: config.pollMs,

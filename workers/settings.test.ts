@@ -42,6 +42,8 @@ function variablesIn(source: string): Set<string> {
 /** A value of each text setting that is not its default. */
 const TEXT_SAMPLES: Record<string, string> = {
   queues: 'mail,sms',
+  // Of a queue the test's handler serves (`default`): createWorker refuses a limit of another.
+  queueLimits: 'default=2+10/1s',
   directUrl: 'postgres://leasehold@db.internal:5432/app',
   metricsHost: '10.0.0.7',
   healthHost: '10.0.0.8',

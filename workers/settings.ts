@@ -75,6 +75,18 @@ export const WORKER_SETTINGS = {
       help: 'queues served (`default` is where a job goes when its producer names no queue)',
     },
   },
+  queueLimits: {
+    type: 'text',
+    flag: 'queue-limits',
+    env: 'LEASEHOLD_QUEUE_LIMITS',
+    arg: 'Q=N,…',
+    shown: 'none',
+    help: 'limits of queues served, across every worker: `emails=10` running at once, `bulk=100/1s` starts, `imports=2+50/1m` both (docs/workers.md, Queue limits)',
+    option: {
+      shown: 'none',
+      help: "`{ emails: { max: 10 }, bulk: { rate: { max: 100, perMs: 1000 } } }`: a served queue's limits, across every worker (Queue limits, below)",
+    },
+  },
   concurrency: {
     type: 'int',
     min: 1,

@@ -35,6 +35,7 @@ import { WakeListener } from './listener.ts';
 import { Maintenance, type MaintenanceRounds } from './maintenance.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { handlerQueues, Producer, type ProducerSettings } from './producer.ts';
+import { queueLimitDeclarations } from './queue-limits.ts';
 import { dbErrorInWords, isRetryableDbError, retryWhileUnavailable, sleep } from './timing.ts';
 
 /** A worker's settings: the producer's and the completer's, and these. */
@@ -180,7 +181,8 @@ export class Worker {
         failpoints,
         version: deps.version,
         kinds: registry.registrations(),
-        limits: limitDeclarations(registry.handlers()),
+        limits: [...limitDeclarations(registry.handlers()), ...queueLimitDeclarations(s.queueLimits)],
+        queueLimitsFound: (queues) => this.producer.limitQueues(queues),
       },
     );
   }
@@ -317,6 +319,7 @@ export class Worker {
     logger.info(
       {
         queues: s.queues,
+        queueLimits: s.queueLimits,
         concurrency: s.concurrency,
         leaseSeconds: s.leaseSeconds,
         listen: s.listen,
