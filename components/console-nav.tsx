@@ -10,6 +10,7 @@ const LINKS = [
   { href: '/jobs', label: 'Jobs' },
   { href: '/failures', label: 'Failures' },
   { href: '/kinds', label: 'Kinds' },
+  { href: '/limits', label: 'Limits' },
   { href: '/audit', label: 'Audit log' },
 ];
 

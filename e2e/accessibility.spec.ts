@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import AxeBuilder from '@axe-core/playwright';
 import type { Locator, Page } from '@playwright/test';
-import { enqueue } from '../db/queue/index.ts';
+import { declareLimits, enqueue } from '../db/queue/index.ts';
 import { db, deadJob, expect, FROM_DASHBOARD, login, test, uniqueQueue } from './fixtures.ts';
 import { expectVisibleFocus, loginByKeyboard, tabTo } from './keyboard-kit.ts';
 
@@ -44,6 +44,8 @@ interface Seed {
   error: string;
   /** A ready job in a queue no worker serves, so that it stays cancellable: the cancel dialog's. */
   ready: { queue: string; jobId: string };
+  /** A declared limit's key (`kind:…`): the Limits page's row and its change dialog. */
+  limit: string;
 }
 
 interface PageCase {
@@ -140,6 +142,23 @@ const PAGES: Record<string, PageCase> = {
       }).toPass({ timeout: 20_000 });
     },
   },
+  '/limits': {
+    url: () => '/limits',
+    ready: async (page, seed) => {
+      await expect(page.getByTestId('limits-table')).toContainText(seed.limit);
+    },
+    dialogs: [
+      {
+        name: 'change-limit',
+        open: async (page, seed) => {
+          await page.getByRole('button', { name: `Change the limit ${seed.limit}` }).click();
+          const dialog = page.getByRole('dialog', { name: `Change the limit ${seed.limit}` });
+          await expect(dialog.getByLabel(/Run-time maximum/)).toBeFocused();
+          return dialog;
+        },
+      },
+    ],
+  },
   '/audit': {
     url: () => '/audit',
     ready: async (page, seed) => {
@@ -149,8 +168,8 @@ const PAGES: Record<string, PageCase> = {
 };
 
 /**
- * A dead job (with a failed attempt) in a queue of its own, audit rows on that queue, and a
- * ready job in another queue (the jobs page's bulk cancel finds none in the first).
+ * A dead job (with a failed attempt) in a queue of its own, audit rows on that queue, a ready
+ * job in another queue (the jobs page's bulk cancel finds none in the first), and a limit.
  */
 async function seed(page: Page): Promise<Seed> {
   const queue = uniqueQueue('a11y');
@@ -159,12 +178,16 @@ async function seed(page: Page): Promise<Seed> {
   const jobId = await deadJob(queue, { ms: 0 }, error);
   const readyQueue = uniqueQueue('a11y-ready');
   const ready = await enqueue(db(), { queue: readyQueue, kind: 'test.sleep', payload: { ms: 0 } });
+  const limited = uniqueQueue('a11y.limited');
+  await declareLimits(db(), [
+    { scope: 'kind', name: limited, max: 2, rate: { max: 10, perMs: 1000 }, kinds: [limited] },
+  ]);
   // Audit rows: the admin pauses and resumes the queue (the page's session is the admin's).
   for (const action of ['pause', 'resume']) {
     const answer = await page.request.post(`/api/queues/${queue}/${action}`, { headers: FROM_DASHBOARD });
     expect(answer.status(), `${action} ${queue}`).toBe(200);
   }
-  return { queue, jobId, error, ready: { queue: readyQueue, jobId: ready.id } };
+  return { queue, jobId, error, ready: { queue: readyQueue, jobId: ready.id }, limit: `kind:${limited}` };
 }
 
 /** The moderate and minor findings of the scans, by rule: kept beside the screenshots for docs/dashboard.md. */
@@ -350,6 +373,7 @@ test.describe('keyboard', () => {
       ['Jobs', /\/jobs$/],
       ['Failures', /\/failures$/],
       ['Kinds', /\/kinds$/],
+      ['Limits', /\/limits$/],
       ['Audit log', /\/audit$/],
       ['Overview', /\/$/],
     ] as const) {

@@ -22,7 +22,7 @@ test.describe('sign in', () => {
   }
 
   test('every page needs a login', async ({ page }) => {
-    for (const path of ['/', '/jobs', '/failures', '/kinds', '/audit']) {
+    for (const path of ['/', '/jobs', '/failures', '/kinds', '/limits', '/audit']) {
       await page.goto(path);
       await expect(page).toHaveURL(/\/login/);
     }

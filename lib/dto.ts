@@ -8,7 +8,7 @@ import type { AttemptRow, failureGroups } from '../db/queries/jobs.ts';
 import type { KindEntry } from '../db/queries/kinds.ts';
 import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview.ts';
 import type { Role } from '../db/schema.ts';
-import type { FailureClass, JobState, ListState } from '../db/states.ts';
+import type { FailureClass, JobState, LimitScope, ListState } from '../db/states.ts';
 
 export { FAILURE_CLASSES, LIST_STATES } from '../db/states.ts';
 
@@ -53,6 +53,8 @@ export interface JobDTO {
   lastError: string | null;
   traceId: string | null;
   idempotencyKey: string | null;
+  /** Why a ready, due job waits, in words (a limit it counts toward, a paused queue): db/queue/limits.ts, whyWaiting. */
+  waiting: string[];
 }
 
 /** An ended attempt; the lease token stays on the server. */
@@ -93,6 +95,44 @@ export interface KindsDTO {
   can: { editRedaction: boolean };
 }
 
+/** A limit's maximum of running attempts and its rate of starts (`100/1s`), each null for none. */
+export interface LimitValuesDTO {
+  max: number | null;
+  rate: string | null;
+}
+
+/** A limit as the Limits page shows it (db/queue/limits.ts, LimitStatus): rates as text, times as ISO strings. */
+export interface LimitDTO {
+  key: string;
+  scope: LimitScope;
+  name: string;
+  /** What the handlers (or the workers' queue limits) declare. */
+  declared: LimitValuesDTO;
+  /** What an admin set at run time: each wins over its declaration until cleared. */
+  set: LimitValuesDTO;
+  /** What the claims enforce now: the run-time value when set, else the declaration. */
+  enforced: LimitValuesDTO;
+  setBy: string | null;
+  setAt: string | null;
+  running: number;
+  /** Starts in the rate's current window (0 without a rate). */
+  started: number;
+  /** When the rate leaves a start again, while it leaves none now. */
+  nextStartAt: string | null;
+  waiting: number;
+  /** `waiting` reached the count's cap: at least that many wait. */
+  waitingCapped: boolean;
+  pausedUntil: string | null;
+  pausedReason: string | null;
+  /** The kinds that count toward it (a queue's limit: empty, its every kind counts). */
+  kinds: string[];
+}
+
+export interface LimitsDTO {
+  limits: LimitDTO[];
+  can: { set: boolean };
+}
+
 /** Per-queue backlog: already a plain, serialisable shape in the read model. */
 export type QueueDTO = QueueBacklog;
 
@@ -104,6 +144,19 @@ export interface MetricsDTO {
   dead: Awaited<ReturnType<typeof deadByClass>>;
   /** pg_notification_queue_usage(), 0–1. */
   notifyQueueUsage: number;
+  /** Each limit's figures (db/queue/limits.ts, listLimits). */
+  limits: LimitMetricsDTO[];
+}
+
+/** A limit as the metrics show it: what it enforces, what runs and waits under it, what its rate leaves. */
+export interface LimitMetricsDTO {
+  limit: string;
+  max: number | null;
+  running: number;
+  waiting: number;
+  /** Starts its rate leaves in the current window (null: no rate). */
+  startsLeft: number | null;
+  paused: boolean;
 }
 
 /**

@@ -23,6 +23,10 @@ describe('Prometheus text for /api/metrics', () => {
         queues: [queue],
         dead: [{ queue: 'mail', failureClass: 'permanent', count: 6 }],
         notifyQueueUsage: 0.25,
+        limits: [
+          { limit: 'resource:smtp', max: 5, running: 5, waiting: 12, startsLeft: 0, paused: true },
+          { limit: 'kind:mail.send', max: null, running: 1, waiting: 0, startsLeft: null, paused: false },
+        ],
       }),
     ).toBe(
       [
@@ -53,6 +57,24 @@ describe('Prometheus text for /api/metrics', () => {
         '# HELP leasehold_notify_queue_usage Share of the server’s NOTIFY queue in use (0 to 1); at 0.5 or more enqueues send no wake-ups.',
         '# TYPE leasehold_notify_queue_usage gauge',
         'leasehold_notify_queue_usage 0.25',
+        '# HELP leasehold_limit_max The maximum of attempts a limit lets hold a lease at once (absent: no maximum).',
+        '# TYPE leasehold_limit_max gauge',
+        'leasehold_limit_max{limit="resource:smtp"} 5',
+        '# HELP leasehold_limit_running Attempts holding a lease under a limit.',
+        '# TYPE leasehold_limit_running gauge',
+        'leasehold_limit_running{limit="resource:smtp"} 5',
+        'leasehold_limit_running{limit="kind:mail.send"} 1',
+        '# HELP leasehold_limit_waiting Ready, due jobs that count toward a limit (counted up to 100,000).',
+        '# TYPE leasehold_limit_waiting gauge',
+        'leasehold_limit_waiting{limit="resource:smtp"} 12',
+        'leasehold_limit_waiting{limit="kind:mail.send"} 0',
+        "# HELP leasehold_limit_starts_left Starts a limit's rate leaves in its current window (absent: no rate).",
+        '# TYPE leasehold_limit_starts_left gauge',
+        'leasehold_limit_starts_left{limit="resource:smtp"} 0',
+        '# HELP leasehold_limit_paused Whether a RateLimitedError paused the limit.',
+        '# TYPE leasehold_limit_paused gauge',
+        'leasehold_limit_paused{limit="resource:smtp"} 1',
+        'leasehold_limit_paused{limit="kind:mail.send"} 0',
         '',
       ].join('\n'),
     );
@@ -63,6 +85,7 @@ describe('Prometheus text for /api/metrics', () => {
       queues: [{ ...queue, queue: 'a"b\\c\nd', paused: false, oldestReadyAgeSeconds: null }],
       dead: [],
       notifyQueueUsage: 0,
+      limits: [],
     });
     expect(text).toContain('leasehold_queue_paused{queue="a\\"b\\\\c\\nd"} 0\n');
     expect(text).toContain('leasehold_queue_oldest_ready_age_seconds{queue="a\\"b\\\\c\\nd"} 0\n');

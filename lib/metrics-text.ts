@@ -19,7 +19,7 @@ const STATE_LABELS = [
   ['cancelled', 'cancelled'],
 ] as const satisfies readonly (readonly [keyof QueueDTO, string])[];
 
-export function metricsText({ queues, dead, notifyQueueUsage }: MetricsDTO): string {
+export function metricsText({ queues, dead, notifyQueueUsage, limits }: MetricsDTO): string {
   const lines = [
     '# HELP leasehold_queue_jobs Jobs by queue and (sub-)state.',
     '# TYPE leasehold_queue_jobs gauge',
@@ -48,6 +48,23 @@ export function metricsText({ queues, dead, notifyQueueUsage }: MetricsDTO): str
     '# HELP leasehold_notify_queue_usage Share of the server’s NOTIFY queue in use (0 to 1); at 0.5 or more enqueues send no wake-ups.',
     '# TYPE leasehold_notify_queue_usage gauge',
     `leasehold_notify_queue_usage ${notifyQueueUsage}`,
+    '# HELP leasehold_limit_max The maximum of attempts a limit lets hold a lease at once (absent: no maximum).',
+    '# TYPE leasehold_limit_max gauge',
+    ...limits.flatMap((l) => (l.max === null ? [] : [`leasehold_limit_max{limit="${label(l.limit)}"} ${l.max}`])),
+    '# HELP leasehold_limit_running Attempts holding a lease under a limit.',
+    '# TYPE leasehold_limit_running gauge',
+    ...limits.map((l) => `leasehold_limit_running{limit="${label(l.limit)}"} ${l.running}`),
+    '# HELP leasehold_limit_waiting Ready, due jobs that count toward a limit (counted up to 100,000).',
+    '# TYPE leasehold_limit_waiting gauge',
+    ...limits.map((l) => `leasehold_limit_waiting{limit="${label(l.limit)}"} ${l.waiting}`),
+    "# HELP leasehold_limit_starts_left Starts a limit's rate leaves in its current window (absent: no rate).",
+    '# TYPE leasehold_limit_starts_left gauge',
+    ...limits.flatMap((l) =>
+      l.startsLeft === null ? [] : [`leasehold_limit_starts_left{limit="${label(l.limit)}"} ${l.startsLeft}`],
+    ),
+    '# HELP leasehold_limit_paused Whether a RateLimitedError paused the limit.',
+    '# TYPE leasehold_limit_paused gauge',
+    ...limits.map((l) => `leasehold_limit_paused{limit="${label(l.limit)}"} ${l.paused ? 1 : 0}`),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -13,8 +13,10 @@ import {
   type AddRedactedPathOutcome,
   type Job,
   type RemoveAddedRedactedPathOutcome,
+  type SetLimitOutcome,
   type SingleActionOutcome,
 } from '../db/queue/index.ts';
+import { rateText } from '../db/queue/limit-rate.ts';
 
 export type OperatorAction = 'retry' | 'cancel';
 
@@ -188,4 +190,32 @@ export function signInErrorMessage(code: string, roleClaim: string | null): stri
     default:
       return 'Sign-in did not work. Try again; if it keeps failing, the dashboard’s log says why.';
   }
+}
+
+/** One run-time value's change, before and after (null: none set, the declaration applies). */
+function limitChange(what: string, before: string | null, after: string | null): string {
+  const was = `was ${before ?? 'none'}`;
+  return after === null
+    ? `the run-time ${what} is cleared (${was}): the declaration applies again`
+    : `the run-time ${what} is ${after} (${was})`;
+}
+
+/** What an admin's run-time change of a limit did, naming each value it changed (setLimit's outcome). */
+export function setLimitMessage(
+  key: string,
+  changed: { max: boolean; rate: boolean },
+  outcome: SetLimitOutcome,
+): string {
+  const { before, after } = outcome;
+  const rate = (r: typeof after.rate) => (r === null ? null : rateText(r));
+  const parts = [
+    changed.max ? limitChange('maximum', before.max?.toString() ?? null, after.max?.toString() ?? null) : null,
+    changed.rate ? limitChange('rate', rate(before.rate), rate(after.rate)) : null,
+  ].filter((p) => p !== null);
+  return `Saved ${key}: ${parts.join('; ')}. The next claim of the limit uses it (recorded in the audit log).`;
+}
+
+/** A run-time change of a limit refused, by the dashboard or by the queue: nothing was written. */
+export function limitRefusedMessage(key: string, problems: string[]): string {
+  return `${key} was not changed: ${problems.join('; ')}.`;
 }

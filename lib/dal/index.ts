@@ -10,4 +10,5 @@ export { getMetrics, getOverview } from './overview.ts';
 export { getFailureGroups, getJobDetail, getJobs, revealPayload } from './jobs.ts';
 export { getAudit } from './audit.ts';
 export { addKindRedaction, getKinds, removeKindRedaction } from './kinds.ts';
+export { getLimits, setLimitValues } from './limits.ts';
 export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions.ts';

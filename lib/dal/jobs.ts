@@ -1,7 +1,7 @@
 import 'server-only';
 /** Reading jobs: the list, one job's detail, its unredacted payload, the failure groups. */
 import { redactedValues, scrubDetail } from '../../db/queue/error-detail.ts';
-import type { Job } from '../../db/queue/index.ts';
+import { type Job, whyWaiting } from '../../db/queue/index.ts';
 import { uuidSchema } from '../../db/queue/validate.ts';
 import { failureGroups, jobDetail, jobListSchema, listJobs, recordPayloadReveal } from '../../db/queries/jobs.ts';
 import { CANCELLABLE_FROM, RETRYABLE_FROM } from '../../db/states.ts';
@@ -32,8 +32,15 @@ export async function getJobs(
     query.search && !permits(user, 'revealPayload')
       ? found.filter((j) => j.idempotencyKey !== query.search || scrubOf(j)(query.search) === query.search)
       : found;
+  const waiting = await whyWaiting(
+    database(),
+    jobs.filter((j) => j.state === 'ready').map((j) => j.id),
+  );
   return {
-    jobs: jobs.map((j) => scrubJobDto(jobDto(j, permits(user, 'cancelJob')), scrubOf(j))),
+    jobs: jobs.map((j) => ({
+      ...scrubJobDto(jobDto(j, permits(user, 'cancelJob')), scrubOf(j)),
+      waiting: (waiting.get(j.id) ?? []).map((r) => r.text),
+    })),
     next,
     can: { bulk: permits(user, 'previewBulk') && permits(user, 'applyBulk') },
   };
@@ -56,7 +63,11 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   const secrets = redactedValues(job.payload, paths);
   const scrubOne = scrubFor(job.payload, paths);
   const scrub = (text: string | null) => (text === null ? null : scrubOne(text));
-  const dto = scrubJobDto(jobDto(job, permits(user, 'cancelJob')), scrubOne);
+  const waiting = job.state === 'ready' ? ((await whyWaiting(database(), [job.id])).get(job.id) ?? []) : [];
+  const dto = {
+    ...scrubJobDto(jobDto(job, permits(user, 'cancelJob')), scrubOne),
+    waiting: waiting.map((r) => r.text),
+  };
   return {
     job: dto,
     payload: masked.payload,

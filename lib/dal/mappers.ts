@@ -17,6 +17,7 @@ export function jobDto(job: JobView, showToken: boolean): JobDTO {
     kindVersion: job.kindVersion,
     state: job.state,
     subState: subStateOf(job, Date.now()),
+    waiting: [],
     priority: job.priority,
     attempts: job.attempts,
     maxAttempts: job.maxAttempts,

@@ -3,6 +3,7 @@ import 'server-only';
  * The overview (backlog per queue, throughput, attempts, failure classes, live workers) and
  * the metrics /api/metrics renders from the same read models.
  */
+import { listLimits } from '../../db/queue/index.ts';
 import { backlog, deadByClass, notifyQueueUsage, overview } from '../../db/queries/overview.ts';
 import { database } from '../db.ts';
 import type { MetricsDTO, OverviewDTO } from '../dto.ts';
@@ -30,10 +31,23 @@ export async function getOverview(): Promise<OverviewDTO> {
 /** For a scraper: `authorization` is the request's Authorization header (`Bearer <token>`). */
 export async function getMetrics(authorization: string | null): Promise<MetricsDTO> {
   authorizeMetricsToken('getMetrics', authorization);
-  const [queues, dead, notifyUsage] = await Promise.all([
+  const [queues, dead, notifyUsage, limits] = await Promise.all([
     backlog(database()),
     deadByClass(database()),
     notifyQueueUsage(database()),
+    listLimits(database()),
   ]);
-  return { queues, dead, notifyQueueUsage: notifyUsage };
+  return {
+    queues,
+    dead,
+    notifyQueueUsage: notifyUsage,
+    limits: limits.map((l) => ({
+      limit: l.key,
+      max: l.max,
+      running: l.running,
+      waiting: l.waiting,
+      startsLeft: l.rate === null ? null : Math.max(0, l.rate.max - l.started),
+      paused: l.pausedUntil !== null,
+    })),
+  };
 }

@@ -9,7 +9,7 @@ import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
 import { useTestDatabase } from '../../test/db.ts';
-import { failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
+import { declareLimits, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
 import { ROLES, type Role } from '../../db/schema.ts';
 import { upsertUser } from '../../db/users.ts';
 import { closeDatabase } from '../db.ts';
@@ -66,14 +66,15 @@ async function stateOf(id: string) {
   return rows[0]?.state;
 }
 
-/** Everything a DAL function could write: jobs, queues, kinds, redaction rules and the audit log, as one fingerprint. */
+/** Everything a DAL function could write: jobs, queues, kinds, redaction rules, limits and the audit log, as one fingerprint. */
 async function snapshot() {
   const { rows } = await t.pool.query(`
     SELECT (SELECT count(*) FROM leasehold.audit_log) AS audit,
            (SELECT md5(coalesce(string_agg(id || state || updated_at, ',' ORDER BY id), '')) FROM leasehold.jobs) AS jobs,
            (SELECT md5(coalesce(string_agg(name || paused, ',' ORDER BY name), '')) FROM leasehold.queues) AS queues,
            (SELECT md5(coalesce(string_agg(kind || version || redacted_paths::text, ',' ORDER BY kind, version), '')) FROM leasehold.kinds) AS kinds,
-           (SELECT md5(coalesce(string_agg(kind || ':' || path, ',' ORDER BY kind, path), '')) FROM leasehold.kind_redactions) AS rules`);
+           (SELECT md5(coalesce(string_agg(kind || ':' || path, ',' ORDER BY kind, path), '')) FROM leasehold.kind_redactions) AS rules,
+           (SELECT md5(coalesce(string_agg(row(key, set_max, set_rate, set_per_ms, set_by)::text, ',' ORDER BY key), '')) FROM leasehold.limits) AS limits`);
   return rows[0];
 }
 
@@ -132,6 +133,15 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
     allowed: (result) =>
       expect((result as { kinds: { kind: string }[] }).kinds.map((k) => k.kind)).toContain('test.noop'),
   }),
+  getLimits: async () => {
+    const name = uniqueQueue('policy-limit');
+    await declareLimits(t.db, [{ scope: 'kind', name, max: 2 }]);
+    return {
+      call: () => dal.getLimits(),
+      allowed: (result) =>
+        expect((result as { limits: { key: string }[] }).limits.map((l) => l.key)).toContain(`kind:${name}`),
+    };
+  },
   revealPayload: async () => {
     const job = await deadJob();
     return {
@@ -219,6 +229,21 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
         expect(result).toMatchObject({ ok: true });
         const { rows } = await t.pool.query('SELECT path FROM leasehold.kind_redactions WHERE kind = $1', [kind]);
         expect(rows).toEqual([]);
+      },
+    };
+  },
+  setLimitValues: async () => {
+    const name = uniqueQueue('policy-set-limit');
+    await declareLimits(t.db, [{ scope: 'kind', name, max: 2 }]);
+    return {
+      call: () => dal.setLimitValues({ scope: 'kind', name, max: '5', rate: '10/1s' }),
+      allowed: async (result, session) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query(
+          'SELECT set_max, set_rate, set_per_ms, set_by FROM leasehold.limits WHERE key = $1',
+          [`kind:${name}`],
+        );
+        expect(rows).toEqual([{ set_max: 5, set_rate: 10, set_per_ms: 1000, set_by: email(session!) }]);
       },
     };
   },

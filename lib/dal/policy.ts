@@ -28,6 +28,7 @@ export const POLICY = {
   getFailureGroups: 'viewer',
   getAudit: 'viewer',
   getKinds: 'viewer',
+  getLimits: 'viewer',
   revealPayload: 'admin',
   retryJob: 'operator',
   cancelJob: 'operator',
@@ -37,6 +38,7 @@ export const POLICY = {
   setQueuePaused: 'admin',
   addKindRedaction: 'admin',
   removeKindRedaction: 'admin',
+  setLimitValues: 'admin',
 } as const satisfies Record<string, Rule>;
 
 export type DalFunction = keyof typeof POLICY;

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDb, type DbHandle } from '../../db/client.ts';
-import { failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
+import { claim, declareLimits, enqueueMany, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
 import { upsertUser } from '../../db/users.ts';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
 import { useRoleDatabase } from '../../test/roles.ts';
@@ -119,6 +119,35 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
       { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: ['email'], rerunSafe: false },
     ]);
     expect((await dal.getKinds()).kinds.map((k) => k.kind)).toContain(kind);
+  },
+  getLimits: async () => {
+    // A limit with an attempt running under it and jobs waiting: the counts read limit_claims,
+    // limit_starts and ready_jobs.
+    const kind = uniqueQueue('roles-limit');
+    const queue = uniqueQueue('roles-limited');
+    await declareLimits(admin.db, [
+      { scope: 'kind', name: kind, max: 1, rate: { max: 10, perMs: 1000 }, kinds: [kind] },
+    ]);
+    await enqueueMany(admin.db, [
+      { queue, kind },
+      { queue, kind },
+    ]);
+    await claim(admin.db, { queues: [queue], workerId: 'roles-w', limit: 2, limits: [`kind:${kind}`] });
+    expect((await dal.getLimits()).limits.find((l) => l.name === kind)).toMatchObject({
+      enforced: { max: 1, rate: '10/1s' },
+      running: 1,
+      started: 1,
+      waiting: 1,
+    });
+  },
+  setLimitValues: async () => {
+    const kind = uniqueQueue('roles-set-limit');
+    await declareLimits(admin.db, [{ scope: 'kind', name: kind, max: 1 }]);
+    expect(await dal.setLimitValues({ scope: 'kind', name: kind, max: 4, rate: '2/1s' })).toMatchObject({ ok: true });
+    expect((await dal.getLimits()).limits.find((l) => l.name === kind)).toMatchObject({
+      enforced: { max: 4, rate: '2/1s' },
+      setBy: ADMIN,
+    });
   },
   addKindRedaction: async () => {
     const kind = uniqueQueue('roles-redact');

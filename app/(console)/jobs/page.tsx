@@ -4,12 +4,26 @@ import { BulkActions } from '../../../components/bulk-actions.tsx';
 import { PageError } from '../../../components/page-error.tsx';
 import { StateBadge } from '../../../components/state-badge.tsx';
 import { getJobs } from '../../../lib/dal/index.ts';
-import { FAILURE_CLASSES, LIST_STATES } from '../../../lib/dto.ts';
+import { FAILURE_CLASSES, type JobDTO, LIST_STATES } from '../../../lib/dto.ts';
 import { load } from '../../../lib/page.ts';
 import { dropEmpty } from '../../../lib/search-params.ts';
 import { withBasePath } from '../../../components/base-path.ts';
 
 type Params = Record<string, string | string[] | undefined>;
+
+/** A job's state badge, and under it why a ready job waits (a limit, a paused queue), in words. */
+function StateCell({ job }: { job: JobDTO }) {
+  return (
+    <td>
+      <StateBadge state={job.subState} />
+      {job.waiting.map((why) => (
+        <div key={why} className="waiting" data-testid="waiting-reason">
+          {why}
+        </div>
+      ))}
+    </td>
+  );
+}
 
 export default async function JobsPage({ searchParams }: { searchParams: Promise<Params> }) {
   const params = dropEmpty(await searchParams);
@@ -86,9 +100,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
                     <td className="mono">
                       <a href={withBasePath(`/jobs/${j.id}`)}>{j.id}</a>
                     </td>
-                    <td>
-                      <StateBadge state={j.subState} />
-                    </td>
+                    <StateCell job={j} />
                     <td>{j.queue}</td>
                     <td>
                       {j.kind} v{j.kindVersion}

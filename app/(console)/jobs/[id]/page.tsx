@@ -35,6 +35,16 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
         state={job.state}
       />
       <JobFields job={job} />
+      {job.waiting.length > 0 && (
+        <>
+          <h2>Why it waits</h2>
+          <ul data-testid="waiting-reasons">
+            {job.waiting.map((why) => (
+              <li key={why}>{why}</li>
+            ))}
+          </ul>
+        </>
+      )}
       {job.lastError && (
         <>
           <h2>Last error</h2>
