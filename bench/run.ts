@@ -27,6 +27,7 @@ import { forkChild, median, percentile, round, sleep } from './lib.ts';
 import {
   ANCHORS,
   LIMITED_DRAIN_MAX,
+  RATED_DRAIN,
   SYSTEMS,
   type BenchSystem,
   type HoldOptions,
@@ -233,6 +234,11 @@ async function enqueueBulk(system: BenchSystem, total: number): Promise<number> 
 /** A drain's rate and what each job cost the machine (see machineBusyMs). */
 interface DrainFigures {
   jobsPerSecond: number;
+  /**
+   * The rated drain only: starts per second after the first window's, from the first start to
+   * the last (what the rate bounds; jobs/s also counts the first window's, which start at once).
+   */
+  startsPerSecond?: number;
   /** CPU time of the worker processes per job, µs. */
   workerCpuUs: number;
   /** The rest of this machine's CPU time per job, µs: the database server when it runs here. */
@@ -256,7 +262,7 @@ async function drain(
   system: BenchSystem,
   total: number,
   processes: number,
-  mode: 'drain' | 'drain-limited' = 'drain',
+  mode: 'drain' | 'drain-limited' | 'drain-rated' = 'drain',
 ): Promise<DrainFigures> {
   const db = await freshDatabase(system);
   const client = new pg.Client({ connectionString: db.url });
@@ -291,8 +297,21 @@ async function drain(
       const own = process.cpuUsage(own0);
       const workerUs = (await childCpuUs()) - cpu0;
       const cost = await server.stop();
+      // The rated drain's own figure: the starts after the first window's, over the time from the
+      // first start to the last (jobs' started_at, each its claim statement's time). The rate
+      // bounds it by RATED_DRAIN; the first window's starts come at once, so jobs/s overshoots.
+      // None when every job fits in the first window (--smoke's sizes).
+      let startsPerSecond: number | undefined;
+      if (mode === 'drain-rated' && total > RATED_DRAIN.max) {
+        const span = await client.query<{ s: string }>(
+          `SELECT extract(epoch FROM max(started_at) - min(started_at)) AS s FROM leasehold.jobs`,
+        );
+        const seconds = Number(span.rows[0]?.s);
+        if (seconds > 0) startsPerSecond = (total - RATED_DRAIN.max) / seconds;
+      }
       return {
         jobsPerSecond,
+        ...(startsPerSecond === undefined ? {} : { startsPerSecond }),
         workerCpuUs: workerUs / total,
         otherCpuUs: Math.max(0, busyUs - workerUs - own.user - own.system) / total,
         walBytes: cost.walBytes / total,
@@ -589,42 +608,71 @@ if (want('drain')) {
   }
 }
 
-if (want('drain-limited')) {
-  // Leasehold alone: the same drain with its handler under a concurrency limit, beside the plain
-  // drain of the same run (docs/flow-control.md, "What it costs").
-  const limited = chosen(['leasehold']).filter((s) => s.settings['drain-limited'] !== undefined);
-  for (const [name, processes] of [
-    ['drain-limited-1proc', 1],
-    ['drain-limited-4proc', 4],
-  ] as const) {
+/** The database server's CPU per job of a drain (in all and by group) and its workers', as figures of `name`. */
+function recordDrainCpu(name: string, systemName: SystemName, figures: DrainFigures): void {
+  if (figures.serverCpuUs) {
+    const { total, ...groups } = figures.serverCpuUs;
+    record(
+      `${name}-server-cpu`,
+      perJob('µs/job', `the database server's CPU per job in ${name}, read from its processes' /proc times`),
+      systemName,
+      total,
+    );
+    for (const group of SERVER_CPU_GROUPS)
+      record(
+        `${name}-server-cpu-${group}`,
+        perJob('µs/job', `the database server's CPU per job in ${name}: ${SERVER_CPU_GROUP_TEXT[group]}`),
+        systemName,
+        groups[group],
+      );
+  }
+  record(
+    `${name}-worker-cpu`,
+    perJob('µs/job', `CPU time of the worker process(es) per job in ${name}`),
+    systemName,
+    figures.workerCpuUs,
+  );
+}
+
+/**
+ * Leasehold alone: the drain with its handler under `limit` (a concurrency limit or a rate),
+ * with 1 and 4 worker processes, beside the plain drain of the same run (docs/flow-control.md).
+ */
+async function flowControlledDrains(mode: 'drain-limited' | 'drain-rated', limit: string): Promise<void> {
+  const systems = chosen(['leasehold']).filter((s) => s.settings[mode] !== undefined);
+  for (const processes of [1, 4]) {
+    const name = `${mode}-${processes}proc`;
     const meta = throughput(
-      `${SIZE.drain.toLocaleString('en')} pre-enqueued no-op jobs of a kind under limit: { max: ${LIMITED_DRAIN_MAX} }, ${processes} worker process(es); from "go" until every job is settled`,
+      `${SIZE.drain.toLocaleString('en')} pre-enqueued no-op jobs of a kind under limit: ${limit}, ${processes} worker process(es); from "go" until every job is settled`,
     );
     for (let rep = 0; rep < RUNS; rep++) {
-      for (const system of limited) {
+      for (const system of systems) {
         log(`${name} ${system.name} run ${rep + 1}`);
-        const figures = await measured(name, meta, system.name, () =>
-          drain(system, SIZE.drain, processes, 'drain-limited'),
-        );
+        const figures = await measured(name, meta, system.name, () => drain(system, SIZE.drain, processes, mode));
         if (!figures) continue;
         record(name, meta, system.name, figures.jobsPerSecond);
-        if (figures.serverCpuUs)
+        if (figures.startsPerSecond !== undefined)
           record(
-            `${name}-server-cpu`,
-            perJob('µs/job', `the database server's CPU per job in ${name}, read from its processes' /proc times`),
+            `${name}-starts`,
+            throughput(
+              `starts per second in ${name} after the first window's ${RATED_DRAIN.max.toLocaleString('en')}, from the first start to the last (the rate allows ${RATED_DRAIN.max.toLocaleString('en')})`,
+            ),
             system.name,
-            figures.serverCpuUs.total,
+            figures.startsPerSecond,
           );
-        record(
-          `${name}-worker-cpu`,
-          perJob('µs/job', `CPU time of the worker process(es) per job in ${name}`),
-          system.name,
-          figures.workerCpuUs,
-        );
+        recordDrainCpu(name, system.name, figures);
       }
     }
   }
 }
+
+if (want('drain-limited')) await flowControlledDrains('drain-limited', `{ max: ${LIMITED_DRAIN_MAX} }`);
+// The rate bounds it: the figure to read is how near it comes.
+if (want('drain-rated'))
+  await flowControlledDrains(
+    'drain-rated',
+    `{ rate: { max: ${RATED_DRAIN.max}, perMs: ${RATED_DRAIN.perMs} } } (at most ${RATED_DRAIN.max.toLocaleString('en')} starts in any ${RATED_DRAIN.perMs} ms, every process together)`,
+  );
 
 if (want('lifecycle')) {
   const what = `${SIZE.drain.toLocaleString('en')} jobs: bulk enqueue, drain by 1 worker process, the system's retention of the finished jobs, then VACUUM`;

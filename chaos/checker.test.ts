@@ -36,6 +36,9 @@ import {
   priorityFloodFigures,
   limitFigures,
   LIMITED_MAX,
+  rateFigures,
+  RATED_MAX,
+  RATED_PER_MS,
   RECOVERY_BOUND_MS,
   SCENARIOS,
   SELF_TEST_ARMED,
@@ -296,6 +299,15 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   'limit-most': async (broken) => limits(broken ? [0, 0, 0, 0, 0] : [0, 0, 0, 0, 10]),
   'limit-reached': async (broken) => limits(broken ? [0, 0, 0, 10] : [0, 0, 0, 0, 10]),
   'limit-busy': async (broken) => limits(broken ? [0, 0, 0, 0, 9] : [0, 0, 0, 0, 10], broken ? 1 : 10),
+  // Five intervals of the rate's starts each (20 jobs per claim, exactly one interval apart: the
+  // windows are open at their start). Broken: a 21st start in one window, a reaped attempt's
+  // (job_attempts) whose job completed later; 19 in every interval; three intervals of 5 between
+  // two full ones.
+  'rate-most': async (broken) =>
+    rates([RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX], broken ? { reaped: [2.5, 10] } : { burst: true }),
+  'rate-reached': async (broken) => rates(Array(5).fill(broken ? RATED_MAX - 1 : RATED_MAX)),
+  'rate-full': async (broken) =>
+    rates(broken ? [RATED_MAX, 5, 5, 5, RATED_MAX] : [RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX]),
   'enqueue-rollbacks': async (broken) => duplicateEnqueue({ rolledBack: broken ? 0 : 12 }),
   'keys-committed': async (broken) => duplicateEnqueue({ keys: broken ? 0 : 3 }),
   'keys-missing': async (broken) =>
@@ -513,6 +525,37 @@ async function limits(starts: number[], seconds = 10): Promise<Figure[]> {
     );
   }
   return (await limitFigures(t.pool, { kind: 'chaos.limited', max: LIMITED_MAX })).figures;
+}
+
+/**
+ * Done jobs of the rated kind, `perInterval[k]` of them started in the k-th interval from an
+ * interval boundary (10 ms apart from its start, or together at it with `burst`: one claim), and
+ * with `reaped` [a, b], one more job: an attempt started at interval a that ended reaped
+ * (job_attempts), and its completing attempt at interval b.
+ */
+async function rates(perInterval: number[], options: { burst?: boolean; reaped?: [number, number] } = {}) {
+  await reset();
+  const t0 = Math.floor(minutesAgo(5).getTime() / RATED_PER_MS) * RATED_PER_MS;
+  const at = (interval: number, ms = 0) => new Date(t0 + interval * RATED_PER_MS + ms);
+  const done = (startedAt: Date, attempts = 1) =>
+    insertJob({
+      kind: 'chaos.rated',
+      state: 'done',
+      attempts,
+      started_at: startedAt,
+      finished_at: new Date(startedAt.getTime() + 100),
+    });
+  for (const [k, n] of perInterval.entries()) for (let j = 0; j < n; j++) await done(at(k, options.burst ? 0 : j * 10));
+  if (options.reaped) {
+    const [a, b] = options.reaped;
+    const id = await done(at(b), 2);
+    await t.pool.query(
+      `INSERT INTO leasehold.job_attempts (job_id, attempt, queue, kind, lease_token, started_at, ended_at, outcome, duration_ms)
+       VALUES ($1, 1, 'chaos', 'chaos.rated', gen_random_uuid(), $2, $3, 'lease_expired', 3000)`,
+      [id, at(a), at(a, 3000)],
+    );
+  }
+  return (await rateFigures(t.pool, { kind: 'chaos.rated', max: RATED_MAX, perMs: RATED_PER_MS })).figures;
 }
 
 /** Keys k0.. enqueued and committed, as chaos/enqueue-keys.ts records them; then `inject`. */

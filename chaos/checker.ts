@@ -30,6 +30,7 @@ export const SCENARIOS = [
   'drain',
   'blocked-loop',
   'limits',
+  'rates',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -55,6 +56,14 @@ export const DEAF_CONCURRENCY = 2;
 export const DEAF_ABANDON_MS = 1500;
 /** limits: `chaos.limited`'s concurrency limit (chaos/handlers.ts), which the fleet is held to. */
 export const LIMITED_MAX = 4;
+/**
+ * rates: `chaos.rated`'s rate (chaos/handlers.ts), at most RATED_MAX starts in any RATED_PER_MS
+ * ms across the fleet: a third of what its four workers could start (8 slots each, 500 ms jobs).
+ */
+export const RATED_MAX = 20;
+export const RATED_PER_MS = 1000;
+/** rates: a whole interval of the backlog is full with at least this share of the rate's starts. */
+export const RATE_FULL_SHARE = 0.9;
 /**
  * deaf-handlers: the slack in the same-job overlap figure, for a handler's abort time (its own
  * clock, taken as the signal fires) against the database's clock for the next start.
@@ -184,6 +193,19 @@ export const FIGURES = {
     name: 'share of the backlog time before the kill storm with at least limit − 1 valid leases of the limited kind',
     rule: '≥ 0.8 (the limit does not starve the queue)',
   },
+  // rates: the rate of chaos.rated, from the attempt history (every attempt's start).
+  'rate-most': {
+    name: `most starts of the rated kind in any window (t − ${RATED_PER_MS} ms, t] (its rate)`,
+    rule: `≤ ${RATED_MAX}`,
+  },
+  'rate-reached': {
+    name: 'starts of the rated kind whose window (t − interval, t] held exactly its rate',
+    rule: '> 0 (the rate bit)',
+  },
+  'rate-full': {
+    name: `share of the backlog's whole intervals with at least ${RATE_FULL_SHARE} × the rate's starts of the rated kind`,
+    rule: '≥ 0.5 (the rate does not starve the queue)',
+  },
   // A scenario that threw.
   'harness-error': { name: 'harness error', rule: '= 0' },
 } as const satisfies Record<string, Entry>;
@@ -208,6 +230,7 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   drain: ['jobs-done'],
   'blocked-loop': ['isolated-terminated', 'spin-ran', 'busy-done'],
   limits: ['workers-killed', 'limit-reached'],
+  rates: ['workers-killed', 'rate-reached'],
 };
 
 export interface Figure {
@@ -714,6 +737,116 @@ export async function limitFigures(
   return {
     figures: [figure('limit-most', most), figure('limit-reached', reached), figure('limit-busy', busy)],
     observations: [],
+  };
+}
+
+/**
+ * rates: every attempt's start of `kind`'s jobs, read from the attempt history: a `job_attempts`
+ * row per attempt that ended other than by completing (failed, reaped, released, cancelled: a
+ * SIGKILLed worker's attempts too, once the reaper ends them), plus the `started_at` of each done
+ * or running job (the completing or current attempt, which writes no row; a retried job's
+ * `started_at` is overwritten by its next claim, so it names only that one). Each start is its
+ * claim statement's time, the time the rate's window counts (limit_starts). From them:
+ * - the most starts in any window (t − perMs, t] (open at its start, as the claim counts): at
+ *   most `max`. The most is at a window ending at a start, so those windows are the ones counted;
+ * - how many of those windows held exactly `max` (the rate bit: the evidence);
+ * - the share of whole intervals while a backlog existed with at least RATE_FULL_SHARE × `max`
+ *   starts: intervals aligned to multiples of `perMs` since the epoch, from the first start to
+ *   the last first attempt's (a job never started was waiting until then), the partial first and
+ *   last left out. A rate that starves its queue fails; retries after the backlog (a killed
+ *   worker's jobs, reaped) are not judged.
+ * Reported beside them: the starts counted, the claims of the kind in the lease log (every lease,
+ * which should agree), the attempts the reaper ended (a killed worker's), the handler executions
+ * of the kind in the ledger (chaos.effects: an attempt killed before its handler wrote its row
+ * has none), and the starts from the first to the last first attempt's as a share of the most
+ * the rate allows in that time (how near the fleet came to the rate).
+ */
+export async function rateFigures(
+  client: Queryable,
+  inputs: { kind: string; max: number; perMs: number },
+): Promise<Checked> {
+  const starts = `
+    WITH st AS (
+      SELECT started_at AS at, attempt FROM leasehold.job_attempts WHERE kind = $1
+      UNION ALL
+      SELECT started_at, attempts FROM leasehold.jobs
+       WHERE kind = $1 AND state IN ('done', 'running') AND started_at IS NOT NULL
+    ),
+    g AS (SELECT at, count(*) AS n FROM st GROUP BY at),
+    w AS (
+      SELECT a.at, (SELECT sum(b.n) FROM g b WHERE b.at > a.at - make_interval(secs => $2::float8 / 1000) AND b.at <= a.at) AS n
+      FROM g a
+    )`;
+  const most = await count(client, `${starts} SELECT coalesce(max(n), 0) FROM w`, [inputs.kind, inputs.perMs]);
+  const reached = await count(client, `${starts} SELECT count(*) FROM w WHERE n = $3`, [
+    inputs.kind,
+    inputs.perMs,
+    inputs.max,
+  ]);
+  const full = await count(
+    client,
+    `${starts},
+     span AS (
+       SELECT floor(extract(epoch FROM min(at)) * 1000 / $2)::bigint + 1 AS first,
+              floor(extract(epoch FROM (SELECT max(at) FROM st WHERE attempt = 1)) * 1000 / $2)::bigint - 1 AS last
+       FROM st
+     ),
+     buckets AS (SELECT floor(extract(epoch FROM at) * 1000 / $2)::bigint AS k, sum(n) AS n FROM g GROUP BY 1)
+     SELECT coalesce(round(avg((coalesce(b.n, 0) >= $3::float8 * $4::float8)::int), 3), 0)
+     FROM span CROSS JOIN generate_series(span.first, span.last) AS s(k) LEFT JOIN buckets b ON b.k = s.k`,
+    [inputs.kind, inputs.perMs, RATE_FULL_SHARE, inputs.max],
+  );
+  const started = await count(client, `${starts} SELECT count(*) FROM st`, [inputs.kind, inputs.perMs]);
+  return {
+    figures: [figure('rate-most', most), figure('rate-reached', reached), figure('rate-full', full)],
+    observations: [
+      { name: 'starts of the rated kind (attempt history)', value: started },
+      {
+        name: 'claims of the rated kind (lease log)',
+        value: await count(
+          client,
+          `SELECT count(*) FROM chaos.lease_log g JOIN leasehold.jobs j ON j.id = g.job_id WHERE j.kind = $1`,
+          [inputs.kind],
+        ),
+      },
+      {
+        name: 'attempts of the rated kind ended by the reaper (a killed worker’s)',
+        value: await count(
+          client,
+          `SELECT count(*) FROM leasehold.job_attempts WHERE kind = $1 AND outcome = 'lease_expired'`,
+          [inputs.kind],
+        ),
+      },
+      {
+        name: 'handler executions of the rated kind (chaos.effects)',
+        value: await count(
+          client,
+          `SELECT count(*) FROM chaos.effects e JOIN leasehold.jobs j ON j.id = e.job_id WHERE j.kind = $1`,
+          [inputs.kind],
+        ),
+      },
+      {
+        // At most max × ⌈span / perMs⌉ starts fit in the span: so many windows cover it.
+        name: 'starts while the backlog lasted, as a share of the most the rate allows in that time',
+        value: await count(
+          client,
+          `${starts}, span AS (SELECT min(at) AS a, (SELECT max(at) FROM st WHERE attempt = 1) AS b FROM st)
+           SELECT coalesce(round(((SELECT count(*) FROM st, span WHERE st.at >= span.a AND st.at < span.b)
+                    / nullif(ceil(extract(epoch FROM span.b - span.a) * 1000 / $2) * $3, 0))::numeric, 3), 0)
+           FROM span`,
+          [inputs.kind, inputs.perMs, inputs.max],
+        ),
+      },
+      {
+        name: 'whole intervals of the backlog judged',
+        value: await count(
+          client,
+          `${starts} SELECT greatest(0, floor(extract(epoch FROM (SELECT max(at) FROM st WHERE attempt = 1)) * 1000 / $2) - 1
+                                      - floor(extract(epoch FROM min(at)) * 1000 / $2)) FROM st`,
+          [inputs.kind, inputs.perMs],
+        ),
+      },
+    ],
   };
 }
 

@@ -2,6 +2,7 @@
  * Handlers for the failure harness (`--handlers chaos/handlers.ts`):
  * - `chaos.work`: records its execution in the ledger, works 20–200 ms, writes the fenced sink;
  * - `chaos.limited`: the same, under a concurrency limit of LIMITED_MAX (the limits scenario);
+ * - `chaos.rated`: the same, under a rate of RATED_MAX starts per RATED_PER_MS ms (rates);
  * - `chaos.poison`: kills its own worker process every time (a poison job);
  * - `chaos.deaf`: records its execution, and when its signal fired, and sleeps `ms` without
  *   looking at the signal (past its 250 ms timeout);
@@ -20,7 +21,7 @@ import { appendFileSync } from 'node:fs';
 import pg from 'pg';
 import { z } from 'zod';
 import { defineHandler, type HandlerContext } from '../workers/handler.ts';
-import { LIMITED_MAX } from './checker.ts';
+import { LIMITED_MAX, RATED_MAX, RATED_PER_MS } from './checker.ts';
 
 let pool: pg.Pool | null = null;
 function db(): pg.Pool {
@@ -67,7 +68,8 @@ async function ended(job: { id: string; leaseToken: string }): Promise<void> {
 
 /**
  * `chaos.work`'s execution: records it in the ledger, works `ms` (20–200 ms by default), writes
- * the fenced sink. `chaos.limited` runs it too, under a concurrency limit.
+ * the fenced sink. `chaos.limited` runs it too, under a concurrency limit, and `chaos.rated`
+ * under a rate.
  */
 async function work({ job, attempt, payload, signal }: HandlerContext<{ ms?: number | undefined }>) {
   const stopLog = process.env.CHAOS_STOP_LOG;
@@ -120,6 +122,14 @@ export const handlers = [
     schema: workSchema,
     timeoutMs: 120_000,
     limit: { max: LIMITED_MAX },
+    handle: work,
+  }),
+  defineHandler({
+    kind: 'chaos.rated',
+    versions: [1],
+    schema: workSchema,
+    timeoutMs: 120_000,
+    limit: { rate: { max: RATED_MAX, perMs: RATED_PER_MS } },
     handle: work,
   }),
   defineHandler({

@@ -9,7 +9,7 @@
  *
  * Scenarios: kill-storm, crash-points, zombie, connection-loss, listen-cut, heartbeat-cut,
  * clock-skew (skipped without /usr/bin/faketime), db-restart, db-crash, poison, priority-flood,
- * duplicate-enqueue, deaf-handlers, blocked-loop, limits (the default set), and drain (jobs enqueued every way
+ * duplicate-enqueue, deaf-handlers, blocked-loop, limits, rates (the default set), and drain (jobs enqueued every way
  * and drained, no faults: the baseline the others are held against). Prints a table and writes
  * chaos-results.json; exits 1 when any figure fails. The figures, their rules, each scenario's
  * evidence that its fault happened, and the verdict are chaos/checker.ts's (judged by
@@ -72,6 +72,9 @@ import {
   limitFigures,
   LIMITED_MAX,
   listenCutFigures,
+  rateFigures,
+  RATED_MAX,
+  RATED_PER_MS,
   poisonFigures,
   poolerFigures,
   priorityFloodFigures,
@@ -628,6 +631,81 @@ async function workload(
     };
   } finally {
     await fleet.stop();
+    await db.drop();
+  }
+}
+
+/**
+ * The limits' and rates' scenario: four workers of 8 slots, two of them 90 s ahead under
+ * faketime (on the real clock when it is missing), drain `jobs` of `kind` (`ms` each): half the
+ * planned time quietly, then a worker SIGKILLed every 2 s until none is ready. `figures` gets the
+ * database's time when the quiet half ended.
+ */
+async function limitedFleetStorm(run: {
+  scenario: Scenario;
+  kind: string;
+  ms: number;
+  jobs: number;
+  figures: (client: pg.Client, quietUntil: Date) => Promise<Checked>;
+}): Promise<Result> {
+  const db = await freshDatabase();
+  const FAKETIME = '/usr/bin/faketime';
+  const skewed = existsSync(FAKETIME);
+  const fleets = [
+    new Fleet(db.url, ['--concurrency', '8']),
+    new Fleet(db.url, ['--concurrency', '8'], {}, skewed ? [FAKETIME, '-f', '+90s'] : []),
+  ];
+  const started = Date.now();
+  try {
+    for (const f of fleets) f.start(2);
+    await workersRegistered(db.client, 4);
+    await enqueueMany(
+      db.client,
+      Array.from({ length: run.jobs }, () => ({
+        queue: 'chaos',
+        kind: run.kind,
+        payload: { ms: run.ms },
+        maxAttempts: 25,
+      })),
+    );
+    await sleep((secondsEach * 1000) / 2);
+    const [quiet] = (await db.client.query<{ now: Date }>('SELECT now()')).rows;
+    let killed = 0;
+    let lastFault = Date.now();
+    const until = Date.now() + secondsEach * 1000 + 30_000;
+    while (
+      Date.now() < until &&
+      (await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`)) > 0
+    ) {
+      killed += fleets[killed % 2]!.killRandom();
+      lastFault = Date.now();
+      await sleep(2000);
+    }
+    await drain(db.client, RECOVERY_BOUND_MS + 60_000);
+    const checked = merge(
+      await ledgerFigures(db.client, {
+        enqueued: run.jobs,
+        exclusionErrors: fleets.reduce((n, f) => n + f.exclusionErrors, 0),
+        crashes: fleets.reduce((n, f) => n + f.crashes, 0),
+        lastFault,
+        bound: RECOVERY_BOUND_MS,
+        recoverySince: 0,
+      }),
+      await run.figures(db.client, quiet!.now),
+    );
+    return {
+      scenario: run.scenario,
+      jobs: run.jobs,
+      seconds: Math.round((Date.now() - started) / 1000),
+      faults: killed,
+      figures: [figure('workers-killed', killed), ...checked.figures],
+      observations: [
+        ...(checked.observations ?? []),
+        { name: 'workers 90 s ahead under faketime', value: skewed ? 2 : 0 },
+      ],
+    };
+  } finally {
+    for (const f of fleets) await f.stop();
     await db.drop();
   }
 }
@@ -1212,73 +1290,31 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     }
   },
 
-  limits: async () => {
-    // Four workers, two of them 90 s ahead under faketime (on the real clock when it is
-    // missing), drain a backlog of a kind limited to LIMITED_MAX (chaos/handlers.ts): half the
-    // planned time quietly, then under a kill storm. The limit is counted from the lease history
-    // (chaos.lease_log), not from the workers.
-    const db = await freshDatabase();
-    const FAKETIME = '/usr/bin/faketime';
-    const skewed = existsSync(FAKETIME);
-    const fleets = [
-      new Fleet(db.url, ['--concurrency', '8']),
-      new Fleet(db.url, ['--concurrency', '8'], {}, skewed ? [FAKETIME, '-f', '+90s'] : []),
-    ];
-    const started = Date.now();
-    try {
-      for (const f of fleets) f.start(2);
-      await workersRegistered(db.client, 4);
-      const jobs = Math.max(60, secondsEach * 25);
-      await enqueueMany(
-        db.client,
-        Array.from({ length: jobs }, () => ({
-          queue: 'chaos',
-          kind: 'chaos.limited',
-          payload: { ms: 150 },
-          maxAttempts: 25,
-        })),
-      );
-      await sleep((secondsEach * 1000) / 2);
-      const [quiet] = (await db.client.query<{ now: Date }>('SELECT now()')).rows;
-      let killed = 0;
-      let lastFault = Date.now();
-      const until = Date.now() + secondsEach * 1000 + 30_000;
-      while (
-        Date.now() < until &&
-        (await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`)) > 0
-      ) {
-        killed += fleets[killed % 2]!.killRandom();
-        lastFault = Date.now();
-        await sleep(2000);
-      }
-      await drain(db.client, RECOVERY_BOUND_MS + 60_000);
-      const checked = merge(
-        await ledgerFigures(db.client, {
-          enqueued: jobs,
-          exclusionErrors: fleets.reduce((n, f) => n + f.exclusionErrors, 0),
-          crashes: fleets.reduce((n, f) => n + f.crashes, 0),
-          lastFault,
-          bound: RECOVERY_BOUND_MS,
-          recoverySince: 0,
-        }),
-        await limitFigures(db.client, { kind: 'chaos.limited', max: LIMITED_MAX, busyUntil: quiet!.now }),
-      );
-      return {
-        scenario: 'limits',
-        jobs,
-        seconds: Math.round((Date.now() - started) / 1000),
-        faults: killed,
-        figures: [figure('workers-killed', killed), ...checked.figures],
-        observations: [
-          ...(checked.observations ?? []),
-          { name: 'workers 90 s ahead under faketime', value: skewed ? 2 : 0 },
-        ],
-      };
-    } finally {
-      for (const f of fleets) await f.stop();
-      await db.drop();
-    }
-  },
+  limits: () =>
+    // Four workers, two of them 90 s ahead under faketime, drain a backlog of a kind limited to
+    // LIMITED_MAX (chaos/handlers.ts): half the planned time quietly, then under a kill storm.
+    // The limit is counted from the lease history (chaos.lease_log), not from the workers.
+    limitedFleetStorm({
+      scenario: 'limits',
+      kind: 'chaos.limited',
+      ms: 150,
+      jobs: Math.max(60, secondsEach * 25),
+      figures: (client, quiet) => limitFigures(client, { kind: 'chaos.limited', max: LIMITED_MAX, busyUntil: quiet }),
+    }),
+
+  rates: () =>
+    // The same fleet drains a backlog of a kind under a rate of RATED_MAX starts per RATED_PER_MS
+    // ms (chaos/handlers.ts), which it could start about three times faster (8 slots each, 500 ms
+    // jobs: about ten run at once, in claims of up to 8, so a kill often finds attempts to cut
+    // short): enough jobs to last the planned time at the rate. The rate is counted from the
+    // attempt history (every attempt's start, a killed worker's too), not from the workers.
+    limitedFleetStorm({
+      scenario: 'rates',
+      kind: 'chaos.rated',
+      ms: 500,
+      jobs: Math.max(3 * RATED_MAX, Math.round((secondsEach * 1000 * RATED_MAX) / RATED_PER_MS)),
+      figures: (client) => rateFigures(client, { kind: 'chaos.rated', max: RATED_MAX, perMs: RATED_PER_MS }),
+    }),
 
   'deaf-handlers': async () => {
     // Handlers that ignore their signal: deaf ones sleep past their 250 ms timeout (a quarter of

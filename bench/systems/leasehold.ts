@@ -16,13 +16,15 @@ import {
   Worker,
 } from './built.ts';
 import { benchPool } from './db.ts';
-import { LIMITED_DRAIN_MAX, QUEUE, type BenchSystem, type WorkerHooks, type WorkerMode } from './types.ts';
+import { LIMITED_DRAIN_MAX, QUEUE, RATED_DRAIN, type BenchSystem, type WorkerHooks, type WorkerMode } from './types.ts';
+import type { HandlerLimit } from '../../workers/handler.ts';
 
 const KIND = 'bench.noop';
 
 const WORKER_FLAGS: Record<WorkerMode, string[]> = {
   drain: ['--concurrency', '2000', '--batch-size', '1000', '--poll-ms', '1000'],
   'drain-limited': ['--concurrency', '2000', '--batch-size', '1000', '--poll-ms', '1000'],
+  'drain-rated': ['--concurrency', '2000', '--batch-size', '1000', '--poll-ms', '1000'],
   listen: ['--concurrency', '10', '--poll-ms', '2000'],
   'listen-async-claims': ['--concurrency', '10', '--poll-ms', '2000', '--async-claims'],
   poll: ['--concurrency', '10', '--poll-ms', '500', '--no-listen'],
@@ -34,6 +36,7 @@ export const leasehold: BenchSystem = {
     enqueue: 'enqueue()/enqueueMany() on a pg pool; wake-up NOTIFY on (the default) unless the case says off',
     drain: `Worker ${WORKER_FLAGS.drain.join(' ')}; completed rows, attempt history, token-guarded batched acks, reaper on`,
     'drain-limited': `Worker ${WORKER_FLAGS['drain-limited'].join(' ')}, the handler under limit: { max: ${LIMITED_DRAIN_MAX} } (every process together)`,
+    'drain-rated': `Worker ${WORKER_FLAGS['drain-rated'].join(' ')}, the handler under limit: { rate: { max: ${RATED_DRAIN.max}, perMs: ${RATED_DRAIN.perMs} } } (every process together)`,
     listen: `Worker ${WORKER_FLAGS.listen.join(' ')}; LISTEN on`,
     'listen-async-claims': `Worker ${WORKER_FLAGS['listen-async-claims'].join(' ')}; LISTEN on; claims commit without waiting for the WAL flush (not the default: docs/contract.md §4)`,
     poll: `Worker ${WORKER_FLAGS.poll.join(' ')}`,
@@ -115,15 +118,21 @@ export const leasehold: BenchSystem = {
   },
 
   async startWorker(url, mode, hooks) {
-    return startLeasehold(url, WORKER_FLAGS[mode], hooks, 0, mode === 'drain-limited' ? LIMITED_DRAIN_MAX : undefined);
+    const limit: HandlerLimit | undefined =
+      mode === 'drain-limited'
+        ? { max: LIMITED_DRAIN_MAX }
+        : mode === 'drain-rated'
+          ? { rate: { max: RATED_DRAIN.max, perMs: RATED_DRAIN.perMs } }
+          : undefined;
+    return startLeasehold(url, WORKER_FLAGS[mode], hooks, 0, limit);
   },
 };
 
 /**
  * A Worker on `flags` whose handler reports its start and waits `holdMs` (0: returns at once),
- * under a concurrency limit of `limit` when given.
+ * under `limit` (a concurrency limit, a rate or both) when given.
  */
-async function startLeasehold(url: string, flags: string[], hooks: WorkerHooks, holdMs: number, limit?: number) {
+async function startLeasehold(url: string, flags: string[], hooks: WorkerHooks, holdMs: number, limit?: HandlerLimit) {
   const config = parseWorkerConfig(['--queues', QUEUE, '--log-level', 'warn', ...flags], {});
   const logger = pino({ level: config.logLevel });
   const handle = createDb(url, { max: Math.min(config.concurrency + 4, 30), applicationName: 'leasehold-bench' });
@@ -133,7 +142,7 @@ async function startLeasehold(url: string, flags: string[], hooks: WorkerHooks, 
       versions: [1],
       schema: z.object({ seq: z.number() }),
       timeoutMs: 30_000 + holdMs,
-      ...(limit === undefined ? {} : { limit: { max: limit } }),
+      ...(limit === undefined ? {} : { limit }),
       handle: async ({ payload, signal }) => {
         hooks.onStart(payload.seq);
         if (holdMs > 0) await sleepUnless(holdMs, signal);

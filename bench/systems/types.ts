@@ -9,12 +9,15 @@ export type CommonMode = 'drain' | 'listen' | 'poll';
 /**
  * Plus modes of one system only (`listen-async-claims`: Leasehold's LISTEN pickup with
  * `--async-claims`; `drain-limited`: Leasehold's drain with its handler under a concurrency
- * limit of LIMITED_DRAIN_MAX, docs/flow-control.md).
+ * limit of LIMITED_DRAIN_MAX; `drain-rated`: under a rate of RATED_DRAIN.max starts per
+ * RATED_DRAIN.perMs ms; docs/flow-control.md).
  */
-export type WorkerMode = CommonMode | 'listen-async-claims' | 'drain-limited';
+export type WorkerMode = CommonMode | 'listen-async-claims' | 'drain-limited' | 'drain-rated';
 
 /** The concurrency limit of the drain-limited case. */
 export const LIMITED_DRAIN_MAX = 50;
+/** The rate of the drain-rated case: 5,000 starts in any second, every process together. */
+export const RATED_DRAIN = { max: 5_000, perMs: 1_000 } as const;
 
 /** The queue name every case uses. */
 export const QUEUE = 'bench';
