@@ -1,7 +1,7 @@
 /** `leasehold limits`: list, set and clear on a migrated database; bad input writes nothing. */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { declareLimits, listLimits } from '../db/queue/index.ts';
+import { declareLimits, listLimits, pauseLimit } from '../db/queue/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { useTestDatabase } from '../test/db.ts';
 import { uniqueQueue } from '../test/factories.ts';
@@ -50,11 +50,16 @@ describe('leasehold limits', () => {
       max: 10,
       rate: null,
     });
+    await pauseLimit(t.db, `resource:${resource}`, 60_000, 'RateLimitedError: 429');
+    const resumed = await cli(['limits', 'resume', 'resource', resource, '--actor', 'ops@example.com'], { env: env() });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toMatch(new RegExp(`resource:${resource}: pause lifted \\(it ran until 20\\d\\d-`));
+    expect((await listLimits(t.db)).find((l) => l.name === resource)?.pausedUntil).toBeNull();
     const audit = await run<{ n: number }>(
       t.db,
       sql`SELECT count(*)::int AS n FROM leasehold.audit_log WHERE action = 'set_limit' AND detail->>'limit' = ${`resource:${resource}`}`,
     );
-    expect(audit[0]!.n).toBe(3);
+    expect(audit[0]!.n).toBe(4);
   });
 
   it('refuses bad input with exit code 2 and a sentence, writing nothing', async () => {
@@ -85,7 +90,7 @@ describe('leasehold limits', () => {
       /no handler declares the limit kind:nobody-/,
     );
     await refused(['set', 'resource', 'x'.repeat(129), '2', '--actor', 'ops'], /name:/);
-    await refused(['pause', 'kind', kind], /no action "pause": list, set or clear/);
+    await refused(['pause', 'kind', kind], /no action "pause": list, set, clear or resume/);
     expect((await listLimits(t.db)).find((l) => l.name === kind)).toMatchObject({
       set: { max: null, rate: null },
       max: 3,

@@ -7,6 +7,7 @@ import { withDb } from './database.ts';
 const HELP = `usage: leasehold limits [list]
        leasehold limits set <queue|kind|resource> <name> [<max>] [--rate N/INTERVAL] --actor WHO [--reason TEXT]
        leasehold limits clear <queue|kind|resource> <name> [max|rate] --actor WHO [--reason TEXT]
+       leasehold limits resume <queue|kind|resource> <name> --actor WHO [--reason TEXT]
 
 The limits the handlers declare (limit: { max }, { rate }, or with a resource several kinds
 share) and the workers' queue limits: at most MAX attempts hold a lease at once, and at most N
@@ -20,6 +21,7 @@ start in any INTERVAL, across every worker process (docs/flow-control.md).
           handler declares, and while a live worker runs code older than limits (named)
   clear   drop the run-time values (only the maximum or the rate, if named): the declaration
           applies again (audited)
+  resume  lift the pause a handler's RateLimitedError put on the limit (audited)
 
   --rate N/INTERVAL   N starts per INTERVAL: 500ms, 1s, 10s, 1m, 1h (or plain milliseconds)
   --actor WHO         who makes the change, for the audit log (an email, a name)
@@ -79,15 +81,20 @@ export const limitsCommand: Command = {
       );
       return 0;
     }
-    if (action !== 'set' && action !== 'clear') throw usage(`no action ${JSON.stringify(action)}: list, set or clear`);
+    if (action !== 'set' && action !== 'clear' && action !== 'resume')
+      throw usage(`no action ${JSON.stringify(action)}: list, set, clear or resume`);
     if (!SCOPES.includes(scope as (typeof SCOPES)[number]))
       throw usage(`${action} needs queue, kind or resource first, not ${JSON.stringify(scope ?? '')}`);
     if (name === undefined) throw usage(`${action} needs the ${scope}'s name`);
     const unexpected = extra.find((a) => a !== undefined);
     if (unexpected !== undefined) throw usage(`unexpected argument ${JSON.stringify(unexpected)}`);
     if (values.actor === undefined) throw usage(`${action} needs --actor (who makes the change, for the audit log)`);
-    const change: { max?: number | null; rate?: LimitRate | null } = {};
-    if (action === 'set') {
+    const change: { max?: number | null; rate?: LimitRate | null; resume?: true } = {};
+    if (action === 'resume') {
+      if (third !== undefined) throw usage(`unexpected argument ${JSON.stringify(third)}`);
+      if (values.rate !== undefined) throw usage('resume takes no --rate');
+      change.resume = true;
+    } else if (action === 'set') {
       if (third !== undefined) {
         const newMax = Number(third);
         if (!/^\d+$/.test(third) || newMax < 1 || newMax > MAX_LIMIT)
@@ -118,7 +125,9 @@ export const limitsCommand: Command = {
       }),
     );
     console.log(
-      `${scope}:${name}: run-time ${action === 'clear' ? 'values cleared' : 'values set'}: ${valuesText(outcome.after)} (was ${valuesText(outcome.before)}; audit ${outcome.auditId})`,
+      action === 'resume'
+        ? `${scope}:${name}: pause lifted${outcome.pausedBefore ? ` (it ran until ${outcome.pausedBefore.toISOString()})` : ' (it was not paused)'}; audit ${outcome.auditId}`
+        : `${scope}:${name}: run-time ${action === 'clear' ? 'values cleared' : 'values set'}: ${valuesText(outcome.after)} (was ${valuesText(outcome.before)}; audit ${outcome.auditId})`,
     );
     return 0;
   },

@@ -221,7 +221,7 @@ BEGIN
     leasehold.limits, leasehold.limit_claims, leasehold.limit_starts
     TO leasehold_dashboard;
   -- An admin's run-time limit (setLimit, drizzle/0019), with its audit row.
-  GRANT EXECUTE ON FUNCTION leasehold.set_limit(text, text, boolean, integer, boolean, integer, integer, text, text)
+  GRANT EXECUTE ON FUNCTION leasehold.set_limit(text, text, boolean, integer, boolean, integer, integer, boolean, text, text)
     TO leasehold_dashboard;
   -- A running job's deadline as every reader states it (jobs_view calls it too: drizzle/0015).
   GRANT EXECUTE ON FUNCTION leasehold.effective_lease_until(timestamptz, uuid, text) TO leasehold_dashboard;

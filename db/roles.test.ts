@@ -381,7 +381,7 @@ describe('the worker', () => {
       `UPDATE leasehold.limits SET set_max = 100 WHERE key = 'kind:${kind}'`,
       `UPDATE leasehold.limits SET set_rate = 100, set_per_ms = 1 WHERE key = 'kind:${kind}'`,
       `INSERT INTO leasehold.limits (key, scope, name, set_max) VALUES ('kind:y-${kind}', 'kind', 'y-${kind}', 5)`,
-      `SELECT * FROM leasehold.set_limit('kind', '${kind}', true, 100, false, NULL, NULL, 'w', NULL)`,
+      `SELECT * FROM leasehold.set_limit('kind', '${kind}', true, 100, false, NULL, NULL, false, 'w', NULL)`,
     ]) {
       expect({ statement, state: await sqlStateOf(as.worker.pool.query(statement)) }).toEqual({
         statement,

@@ -27,14 +27,14 @@ ALTER TABLE "leasehold"."limits" ADD CONSTRAINT "limits_rate_check" CHECK (decla
 --> statement-breakpoint
 -- An admin's (or the API's, or the CLI's) run-time change of a limit (setLimit): its maximum
 -- (p_set_max), its rate (p_set_rate), or both; a NULL value clears the run-time value, so the
--- handlers' declaration applies again. One statement writes the change and its `set_limit`
--- audit row. Refused without writing anything: a new value for a limit no worker declared
--- (verdict not_declared), or while a live worker (seen within 60 s, LIVE_WORKER_SECONDS) runs
+-- handlers' declaration applies again; p_resume lifts a RateLimitedError's pause. One statement
+-- writes the change and its `set_limit` audit row. Refused without writing anything: any
+-- change of a limit no worker declared (verdict not_declared), or while a live worker (seen within 60 s, LIVE_WORKER_SECONDS) runs
 -- code older than what enforces it (verdict old_workers, naming them): 13 for a maximum, 14 for
 -- a rate. The dashboard's role may call it; it has no write grant on `limits` itself.
 CREATE FUNCTION "leasehold"."set_limit"(
   p_scope text, p_name text, p_set_max boolean, p_max integer, p_set_rate boolean, p_rate integer, p_per_ms integer,
-  p_actor text, p_reason text
+  p_resume boolean, p_actor text, p_reason text
 ) RETURNS TABLE (audit_id bigint, verdict text, old_workers text[], before jsonb, after jsonb)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
 #variable_conflict use_column
@@ -48,7 +48,7 @@ DECLARE
 BEGIN
   PERFORM leasehold.check_operator_input('set_limit', ARRAY['set_limit'], p_actor, p_reason, NULL);
   IF p_scope IS NULL OR p_scope NOT IN ('queue', 'kind', 'resource') OR p_name IS NULL
-      OR p_name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$' OR NOT (coalesce(p_set_max, false) OR coalesce(p_set_rate, false))
+      OR p_name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$' OR NOT (coalesce(p_set_max, false) OR coalesce(p_set_rate, false) OR coalesce(p_resume, false))
       OR (p_set_max AND p_max IS NOT NULL AND p_max NOT BETWEEN 1 AND 1000000)
       OR (p_set_rate AND ((p_rate IS NULL) <> (p_per_ms IS NULL)
           OR p_rate NOT BETWEEN 1 AND 1000000 OR p_per_ms NOT BETWEEN 1 AND 86400000)) THEN
@@ -56,12 +56,13 @@ BEGIN
       MESSAGE = 'leasehold: the set_limit action was refused: a scope (queue, kind, resource), a name, and a maximum of 1 to 1,000,000 or a rate of 1 to 1,000,000 starts per 1 ms to 24 h are needed.',
       HINT = 'Nothing was written.';
   END IF;
-  -- A new value needs a declaration (no worker would enforce it otherwise) and no live worker too old for it.
+  -- Any change needs a declaration (no worker would enforce a value otherwise, and a clear of a
+  -- limit nobody declared would leave a row of a typo); a new value, no live worker too old for it.
+  IF NOT EXISTS (SELECT 1 FROM leasehold.limits WHERE key = v_key AND declared_at IS NOT NULL) THEN
+    RETURN QUERY SELECT NULL::bigint, 'not_declared'::text, NULL::text[], NULL::jsonb, NULL::jsonb;
+    RETURN;
+  END IF;
   IF (p_set_max AND p_max IS NOT NULL) OR (p_set_rate AND p_rate IS NOT NULL) THEN
-    IF NOT EXISTS (SELECT 1 FROM leasehold.limits WHERE key = v_key AND declared_at IS NOT NULL) THEN
-      RETURN QUERY SELECT NULL::bigint, 'not_declared'::text, NULL::text[], NULL::jsonb, NULL::jsonb;
-      RETURN;
-    END IF;
     v_needs := CASE WHEN p_set_rate AND p_rate IS NOT NULL THEN 14 ELSE 13 END;
     SELECT array_agg(w.id || ' (' || w.host || ' pid ' || w.pid || ')' ORDER BY w.id) INTO v_old
     FROM leasehold.workers w
@@ -72,19 +73,22 @@ BEGIN
       RETURN;
     END IF;
   END IF;
-  SELECT jsonb_build_object('max', l.set_max, 'rate', l.set_rate, 'per_ms', l.set_per_ms) INTO v_before
+  SELECT jsonb_build_object('max', l.set_max, 'rate', l.set_rate, 'per_ms', l.set_per_ms,
+                            'paused_until', CASE WHEN l.paused_until > statement_timestamp() THEN l.paused_until END)
+  INTO v_before
   FROM leasehold.limits l WHERE l.key = v_key FOR UPDATE;
-  INSERT INTO leasehold.limits AS l (key, scope, name, set_max, set_rate, set_per_ms, set_at, set_by)
-  VALUES (v_key, p_scope, p_name, CASE WHEN p_set_max THEN p_max END,
-          CASE WHEN p_set_rate THEN p_rate END, CASE WHEN p_set_rate THEN p_per_ms END, statement_timestamp(), p_actor)
-  ON CONFLICT (key) DO UPDATE SET
-    set_max = CASE WHEN p_set_max THEN excluded.set_max ELSE l.set_max END,
-    set_rate = CASE WHEN p_set_rate THEN excluded.set_rate ELSE l.set_rate END,
-    set_per_ms = CASE WHEN p_set_rate THEN excluded.set_per_ms ELSE l.set_per_ms END,
-    set_at = excluded.set_at, set_by = excluded.set_by;
-  SELECT jsonb_build_object('max', l.set_max, 'rate', l.set_rate, 'per_ms', l.set_per_ms) INTO v_after
+  UPDATE leasehold.limits l SET
+    set_max = CASE WHEN p_set_max THEN p_max ELSE l.set_max END,
+    set_rate = CASE WHEN p_set_rate THEN p_rate ELSE l.set_rate END,
+    set_per_ms = CASE WHEN p_set_rate THEN p_per_ms ELSE l.set_per_ms END,
+    paused_until = CASE WHEN p_resume THEN NULL ELSE l.paused_until END,
+    paused_reason = CASE WHEN p_resume THEN NULL ELSE l.paused_reason END,
+    set_at = statement_timestamp(), set_by = p_actor
+  WHERE l.key = v_key;
+  SELECT jsonb_build_object('max', l.set_max, 'rate', l.set_rate, 'per_ms', l.set_per_ms,
+                            'paused_until', CASE WHEN l.paused_until > statement_timestamp() THEN l.paused_until END)
+  INTO v_after
   FROM leasehold.limits l WHERE l.key = v_key;
-  v_before := coalesce(v_before, '{"max": null, "rate": null, "per_ms": null}'::jsonb);
   INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
   VALUES (p_actor, 'set_limit', 1, 1, 'applied',
           jsonb_build_object('reason', p_reason, 'limit', v_key, 'before', v_before, 'after', v_after))
@@ -93,4 +97,4 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
-REVOKE ALL ON FUNCTION "leasehold"."set_limit"(text, text, boolean, integer, boolean, integer, integer, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION "leasehold"."set_limit"(text, text, boolean, integer, boolean, integer, integer, boolean, text, text) FROM PUBLIC;

@@ -15,6 +15,8 @@ import {
   deadIfKindUnrun,
   declareLimits,
   limitedQueues,
+  limitKey,
+  renewQueueLimits,
   deregisterWorker,
   reapExpiredLeases,
   registerKinds,
@@ -81,7 +83,7 @@ export interface MaintenanceDeps {
   /** The handlers' limits and the worker's queue limits, declared at start (db/queue/limits.ts). */
   limits?: readonly LimitDeclaration[] | undefined;
   /** Told, at start and at each registry refresh, which served queues have a limit (Producer.limitQueues). */
-  queueLimitsFound?: ((queues: string[]) => void) | undefined;
+  queueLimitsFound?: ((queues: { queue: string; max: boolean }[]) => void) | undefined;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
 }
@@ -129,8 +131,13 @@ export class Maintenance {
     await registerWorker(this.deps.db, this.info);
   }
 
-  /** Tells the producer which of its queues have a limit in the database (any worker's). */
+  /**
+   * Renews its own queue limits' declaration (one lapses a minute after no live worker renews
+   * it), then tells the producer which of its queues have a limit in the database (any worker's).
+   */
   private async findQueueLimits(): Promise<void> {
+    const own = (this.deps.limits ?? []).filter((l) => l.scope === 'queue').map((l) => limitKey('queue', l.name));
+    await renewQueueLimits(this.deps.db, own);
     if (!this.deps.queueLimitsFound) return;
     this.deps.queueLimitsFound(await limitedQueues(this.deps.db, this.settings.queues));
   }

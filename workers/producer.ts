@@ -96,6 +96,8 @@ export function claimGroups(
 
 /** One claim the loop makes each round: the same options every time, its own bound. */
 interface Claimer extends ClaimGroup {
+  /** When its limits last said no rate or pause withholds a start (limitWaitMs), performance.now(). */
+  noWaitAt?: number | undefined;
   /** Its own: the same options parsed once, and each walk after the last key it took (db/queue/claim.ts). */
   cache: ClaimOptionsCache;
 }
@@ -171,6 +173,10 @@ export class Producer {
   private limitedKinds = new Set<string>();
   /** Queues under a limit: a finished attempt of one frees a slot of that queue's claims. */
   private limitedQueues = new Set<string>();
+  /** Queues under a limit with a maximum: a finished attempt of one frees a slot of its claims. */
+  private maxLimitedQueues = new Set<string>();
+  /** Queue limits found since the last round, applied at the top of the next (limitQueues). */
+  private pendingQueueLimits: { queue: string; max: boolean }[] | null = null;
   private readonly controller = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wokenMeanwhile = false;
@@ -184,13 +190,20 @@ export class Producer {
     private readonly settings: ProducerSettings,
     private readonly deps: ProducerDeps,
   ) {
-    this.groupClaims(Object.keys(settings.queueLimits ?? {}));
+    this.groupClaims(this.ownQueueLimits());
+  }
+
+  /** Its own `queueLimits` of the queues it serves, and whether each has a maximum. */
+  private ownQueueLimits(): { queue: string; max: boolean }[] {
+    return Object.entries(this.settings.queueLimits ?? {}).map(([queue, l]) => ({ queue, max: l.max !== undefined }));
   }
 
   /** (Re)builds the claims of each round for the queues under a limit (claimGroups). */
-  private groupClaims(limited: readonly string[]): void {
+  private groupClaims(limited: readonly { queue: string; max: boolean }[]): void {
     const { settings, deps } = this;
-    this.limitedQueues = new Set(settings.queues.filter((q) => limited.includes(q)));
+    const served = limited.filter((l) => settings.queues.includes(l.queue));
+    this.limitedQueues = new Set(served.map((l) => l.queue));
+    this.maxLimitedQueues = new Set(served.filter((l) => l.max).map((l) => l.queue));
     const queueLimits = Object.fromEntries([...this.limitedQueues].map((q) => [q, true]));
     this.claimers = claimGroups(deps.registry, settings.queues, queueLimits).map((group) => ({
       ...group,
@@ -210,15 +223,21 @@ export class Producer {
    * The queues it serves that have a limit in the database (declared by any worker, this one's
    * `queueLimits` among them: db/queue/limits.ts, limitedQueues), read at start and at each
    * registry refresh: a queue limit another worker declared holds for this one's claims too,
-   * from the next round on. Its own `queueLimits` always stay.
+   * from the next round on (a round under way finishes with the claims it began with). Its own
+   * `queueLimits` always stay.
    */
-  limitQueues(found: readonly string[]): void {
-    const limited = [...new Set([...Object.keys(this.settings.queueLimits ?? {}), ...found])]
-      .filter((q) => this.settings.queues.includes(q))
-      .sort();
-    if (limited.join('\n') === [...this.limitedQueues].sort().join('\n')) return;
-    this.deps.logger.info({ limitedQueues: limited }, 'queue limits found: their queues are claimed under them');
-    this.groupClaims(limited);
+  limitQueues(found: readonly { queue: string; max: boolean }[]): void {
+    const byQueue = new Map([...found, ...this.ownQueueLimits()].map((l) => [l.queue, l]));
+    const limited = [...byQueue.values()].filter((l) => this.settings.queues.includes(l.queue));
+    const text = (ls: { queue: string; max: boolean }[]) =>
+      ls
+        .map((l) => `${l.queue}:${l.max}`)
+        .sort()
+        .join('\n');
+    const now = [...this.limitedQueues].map((queue) => ({ queue, max: this.maxLimitedQueues.has(queue) }));
+    if (text(limited) === text(now)) return;
+    this.pendingQueueLimits = limited;
+    this.wake();
   }
 
   /** Starts the claim loop on `claimDb`: claims only, one at a time. */
@@ -287,6 +306,14 @@ export class Producer {
     const { signal } = this.controller;
     let failures = 0;
     while (!signal.aborted) {
+      if (this.pendingQueueLimits) {
+        logger.info(
+          { queueLimits: this.pendingQueueLimits },
+          'queue limits found: their queues are claimed under them',
+        );
+        this.groupClaims(this.pendingQueueLimits);
+        this.pendingQueueLimits = null;
+      }
       // Each round: the unlimited claim, then each limited one, while slots are free. Another
       // round at once when one of them came back full: there may be more due right now.
       let full = false;
@@ -345,11 +372,13 @@ export class Producer {
         if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');
         for (const job of jobs) this.begin(job, sent);
         if (jobs.length === limit) full = true;
-        // A limited claim that took nothing may be held by a rate or a pause, which end at a
-        // known time: claim again then, not at the next poll (one more statement, only then).
-        if (claimer.limits && jobs.length === 0) {
+        // A limited claim that came back short may be held by a rate or a pause, which end at a
+        // known time: claim again then, not at the next poll (one more statement). A claimer
+        // whose limits withheld nothing by time is not asked again within a poll interval.
+        if (claimer.limits && jobs.length < limit && performance.now() - (claimer.noWaitAt ?? -Infinity) > s.pollMs) {
           const wait = await limitWaitMs(claimDb, claimer.limits).catch(() => null);
           if (wait !== null) limitWait = Math.min(limitWait ?? wait, wait);
+          claimer.noWaitAt = wait === null ? performance.now() : undefined;
         }
       }
       if (failed || full) continue;
@@ -418,7 +447,7 @@ export class Producer {
     this.inFlight.delete(entry);
     this.deps.metrics?.inFlight.dec();
     // Its limit has a slot again (once the settlement committed): a limited claim may take it.
-    if (this.limitedKinds.has(entry.job.kind) || this.limitedQueues.has(entry.job.queue)) this.wake();
+    if (this.limitedKinds.has(entry.job.kind) || this.maxLimitedQueues.has(entry.job.queue)) this.wake();
     if (!entry.handlerRunning) {
       this.release(entry);
       return;

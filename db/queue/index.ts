@@ -40,6 +40,8 @@ export {
   setLimit,
   LIMIT_SCOPES,
   limitedQueues,
+  renewQueueLimits,
+  QUEUE_LIMIT_DECLARATION_SECONDS,
   limitWaitMs,
   MAX_CLAIM_LIMITS,
   MAX_LIMIT,

@@ -8,10 +8,12 @@ import {
   enqueueMany,
   failIfLeaseHeld,
   LeaseholdInputError,
+  limitedQueues,
   limitWaitMs,
   listLimits,
   pauseLimit,
   reapExpiredLeases,
+  renewQueueLimits,
   releaseIfLeaseHeld,
   setLimit,
   whyWaiting,
@@ -464,5 +466,88 @@ describe('a rate in a mixed deploy', () => {
     } finally {
       await run(t.db, sql`DELETE FROM leasehold.workers WHERE id = ${old}`);
     }
+  });
+});
+
+describe('a limit, operated', () => {
+  it('lifts a pause at run time, audited, and refuses any change of a limit nobody declared, writing nothing', async () => {
+    const kind = `resume-${uniqueQueue()}`;
+    await declareLimits(t.db, [{ scope: 'kind', name: kind, max: 5, kinds: [kind] }]);
+    const { claimSome } = await setUp(kind, 2, [`kind:${kind}`]);
+    const until = await pauseLimit(t.db, `kind:${kind}`, 60_000, 'RateLimitedError: 429');
+    expect(await claimSome(2)).toEqual([]);
+    const lifted = await setLimit(t.db, {
+      scope: 'kind',
+      name: kind,
+      resume: true,
+      actor: 'ops',
+      reason: 'upstream back',
+    });
+    expect(lifted.pausedBefore).toEqual(until);
+    expect(await claimSome(2)).toHaveLength(2);
+    expect((await listLimits(t.db)).find((l) => l.key === `kind:${kind}`)?.pausedUntil).toBeNull();
+
+    const typo = `typo-${kind}`;
+    for (const change of [{ max: null }, { rate: null }, { resume: true as const }]) {
+      await expect(setLimit(t.db, { scope: 'kind', name: typo, ...change, actor: 'ops' })).rejects.toThrow(
+        new RegExp(`no handler declares the limit kind:${typo}`),
+      );
+    }
+    const written = await run<{ rows: number; audits: number }>(
+      t.db,
+      sql`SELECT (SELECT count(*) FROM leasehold.limits WHERE name = ${typo})::int AS rows,
+                 (SELECT count(*) FROM leasehold.audit_log WHERE detail->>'limit' = ${`kind:${typo}`})::int AS audits`,
+    );
+    expect(written[0]).toEqual({ rows: 0, audits: 0 });
+  });
+
+  it('tells the next start from the newest start the rate still counts, after the rate was lowered', async () => {
+    const kind = `lowered-${uniqueQueue()}`;
+    await declareLimits(t.db, [{ scope: 'kind', name: kind, rate: { max: 100, perMs: 60_000 }, kinds: [kind] }]);
+    const { claimSome } = await setUp(kind, 6, [`kind:${kind}`]);
+    // Three claims a little apart, then the rate lowered to 2 a minute: the window holds 3.
+    for (let i = 0; i < 3; i++) {
+      expect(await claimSome(1)).toHaveLength(1);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    await setLimit(t.db, { scope: 'kind', name: kind, rate: { max: 2, perMs: 60_000 }, actor: 'ops' });
+    const starts = await run<{ at: Date }>(
+      t.db,
+      sql`SELECT at FROM leasehold.limit_starts WHERE limit_key = ${`kind:${kind}`} ORDER BY at`,
+    );
+    expect(starts).toHaveLength(3);
+    // Below 2 once the second of the three ages out: its time plus a minute, not the first's.
+    const [status] = (await listLimits(t.db)).filter((l) => l.key === `kind:${kind}`);
+    expect(status!.nextStartAt!.getTime()).toBe(new Date(starts[1]!.at).getTime() + 60_000);
+    // A claim needs room in every limit: the wait is the latest of theirs.
+    const other = `other-${kind}`;
+    await declareLimits(t.db, [{ scope: 'resource', name: other, max: 10, kinds: [kind] }]);
+    await pauseLimit(t.db, `resource:${other}`, 5_000, 'short');
+    const wait = await limitWaitMs(t.db, [`kind:${kind}`, `resource:${other}`]);
+    expect(wait).toBeGreaterThan(50_000);
+  });
+
+  it('stops counting a queue limit no live worker declares any more, and keeps one set at run time', async () => {
+    const queue = uniqueQueue('lapsed');
+    const kept = uniqueQueue('kept');
+    await declareLimits(t.db, [
+      { scope: 'queue', name: queue, max: 2 },
+      { scope: 'queue', name: kept, rate: { max: 5, perMs: 1000 } },
+    ]);
+    expect(await limitedQueues(t.db, [queue, kept])).toEqual(
+      [
+        { queue, max: true },
+        { queue: kept, max: false },
+      ].sort((a, b) => a.queue.localeCompare(b.queue)),
+    );
+    await setLimit(t.db, { scope: 'queue', name: kept, max: 3, actor: 'ops' });
+    // A minute and more without a worker renewing them.
+    await run(
+      t.db,
+      sql`UPDATE leasehold.limits SET declared_at = now() - interval '2 minutes' WHERE name IN (${queue}, ${kept})`,
+    );
+    expect(await limitedQueues(t.db, [queue, kept])).toEqual([{ queue: kept, max: true }]);
+    await renewQueueLimits(t.db, [`queue:${queue}`]);
+    expect((await limitedQueues(t.db, [queue])).map((l) => l.queue)).toEqual([queue]);
   });
 });

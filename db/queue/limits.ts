@@ -28,15 +28,10 @@ import { z } from 'zod';
 import { LIMIT_SCOPES, type LimitScope } from '../states.ts';
 import { LeaseholdInputError } from './errors.ts';
 import { run, runText, type Executor } from './executor.ts';
-import { limitRunning } from './transitions.ts';
+import { limitRate, limitRunning } from './transitions.ts';
 import { actorSchema, NAME_PATTERN, nameSchema, parseInput, problemsOf, textSchema } from './validate.ts';
 
 export { LIMIT_SCOPES, type LimitScope };
-
-/** The first code version that enforces concurrency limits (drizzle/0018): older workers ignore them. */
-export const LIMITS_SINCE_CODE_VERSION = 13;
-/** The first code version that enforces rates and pauses (drizzle/0019). */
-export const RATES_SINCE_CODE_VERSION = 14;
 
 /** The most a limit may be set to: more than any worker could run at once. */
 export const MAX_LIMIT = 1_000_000;
@@ -132,10 +127,15 @@ const setLimitSchema = z
     max: maxSchema.nullable().optional(),
     /** The new rate; null clears the run-time rate; absent: unchanged. */
     rate: rateSchema.nullable().optional(),
+    /** Lifts a RateLimitedError's pause. */
+    resume: z.literal(true).optional(),
     actor: actorSchema,
     reason: textSchema(1000).optional(),
   })
-  .refine((i) => i.max !== undefined || i.rate !== undefined, 'expected a max or a rate to set (null clears one)');
+  .refine(
+    (i) => i.max !== undefined || i.rate !== undefined || i.resume === true,
+    'expected a max or a rate to set (null clears one), or resume: true',
+  );
 
 /** A limit's values: a maximum of running attempts and a rate of starts, each null for none. */
 export interface LimitValues {
@@ -175,9 +175,16 @@ export interface LimitStatus {
 export const WAITING_COUNT_CAP = 100_000;
 
 /** What setLimit changed: the run-time values before and after (null: none set). */
-export type SetLimitOutcome = { applied: true; auditId: number; before: LimitValues; after: LimitValues };
+export type SetLimitOutcome = {
+  applied: true;
+  auditId: number;
+  before: LimitValues;
+  after: LimitValues;
+  /** Until when a RateLimitedError had paused it, before this change (null: not paused). */
+  pausedBefore: Date | null;
+};
 
-type StoredValues = { max: number | null; rate: number | null; per_ms: number | null };
+type StoredValues = { max: number | null; rate: number | null; per_ms: number | null; paused_until?: string | null };
 const valuesOf = (v: StoredValues): LimitValues => ({
   max: v.max,
   rate: v.rate === null || v.per_ms === null ? null : { max: v.rate, perMs: v.per_ms },
@@ -189,9 +196,10 @@ const valuesOf = (v: StoredValues): LimitValues => ({
  * leasehold.set_limit, drizzle/0019: the dashboard's role may call it and write nothing else).
  * It takes effect at the next claim of the limit (a claim in flight finishes with the value it
  * read); lowering it below what runs stops nothing: running attempts finish, and no claim starts
- * one until the count is under the new maximum. Refused, writing nothing: a limit no handler
- * declares (no worker would read it), and a new value while a live worker runs code older than
- * what enforces it (it would not; the sentence names each). Clearing is always allowed.
+ * one until the count is under the new maximum. `resume: true` lifts a RateLimitedError's pause.
+ * Refused, writing nothing: any change of a limit no worker declares (no worker would read it),
+ * and a new value while a live worker runs code older than what enforces it (it would not; the
+ * sentence names each).
  */
 export async function setLimit(
   executor: Executor,
@@ -200,11 +208,13 @@ export async function setLimit(
     name: string;
     max?: number | null;
     rate?: LimitRate | null;
+    /** Lifts a RateLimitedError's pause. */
+    resume?: true;
     actor: string;
     reason?: string;
   },
 ): Promise<SetLimitOutcome> {
-  const { scope, name, max, rate, actor, reason } = parseInput('setLimit', setLimitSchema, input);
+  const { scope, name, max, rate, resume, actor, reason } = parseInput('setLimit', setLimitSchema, input);
   const key = limitKey(scope, name);
   const rows = await run<{
     audit_id: string | null;
@@ -216,7 +226,7 @@ export async function setLimit(
     executor,
     sql`SELECT audit_id, verdict, old_workers, before, after FROM leasehold.set_limit(${scope}, ${name}, ${max !== undefined},
           ${max ?? null}::int, ${rate !== undefined}, ${rate?.max ?? null}::int, ${rate?.perMs ?? null}::int,
-          ${actor}, ${reason ?? null}::text)`,
+          ${resume === true}, ${actor}, ${reason ?? null}::text)`,
   );
   const row = rows[0]!;
   if (row.verdict === 'not_declared') {
@@ -231,11 +241,18 @@ export async function setLimit(
       `${old.length} live worker${old.length === 1 ? '' : 's'} run${old.length === 1 ? 's' : ''} Leasehold code older than ${what} and would not enforce ${key}: ${old.join(', ')}; upgrade or stop ${old.length === 1 ? 'it' : 'them'} first`,
     ]);
   }
-  return { applied: true, auditId: Number(row.audit_id), before: valuesOf(row.before!), after: valuesOf(row.after!) };
+  const pausedBefore = row.before?.paused_until ? new Date(row.before.paused_until) : null;
+  return {
+    applied: true,
+    auditId: Number(row.audit_id),
+    before: valuesOf(row.before!),
+    after: valuesOf(row.after!),
+    pausedBefore,
+  };
 }
 
 /** The SQL of a limit row `m`'s rate in force: its max and its interval in ms (NULL: no rate). */
-const RATE_MAX = 'CASE WHEN m.set_rate IS NOT NULL THEN m.set_rate ELSE m.declared_rate END';
+const RATE_MAX = limitRate('m').max;
 const RATE_PER_MS = 'CASE WHEN m.set_rate IS NOT NULL THEN m.set_per_ms ELSE m.declared_per_ms END';
 
 /** Every limit with what it enforces, what runs under it, what it started and what waits for it, by key. */
@@ -265,21 +282,23 @@ export async function listLimits(executor: Executor): Promise<LimitStatus[]> {
             m.set_per_ms, m.set_by, m.set_at, m.kinds, m.paused_reason,
             CASE WHEN m.paused_until > statement_timestamp() THEN m.paused_until END AS paused_until,
             ${limitRunning('m.key')}::int AS running, w.started, w.next_start_at,
-            (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_jobs r
-               WHERE r.run_at <= statement_timestamp()
-                 AND (CASE WHEN m.scope = 'queue' THEN r.queue = m.name WHEN m.scope = 'kind' THEN r.kind = m.name
-                           ELSE r.kind = ANY(coalesce(m.kinds, '{}')) END)
-               LIMIT ${WAITING_COUNT_CAP}) x)::int AS waiting
+            (CASE m.scope
+               WHEN 'queue' THEN (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_jobs r
+                 WHERE r.queue = m.name AND r.run_at <= statement_timestamp() LIMIT ${WAITING_COUNT_CAP}) x)
+               WHEN 'kind' THEN (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_jobs r
+                 WHERE r.kind = m.name AND r.run_at <= statement_timestamp() LIMIT ${WAITING_COUNT_CAP}) x)
+               ELSE (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_jobs r
+                 WHERE r.kind = ANY(coalesce(m.kinds, '{}')) AND r.run_at <= statement_timestamp() LIMIT ${WAITING_COUNT_CAP}) x)
+             END)::int AS waiting
      FROM leasehold.limits m
      CROSS JOIN LATERAL (${rateWindow('m')}) w
      ORDER BY m.key`,
     [],
   );
-  const rate = (max: number | null, perMs: number | null) => (max === null || perMs === null ? null : { max, perMs });
   const date = (d: Date | string | null) => (d === null ? null : new Date(d));
   return rows.map((r) => {
-    const declared = { max: r.declared_max, rate: rate(r.declared_rate, r.declared_per_ms) };
-    const set = { max: r.set_max, rate: rate(r.set_rate, r.set_per_ms) };
+    const declared = valuesOf({ max: r.declared_max, rate: r.declared_rate, per_ms: r.declared_per_ms });
+    const set = valuesOf({ max: r.set_max, rate: r.set_rate, per_ms: r.set_per_ms });
     return {
       key: r.key,
       scope: r.scope,
@@ -309,9 +328,11 @@ export async function listLimits(executor: Executor): Promise<LimitStatus[]> {
 function rateWindow(m: string): string {
   const rm = RATE_MAX.replaceAll('m.', `${m}.`);
   const per = RATE_PER_MS.replaceAll('m.', `${m}.`);
+  // The next start: once the newest of the rows whose starts, with the newer ones', reach the
+  // rate has aged out, the window holds fewer than the rate.
   return `SELECT coalesce(sum(s.n), 0)::int AS started,
               CASE WHEN coalesce(sum(s.n), 0) >= ${rm} THEN
-                (SELECT min(o.at) FROM (SELECT s2.at, sum(s2.n) OVER (ORDER BY s2.at DESC) AS newer
+                (SELECT max(o.at) FROM (SELECT s2.at, sum(s2.n) OVER (ORDER BY s2.at DESC) AS newer
                    FROM leasehold.limit_starts s2
                    WHERE s2.limit_key = ${m}.key AND s2.at > statement_timestamp() - make_interval(secs => ${per} / 1000.0)) o
                  WHERE o.newer >= ${rm}) + make_interval(secs => ${per} / 1000.0) END AS next_start_at
@@ -321,7 +342,7 @@ function rateWindow(m: string): string {
 }
 
 /**
- * A handler's RateLimitedError with a Retry-After (the worker, workers/producer.ts): pauses the
+ * A handler's RateLimitedError with a Retry-After (the worker, workers/completer.ts): pauses the
  * limit `key` until `ms` from now (never shortening a pause already longer; at most
  * MAX_PAUSE_MS), so no claim starts its jobs meanwhile. Returns when the pause ends.
  */
@@ -340,14 +361,16 @@ export async function pauseLimit(executor: Executor, key: string, ms: number, re
 }
 
 /**
- * How long until the limits `keys` may leave a start that their rates or pauses withhold now,
- * in ms (null: none of them withholds one by its rate or pause). A rate-limited claim that came
- * back short asks it, so the worker claims again when a start is due, not at its next poll.
+ * How long until the limits `keys` (one claim's) may leave a start that their rates or pauses
+ * withhold now, in ms (null: none of them withholds one by its rate or pause): the latest of
+ * those moments, since the claim needs room in every one of its limits. A limited claim that
+ * came back short asks it (workers/producer.ts), so the worker claims again when a start is due,
+ * not at its next poll.
  */
 export async function limitWaitMs(executor: Executor, keys: readonly string[]): Promise<number | null> {
   const rows = await runText<{ wait_ms: number | null }>(
     executor,
-    `SELECT (extract(epoch FROM min(t) - statement_timestamp()) * 1000)::float8 AS wait_ms
+    `SELECT (extract(epoch FROM max(t) - statement_timestamp()) * 1000)::float8 AS wait_ms
      FROM (SELECT greatest(CASE WHEN m.paused_until > statement_timestamp() THEN m.paused_until END, w.next_start_at) AS t
            FROM leasehold.limits m CROSS JOIN LATERAL (${rateWindow('m')}) w
            WHERE m.key = ANY($1::text[])) x`,
@@ -357,21 +380,41 @@ export async function limitWaitMs(executor: Executor, keys: readonly string[]): 
   return ms === null || ms === undefined ? null : Math.max(0, ms);
 }
 
+/** How long a worker's queue limit declaration holds without being renewed (renewQueueLimits). */
+export const QUEUE_LIMIT_DECLARATION_SECONDS = 60;
+
 /**
- * Of `queues`, those with a limit in force (a maximum, a rate or a pause, declared or set): a
- * worker claims their jobs under it (workers/producer.ts, limitQueues).
+ * Of `queues`, those with a limit in force, and whether it has a maximum (a settled attempt
+ * frees a slot only then): a worker claims their jobs under it (workers/producer.ts,
+ * limitQueues). In force: a run-time value, or a declaration some live worker renewed within
+ * QUEUE_LIMIT_DECLARATION_SECONDS (renewQueueLimits), so a queue limit every worker dropped
+ * stops applying within a minute.
  */
-export async function limitedQueues(executor: Executor, queues: readonly string[]): Promise<string[]> {
+export async function limitedQueues(
+  executor: Executor,
+  queues: readonly string[],
+): Promise<{ queue: string; max: boolean }[]> {
   if (queues.length === 0) return [];
-  const rows = await runText<{ name: string }>(
+  const rows = await runText<{ name: string; max: boolean }>(
     executor,
-    `SELECT m.name FROM leasehold.limits m
+    `SELECT m.name, (m.set_max IS NOT NULL OR m.declared_max IS NOT NULL) AS max FROM leasehold.limits m
      WHERE m.scope = 'queue' AND m.name = ANY($1::text[])
-       AND (coalesce(m.set_max, m.declared_max, ${RATE_MAX}) IS NOT NULL OR m.paused_until > statement_timestamp())
+       AND (m.set_max IS NOT NULL OR m.set_rate IS NOT NULL
+            OR (m.declared_at > statement_timestamp() - make_interval(secs => $2::int)
+                AND (m.declared_max IS NOT NULL OR m.declared_rate IS NOT NULL)))
      ORDER BY m.name`,
-    [[...queues]],
+    [[...queues], QUEUE_LIMIT_DECLARATION_SECONDS],
   );
-  return rows.map((r) => r.name);
+  return rows.map((r) => ({ queue: r.name, max: r.max }));
+}
+
+/** A worker's queue limits (`keys`) are declared still: renews their declaration (each registry refresh). */
+export async function renewQueueLimits(executor: Executor, keys: readonly string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await run(
+    executor,
+    sql`UPDATE leasehold.limits SET declared_at = statement_timestamp() WHERE key = ANY(${sql.param([...keys])}::text[])`,
+  );
 }
 
 /**

@@ -38,7 +38,15 @@ import type { JobState } from '../states.ts';
 export { leaseHeld } from './transitions/guards.ts';
 /** @internal: a drizzle fragment, kept out of the published declarations. */
 export { leaseHeldSql } from './transitions/guards.ts';
-export { CLAIM_JOB, claimText, limitedClaimText, limitRunning, type ClaimShape } from './transitions/claim.ts';
+export {
+  CLAIM_JOB,
+  claimText,
+  limitedClaimText,
+  limitRate,
+  limitRunning,
+  limitStarted,
+  type ClaimShape,
+} from './transitions/claim.ts';
 export { COMPLETE_MANY } from './transitions/settle.ts';
 /** @internal: statement builders (drizzle fragments), kept out of the published declarations. */
 export { failStatement, heartbeatStatement, releaseStatement, workerHeartbeatStatement } from './transitions/settle.ts';

@@ -39,7 +39,8 @@ export async function getJobs(
   return {
     jobs: jobs.map((j) => ({
       ...scrubJobDto(jobDto(j, permits(user, 'cancelJob')), scrubOf(j)),
-      waiting: (waiting.get(j.id) ?? []).map((r) => r.text),
+      // A pause's reason is a handler's error message: scrubbed as the Limits page scrubs it.
+      waiting: (waiting.get(j.id) ?? []).map((r) => scrubPatterns(r.text)),
     })),
     next,
     can: { bulk: permits(user, 'previewBulk') && permits(user, 'applyBulk') },
@@ -66,7 +67,7 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   const waiting = job.state === 'ready' ? ((await whyWaiting(database(), [job.id])).get(job.id) ?? []) : [];
   const dto = {
     ...scrubJobDto(jobDto(job, permits(user, 'cancelJob')), scrubOne),
-    waiting: waiting.map((r) => r.text),
+    waiting: waiting.map((r) => scrubPatterns(r.text)),
   };
   return {
     job: dto,

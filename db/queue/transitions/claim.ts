@@ -137,6 +137,17 @@ export const CLAIM_LEASE_ROWS = `
       RETURNING 1
     )`;
 
+/** A limit row `m`'s rate in force: its max starts (NULL: no rate), and its interval as an SQL interval. */
+export const limitRate = (m: string) => ({
+  max: `CASE WHEN ${m}.set_rate IS NOT NULL THEN ${m}.set_rate ELSE ${m}.declared_rate END`,
+  per: `make_interval(secs => (CASE WHEN ${m}.set_rate IS NOT NULL THEN ${m}.set_per_ms ELSE ${m}.declared_per_ms END) / 1000.0)`,
+});
+
+/** A limit's starts in its rate's window now (`key` and `per`: SQL texts). */
+export const limitStarted = (key: string, per: string) =>
+  `(SELECT coalesce(sum(s.n), 0) FROM leasehold.limit_starts s
+                               WHERE s.limit_key = ${key} AND s.at > statement_timestamp() - ${per})`;
+
 /** A limit's running attempts: the `running` of the lease rows its limit_claims rows name (`key`: an SQL text). */
 export const limitRunning = (key: string) =>
   `(SELECT coalesce(sum(l.running), 0) FROM leasehold.limit_claims x
@@ -159,14 +170,11 @@ export const limitRunning = (key: string) =>
  */
 export function limitedClaimText(text: string, keysParam: number): string {
   const keys = `$${keysParam}::text[]`;
-  const rateMax = 'CASE WHEN m.set_rate IS NOT NULL THEN m.set_rate ELSE m.declared_rate END';
-  const ratePer =
-    'make_interval(secs => (CASE WHEN m.set_rate IS NOT NULL THEN m.set_per_ms ELSE m.declared_per_ms END) / 1000.0)';
+  const { max: rateMax, per: ratePer } = limitRate('m');
   const left = `least($2::int, coalesce((
         SELECT min(CASE WHEN m.paused_until > statement_timestamp() THEN 0 ELSE greatest(least(
                  coalesce(m.set_max, m.declared_max) - ${limitRunning('m.key')},
-                 ${rateMax} - (SELECT coalesce(sum(s.n), 0) FROM leasehold.limit_starts s
-                               WHERE s.limit_key = m.key AND s.at > statement_timestamp() - ${ratePer})), 0) END)::int
+                 ${rateMax} - ${limitStarted('m.key', ratePer)}), 0) END)::int
         FROM leasehold.limits m
         WHERE m.key = ANY(${keys})
           AND (coalesce(m.set_max, m.declared_max, ${rateMax}) IS NOT NULL OR m.paused_until > statement_timestamp())), $2::int))`;
@@ -192,8 +200,8 @@ export function limitedClaimText(text: string, keysParam: number): string {
     ),
     limit_aged AS (
       DELETE FROM leasehold.limit_starts s USING leasehold.limits m
-      WHERE m.key = ANY(${keys}) AND s.limit_key = m.key
-        AND s.at <= statement_timestamp() - coalesce(${ratePer}, interval '0')
+      WHERE m.key = ANY(${keys}) AND s.limit_key = m.key AND ${rateMax} IS NOT NULL
+        AND s.at <= statement_timestamp() - ${ratePer}
       RETURNING 1
     )`;
   if (!text.includes('LIMIT $2::int') || !text.includes(CLAIM_LEASE_ROWS)) {
