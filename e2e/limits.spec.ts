@@ -15,7 +15,7 @@ async function auditRows(key: string) {
   return run<{
     actor: string;
     reason: string | null;
-    after: { max: number | null; rate: number | null; per_ms: number | null };
+    after: { max: number | null; rate: number | null; per_ms: number | null; paused_until?: string | null };
   }>(
     db(),
     sql`SELECT actor, detail->>'reason' AS reason, detail->'after' AS after FROM leasehold.audit_log
@@ -88,7 +88,11 @@ test('a job waiting for its kind’s limit says so, and an admin raises the limi
 
   // One audit row: the refused try wrote nothing.
   expect(await auditRows(key)).toEqual([
-    { actor: 'admin@example.com', reason: 'a second relay is up', after: { max: 3, rate: 100, per_ms: 1000 } },
+    {
+      actor: 'admin@example.com',
+      reason: 'a second relay is up',
+      after: { max: 3, rate: 100, per_ms: 1000, paused_until: null },
+    },
   ]);
   await page.goto('/audit?action=set_limit');
   await expect(page.getByTestId('audit-table').getByRole('row', { name: /a second relay is up/ })).toContainText(
