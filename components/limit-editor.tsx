@@ -22,6 +22,7 @@ export function LimitEditor({ limit }: { limit: LimitDTO }) {
   const [max, setMax] = useState('');
   const [rate, setRate] = useState('');
   const [reason, setReason] = useState('');
+  const [resume, setResume] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [result, setResult] = useState<string | null>(null);
   const opener = useRef<HTMLButtonElement>(null);
@@ -33,6 +34,7 @@ export function LimitEditor({ limit }: { limit: LimitDTO }) {
     setMax(initialMax);
     setRate(initialRate);
     setReason('');
+    setResume(false);
     setError(null);
     setResult(null);
     setOpen(true);
@@ -45,6 +47,7 @@ export function LimitEditor({ limit }: { limit: LimitDTO }) {
       name: limit.name,
       ...(max.trim() === initialMax ? {} : { max: max.trim() }),
       ...(rate.trim() === initialRate ? {} : { rate: rate.trim() }),
+      ...(resume ? { resume: true } : {}),
       ...(reason.trim() ? { reason: reason.trim() } : {}),
     });
     setBusy(false);
@@ -91,6 +94,9 @@ export function LimitEditor({ limit }: { limit: LimitDTO }) {
               Run-time rate (starts per interval: N/INTERVAL, such as 100/1s or 5/500ms)
               <input name="rate" autoComplete="off" value={rate} onChange={(event) => setRate(event.target.value)} />
             </label>
+            {limit.pausedUntil !== null && (
+              <ResumeField pausedUntil={limit.pausedUntil} checked={resume} onChange={setResume} />
+            )}
             <label>
               Reason (optional, for the audit log)
               <input
@@ -120,5 +126,20 @@ export function LimitEditor({ limit }: { limit: LimitDTO }) {
         </p>
       )}
     </div>
+  );
+}
+
+/** Lifting a RateLimitedError's pause, offered while the limit is paused. */
+function ResumeField(props: { pausedUntil: string; checked: boolean; onChange: (checked: boolean) => void }) {
+  return (
+    <label className="check">
+      <input
+        type="checkbox"
+        name="resume"
+        checked={props.checked}
+        onChange={(event) => props.onChange(event.target.checked)}
+      />
+      Lift the pause (a handler&apos;s RateLimitedError paused it until {new Date(props.pausedUntil).toLocaleString()})
+    </label>
   );
 }

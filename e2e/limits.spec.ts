@@ -6,7 +6,7 @@
  * enforced value changes, the job waits no more, and the change is one `set_limit` audit row.
  */
 import { sql } from 'drizzle-orm';
-import { claim, declareLimits, enqueueMany } from '../db/queue/index.ts';
+import { claim, declareLimits, enqueueMany, pauseLimit } from '../db/queue/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { db, expect, FROM_DASHBOARD, login, test, uniqueQueue } from './fixtures.ts';
 
@@ -129,4 +129,23 @@ test('an admin clears a run-time value; the declaration applies again', async ({
   await expect(row.getByTestId('enforced-max')).toHaveText('4');
   await expect(row.getByTestId('set-by')).toHaveText('—');
   expect((await auditRows(key)).map((r) => r.after.max)).toEqual([2, null]);
+});
+
+test("an admin lifts a RateLimitedError's pause on the Limits page, audited", async ({ page }) => {
+  const resource = uniqueQueue('e2e-partner');
+  const key = `resource:${resource}`;
+  await declareLimits(db(), [{ scope: 'resource', name: resource, max: 4, kinds: ['e2e.mail'] }]);
+  await pauseLimit(db(), key, 600_000, 'RateLimitedError: 429 from the partner');
+  await login(page, 'admin');
+  await page.goto('/limits');
+  const row = page.getByTestId(`limit-${key}`);
+  await expect(row).toContainText('RateLimitedError: 429 from the partner');
+  await row.getByRole('button', { name: `Change the limit ${key}` }).click();
+  const dialog = page.getByRole('dialog', { name: `Change the limit ${key}` });
+  await dialog.getByLabel(/Lift the pause/).check();
+  await dialog.getByLabel(/Reason/).fill('the partner raised our quota');
+  await dialog.getByRole('button', { name: 'Save the limit' }).click();
+  await expect(row.getByTestId('limit-result')).toContainText('the pause is lifted');
+  await expect(row).not.toContainText('RateLimitedError: 429 from the partner');
+  expect((await auditRows(key)).map((r) => r.reason)).toEqual(['the partner raised our quota']);
 });

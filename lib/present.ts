@@ -203,7 +203,7 @@ function limitChange(what: string, before: string | null, after: string | null):
 /** What an admin's run-time change of a limit did, naming each value it changed (setLimit's outcome). */
 export function setLimitMessage(
   key: string,
-  changed: { max: boolean; rate: boolean },
+  changed: { max: boolean; rate: boolean; resume?: boolean },
   outcome: SetLimitOutcome,
 ): string {
   const { before, after } = outcome;
@@ -211,6 +211,11 @@ export function setLimitMessage(
   const parts = [
     changed.max ? limitChange('maximum', before.max?.toString() ?? null, after.max?.toString() ?? null) : null,
     changed.rate ? limitChange('rate', rate(before.rate), rate(after.rate)) : null,
+    changed.resume
+      ? outcome.pausedBefore
+        ? `the pause is lifted (it ran until ${outcome.pausedBefore.toISOString()})`
+        : 'it was not paused'
+      : null,
   ].filter((p) => p !== null);
   return `Saved ${key}: ${parts.join('; ')}. The next claim of the limit uses it (recorded in the audit log).`;
 }

@@ -5,7 +5,7 @@
  * both functions is policy.test.ts's. Real PostgreSQL; only next-auth's session read is stubbed.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { claim, declareLimits, enqueueMany } from '../../db/queue/index.ts';
+import { claim, declareLimits, enqueueMany, pauseLimit } from '../../db/queue/index.ts';
 import { useTestDatabase } from '../../test/db.ts';
 import { dalSession } from '../../test/dal-session.ts';
 import { uniqueQueue } from '../../test/factories.ts';
@@ -127,6 +127,24 @@ describe('the limits in the dashboard', () => {
     expect(await limitOf(key)).toMatchObject({ set: { max: 7, rate: null }, enforced: { max: 7, rate: null } });
   });
 
+  it("lets an admin lift a RateLimitedError's pause, audited, and says so when there was none", async () => {
+    const kind = await declaredKind(2);
+    const key = `kind:${kind}`;
+    const until = await pauseLimit(t.db, key, 60_000, 'RateLimitedError: 429');
+    signIn('viewer');
+    expect((await limitOf(key))?.pausedUntil).toBe(until!.toISOString());
+    signIn('admin');
+    const lifted = await setLimitValues({ scope: 'kind', name: kind, resume: true, reason: 'upstream back' });
+    expect(lifted.message).toBe(
+      `Saved ${key}: the pause is lifted (it ran until ${until!.toISOString()}). The next claim of the limit uses it (recorded in the audit log).`,
+    );
+    expect((await limitOf(key))?.pausedUntil).toBeNull();
+    signIn('admin');
+    expect((await setLimitValues({ scope: 'kind', name: kind, resume: true })).message).toMatch(
+      /: it was not paused\./,
+    );
+  });
+
   it('refuses bad input with a sentence naming each problem, and writes nothing', async () => {
     const kind = await declaredKind(2);
     const key = `kind:${kind}`;
@@ -145,7 +163,7 @@ describe('the limits in the dashboard', () => {
     expect((await refusal({ ...name, rate: '5/25h' })).message).toContain('not "5/25h"');
     expect((await refusal({ ...name, rate: '0/1s' })).message).toContain('not "0/1s"');
     expect((await refusal(name)).message).toBe(
-      `${key} was not changed: nothing to change: give a maximum, a rate or both (empty clears one).`,
+      `${key} was not changed: nothing to change: give a maximum, a rate or both (empty clears one), or lift the pause.`,
     );
     expect((await refusal({ ...name, scope: 'tenant', max: 2 })).message).toMatch(
       /^That limit change is not valid \(scope:/,

@@ -65,6 +65,8 @@ const setInput = z.strictObject({
     .nullable()
     .optional(),
   rate: z.string().max(64).nullable().optional(),
+  /** Lifts a RateLimitedError's pause. */
+  resume: z.literal(true).optional(),
   reason: reasonSchema.optional(),
 });
 
@@ -105,8 +107,8 @@ export async function setLimitValues(input: unknown): Promise<ActionResultDTO> {
   const max = parsed.max === undefined ? undefined : maxOf(parsed.max);
   const rate = parsed.rate === undefined ? undefined : rateOf(parsed.rate);
   const problems = [max, rate].filter(isProblem).map((p) => p.problem);
-  if (max === undefined && rate === undefined) {
-    problems.push('nothing to change: give a maximum, a rate or both (empty clears one)');
+  if (max === undefined && rate === undefined && parsed.resume === undefined) {
+    problems.push('nothing to change: give a maximum, a rate or both (empty clears one), or lift the pause');
   }
   if (isProblem(max) || isProblem(rate) || problems.length > 0)
     throw new InputError(limitRefusedMessage(key, problems));
@@ -117,10 +119,12 @@ export async function setLimitValues(input: unknown): Promise<ActionResultDTO> {
       name: parsed.name,
       ...(max === undefined ? {} : { max }),
       ...(rate === undefined ? {} : { rate }),
+      ...(parsed.resume ? { resume: true as const } : {}),
       actor: user.email,
       ...(reason ? { reason } : {}),
     });
-    return { ok: true, message: setLimitMessage(key, { max: max !== undefined, rate: rate !== undefined }, outcome) };
+    const changed = { max: max !== undefined, rate: rate !== undefined, resume: parsed.resume === true };
+    return { ok: true, message: setLimitMessage(key, changed, outcome) };
   } catch (error) {
     if (error instanceof LeaseholdInputError) throw new InputError(limitRefusedMessage(key, error.problems));
     throw error;
