@@ -32,7 +32,7 @@ import { checkHealth, claimStaleDefault, type HealthReport, type HealthSource } 
 import type { WorkerMetrics } from './metrics.ts';
 import { copyQueueLimits, queueLimitsOptionProblems, unservedQueueLimits } from './queue-limits.ts';
 import { optionKeys, WORKER_SETTINGS, type WorkerOptionKey, type WorkerSetting, workerSettingsOf } from './settings.ts';
-import { WorkerOptionsError } from './option-error.ts';
+import { describeValue, WorkerOptionsError } from './option-error.ts';
 import { Worker, type WorkerSettings } from './worker.ts';
 
 type Table = typeof WORKER_SETTINGS;
@@ -458,7 +458,7 @@ export function parseOptions(options: CreateWorkerOptions, internal: WorkerInter
     const value = options[key];
     if (value === undefined) return fallback;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      problems.push(`${key}: must be a whole number from ${min} to ${max}, got ${describe(value)}`);
+      problems.push(`${key}: must be a whole number from ${min} to ${max}, got ${describeValue(value)}`);
       return fallback;
     }
     return value;
@@ -466,7 +466,7 @@ export function parseOptions(options: CreateWorkerOptions, internal: WorkerInter
   const bool = (key: BooleanOption): boolean => {
     const value = options[key];
     if (value === undefined) return WORKER_SETTINGS[key].default;
-    if (typeof value !== 'boolean') problems.push(`${key}: must be true or false, got ${describe(value)}`);
+    if (typeof value !== 'boolean') problems.push(`${key}: must be true or false, got ${describeValue(value)}`);
     return value === true;
   };
   const concurrency = int('concurrency');
@@ -492,7 +492,7 @@ export function parseOptions(options: CreateWorkerOptions, internal: WorkerInter
   } else {
     for (const [i, q] of options.queues.entries())
       if (typeof q !== 'string' || !NAME_PATTERN.test(q))
-        problems.push(`queues[${i}]: not a queue name: ${describe(q)}`);
+        problems.push(`queues[${i}]: not a queue name: ${describeValue(q)}`);
     queues = [...new Set(options.queues)];
   }
   const limitProblems = queueLimitsOptionProblems(options.queueLimits);
@@ -550,7 +550,7 @@ function parseHandlers(jobs: unknown, problems: string[]): Handler[] {
   for (const [i, job] of jobs.entries()) {
     const h = job as Partial<Handler> | null;
     if (!h || typeof h !== 'object' || typeof h.kind !== 'string' || typeof h.handle !== 'function') {
-      problems.push(`jobs[${i}]: not a handler (it needs a kind and a handle function): ${describe(job)}`);
+      problems.push(`jobs[${i}]: not a handler (it needs a kind and a handle function): ${describeValue(job)}`);
       continue;
     }
     const seen = firstIndex.get(h.kind);
@@ -593,14 +593,4 @@ function isLogger(value: unknown): value is Logger {
       (m) => typeof (v as Record<string, unknown>)[m] === 'function',
     )
   );
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'function') return 'a function';
-  try {
-    const text = JSON.stringify(value);
-    return text === undefined ? String(value) : text.length > 60 ? `${text.slice(0, 57)}…` : text;
-  } catch {
-    return String(value);
-  }
 }

@@ -1,7 +1,8 @@
 /**
  * The two refusals of a worker's settings, in a module of their own that imports nothing of
  * workers/: createWorker's (workers/create-worker.ts) and the command line's
- * (workers/config.ts), which both re-export theirs, so either may import the other.
+ * (workers/config.ts), which both re-export theirs, so either may import the other; and how
+ * a refused value is quoted in their messages.
  */
 import { LeaseholdRefusal } from '../db/errors.ts';
 
@@ -19,4 +20,15 @@ export class WorkerOptionsError extends LeaseholdRefusal {
 export class ConfigError extends WorkerOptionsError {
   override readonly name = 'ConfigError';
   override readonly code = 'invalid_worker_setting';
+}
+
+/** A refused option value as a refusal quotes it: JSON cut at 60 characters, a function as such. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'function') return 'a function';
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? String(value) : text.length > 60 ? `${text.slice(0, 57)}…` : text;
+  } catch {
+    return String(value);
+  }
 }

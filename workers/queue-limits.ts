@@ -10,6 +10,7 @@
 import { type LimitDeclaration, type LimitRate, MAX_LIMIT, MAX_RATE_INTERVAL_MS } from '../db/queue/index.ts';
 import { parseRate } from '../db/queue/limit-rate.ts';
 import { NAME_PATTERN } from '../db/queue/validate.ts';
+import { describeValue } from './option-error.ts';
 
 /** One queue's limit: a maximum of running attempts, a rate of starts, or both. */
 export interface QueueLimit {
@@ -86,17 +87,17 @@ export function queueLimitsOptionProblems(value: unknown): string[] {
     const at = `queueLimits[${JSON.stringify(queue)}]`;
     if (!NAME_PATTERN.test(queue)) problems.push(`${at}: not a queue name`);
     if (typeof limit !== 'object' || limit === null || Array.isArray(limit)) {
-      problems.push(`${at}: expected { max }, { rate: { max, perMs } } or both, got ${describe(limit)}`);
+      problems.push(`${at}: expected { max }, { rate: { max, perMs } } or both, got ${describeValue(limit)}`);
       continue;
     }
     const { max, rate, ...rest } = fields(limit);
     for (const key of Object.keys(rest)) problems.push(`${at}.${key}: not a field (max, rate)`);
     if (max === undefined && rate === undefined) problems.push(`${at}: give max, rate or both`);
     if (max !== undefined && !wholeIn(max, 1, MAX_LIMIT))
-      problems.push(`${at}.max: must be a whole number from 1 to ${MAX_LIMIT}, got ${describe(max)}`);
+      problems.push(`${at}.max: must be a whole number from 1 to ${MAX_LIMIT}, got ${describeValue(max)}`);
     if (rate !== undefined && !isRate(rate))
       problems.push(
-        `${at}.rate: must be { max, perMs }: max a whole number from 1 to ${MAX_LIMIT}, perMs from 1 to ${MAX_RATE_INTERVAL_MS} (a day), got ${describe(rate)}`,
+        `${at}.rate: must be { max, perMs }: max a whole number from 1 to ${MAX_LIMIT}, perMs from 1 to ${MAX_RATE_INTERVAL_MS} (a day), got ${describeValue(rate)}`,
       );
   }
   return problems;
@@ -152,13 +153,4 @@ function isRate(value: unknown): value is LimitRate {
   if (typeof value !== 'object' || value === null) return false;
   const { max, perMs, ...rest } = fields(value);
   return Object.keys(rest).length === 0 && wholeIn(max, 1, MAX_LIMIT) && wholeIn(perMs, 1, MAX_RATE_INTERVAL_MS);
-}
-
-function describe(value: unknown): string {
-  try {
-    const text = JSON.stringify(value);
-    return text === undefined ? String(value) : text.length > 60 ? `${text.slice(0, 57)}…` : text;
-  } catch {
-    return String(value);
-  }
 }
