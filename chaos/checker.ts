@@ -388,11 +388,12 @@ export async function layoutFigures(
       await client.query<Record<string, string>>(
         `SELECT
            (SELECT count(*) FROM leasehold.jobs j WHERE j.state = 'ready' AND NOT EXISTS (
-              SELECT 1 FROM leasehold.ready_jobs r WHERE r.id = j.id AND r.queue = j.queue AND r.claim_at = j.claim_at
-                AND r.run_at = j.run_at AND r.kind = j.kind AND r.attempts = j.attempts)) AS ready_without_row,
-           (SELECT count(*) FROM leasehold.ready_jobs r
+              SELECT 1 FROM leasehold.ready_rows r WHERE r.id = j.id AND r.queue = j.queue AND r.claim_at = j.claim_at
+                AND r.run_at = j.run_at AND r.kind = j.kind AND r.attempts = j.attempts
+                AND r.group_key IS NOT DISTINCT FROM j.group_key)) AS ready_without_row,
+           (SELECT count(*) FROM leasehold.ready_rows r
              WHERE NOT EXISTS (SELECT 1 FROM leasehold.jobs j WHERE j.id = r.id AND j.state = 'ready'))
-             + (SELECT count(*) - count(DISTINCT id) FROM leasehold.ready_jobs) AS stray_rows,
+             + (SELECT count(*) - count(DISTINCT id) FROM leasehold.ready_rows) AS stray_rows,
            (SELECT count(*) FROM leasehold.leases WHERE running > 0) AS counting,
            (SELECT coalesce(sum(abs(coalesce(f.jobs, 0) - coalesce(t.jobs, 0))), 0)
               FROM (SELECT queue, kind, state, attempts, sum(jobs) AS jobs FROM leasehold.finished_rollup GROUP BY 1, 2, 3, 4) f

@@ -30,6 +30,7 @@ export interface DashboardGrant {
 const READ = [
   'jobs',
   'ready_jobs',
+  'ready_rows',
   'leases',
   'finished_rollup',
   'job_attempts',

@@ -155,13 +155,15 @@ BEGIN
   -- the ready row comes from the SECURITY DEFINER trigger, so no right on ready_jobs. SELECT
   -- on jobs because the TypeScript enqueue returns the job it made or found (RETURNING needs
   -- it): a producer can read jobs, not change them.
+  -- group_key: a job's fair group (drizzle/0020); its ready row and its group's turn come from
+  -- the SECURITY DEFINER triggers, so no right on grouped_ready_jobs or ready_groups.
   GRANT INSERT (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at, claim_at, max_attempts,
-                trace_id, expires_at) ON leasehold.jobs TO leasehold_producer;
+                trace_id, expires_at, group_key) ON leasehold.jobs TO leasehold_producer;
   GRANT SELECT ON leasehold.jobs TO leasehold_producer;
   GRANT INSERT (key, job_id, queue, expires_at), SELECT (key, job_id) ON leasehold.dedupe_keys TO leasehold_producer;
   GRANT SELECT (name, aging_seconds) ON leasehold.queues TO leasehold_producer;
   GRANT EXECUTE ON FUNCTION leasehold.enqueue(text, jsonb, text, timestamptz, interval, integer, integer, text,
-    interval, text, interval, integer, uuid, boolean) TO leasehold_producer;
+    interval, text, interval, integer, uuid, boolean, text) TO leasehold_producer;
 
   -- Worker: the claim, the settlements and the reaper (db/queue/transitions.ts), retention
   -- (retention.ts), receipts (receipts.ts), the worker registry (worker-registry.ts), the kinds
@@ -173,6 +175,12 @@ BEGIN
   -- The claim locks ready rows FOR UPDATE, which needs UPDATE on one column: `attempts`, a
   -- copy kept for the dashboard's split (the claim order and the link to the job stay fixed).
   GRANT SELECT, DELETE, UPDATE (attempts) ON leasehold.ready_jobs TO leasehold_worker;
+  -- Fair groups (drizzle/0020): the grouped claim locks and deletes grouped ready rows as the
+  -- claim does ready_jobs', and locks its groups' rows (FOR NO KEY UPDATE) to move their turns;
+  -- the maintenance sweep deletes the rows of groups left without a job. A retry's or the
+  -- reaper's ready row comes from the SECURITY DEFINER trigger, as for ready_jobs.
+  GRANT SELECT, DELETE, UPDATE (attempts) ON leasehold.grouped_ready_jobs TO leasehold_worker;
+  GRANT SELECT, DELETE, UPDATE (turn_at, idle_since) ON leasehold.ready_groups TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (running, lease_until, detached) ON leasehold.leases TO leasehold_worker;
   -- Concurrency limits (drizzle/0018): a worker writes its handlers' declarations, and a limited
   -- claim locks the limits' rows FOR UPDATE (which needs UPDATE on a column: the declaration's).
@@ -218,7 +226,8 @@ BEGIN
     leasehold.job_attempts, leasehold.dedupe_keys, leasehold.queues, leasehold.workers, leasehold.worker_kinds, leasehold.kinds,
     leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats,
     leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions, leasehold.worker_leases,
-    leasehold.limits, leasehold.limit_claims, leasehold.limit_starts
+    leasehold.limits, leasehold.limit_claims, leasehold.limit_starts,
+    leasehold.grouped_ready_jobs, leasehold.ready_groups, leasehold.ready_rows
     TO leasehold_dashboard;
   -- An admin's run-time limit (setLimit, drizzle/0019), with its audit row.
   GRANT EXECUTE ON FUNCTION leasehold.set_limit(text, text, boolean, integer, boolean, integer, integer, boolean, text, text)

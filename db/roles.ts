@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { field } from './queue/executor.ts';
 
 /** The four group roles (NOLOGIN): grant one to each login that runs a part of Leasehold. */
 export const LEASEHOLD_ROLES = {
@@ -44,8 +45,22 @@ export async function applyRoles(url: string, options: ApplyRolesOptions = {}): 
   client.on('notice', (notice) => log(notice.message ?? 'notice'));
   await client.connect();
   try {
-    // One simple-query message: the file's own BEGIN … COMMIT make it one transaction.
-    await client.query(rolesSql());
+    // One simple-query message: the file's own BEGIN … COMMIT make it one transaction. Its
+    // GRANTs and REVOKEs lock catalog rows other sessions lock too (another run, a CREATE ROLE,
+    // a migration): a deadlock or a lock timeout rolled it all back, and the script is
+    // idempotent, so it is run again, at most twice more.
+    for (let tries = 1; ; tries++) {
+      try {
+        await client.query(rolesSql());
+        break;
+      } catch (error) {
+        const code = field(error, 'code');
+        if (tries >= 3 || (code !== '40P01' && code !== '55P03')) throw error;
+        await client.query('ROLLBACK').catch(() => {});
+        log(`db/roles.sql met a ${code === '40P01' ? 'deadlock' : 'lock timeout'}; running it again`);
+        await new Promise((resolve) => setTimeout(resolve, 200 * tries));
+      }
+    }
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw new Error(

@@ -68,6 +68,7 @@ export const DEFAULT_MAX_ATTEMPTS = 10;
 
 export { leasehold };
 export * from './schema-limits.ts';
+export * from './schema-groups.ts';
 
 /**
  * The jobs. Laid out for HOT updates (docs/design/schema-v1.md): no B-tree here names a column
@@ -113,6 +114,13 @@ export const jobs = leasehold.table(
     leaseUntil: tstz('lease_until'),
     finishedAt: tstz('finished_at'),
     updatedAt: tstz('updated_at').notNull().defaultNow(),
+    /**
+     * The job's fair group (docs/flow-control.md, "Fair groups"), written once at enqueue: its
+     * ready row is then in `grouped_ready_jobs`, and the grouped claim gives the groups of a
+     * queue turns. NULL: no group (the ungrouped claim's `ready_jobs`). 1 to 256 characters
+     * (the trigger jobs_group_key_check, drizzle/0020: a CHECK would run on every claim).
+     */
+    groupKey: text('group_key'),
   },
   (t) => [
     // Keys written once, at enqueue, and never changed: the dashboard's lists by queue and by

@@ -43,7 +43,7 @@ describe('the surface as declared', () => {
         'priority integer DEFAULT 0, max_attempts integer DEFAULT 10, idempotency_key text DEFAULT NULL::text, ' +
         "dedupe_window interval DEFAULT '30 days'::interval, trace_id text DEFAULT NULL::text, " +
         'max_age interval DEFAULT NULL::interval, kind_version integer DEFAULT 1, job_id uuid DEFAULT NULL::uuid, ' +
-        'notify boolean DEFAULT true',
+        'notify boolean DEFAULT true, group_key text DEFAULT NULL::text',
       result: 'TABLE(id uuid, created boolean)',
       definer: false,
       config: ['search_path=pg_catalog, pg_temp'],

@@ -53,6 +53,9 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   // A rate's window and a RateLimitedError's pause are queue time; the declared and set times move along.
   limits: ['declared_at', 'set_at', 'paused_until'],
   limit_starts: ['at'],
+  // A grouped job's ready row, and its group's turn (db/schema-groups.ts).
+  grouped_ready_jobs: ['claim_at', 'run_at'],
+  ready_groups: ['turn_at', 'idle_since'],
 };
 
 /**
@@ -66,6 +69,16 @@ export const UNSHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   session_versions: ['updated_at'],
 };
 
+/** A CTE shifting the rows of a ready table (`ready_jobs`, `grouped_ready_jobs`) whose job is not ready with them. */
+const strayReady = (name: string, table: string) => `${name} AS (
+    UPDATE leasehold.${table} r SET claim_at = r.claim_at - d.by, run_at = r.run_at - d.by FROM d
+    WHERE NOT EXISTS (
+      SELECT 1 FROM leasehold.jobs j
+      WHERE j.id = r.id AND j.state = 'ready' AND j.queue = r.queue AND j.claim_at = r.claim_at
+    )
+    RETURNING 1
+  )`;
+
 const SHIFT = `
   WITH d AS (SELECT make_interval(secs => $1::float8 / 1000) AS by),
   leases AS (
@@ -75,13 +88,10 @@ const SHIFT = `
     UPDATE leasehold.worker_leases w SET since = w.since - d.by, lease_until = w.lease_until - d.by FROM d RETURNING 1
   ),
   -- Ready rows of no ready job; the others move with their jobs, through the trigger.
-  stray_ready AS (
-    UPDATE leasehold.ready_jobs r SET claim_at = r.claim_at - d.by, run_at = r.run_at - d.by FROM d
-    WHERE NOT EXISTS (
-      SELECT 1 FROM leasehold.jobs j
-      WHERE j.id = r.id AND j.state = 'ready' AND j.queue = r.queue AND j.claim_at = r.claim_at
-    )
-    RETURNING 1
+  ${strayReady('stray_ready', 'ready_jobs')},
+  ${strayReady('stray_grouped', 'grouped_ready_jobs')},
+  ready_groups AS (
+    UPDATE leasehold.ready_groups g SET turn_at = g.turn_at - d.by, idle_since = g.idle_since - d.by FROM d RETURNING 1
   ),
   jobs AS (
     UPDATE leasehold.jobs j SET

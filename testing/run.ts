@@ -172,12 +172,11 @@ export async function drainQueue(executor: Executor, options: DrainOptions): Pro
     for (;;) {
       if (runs.length >= maxJobs) return { runs, stoppedBecause: 'max_jobs' };
       if (performance.now() >= deadline) return { runs, stoppedBecause: 'timeout' };
-      const [job] = await claim(executor, {
-        queues,
-        workerId: runner.workerId,
-        limit: 1,
-        leaseSeconds: runner.leaseSeconds,
-      });
+      // Ungrouped jobs, then grouped ones in their groups' turns (docs/flow-control.md).
+      const options = { queues, workerId: runner.workerId, limit: 1, leaseSeconds: runner.leaseSeconds };
+      const [job] = await claim(executor, options).then(async (ungrouped) =>
+        ungrouped.length > 0 ? ungrouped : claim(executor, { ...options, grouped: true }),
+      );
       if (job) {
         runs.push(await runner.run(job));
         continue;
@@ -309,7 +308,7 @@ async function nextRetryInMs(executor: Executor, queues: string[]): Promise<numb
   const [row] = await runText<{ ms: number | null }>(
     executor,
     `SELECT (extract(epoch FROM min(r.run_at) - statement_timestamp()) * 1000)::float8 AS ms
-     FROM leasehold.ready_jobs r
+     FROM leasehold.ready_rows r
      WHERE r.queue = ANY($1::text[]) AND r.attempts > 0
        AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = r.queue AND q.paused)`,
     [queues],

@@ -25,6 +25,9 @@ import {
   removeOldAudit,
   removeOldReceipts,
   removeStaleWorkers,
+  sweepReadyGroups,
+  GROUP_SWEEP_BATCH,
+  groupedQueues,
   touchWorker,
   withMaintenanceLock,
   type KindRegistration,
@@ -82,6 +85,8 @@ export interface MaintenanceDeps {
   kinds?: readonly KindRegistration[] | undefined;
   /** The handlers' limits and the worker's queue limits, declared at start (db/queue/limits.ts). */
   limits?: readonly LimitDeclaration[] | undefined;
+  /** Told, at start and at each registry refresh, which served queues hold grouped jobs (Producer.groupsFound). */
+  groupsFound?: ((queues: string[]) => void) | undefined;
   /** Told, at start and at each registry refresh, which served queues have a limit (Producer.limitQueues). */
   queueLimitsFound?: ((queues: { queue: string; max: boolean }[]) => void) | undefined;
   metrics?: WorkerMetrics | undefined;
@@ -133,11 +138,13 @@ export class Maintenance {
 
   /**
    * Renews its own queue limits' declaration (one lapses a minute after no live worker renews
-   * it), then tells the producer which of its queues have a limit in the database (any worker's).
+   * it), then tells the producer which of its queues hold grouped jobs and which have a limit in
+   * the database (any worker's).
    */
   private async findQueueLimits(): Promise<void> {
     const own = (this.deps.limits ?? []).filter((l) => l.scope === 'queue').map((l) => limitKey('queue', l.name));
     await renewQueueLimits(this.deps.db, own);
+    if (this.deps.groupsFound) this.deps.groupsFound(await groupedQueues(this.deps.db, this.settings.queues));
     if (!this.deps.queueLimitsFound) return;
     this.deps.queueLimitsFound(await limitedQueues(this.deps.db, this.settings.queues));
   }
@@ -148,6 +155,7 @@ export class Maintenance {
     this.loops.every(this.settings.registryIntervalMs, () => this.refreshRegistry(), 'registry');
     if (m.enabled) {
       this.loops.every(m.reapIntervalMs, () => this.reapRound(), 'reaper');
+      this.loops.every(m.reapIntervalMs, () => this.groupSweepRound(), 'group sweep');
       this.loops.every(m.retentionIntervalMs, () => this.retentionRound(), 'retention');
       this.loops.every(m.retentionIntervalMs, () => this.unknownKindRound(), 'unknown kinds');
     }
@@ -170,6 +178,17 @@ export class Maintenance {
     const { db } = this.deps;
     if (!(await touchWorker(db, this.settings.workerId))) await registerWorker(db, this.info);
     await this.findQueueLimits();
+  }
+
+  /**
+   * Sweeps the fair groups a claim found idle (db/queue/groups.ts): removes those left without
+   * a ready job, and brings back the turn of one whose job came meanwhile.
+   */
+  async groupSweepRound(): Promise<void> {
+    for (let round = 0; round < MAX_STATEMENTS_PER_ROUND; round++) {
+      const outcome = await withMaintenanceLock(this.deps.db, 'group sweep', (tx) => sweepReadyGroups(tx));
+      if (!outcome.ran || outcome.result.looked < GROUP_SWEEP_BATCH) return;
+    }
   }
 
   /** Reaps expired leases until fewer than a batch are left (or the round's statements are used up). */

@@ -26,7 +26,11 @@
  *   `dead` after the grace period if none comes). A worker without handlers claims nothing;
  * - a queue with a limit (`queueLimits`) is claimed alone, in claims that count toward
  *   `queue:NAME` besides their kind's or resource's limit (claimGroups); the other queues are
- *   claimed as they are without one.
+ *   claimed as they are without one;
+ * - each claim has a twin for grouped jobs (the same kinds and limits, `grouped`: the groups in
+ *   turns, db/queue/transitions/claim-grouped.ts); the ungrouped claims go first in one round,
+ *   the grouped ones in the next. A grouped claim that came back empty rests until grouped
+ *   jobs are found in its queues: a grouped enqueue's wake-up, or the registry refresh.
  */
 import type { Logger } from 'pino';
 import {
@@ -98,6 +102,14 @@ export function claimGroups(
 interface Claimer extends ClaimGroup {
   /** When its limits last said no rate or pause withholds a start (limitWaitMs), performance.now(). */
   noWaitAt?: number | undefined;
+  /**
+   * It claims grouped jobs (db/queue/transitions/claim-grouped.ts). `quiet` from the start and
+   * after it came back empty, until a grouped job's wake-up for one of its queues or a registry
+   * refresh that finds groups there (groupsFound): a worker whose queues hold no grouped job
+   * sends no grouped claim at all.
+   */
+  grouped?: boolean | undefined;
+  quiet?: boolean | undefined;
   /** Its own: the same options parsed once, and each walk after the last key it took (db/queue/claim.ts). */
   cache: ClaimOptionsCache;
 }
@@ -185,6 +197,10 @@ export class Producer {
   private loop: Promise<void> = Promise.resolve();
   private drained: (() => void) | null = null;
   lastClaimAt: Date | null = null;
+  /** Claim rounds so far: their parity orders the round's claims. */
+  private rounds = 0;
+  /** Queues where grouped jobs were found (groupsFound): a rebuilt twin starts awake there. */
+  private groupedQueues: string[] = [];
 
   constructor(
     private readonly settings: ProducerSettings,
@@ -205,10 +221,16 @@ export class Producer {
     this.limitedQueues = new Set(served.map((l) => l.queue));
     this.maxLimitedQueues = new Set(served.filter((l) => l.max).map((l) => l.queue));
     const queueLimits = Object.fromEntries([...this.limitedQueues].map((q) => [q, true]));
-    this.claimers = claimGroups(deps.registry, settings.queues, queueLimits).map((group) => ({
-      ...group,
-      cache: new ClaimOptionsCache({ bound: deps.claimBound ?? true }),
-    }));
+    // Each claim of ungrouped jobs, and its twin for grouped ones (the same kinds and limits).
+    this.claimers = claimGroups(deps.registry, settings.queues, queueLimits).flatMap((group) => [
+      { ...group, cache: new ClaimOptionsCache({ bound: deps.claimBound ?? true }) },
+      {
+        ...group,
+        grouped: true,
+        quiet: !this.groupedQueues.some((q) => group.queues.includes(q)),
+        cache: new ClaimOptionsCache(),
+      },
+    ]);
     // A settled attempt frees a slot of a maximum, not a start of a rate: a rate-only limit's
     // next start is waited for by its time (limitWaitMs), not claimed for at every settlement.
     this.limitedKinds = new Set(
@@ -238,6 +260,23 @@ export class Producer {
     if (text(limited) === text(now)) return;
     this.pendingQueueLimits = limited;
     this.wake();
+  }
+
+  /**
+   * Grouped jobs may wait in `queues` (a grouped enqueue's wake-up, or a registry refresh that
+   * found groups there: db/queue/groups.ts, groupedQueues): their grouped claims run again, from
+   * the next round on.
+   */
+  groupsFound(queues: readonly string[]): void {
+    this.groupedQueues = [...new Set([...this.groupedQueues, ...queues])].slice(-1000);
+    let woken = false;
+    for (const claimer of this.claimers) {
+      if (claimer.grouped && claimer.quiet && claimer.queues.some((q) => queues.includes(q))) {
+        claimer.quiet = false;
+        woken = true;
+      }
+    }
+    if (woken) this.wake();
   }
 
   /** Starts the claim loop on `claimDb`: claims only, one at a time. */
@@ -320,9 +359,17 @@ export class Producer {
       let failed = false;
       // The soonest a limit that withheld a start by its rate or pause leaves one again.
       let limitWait: number | null = null;
-      for (const claimer of this.claimers) {
+      // Ungrouped claims first in one round, grouped ones first in the next: neither kind of
+      // job can take every slot from the other (docs/flow-control.md, "Fair groups").
+      this.rounds += 1;
+      const order =
+        this.rounds % 2 === 0
+          ? this.claimers
+          : [...this.claimers].sort((a, b) => Number(b.grouped) - Number(a.grouped));
+      for (const claimer of order) {
         const free = s.concurrency - this.taken;
         if (free <= 0 || signal.aborted) break;
+        if (claimer.quiet) continue;
         const limit = Math.min(free, s.batchSize);
         let jobs: ClaimedJob[];
         // A wake-up from before this claim is answered by it; one that arrives while it runs
@@ -331,7 +378,8 @@ export class Producer {
         // Read before the claim is sent: the lease it grants (statement_timestamp() + lease)
         // starts no earlier, so a slow claim cannot push the local deadline past the DB's.
         const sent = performance.now();
-        const skippingGuard = claimer.limits ? undefined : this.deps.failpoints?.claimSkippingGuard();
+        const skippingGuard =
+          claimer.limits || claimer.grouped ? undefined : this.deps.failpoints?.claimSkippingGuard();
         try {
           jobs = skippingGuard
             ? await skippingGuard(claimDb, {
@@ -350,6 +398,7 @@ export class Producer {
                   asyncCommit: s.asyncClaims,
                   kinds: claimer.kinds,
                   ...(claimer.limits ? { limits: claimer.limits } : {}),
+                  ...(claimer.grouped ? { grouped: true } : {}),
                 },
                 claimer.cache,
               );
@@ -372,6 +421,11 @@ export class Producer {
         if (jobs.length > 0) this.deps.failpoints?.hit('after_claim');
         for (const job of jobs) this.begin(job, sent);
         if (jobs.length === limit) full = true;
+        // A grouped claim takes a share per group: short of its limit, more may still be due.
+        if (claimer.grouped) {
+          if (jobs.length > 0) full = true;
+          else claimer.quiet = true;
+        }
         // A limited claim that came back short may be held by a rate or a pause, which end at a
         // known time: claim again then, not at the next poll (one more statement). A claimer
         // whose limits withheld nothing by time is not asked again within a poll interval.

@@ -21,7 +21,7 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { createDb, type Db, type DbHandle } from '../db/client.ts';
-import { NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
+import { GROUPED_WAKE_SUFFIX, NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
 import { refuseIncompatibleSchema } from '../db/schema-version.ts';
 import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt.ts';
 import { Completer, type CompleterSettings, type SettlementCounts } from './completer.ts';
@@ -183,6 +183,7 @@ export class Worker {
         kinds: registry.registrations(),
         limits: [...limitDeclarations(registry.handlers()), ...queueLimitDeclarations(s.queueLimits)],
         queueLimitsFound: (queues) => this.producer.limitQueues(queues),
+        groupsFound: (queues) => this.producer.groupsFound(queues),
       },
     );
   }
@@ -258,7 +259,14 @@ export class Worker {
         url,
         channel: WAKE_CHANNEL,
         logger,
-        onWake: (queue) => {
+        onWake: (payload) => {
+          // A grouped enqueue's wake-up (db/queue/groups.ts): its queue's grouped claims run again.
+          if (payload.endsWith(GROUPED_WAKE_SUFFIX)) {
+            const queue = payload.slice(0, -GROUPED_WAKE_SUFFIX.length);
+            if (s.queues.includes(queue)) this.producer.groupsFound([queue]);
+            return;
+          }
+          const queue = payload;
           if (queue === '*' || s.queues.includes(queue)) {
             // The job may be ahead of the claims' lower bound (a higher priority): walk from the head.
             this.producer.restartFromHead(queue);

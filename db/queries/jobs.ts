@@ -89,7 +89,7 @@ export async function listJobs(
   const order = sql.raw(desc ? 'DESC' : 'ASC');
   const limit = query.limit + 1;
   // Live jobs (ready, running and their sub-states) are found where they live, not by a walk
-  // of the whole table: ready ones through `ready_jobs`, running ones through the lease rows
+  // of the whole table: ready ones through `ready_rows` (both ready tables), running ones through the lease rows
   // (no index on jobs names the state: docs/design/schema-v1.md). The candidates are
   // materialised first, then checked against the job rows (a ready row may be stale) and the
   // page cut: the cost grows with the live jobs that match, not with the history.
@@ -104,7 +104,7 @@ export async function listJobs(
     );
   const candidates =
     query.state === 'ready' || query.state === 'scheduled' || query.state === 'retrying'
-      ? sql`SELECT DISTINCT r.id FROM leasehold.ready_jobs r WHERE ${narrow('r')}`
+      ? sql`SELECT DISTINCT r.id FROM leasehold.ready_rows r WHERE ${narrow('r')}`
       : query.state === 'running' || query.state === 'lease_expired'
         ? sql`SELECT u.id FROM leasehold.leases l CROSS JOIN unnest(l.job_ids) AS u(id) WHERE ${narrow('l')}`
         : null;

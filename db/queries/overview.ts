@@ -88,7 +88,7 @@ export async function backlog(executor: Executor): Promise<QueueBacklog[]> {
              count(*) FILTER (WHERE ${readyRowIn('retrying')})::int AS retrying,
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8 AS oldest,
              count(*) FILTER (WHERE l.kind IS NULL)::int AS waiting_for_kind
-      FROM leasehold.ready_jobs r LEFT JOIN live l ON l.kind = r.kind AND l.version = r.kind_version
+      FROM leasehold.ready_rows r LEFT JOIN live l ON l.kind = r.kind AND l.version = r.kind_version
       GROUP BY queue`,
     ),
     run<{ queue: string; running: number; lease_expired: number }>(

@@ -45,7 +45,7 @@ import { z } from 'zod';
 import { autocommits, inPoolTransaction, ownPool, runText, sqlText, toDate, type Executor } from './executor.ts';
 import { mapClaimedJob, type BoundedClaimColumnsRow, type ClaimedJob } from './job.ts';
 import { LeaseholdInputError } from './errors.ts';
-import { claimText, limitedClaimText, type ClaimShape } from './transitions.ts';
+import { claimText, groupedClaimText, limitedClaimText, type ClaimShape } from './transitions.ts';
 import { limitKeySchema, lockLimits, MAX_CLAIM_LIMITS } from './limits.ts';
 import { nameSchema, parseInput, textSchema } from './validate.ts';
 
@@ -81,6 +81,12 @@ const claimOptionsSchema = z.strictObject({
    * rows, then claims) unless the executor is already one.
    */
   limits: z.array(limitKeySchema).min(1).max(MAX_CLAIM_LIMITS).optional(),
+  /**
+   * Claim grouped jobs (a group key given at enqueue) instead of ungrouped ones: the groups of
+   * each queue and kind version in turns, least recently served first (docs/flow-control.md,
+   * "Fair groups"; transitions/claim-grouped.ts). A claim takes one or the other, never both.
+   */
+  grouped: z.boolean().default(false),
 });
 
 export type ClaimOptions = z.input<typeof claimOptionsSchema>;
@@ -164,7 +170,7 @@ const SHAPES = Object.fromEntries(
 ) as Record<ClaimShape, Record<'head' | 'after', Texts>>;
 
 type ParsedClaimOptions = {
-  shape: ClaimShape;
+  shape: ClaimShape | GroupedShape;
   /** The parameters before and after the four of every shape ($2–$5). */
   head: unknown;
   tail: unknown[];
@@ -178,8 +184,24 @@ type ParsedClaimOptions = {
   limits: string[] | undefined;
 };
 
+/** The grouped claim's shapes: with the worker's arms, or every arm of the queues (no `kinds`). */
+type GroupedShape = 'grouped' | 'groupedAny';
+
+const GROUPED: Record<GroupedShape, Texts> = {
+  grouped: {
+    flush: { text: groupedClaimText('given', true), name: 'leasehold_claim_grouped' },
+    noFlush: { text: groupedClaimText('given', false), name: 'leasehold_claim_grouped_async' },
+  },
+  groupedAny: {
+    flush: { text: groupedClaimText('any', true), name: 'leasehold_claim_grouped_any' },
+    noFlush: { text: groupedClaimText('any', false), name: 'leasehold_claim_grouped_any_async' },
+  },
+};
+
+const isGrouped = (shape: ClaimShape | GroupedShape): shape is GroupedShape => shape in GROUPED;
+
 function parseClaimOptions(options: ClaimOptions): ParsedClaimOptions {
-  const { queues, workerId, limit, leaseSeconds, asyncCommit, kinds, limits } = parseInput(
+  const { queues, workerId, limit, leaseSeconds, asyncCommit, kinds, limits, grouped } = parseInput(
     'claim',
     claimOptionsSchema,
     options,
@@ -192,6 +214,7 @@ function parseClaimOptions(options: ClaimOptions): ParsedClaimOptions {
     asyncCommit,
     limits: limits ? [...new Set(limits)].sort() : undefined,
   };
+  if (!kinds && grouped) return { ...common, shape: 'groupedAny', head: wanted, tail: [], walks: [] };
   if (!kinds) {
     const one = wanted.length === 1;
     const walks = wanted.map((queue) => ({ queue, key: queue }));
@@ -207,6 +230,10 @@ function parseClaimOptions(options: ClaimOptions): ParsedClaimOptions {
     throw new LeaseholdInputError('claim', [
       `queues × kinds: ${wanted.length} queues × ${pairs.size} kind versions is ${arms.length} pairs; at most ${MAX_CLAIM_ARMS}`,
     ]);
+  }
+  if (grouped) {
+    const tail = [arms.map((a) => a.kind), arms.map((a) => a.version)];
+    return { ...common, shape: 'grouped', head: arms.map((a) => a.queue), tail, walks: [] };
   }
   const walks = arms.map((a) => ({ queue: a.queue, key: armKey(a.queue, a.kind, a.version) }));
   if (arms.length === 1) {
@@ -405,6 +432,7 @@ export class ClaimOptionsCache {
       // By identity: a worker passes the same (unchanged) array every time.
       options.kinds === last.given.kinds &&
       options.limits === last.given.limits &&
+      options.grouped === last.given.grouped &&
       Object.keys(options).every((key) => Object.hasOwn(last.given, key))
     ) {
       return last.parsed;
@@ -432,11 +460,14 @@ function claimQuery(
   walk: BoundedWalk | undefined;
 } {
   const { shape, head, tail, workerId, limit, leaseSeconds, asyncCommit } = parsed;
-  const walk = cache?.bound?.plan(parsed);
+  // The grouped claim walks from each group's head: a group's ready rows are few to each claim.
+  const walk = isGrouped(shape) ? undefined : cache?.bound?.plan(parsed);
   const leaseToken = randomUUID();
   // Only a statement that is its own transaction may decide how that transaction commits.
   const flush = !asyncCommit || (executor !== undefined && !autocommits(executor));
-  const chosen = SHAPES[shape][walk ? 'after' : 'head'][flush ? 'flush' : 'noFlush'];
+  const chosen = (isGrouped(shape) ? GROUPED[shape] : SHAPES[shape][walk ? 'after' : 'head'])[
+    flush ? 'flush' : 'noFlush'
+  ];
   const params = [head, limit, leaseToken, leaseSeconds, workerId, ...tail, ...(walk?.params ?? [])];
   if (!parsed.limits) return { ...chosen, params, leaseToken, workerId, walk };
   // A limited claim: the same text with its limit capped and its lease rows naming the limits.

@@ -8,7 +8,7 @@ import { DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY } from '../schema.ts';
 import { MAX_ATTEMPTS, overAttemptLimit } from './attempt-cap.ts';
 import { LeaseholdInputError } from './errors.ts';
 import { newJobId } from './ids.ts';
-import { encodePayload, nameSchema, problemsOf, textSchema, uuidSchema } from './validate.ts';
+import { encodePayload, groupKeySchema, nameSchema, problemsOf, textSchema, uuidSchema } from './validate.ts';
 
 /** How long an idempotency key keeps deduplicating by default, job or no job: 30 days. */
 export const DEFAULT_DEDUPE_WINDOW_SECONDS = 30 * 24 * 3600;
@@ -52,6 +52,11 @@ const enqueueSpecSchema = z
       .positive()
       .max(10 * 365 * 24 * 3600)
       .default(DEFAULT_DEDUPE_WINDOW_SECONDS),
+    /**
+     * The job's fair group (a tenant, an account): the claim serves the groups of a queue in
+     * turns, so one group's backlog does not hold another's job back (docs/flow-control.md).
+     */
+    group: groupKeySchema.optional(),
   })
   .refine((spec) => !(spec.runAt && spec.delayMs !== undefined), {
     message: 'give runAt or delayMs, not both',
@@ -75,6 +80,7 @@ export interface PreparedSpec {
   maxAgeSeconds: number | null;
   traceId: string | null;
   dedupeWindowSeconds: number;
+  groupKey: string | null;
 }
 
 /** Validates and encodes specs; `offset` is the index of specs[0] in the caller's whole list. */
@@ -108,6 +114,7 @@ export function prepareSpecs(operation: string, specs: readonly unknown[], offse
       maxAgeSeconds: spec.maxAgeSeconds ?? null,
       traceId: spec.traceId ?? null,
       dedupeWindowSeconds: spec.dedupeWindowSeconds,
+      groupKey: spec.group ?? null,
     });
   });
   if (problems.length > 0) throw new LeaseholdInputError(operation, problems.slice(0, 20));

@@ -8,6 +8,7 @@ import { DEFAULT_AGING_SECONDS } from '../schema.ts';
 import type { PreparedSpec } from './enqueue-spec.ts';
 import { run, runText, type Executor, type PgTimestamp } from './executor.ts';
 import { mapJob, producerJobColumns, type Job, type JobColumnsRow } from './job.ts';
+import { GROUPED_WAKE_SUFFIX } from './groups.ts';
 import { NOTIFY_QUEUE_HAS_ROOM, WAKE_CHANNEL } from './wake.ts';
 
 /**
@@ -52,6 +53,8 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
   // priority, no run time…) travels once, as one parameter; the others as arrays unnested in
   // step. Escaping 100,000 array elements per column was most of a bulk enqueue's client time
   // after validation, and parsing them a part of the server's.
+  // Only a call with a grouped job names the column: an ungrouped enqueue's text is the measured one.
+  const grouped = jobs.some((j) => j.groupKey !== null);
   const column = <T>(pick: (j: PreparedSpec) => T, type: string) => {
     const same = (v: T) => (v instanceof Date ? v.getTime() : v);
     const first = pick(jobs[0]!);
@@ -61,7 +64,8 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
       : sql`unnest(${sql.param(jobs.map(pick))}::${sql.raw(`${type}[]`)})`;
   };
   const keyed = returns !== 'count';
-  const returning = returns === 'jobs' ? sql.raw(producerJobColumns()) : sql.raw('id, queue');
+  const returning =
+    returns === 'jobs' ? sql.raw(producerJobColumns()) : sql.raw(grouped ? 'id, queue, group_key' : 'id, queue');
   // Without idempotency keys every job is inserted or the statement fails: a count says it all,
   // and 100,000 ids need not travel back as JSON.
   const inserted =
@@ -84,7 +88,7 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
              ${column((j) => j.priority, 'int')} AS priority, ${column((j) => j.runAt, 'timestamptz')} AS run_at,
              ${column((j) => j.delaySeconds, 'float8')} AS delay_s, ${column((j) => j.maxAttempts, 'int')} AS max_attempts,
              ${column((j) => j.maxAgeSeconds, 'float8')} AS max_age_s, ${column((j) => j.traceId, 'text')} AS trace_id,
-             ${column((j) => j.dedupeWindowSeconds, 'float8')} AS window_s,
+             ${column((j) => j.dedupeWindowSeconds, 'float8')} AS window_s,${grouped ? sql` ${column((j) => j.groupKey, 'text')} AS group_key,` : sql``}
              generate_series(1, ${jobs.length}::int) AS ord
     ),
     ${
@@ -104,12 +108,17 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
     }
     inserted AS (
       INSERT INTO leasehold.jobs (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
-                        claim_at, max_attempts, trace_id, expires_at)
+                        claim_at, max_attempts, trace_id, expires_at${grouped ? sql`, group_key` : sql``})
       SELECT i.id, i.queue, i.kind, i.kind_version, i.payload, i.idempotency_key, i.priority,
              s.run_at,
              s.run_at - make_interval(secs => i.priority * coalesce(q.aging_seconds, ${DEFAULT_AGING_SECONDS}::int)),
              i.max_attempts, i.trace_id,
-             CASE WHEN i.max_age_s IS NULL THEN NULL ELSE statement_timestamp() + make_interval(secs => i.max_age_s) END
+             CASE WHEN i.max_age_s IS NULL THEN NULL ELSE statement_timestamp() + make_interval(secs => i.max_age_s) END${
+               grouped
+                 ? sql`,
+             i.group_key`
+                 : sql``
+             }
       FROM input i
       CROSS JOIN LATERAL (SELECT coalesce(i.run_at, statement_timestamp() + make_interval(secs => i.delay_s)) AS run_at) s
       LEFT JOIN leasehold.queues q ON q.name = i.queue
@@ -120,7 +129,12 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
            ${keyed ? sql`(SELECT coalesce(json_agg(json_build_object('key', key, 'job_id', job_id)), '[]'::json) FROM keyed)` : sql`'[]'::json`} AS keys,
            ${
              notify
-               ? sql`(SELECT count(pg_notify(${WAKE_CHANNEL}, queue)) FROM (SELECT DISTINCT queue FROM inserted) woken
+               ? grouped
+                 ? sql`(SELECT count(pg_notify(${WAKE_CHANNEL}, payload))
+                        FROM (SELECT DISTINCT queue || CASE WHEN group_key IS NULL THEN '' ELSE ${GROUPED_WAKE_SUFFIX} END AS payload
+                              FROM inserted) woken
+                        WHERE ${sql.raw(NOTIFY_QUEUE_HAS_ROOM)})`
+                 : sql`(SELECT count(pg_notify(${WAKE_CHANNEL}, queue)) FROM (SELECT DISTINCT queue FROM inserted) woken
                       WHERE ${sql.raw(NOTIFY_QUEUE_HAS_ROOM)})`
                : sql`0`
            } AS woken
@@ -207,6 +221,7 @@ export async function insertOne(executor: Executor, job: PreparedSpec, notify: b
     started_at: null,
     finished_at: null,
     updated_at: row.created_at,
+    group_key: null,
   });
 }
 

@@ -14,8 +14,10 @@ import { LeaseholdInputError, LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from '.
 import { prepareSpecs, type EnqueueSpec, type PreparedSpec } from './enqueue-spec.ts';
 import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql.ts';
 import { field, inPoolTransaction, ownPool, run, type Executor } from './executor.ts';
+import { GROUPED_WAKE_SUFFIX } from './groups.ts';
 import {
   checkPayload,
+  contractGroup,
   isJobContract,
   type JobContract,
   type JobInput,
@@ -130,7 +132,14 @@ export async function enqueue(
   if ('problems' in check) throw new LeaseholdInputError(operation, check.problems.slice(0, 20));
   const stored = await storedPayload(target.schema, second, check.value);
   if ('problems' in stored) throw new LeaseholdInputError(operation, stored.problems.slice(0, 20));
-  return enqueueSpec(executor, contractSpec(target, stored.payload, settings), notify === undefined ? {} : { notify });
+  // The call's own group wins; the contract's is made from the checked payload.
+  const group = settings.group === undefined ? contractGroup(target, check.value) : { group: settings.group };
+  if ('problems' in group) throw new LeaseholdInputError(operation, group.problems);
+  return enqueueSpec(
+    executor,
+    contractSpec(target, stored.payload, group.group === undefined ? settings : { ...settings, group: group.group }),
+    notify === undefined ? {} : { notify },
+  );
 }
 
 /**
@@ -181,14 +190,29 @@ export async function enqueueMany(
     : (storing as StoredPayload[]);
   const storeProblems = stored.flatMap((s) => ('problems' in s ? s.problems : []));
   if (storeProblems.length > 0) throw new LeaseholdInputError(operation, storeProblems.slice(0, 20));
-  const specs = payloads.map((payload, index) =>
-    contractSpec(
-      target,
-      (stored[index] as { payload: unknown }).payload,
+  // Each job's group: the call's own, else the contract's made from the checked payload.
+  const groups: (string | undefined)[] = [];
+  const groupProblems: string[] = [];
+  checks.forEach((check, index) => {
+    const made =
+      settings.group !== undefined || !('value' in check)
+        ? { group: settings.group }
+        : contractGroup(target, check.value, `jobs[${index}].group`);
+    if ('problems' in made) groupProblems.push(...made.problems);
+    else groups.push(made.group);
+  });
+  if (groupProblems.length > 0) throw new LeaseholdInputError(operation, groupProblems.slice(0, 20));
+  const specs = payloads.map((payload, index) => {
+    const group = groups[index];
+    const storedPayloadOf = (stored[index] as { payload: unknown }).payload;
+    if (!idempotencyKey && group === settings.group) return contractSpec(target, storedPayloadOf, settings);
+    return contractSpec(target, storedPayloadOf, {
+      ...settings,
       // The key is made from the payload as given (the caller's own value).
-      idempotencyKey ? { ...settings, idempotencyKey: idempotencyKey(payload, index) } : settings,
-    ),
-  );
+      ...(idempotencyKey ? { idempotencyKey: idempotencyKey(payload, index) } : {}),
+      ...(group === undefined ? {} : { group }),
+    });
+  });
   return enqueueSpecs(executor, specs, notify === undefined ? {} : { notify });
 }
 
@@ -221,8 +245,9 @@ async function enqueueSpec(
   const [job] = prepareSpecs('enqueue', [spec]);
   if (!job) throw new Error('unreachable: prepare returned no job');
   return translateConflicts('enqueue', async () => {
-    const wake = planWake(executor, [job.queue], options.notify ?? true);
-    if (job.idempotencyKey === null) {
+    const wake = planWake(executor, [wakeKey(job)], options.notify ?? true);
+    // The fixed text has no group: a grouped job goes as the general statement does.
+    if (job.idempotencyKey === null && job.groupKey === null) {
       const created = await insertOne(executor, job, wake.inStatement);
       wake.afterCommit();
       return { id: job.id, created: true, job: created };
@@ -235,6 +260,7 @@ async function enqueueSpec(
         wake.afterCommit();
         return { id: job.id, created: true, job: mapJob(row) };
       }
+      if (job.idempotencyKey === null) throw new Error('Leasehold enqueue: the insert statement returned no job');
       const owner = (await lookupKeys(executor, [job.idempotencyKey], true)).get(job.idempotencyKey);
       if (owner) {
         return { id: owner.job_id, created: false, job: owner.id ? mapJob(owner) : null };
@@ -242,6 +268,14 @@ async function enqueueSpec(
     }
     throw new Error(`Leasehold enqueue: idempotency key ${job.idempotencyKey} kept changing owner; try again`);
   });
+}
+
+/**
+ * What a job's wake-up NOTIFY says: its queue, and for a grouped job GROUPED_WAKE_SUFFIX too, so
+ * that only the workers' grouped claims of that queue run for it (db/queue/groups.ts).
+ */
+function wakeKey(job: PreparedSpec): string {
+  return job.groupKey === null ? job.queue : job.queue + GROUPED_WAKE_SUFFIX;
 }
 
 /** Jobs per statement when a large enqueueMany without idempotency keys is sent in parts. */
@@ -324,7 +358,7 @@ async function enqueueSpecs(
     ]);
   }
   return translateConflicts('enqueueMany', async () => {
-    const wake = planWake(executor, [...new Set(jobs.map((j) => j.queue))], options.notify ?? true);
+    const wake = planWake(executor, [...new Set(jobs.map(wakeKey))], options.notify ?? true);
     if (!jobs.some((j) => j.idempotencyKey !== null)) {
       const { inserted } = await insertJobs(executor, jobs, 'count', wake.inStatement);
       if (inserted !== jobs.length)
@@ -405,7 +439,7 @@ async function insertInParts(
         });
         for (const j of jobs) {
           ids.push(j.id);
-          queues.add(j.queue);
+          queues.add(wakeKey(j));
         }
       }
     }

@@ -73,6 +73,7 @@ export {
 } from './error-detail.ts';
 export type { ErrorDetail, ErrorCause } from './error-detail.ts';
 export { reapExpiredLeases, deadIfKindUnrun, DEFAULT_UNKNOWN_KIND_GRACE_MS } from './reap.ts';
+export { groupedQueues, GROUPED_WAKE_SUFFIX, sweepReadyGroups, GROUP_SWEEP_BATCH, type GroupSweep } from './groups.ts';
 export type { ReapOptions, ReapResult, UnrunKindOptions } from './reap.ts';
 export { MAX_ATTEMPTS, ATTEMPT_LIMIT_SENTENCE, noAttemptsLeft } from './attempt-cap.ts';
 export { decideRetry, backoffDelayMs, isRetryable, DEFAULT_RETRY_POLICY } from './retry-policy.ts';

@@ -38,6 +38,12 @@ export interface JobContract<Input = unknown, Output = Input, Kind extends strin
   readonly schema: StandardSchemaV1<Input, Output>;
   /** The queue the job goes to unless an enqueue names another (default `default`). */
   readonly queue: string;
+  /**
+   * The job's fair group, made from its checked payload (`(p) => p.accountId`), so that no
+   * producer can forget it; an enqueue's own `group` wins (docs/flow-control.md, "Fair groups").
+   * A method, so a contract of a narrower payload is still a JobContract.
+   */
+  group?(payload: Output): string;
 }
 
 /** What `defineJob` takes. */
@@ -46,6 +52,8 @@ export interface JobDefinition<Schema extends StandardSchemaV1, Kind extends str
   version: number;
   schema: Schema;
   queue?: string | undefined;
+  /** The job's fair group, made from its checked payload: `(p) => p.accountId`. */
+  group?: ((payload: StandardSchemaV1.InferOutput<Schema>) => string) | undefined;
 }
 
 /** The payload type an enqueue of `Job` takes: its schema's input. */
@@ -73,10 +81,10 @@ export function defineJob<Schema extends StandardSchemaV1, const Kind extends st
 ): JobContract<StandardSchemaV1.InferInput<Schema>, StandardSchemaV1.InferOutput<Schema>, Kind> {
   const problems: string[] = [];
   // Read as unknown: a caller without types may pass anything.
-  const input: { kind?: unknown; version?: unknown; schema?: unknown; queue?: unknown } =
+  const input: { kind?: unknown; version?: unknown; schema?: unknown; queue?: unknown; group?: unknown } =
     typeof definition === 'object' && definition !== null ? definition : {};
   if (input !== definition) problems.push('input: expected an object');
-  const { kind, version, schema, queue = 'default' } = input;
+  const { kind, version, schema, queue = 'default', group } = input;
   if (typeof kind !== 'string' || !NAME_PATTERN.test(kind)) {
     problems.push(`kind: expected 1-128 of A-Z a-z 0-9 _ . : - (starting with a letter or digit), got ${show(kind)}`);
   }
@@ -91,13 +99,46 @@ export function defineJob<Schema extends StandardSchemaV1, const Kind extends st
   if (typeof queue !== 'string' || !NAME_PATTERN.test(queue)) {
     problems.push(`queue: expected 1-128 of A-Z a-z 0-9 _ . : - (starting with a letter or digit), got ${show(queue)}`);
   }
+  if (group !== undefined && typeof group !== 'function') {
+    problems.push(`group: expected a function of the payload that returns the group key, got ${show(group)}`);
+  }
   if (problems.length > 0) throw new LeaseholdInputError('defineJob', problems);
   return Object.freeze({
+    // Called through Reflect.apply: what it returns is checked at each enqueue (contractGroup).
+    ...(typeof group === 'function'
+      ? { group: (payload: StandardSchemaV1.InferOutput<Schema>): string => Reflect.apply(group, undefined, [payload]) }
+      : {}),
     kind: kind as Kind,
     version: version as number,
     schema: schema as StandardSchemaV1<StandardSchemaV1.InferInput<Schema>, StandardSchemaV1.InferOutput<Schema>>,
     queue: queue as string,
   });
+}
+
+/**
+ * The group a contract makes for a checked payload (`problems` when its function throws or
+ * returns no string: the enqueue is refused, nothing written), or undefined without one.
+ */
+export function contractGroup(
+  job: JobContract,
+  payload: unknown,
+  path = 'group',
+): { group: string | undefined } | { problems: string[] } {
+  if (!job.group) return { group: undefined };
+  let group: unknown;
+  try {
+    group = job.group(payload);
+  } catch (error) {
+    return {
+      problems: [
+        `${path}: the contract's group function threw: ${error instanceof Error ? error.message : String(error)}`,
+      ],
+    };
+  }
+  if (typeof group !== 'string') {
+    return { problems: [`${path}: the contract's group function returned ${show(group)}, not a string`] };
+  }
+  return { group };
 }
 
 function show(value: unknown): string {

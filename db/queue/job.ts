@@ -37,6 +37,8 @@ export interface Job {
   startedAt: Date | null;
   finishedAt: Date | null;
   updatedAt: Date;
+  /** The job's fair group given at enqueue (docs/flow-control.md, "Fair groups"), or null. */
+  group: string | null;
 }
 
 /**
@@ -65,7 +67,7 @@ export const LEASE_LOST: LeaseLost = Object.freeze({ applied: false, reason: 'le
 /** Column list shared by every statement that returns whole jobs. */
 export const JOB_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_key, state, priority,
   run_at, attempts, released, max_attempts, lease_token, lease_until, worker_id, failure_class, last_error,
-  trace_id, expires_at, created_at, started_at, finished_at, updated_at`;
+  trace_id, expires_at, created_at, started_at, finished_at, updated_at, group_key`;
 
 /**
  * JOB_COLUMNS as the producer's statements name them (the enqueues' RETURNING and key look-up):
@@ -119,6 +121,8 @@ interface CommonJobColumns {
   trace_id: string | null;
   expires_at: PgTimestamp | null;
   created_at: PgTimestamp;
+  /** Absent from the ungrouped claim's rows (its jobs have none). */
+  group_key?: string | null | undefined;
 }
 
 /** A row of JOB_COLUMNS, from pg, Drizzle or JSON (`row_to_json`: timestamps as ISO text). */
@@ -163,6 +167,7 @@ export function mapJob(row: JobColumnsRow): Job {
     startedAt: toDateOrNull(row.started_at),
     finishedAt: toDateOrNull(row.finished_at),
     updatedAt: toDate(row.updated_at),
+    group: row.group_key ?? null,
   };
 }
 
@@ -229,6 +234,7 @@ export function mapClaimedJob(row: ClaimColumnsRow, claim: ClaimInstant): Claime
     startedAt: new Date(claim.startedAt),
     finishedAt: null,
     updatedAt: new Date(claim.startedAt),
+    group: row.group_key ?? null,
     attempt: row.attempts,
   };
 }

@@ -283,11 +283,11 @@ export async function listLimits(executor: Executor): Promise<LimitStatus[]> {
             CASE WHEN m.paused_until > statement_timestamp() THEN m.paused_until END AS paused_until,
             ${limitRunning('m.key')}::int AS running, w.started, w.next_start_at,
             (CASE m.scope
-               WHEN 'queue' THEN (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_jobs r
+               WHEN 'queue' THEN (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_rows r
                  WHERE r.queue = m.name AND r.run_at <= statement_timestamp() LIMIT ${WAITING_COUNT_CAP}) x)
-               WHEN 'kind' THEN (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_jobs r
+               WHEN 'kind' THEN (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_rows r
                  WHERE r.kind = m.name AND r.run_at <= statement_timestamp() LIMIT ${WAITING_COUNT_CAP}) x)
-               ELSE (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_jobs r
+               ELSE (SELECT count(*) FROM (SELECT 1 FROM leasehold.ready_rows r
                  WHERE r.kind = ANY(coalesce(m.kinds, '{}')) AND r.run_at <= statement_timestamp() LIMIT ${WAITING_COUNT_CAP}) x)
              END)::int AS waiting
      FROM leasehold.limits m

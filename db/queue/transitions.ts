@@ -47,6 +47,7 @@ export {
   limitStarted,
   type ClaimShape,
 } from './transitions/claim.ts';
+export { groupedClaimText } from './transitions/claim-grouped.ts';
 export { COMPLETE_MANY } from './transitions/settle.ts';
 /** @internal: statement builders (drizzle fragments), kept out of the published declarations. */
 export { failStatement, heartbeatStatement, releaseStatement, workerHeartbeatStatement } from './transitions/settle.ts';
@@ -65,6 +66,7 @@ export interface Edge {
 export const EDGES: readonly Edge[] = [
   { from: null, to: 'ready', by: 'enqueue / enqueueMany' },
   { from: 'ready', to: 'running', by: 'claim (due, queue not paused, FOR UPDATE SKIP LOCKED)' },
+  { from: 'ready', to: 'running', by: 'claim with grouped (a grouped job, its group in turn, FOR UPDATE SKIP LOCKED)' },
   { from: 'running', to: 'done', by: 'completeIfLeaseHeld (token, lease_until > statement_timestamp())' },
   { from: 'running', to: 'ready', by: 'failIfLeaseHeld, retryable class and attempts left' },
   { from: 'running', to: 'dead', by: 'failIfLeaseHeld, permanent/validation, attempts spent or max age' },

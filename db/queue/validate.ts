@@ -21,6 +21,8 @@ export const textSchema = (max: number) =>
     .max(max)
     .refine((s) => !s.includes('\u0000'), 'contains U+0000, which PostgreSQL text cannot store');
 export const actorSchema = textSchema(256).pipe(z.string().min(1));
+/** A fair group's key (a tenant, an account): 1 to 256 characters (docs/flow-control.md, "Fair groups"). */
+export const groupKeySchema = textSchema(256).pipe(z.string().min(1));
 
 /** Makes arbitrary text (an error message, a response body) storable: U+0000 becomes U+FFFD. */
 export function storableText(text: string): string {

@@ -336,7 +336,8 @@ function candidates(shape: ClaimShape, bounded: boolean): string {
 /**
  * The claim of one named job, for the testing entry's `runJob` (testing/claim-job.ts): the
  * claim above with one difference, the candidate: the job's own ready row (found by the job's
- * kind version, queue and claim key: the kind index) instead of a walk of the queue. The rest is the
+ * kind version, queue and claim key: the kind index; a grouped job's in grouped_ready_jobs, by
+ * its group too, out of its group's turn) instead of a walk of the queue. The rest is the
  * claim's: the same guards (the ready row locked FOR UPDATE SKIP LOCKED and deleted, the job
  * updated only while `ready` and due, nothing from a paused queue), the same SET and the same
  * lease row, so settlement, heartbeats and the reaper see an ordinary attempt. An edge of
@@ -356,13 +357,29 @@ export const CLAIM_JOB = `
       LIMIT $2::int
       FOR UPDATE OF r SKIP LOCKED
     ),
+    grouped_candidate AS (
+      SELECT r.ctid
+      FROM leasehold.jobs t
+      JOIN leasehold.grouped_ready_jobs r
+        ON r.queue = t.queue AND r.kind = t.kind AND r.kind_version = t.kind_version AND r.group_key = t.group_key
+           AND r.claim_at = t.claim_at AND r.id = t.id
+      WHERE t.id = $1::uuid
+        AND ${DUE}
+        AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = r.queue AND q.paused)
+      LIMIT $2::int
+      FOR UPDATE OF r SKIP LOCKED
+    ),
     taken AS (
       DELETE FROM leasehold.ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM candidate)) RETURNING r.id
+    ),
+    grouped_taken AS (
+      DELETE FROM leasehold.grouped_ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM grouped_candidate)) RETURNING r.id
     ),
     claimed AS (
       UPDATE leasehold.jobs j
       SET ${CLAIM_SET}
-      WHERE j.id = ANY(ARRAY(SELECT id FROM taken)) AND j.state = 'ready' AND j.run_at <= statement_timestamp()
-      RETURNING ${qualified(CLAIM_COLUMNS, 'j')}
+      WHERE j.id = ANY(ARRAY(SELECT id FROM taken UNION ALL SELECT id FROM grouped_taken))
+        AND j.state = 'ready' AND j.run_at <= statement_timestamp()
+      RETURNING ${qualified(CLAIM_COLUMNS, 'j')}, j.group_key
     ),${CLAIM_LEASE_ROWS}
     SELECT * FROM claimed`;

@@ -1,0 +1,138 @@
+/**
+ * ready → running for grouped jobs: the grouped claim (db/queue/transitions.ts is the face; its
+ * header has the invariants and the lock order; docs/flow-control.md, "Fair groups", the policy).
+ *
+ * A grouped job's ready row is in `grouped_ready_jobs`, never in `ready_jobs`, so the ungrouped
+ * claim (transitions/claim.ts) never reads it. This claim gives the groups of each arm (queue,
+ * kind, version) turns through `ready_groups`:
+ *
+ * 1. `turn`: the groups whose turn has come (`turn_at <= now`), least recently served first,
+ *    `limit` + 16 of them (an index descent per arm, `ready_groups_turn_idx`); `chosen`: the
+ *    first `limit` of those with a job due (an index probe each). Each looked-at group's row
+ *    is locked FOR NO KEY UPDATE SKIP LOCKED: two claims never serve one group at once (the
+ *    second takes the next groups instead of waiting), and an enqueue's FOR KEY SHARE on the
+ *    row neither waits for this nor holds it up.
+ * 2. `picked`: from each group in turn, its first `ceil(limit / groups)` due jobs in the aging
+ *    order (one descent of `grouped_ready_jobs_claim_idx` each), locked FOR UPDATE SKIP LOCKED;
+ *    `candidate` keeps the first `limit` of them by round (each group's first job, then each
+ *    group's second, …) and then by turn. So one claim reads at most `limit` + 16 group rows
+ *    and fewer than 2 × `limit` + 16 ready rows, however many groups or jobs wait.
+ * 3. The jobs are taken as the ungrouped claim takes them (the same SET, guard and lease rows).
+ * 4. `served`: each chosen group goes behind every group waiting (`turn_at` = now); a looked-at
+ *    group with nothing due: its turn moves to its next job's sort key (never
+ *    earlier than now) and it is marked idle, for the maintenance sweep (transitions/maintenance.ts,
+ *    groupSweep) to delete its row once it has no job, or to bring its turn back if a job came
+ *    while this claim ran.
+ *
+ * $1 the queues of the arms (one per arm), $2 the limit, $3 token, $4 lease seconds, $5 worker
+ * id, $6 the kinds, $7 the versions (in step with $1). Without kinds (`any`, tests and tools),
+ * $1 is the queues, and the arms are every (kind, version) with a group row in them.
+ */
+import { CLAIM_COLUMNS, qualified } from '../job.ts';
+import { CLAIM_LEASE_ROWS, CLAIM_SET } from './claim.ts';
+
+const NOW = 'statement_timestamp()';
+/**
+ * Group rows a claim looks at: its limit, and some more, so that groups with nothing due at the
+ * head of the turns (emptied since, or holding only later jobs) neither make a claim come back
+ * empty nor wait for the next one: each is moved on as it is looked at.
+ */
+const EXAMINED = '$2::int + 16';
+const GROUP_MATCH = (r: string, g: string) =>
+  `${r}.queue = ${g}.queue AND ${r}.kind = ${g}.kind AND ${r}.kind_version = ${g}.kind_version AND ${r}.group_key = ${g}.group_key`;
+
+const ARMS = {
+  given: `
+      arm AS (
+        SELECT a.queue, a.kind, a.version
+        FROM unnest($1::text[], $6::text[], $7::int[]) AS a(queue, kind, version)
+        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = a.queue AND q.paused)
+      ),`,
+  any: `
+      arm AS (
+        SELECT DISTINCT g.queue, g.kind, g.kind_version AS version
+        FROM leasehold.ready_groups g
+        WHERE g.queue = ANY($1::text[])
+          AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = g.queue AND q.paused)
+      ),`,
+};
+
+/** The grouped claim's text: with the worker's arms (`given`) or every arm of the queues (`any`). */
+export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean): string {
+  return `
+    WITH ${ARMS[arms].trim()}
+      turn AS (
+        SELECT t.* FROM (
+          SELECT g.ctid AS gid, g.queue, g.kind, g.kind_version, g.group_key, g.turn_at
+          FROM arm CROSS JOIN LATERAL (
+            SELECT g.ctid, g.queue, g.kind, g.kind_version, g.group_key, g.turn_at
+            FROM leasehold.ready_groups g
+            WHERE g.queue = arm.queue AND g.kind = arm.kind AND g.kind_version = arm.version AND g.turn_at <= ${NOW}
+            ORDER BY g.turn_at, g.group_key
+            LIMIT ${EXAMINED}
+            FOR NO KEY UPDATE SKIP LOCKED
+          ) g
+        ) t
+        ORDER BY t.turn_at, t.group_key
+        LIMIT ${EXAMINED}
+      ),
+      looked AS (
+        SELECT t.*, EXISTS (
+                 SELECT 1 FROM leasehold.grouped_ready_jobs r
+                 WHERE ${GROUP_MATCH('r', 't')} AND r.claim_at <= ${NOW} AND r.run_at <= ${NOW}
+               ) AS due
+        FROM turn t
+      ),
+      chosen AS (
+        SELECT * FROM looked WHERE due ORDER BY turn_at, group_key LIMIT $2::int
+      ),
+      quota AS (
+        SELECT ceil($2::numeric / greatest(count(*), 1))::int AS n FROM chosen
+      ),
+      picked AS (
+        SELECT p.ctid, p.round, t.turn_at, t.group_key
+        FROM chosen t CROSS JOIN quota
+        CROSS JOIN LATERAL (
+          SELECT x.ctid, row_number() OVER (ORDER BY x.claim_at, x.id) AS round
+          FROM (
+            SELECT r.ctid, r.claim_at, r.id
+            FROM leasehold.grouped_ready_jobs r
+            WHERE ${GROUP_MATCH('r', 't')}
+              AND r.claim_at <= ${NOW} AND r.run_at <= ${NOW}
+            ORDER BY r.claim_at, r.id
+            LIMIT quota.n
+            FOR UPDATE SKIP LOCKED
+          ) x
+        ) p
+      ),
+      candidate AS (
+        SELECT ctid FROM picked ORDER BY round, turn_at, group_key LIMIT $2::int
+      ),
+    taken AS (
+      DELETE FROM leasehold.grouped_ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM candidate))
+      RETURNING r.id, r.queue, r.kind, r.kind_version, r.group_key
+    ),
+    claimed AS (
+      UPDATE leasehold.jobs j
+      SET ${CLAIM_SET}
+      WHERE j.id = ANY(ARRAY(SELECT id FROM taken)) AND j.state = 'ready' AND j.run_at <= ${NOW}${
+        flush ? '' : `\n        AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
+      }
+      RETURNING ${qualified(CLAIM_COLUMNS, 'j')}, j.group_key
+    ),${CLAIM_LEASE_ROWS},
+    served AS (
+      UPDATE leasehold.ready_groups g
+      SET turn_at = CASE WHEN s.due THEN ${NOW} ELSE greatest(${NOW}, coalesce(s.next_at, ${NOW})) END,
+          idle_since = CASE WHEN s.due THEN NULL ELSE ${NOW} END
+      FROM (
+        SELECT l.gid, l.due,
+               (SELECT r.claim_at FROM leasehold.grouped_ready_jobs r WHERE ${GROUP_MATCH('r', 'l')}
+                ORDER BY r.claim_at, r.id LIMIT 1) AS next_at
+        FROM looked l
+        WHERE NOT l.due OR l.gid IN (SELECT gid FROM chosen)
+      ) s
+      WHERE g.ctid = s.gid
+      RETURNING 1
+    )
+    SELECT * FROM claimed`;
+}
