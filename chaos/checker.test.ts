@@ -37,6 +37,7 @@ import {
   limitFigures,
   LIMITED_MAX,
   rateFigures,
+  fairGroupFigures,
   RATED_MAX,
   RATED_PER_MS,
   RECOVERY_BOUND_MS,
@@ -306,6 +307,11 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   'rate-most': async (broken) =>
     rates([RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX], broken ? { reaped: [2.5, 10] } : { burst: true }),
   'rate-reached': async (broken) => rates(Array(5).fill(broken ? RATED_MAX - 1 : RATED_MAX)),
+  // A small group's job committed at 10 s and first started at 11 s; flood jobs created at 0 and
+  // first started every 0.1 s until 20 s. Broken: it started at 20 s, behind 100 of them; it
+  // started at 20.5 s, when every flood job had started (nothing of the flood waited).
+  'fair-ahead': async (broken) => fairGroups({ smallStart: broken ? 20 : 11 }),
+  'fair-waiting': async (broken) => fairGroups({ smallStart: broken ? 20.5 : 11 }),
   'rate-full': async (broken) =>
     rates(broken ? [RATED_MAX, 5, 5, 5, RATED_MAX] : [RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX]),
   'enqueue-rollbacks': async (broken) => duplicateEnqueue({ rolledBack: broken ? 0 : 12 }),
@@ -556,6 +562,32 @@ async function rates(perInterval: number[], options: { burst?: boolean; reaped?:
     );
   }
   return (await rateFigures(t.pool, { kind: 'chaos.rated', max: RATED_MAX, perMs: RATED_PER_MS })).figures;
+}
+
+/**
+ * fair-groups: 200 flood jobs created at t0 and first started every 0.1 s from t0 (to 20 s), and
+ * one small group's job created at 10 s and first started at `smallStart` s.
+ */
+async function fairGroups(options: { smallStart: number }): Promise<Figure[]> {
+  await reset();
+  const t0 = minutesAgo(5);
+  const leased = async (id: string, at: number) =>
+    t.pool.query(
+      `INSERT INTO chaos.lease_log (token, job_id, attempt, valid, deadline) VALUES (gen_random_uuid(), $1, 1, tstzrange($2, $3), $3)`,
+      [id, secondsAfter(t0, at), secondsAfter(t0, at + 0.05)],
+    );
+  const done = (group: string, createdAt: number, startedAt: number) =>
+    insertJob({
+      group_key: group,
+      state: 'done',
+      attempts: 1,
+      created_at: secondsAfter(t0, createdAt),
+      started_at: secondsAfter(t0, startedAt),
+      finished_at: secondsAfter(t0, startedAt + 0.05),
+    });
+  for (let i = 0; i < 200; i++) await leased(await done('flood', 0, i / 10), i / 10);
+  await leased(await done('small-1', 10, options.smallStart), options.smallStart);
+  return (await fairGroupFigures(t.pool, { flood: 'flood' })).figures;
 }
 
 /** Keys k0.. enqueued and committed, as chaos/enqueue-keys.ts records them; then `inject`. */

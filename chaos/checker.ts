@@ -31,6 +31,7 @@ export const SCENARIOS = [
   'blocked-loop',
   'limits',
   'rates',
+  'fair-groups',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -62,6 +63,15 @@ export const LIMITED_MAX = 4;
  */
 export const RATED_MAX = 20;
 export const RATED_PER_MS = 1000;
+/**
+ * fair-groups: the fleet's slots (4 workers of FAIR_CONCURRENCY), and the most flood jobs that
+ * may start first between a small group's job's commit and its own first start: the claims in
+ * flight at its commit (one a worker, each at most its free slots, all of the flood's), then one
+ * turn of the flood's before the small group's (docs/flow-control.md, "Fair groups"), with a
+ * worker's restart between: twice the fleet's slots.
+ */
+export const FAIR_CONCURRENCY = 4;
+export const FAIR_AHEAD_MAX = 2 * 4 * FAIR_CONCURRENCY;
 /** rates: a whole interval of the backlog is full with at least this share of the rate's starts. */
 export const RATE_FULL_SHARE = 0.9;
 /**
@@ -206,6 +216,15 @@ export const FIGURES = {
     name: `share of the backlog's whole intervals with at least ${RATE_FULL_SHARE} × the rate's starts of the rated kind`,
     rule: '≥ 0.5 (the rate does not starve the queue)',
   },
+  // fair-groups: small groups' jobs beside one group's flood, from the lease log's first starts.
+  'fair-ahead': {
+    name: "most flood jobs first started between a small group's job's commit and its own first start",
+    rule: `≤ ${FAIR_AHEAD_MAX} (the turns' bound)`,
+  },
+  'fair-waiting': {
+    name: "share of the small groups' jobs that first started while an older flood job still waited",
+    rule: '≥ 0.9 (the flood was waiting: the turns were needed)',
+  },
   // A scenario that threw.
   'harness-error': { name: 'harness error', rule: '= 0' },
 } as const satisfies Record<string, Entry>;
@@ -231,6 +250,7 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   'blocked-loop': ['isolated-terminated', 'spin-ran', 'busy-done'],
   limits: ['workers-killed', 'limit-reached'],
   rates: ['workers-killed', 'rate-reached'],
+  'fair-groups': ['workers-killed', 'fair-waiting'],
 };
 
 export interface Figure {
@@ -993,4 +1013,53 @@ export async function blockedLoopFigures(
     ),
     figure('loop-lag-max-ms', lags.length === 0 ? 0 : Math.max(...lags)),
   ];
+}
+
+/**
+ * fair-groups: each job of the small groups (`group_key` not `flood`) against the flood group's,
+ * from the lease log (a job's first start is its first lease's). From them:
+ * - the most flood jobs whose first start came after a small job's commit (`created_at`) and no
+ *   later than its own first start: at most FAIR_AHEAD_MAX (the turns' bound);
+ * - the share of small jobs at whose first start a flood job created before it had not started
+ *   yet (the flood was waiting, so without turns the small job would have waited behind it).
+ *   Read once every job has ended: each has a first start.
+ */
+export async function fairGroupFigures(client: Queryable, inputs: { flood: string }): Promise<Checked> {
+  const firsts = `
+    WITH f AS (
+      SELECT j.id, j.group_key, j.created_at, min(lower(g.valid)) AS first
+      FROM leasehold.jobs j JOIN chaos.lease_log g ON g.job_id = j.id
+      WHERE j.group_key IS NOT NULL
+      GROUP BY j.id, j.group_key, j.created_at
+    ),
+    small AS (SELECT * FROM f WHERE group_key <> $1),
+    flood AS (SELECT * FROM f WHERE group_key = $1)`;
+  const ahead = await count(
+    client,
+    `${firsts}
+     SELECT coalesce(max((SELECT count(*) FROM flood WHERE flood.first > s.created_at AND flood.first <= s.first)), 0)
+     FROM small s`,
+    [inputs.flood],
+  );
+  const waiting = await count(
+    client,
+    `${firsts}
+     SELECT coalesce(round(avg((EXISTS (
+              SELECT 1 FROM flood WHERE flood.created_at < s.created_at AND flood.first > s.first))::int), 3), 0)
+     FROM small s`,
+    [inputs.flood],
+  );
+  return {
+    figures: [figure('fair-ahead', ahead), figure('fair-waiting', waiting)],
+    observations: [
+      {
+        name: "small groups' jobs started",
+        value: await count(client, `${firsts} SELECT count(*) FROM small`, [inputs.flood]),
+      },
+      {
+        name: 'flood jobs started',
+        value: await count(client, `${firsts} SELECT count(*) FROM flood`, [inputs.flood]),
+      },
+    ],
+  };
 }

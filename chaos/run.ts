@@ -9,7 +9,7 @@
  *
  * Scenarios: kill-storm, crash-points, zombie, connection-loss, listen-cut, heartbeat-cut,
  * clock-skew (skipped without /usr/bin/faketime), db-restart, db-crash, poison, priority-flood,
- * duplicate-enqueue, deaf-handlers, blocked-loop, limits, rates (the default set), and drain (jobs enqueued every way
+ * duplicate-enqueue, deaf-handlers, blocked-loop, limits, rates, fair-groups (the default set), and drain (jobs enqueued every way
  * and drained, no faults: the baseline the others are held against). Prints a table and writes
  * chaos-results.json; exits 1 when any figure fails. The figures, their rules, each scenario's
  * evidence that its fault happened, and the verdict are chaos/checker.ts's (judged by
@@ -75,6 +75,8 @@ import {
   rateFigures,
   RATED_MAX,
   RATED_PER_MS,
+  fairGroupFigures,
+  FAIR_CONCURRENCY,
   poisonFigures,
   poolerFigures,
   priorityFloodFigures,
@@ -710,6 +712,90 @@ async function limitedFleetStorm(run: {
   }
 }
 
+/**
+ * fair-groups: four workers of FAIR_CONCURRENCY slots drain one group's flood (`flood`: enough
+ * 50 ms jobs to outlast the planned time) while nine small groups enqueue a job each every
+ * 300 ms for the planned time; from its second half a worker is SIGKILLed every 2 s until the
+ * flood is drained. The lease log says how many flood jobs started ahead of each small job, and
+ * whether the flood still waited then.
+ */
+async function fairGroupsStorm(): Promise<Result> {
+  const db = await freshDatabase();
+  const fleets = [
+    new Fleet(db.url, ['--concurrency', String(FAIR_CONCURRENCY)]),
+    new Fleet(db.url, ['--concurrency', String(FAIR_CONCURRENCY)]),
+  ];
+  const started = Date.now();
+  try {
+    for (const f of fleets) f.start(2);
+    await workersRegistered(db.client, 4);
+    const job = (group: string) => ({
+      queue: 'chaos',
+      kind: 'chaos.work',
+      group,
+      payload: { ms: 50 },
+      maxAttempts: 25,
+    });
+    // The fleet starts at most 4 × FAIR_CONCURRENCY × 20 jobs a second: the flood outlasts the run.
+    const flood = secondsEach * 4 * FAIR_CONCURRENCY * 20;
+    for (let i = 0; i < flood; i += 10_000) {
+      await enqueueMany(
+        db.client,
+        Array.from({ length: Math.min(10_000, flood - i) }, () => job('flood')),
+      );
+    }
+    const small = Array.from({ length: 9 }, (_, i) => `small-${i + 1}`);
+    let enqueued = flood;
+    let killed = 0;
+    let lastFault = Date.now();
+    const stormFrom = Date.now() + (secondsEach * 1000) / 2;
+    const until = Date.now() + secondsEach * 1000;
+    let nextKill = stormFrom;
+    // The small groups' jobs for the planned time, then the storm goes on until the flood is
+    // drained (so recovery is judged from a fault near the end, as in the limits' storm).
+    const stormUntil = until + secondsEach * 3000;
+    while (
+      Date.now() < until ||
+      (Date.now() < stormUntil &&
+        (await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE state = 'ready'`)) > 0)
+    ) {
+      if (Date.now() < until) {
+        await enqueueMany(db.client, small.map(job));
+        enqueued += small.length;
+      }
+      if (Date.now() >= nextKill) {
+        killed += fleets[killed % 2]!.killRandom();
+        lastFault = Date.now();
+        nextKill = Date.now() + 2000;
+      }
+      await sleep(300);
+    }
+    await drain(db.client, RECOVERY_BOUND_MS + 60_000);
+    const checked = merge(
+      await ledgerFigures(db.client, {
+        enqueued,
+        exclusionErrors: fleets.reduce((n, f) => n + f.exclusionErrors, 0),
+        crashes: fleets.reduce((n, f) => n + f.crashes, 0),
+        lastFault,
+        bound: RECOVERY_BOUND_MS,
+        recoverySince: 0,
+      }),
+      await fairGroupFigures(db.client, { flood: 'flood' }),
+    );
+    return {
+      scenario: 'fair-groups',
+      jobs: enqueued,
+      seconds: Math.round((Date.now() - started) / 1000),
+      faults: killed,
+      figures: [figure('workers-killed', killed), ...checked.figures],
+      observations: checked.observations ?? [],
+    };
+  } finally {
+    for (const f of fleets) await f.stop();
+    await db.drop();
+  }
+}
+
 const scenarios: Record<Scenario, () => Promise<Result>> = {
   'kill-storm': () =>
     workload('kill-storm', {
@@ -1315,6 +1401,8 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
       jobs: Math.max(3 * RATED_MAX, Math.round((secondsEach * 1000 * RATED_MAX) / RATED_PER_MS)),
       figures: (client) => rateFigures(client, { kind: 'chaos.rated', max: RATED_MAX, perMs: RATED_PER_MS }),
     }),
+
+  'fair-groups': fairGroupsStorm,
 
   'deaf-handlers': async () => {
     // Handlers that ignore their signal: deaf ones sleep past their 250 ms timeout (a quarter of

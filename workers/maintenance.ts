@@ -86,7 +86,7 @@ export interface MaintenanceDeps {
   /** The handlers' limits and the worker's queue limits, declared at start (db/queue/limits.ts). */
   limits?: readonly LimitDeclaration[] | undefined;
   /** Told, at start and at each registry refresh, which served queues hold grouped jobs (Producer.groupsFound). */
-  groupsFound?: ((queues: string[]) => void) | undefined;
+  groupsFound?: ((queues: string[], refresh: boolean) => void) | undefined;
   /** Told, at start and at each registry refresh, which served queues have a limit (Producer.limitQueues). */
   queueLimitsFound?: ((queues: { queue: string; max: boolean }[]) => void) | undefined;
   metrics?: WorkerMetrics | undefined;
@@ -144,7 +144,7 @@ export class Maintenance {
   private async findQueueLimits(): Promise<void> {
     const own = (this.deps.limits ?? []).filter((l) => l.scope === 'queue').map((l) => limitKey('queue', l.name));
     await renewQueueLimits(this.deps.db, own);
-    if (this.deps.groupsFound) this.deps.groupsFound(await groupedQueues(this.deps.db, this.settings.queues));
+    if (this.deps.groupsFound) this.deps.groupsFound(await groupedQueues(this.deps.db, this.settings.queues), true);
     if (!this.deps.queueLimitsFound) return;
     this.deps.queueLimitsFound(await limitedQueues(this.deps.db, this.settings.queues));
   }

@@ -29,8 +29,9 @@
  *   claimed as they are without one;
  * - each claim has a twin for grouped jobs (the same kinds and limits, `grouped`: the groups in
  *   turns, db/queue/transitions/claim-grouped.ts); the ungrouped claims go first in one round,
- *   the grouped ones in the next. A grouped claim that came back empty rests until grouped
- *   jobs are found in its queues: a grouped enqueue's wake-up, or the registry refresh.
+ *   the grouped ones in the next. Grouped claims run only where grouped jobs were found (a
+ *   grouped enqueue's wake-up, the registry refresh); one that came back empty rests most of a
+ *   poll interval.
  */
 import type { Logger } from 'pino';
 import {
@@ -103,13 +104,15 @@ interface Claimer extends ClaimGroup {
   /** When its limits last said no rate or pause withholds a start (limitWaitMs), performance.now(). */
   noWaitAt?: number | undefined;
   /**
-   * It claims grouped jobs (db/queue/transitions/claim-grouped.ts). `quiet` from the start and
-   * after it came back empty, until a grouped job's wake-up for one of its queues or a registry
-   * refresh that finds groups there (groupsFound): a worker whose queues hold no grouped job
-   * sends no grouped claim at all.
+   * It claims grouped jobs (db/queue/transitions/claim-grouped.ts), while `active`: grouped jobs
+   * were found in its queues (a grouped enqueue's wake-up, or the registry refresh, which also
+   * ends it when they hold none), so a worker whose queues hold no grouped job sends no grouped
+   * claim. One that came back empty rests until `restUntil` (most of a poll interval; a grouped
+   * wake-up ends the rest), as an ungrouped claim waits for the next poll.
    */
   grouped?: boolean | undefined;
-  quiet?: boolean | undefined;
+  active?: boolean | undefined;
+  restUntil?: number | undefined;
   /** Its own: the same options parsed once, and each walk after the last key it took (db/queue/claim.ts). */
   cache: ClaimOptionsCache;
 }
@@ -199,7 +202,7 @@ export class Producer {
   lastClaimAt: Date | null = null;
   /** Claim rounds so far: their parity orders the round's claims. */
   private rounds = 0;
-  /** Queues where grouped jobs were found (groupsFound): a rebuilt twin starts awake there. */
+  /** Queues where grouped jobs were found (groupsFound): a rebuilt twin starts active there. */
   private groupedQueues: string[] = [];
 
   constructor(
@@ -227,7 +230,7 @@ export class Producer {
       {
         ...group,
         grouped: true,
-        quiet: !this.groupedQueues.some((q) => group.queues.includes(q)),
+        active: this.groupedQueues.some((q) => group.queues.includes(q)),
         cache: new ClaimOptionsCache(),
       },
     ]);
@@ -263,18 +266,21 @@ export class Producer {
   }
 
   /**
-   * Grouped jobs may wait in `queues` (a grouped enqueue's wake-up, or a registry refresh that
-   * found groups there: db/queue/groups.ts, groupedQueues): their grouped claims run again, from
-   * the next round on.
+   * Grouped jobs wait in `queues`: all of the served queues that hold any (`refresh`: the
+   * registry's answer, db/queue/groups.ts, groupedQueues), or one more (a grouped enqueue's
+   * wake-up). Their grouped claims run from the next round on; after a refresh, only theirs.
    */
-  groupsFound(queues: readonly string[]): void {
-    this.groupedQueues = [...new Set([...this.groupedQueues, ...queues])].slice(-1000);
+  groupsFound(queues: readonly string[], refresh = false): void {
+    this.groupedQueues = refresh ? [...queues] : [...new Set([...this.groupedQueues, ...queues])];
     let woken = false;
     for (const claimer of this.claimers) {
-      if (claimer.grouped && claimer.quiet && claimer.queues.some((q) => queues.includes(q))) {
-        claimer.quiet = false;
-        woken = true;
-      }
+      if (!claimer.grouped) continue;
+      const found = claimer.queues.some((q) => queues.includes(q));
+      if (found && (!claimer.active || !refresh)) {
+        woken = woken || !claimer.active || (claimer.restUntil ?? 0) > performance.now();
+        claimer.active = true;
+        claimer.restUntil = undefined;
+      } else if (!found && refresh) claimer.active = false;
     }
     if (woken) this.wake();
   }
@@ -369,7 +375,7 @@ export class Producer {
       for (const claimer of order) {
         const free = s.concurrency - this.taken;
         if (free <= 0 || signal.aborted) break;
-        if (claimer.quiet) continue;
+        if (claimer.grouped && (!claimer.active || (claimer.restUntil ?? 0) > performance.now())) continue;
         const limit = Math.min(free, s.batchSize);
         let jobs: ClaimedJob[];
         // A wake-up from before this claim is answered by it; one that arrives while it runs
@@ -424,7 +430,7 @@ export class Producer {
         // A grouped claim takes a share per group: short of its limit, more may still be due.
         if (claimer.grouped) {
           if (jobs.length > 0) full = true;
-          else claimer.quiet = true;
+          else claimer.restUntil = performance.now() + 0.75 * s.pollMs;
         }
         // A limited claim that came back short may be held by a rate or a pause, which end at a
         // known time: claim again then, not at the next poll (one more statement). A claimer

@@ -183,7 +183,7 @@ export class Worker {
         kinds: registry.registrations(),
         limits: [...limitDeclarations(registry.handlers()), ...queueLimitDeclarations(s.queueLimits)],
         queueLimitsFound: (queues) => this.producer.limitQueues(queues),
-        groupsFound: (queues) => this.producer.groupsFound(queues),
+        groupsFound: (queues, refresh) => this.producer.groupsFound(queues, refresh),
       },
     );
   }

@@ -72,6 +72,17 @@ describe('fair groups', () => {
     expect(await claimer({ limit: 50 })).toHaveLength(20);
   });
 
+  it('lets racing claims share one flooding group, each a whole batch, none waiting on another', async () => {
+    const { queue, kind, claimer } = setUp('racing');
+    await enqueueMany(
+      t.db,
+      Array.from({ length: 100 }, () => ({ queue, kind, group: 'flood' })),
+    );
+    const batches = await Promise.all(Array.from({ length: 4 }, (_, i) => claimer({ limit: 10, workerId: `w${i}` })));
+    expect(batches.map((b) => b.length)).toEqual([10, 10, 10, 10]);
+    expect(new Set(batches.flat().map((j) => j.id)).size).toBe(40);
+  });
+
   it('keeps the aging order inside a group and takes turns across groups', async () => {
     const { queue, kind, claimer } = setUp('order');
     const ids: Record<string, string[]> = { a: [], b: [] };

@@ -7,11 +7,10 @@
  * kind, version) turns through `ready_groups`:
  *
  * 1. `turn`: the groups whose turn has come (`turn_at <= now`), least recently served first,
- *    `limit` + 16 of them (an index descent per arm, `ready_groups_turn_idx`); `chosen`: the
- *    first `limit` of those with a job due (an index probe each). Each looked-at group's row
- *    is locked FOR NO KEY UPDATE SKIP LOCKED: two claims never serve one group at once (the
- *    second takes the next groups instead of waiting), and an enqueue's FOR KEY SHARE on the
- *    row neither waits for this nor holds it up.
+ *    `limit` + 16 of them (an index descent per arm, `ready_groups_turn_idx`), read without
+ *    locks; `chosen`: the first `limit` of those with a job due (an index probe each). Two
+ *    claims at once may serve one group: its ready rows are what they share out (SKIP LOCKED),
+ *    so a one-group flood drains as fast as an ungrouped queue on every worker.
  * 2. `picked`: from each group in turn, its first `ceil(limit / groups)` due jobs in the aging
  *    order (one descent of `grouped_ready_jobs_claim_idx` each), locked FOR UPDATE SKIP LOCKED;
  *    `candidate` keeps the first `limit` of them by round (each group's first job, then each
@@ -20,9 +19,11 @@
  * 3. The jobs are taken as the ungrouped claim takes them (the same SET, guard and lease rows).
  * 4. `served`: each chosen group goes behind every group waiting (`turn_at` = now); a looked-at
  *    group with nothing due: its turn moves to its next job's sort key (never
- *    earlier than now) and it is marked idle, for the maintenance sweep (transitions/maintenance.ts,
- *    groupSweep) to delete its row once it has no job, or to bring its turn back if a job came
- *    while this claim ran.
+ *    earlier than now) and it is marked idle, for the maintenance sweep (db/queue/groups.ts,
+ *    sweepReadyGroups) to delete its row once it has no job, or to bring its turn back if a job came
+ *    while this claim ran. The rows are locked FOR NO KEY UPDATE SKIP LOCKED (`moved`): a row
+ *    another claim is moving is left to it (it moves it anyway), so no claim waits on another,
+ *    and an enqueue's FOR KEY SHARE on the row neither waits for this nor holds it up.
  *
  * $1 the queues of the arms (one per arm), $2 the limit, $3 token, $4 lease seconds, $5 worker
  * id, $6 the kinds, $7 the versions (in step with $1). Without kinds (`any`, tests and tools),
@@ -63,14 +64,13 @@ export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean): strin
     WITH ${ARMS[arms].trim()}
       turn AS (
         SELECT t.* FROM (
-          SELECT g.ctid AS gid, g.queue, g.kind, g.kind_version, g.group_key, g.turn_at
+          SELECT g.queue, g.kind, g.kind_version, g.group_key, g.turn_at
           FROM arm CROSS JOIN LATERAL (
-            SELECT g.ctid, g.queue, g.kind, g.kind_version, g.group_key, g.turn_at
+            SELECT g.queue, g.kind, g.kind_version, g.group_key, g.turn_at
             FROM leasehold.ready_groups g
             WHERE g.queue = arm.queue AND g.kind = arm.kind AND g.kind_version = arm.version AND g.turn_at <= ${NOW}
             ORDER BY g.turn_at, g.group_key
             LIMIT ${EXAMINED}
-            FOR NO KEY UPDATE SKIP LOCKED
           ) g
         ) t
         ORDER BY t.turn_at, t.group_key
@@ -120,18 +120,21 @@ export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean): strin
       }
       RETURNING ${qualified(CLAIM_COLUMNS, 'j')}, j.group_key
     ),${CLAIM_LEASE_ROWS},
+    moved AS (
+      SELECT g.ctid, l.due,
+             (SELECT r.claim_at FROM leasehold.grouped_ready_jobs r WHERE ${GROUP_MATCH('r', 'l')}
+              ORDER BY r.claim_at, r.id LIMIT 1) AS next_at
+      FROM looked l JOIN leasehold.ready_groups g ON ${GROUP_MATCH('g', 'l')}
+      WHERE NOT l.due OR (l.queue, l.kind, l.kind_version, l.group_key) IN
+            (SELECT c.queue, c.kind, c.kind_version, c.group_key FROM chosen c)
+      FOR NO KEY UPDATE OF g SKIP LOCKED
+    ),
     served AS (
       UPDATE leasehold.ready_groups g
-      SET turn_at = CASE WHEN s.due THEN ${NOW} ELSE greatest(${NOW}, coalesce(s.next_at, ${NOW})) END,
-          idle_since = CASE WHEN s.due THEN NULL ELSE ${NOW} END
-      FROM (
-        SELECT l.gid, l.due,
-               (SELECT r.claim_at FROM leasehold.grouped_ready_jobs r WHERE ${GROUP_MATCH('r', 'l')}
-                ORDER BY r.claim_at, r.id LIMIT 1) AS next_at
-        FROM looked l
-        WHERE NOT l.due OR l.gid IN (SELECT gid FROM chosen)
-      ) s
-      WHERE g.ctid = s.gid
+      SET turn_at = CASE WHEN m.due THEN ${NOW} ELSE greatest(${NOW}, coalesce(m.next_at, ${NOW})) END,
+          idle_since = CASE WHEN m.due THEN NULL ELSE ${NOW} END
+      FROM moved m
+      WHERE g.ctid = m.ctid
       RETURNING 1
     )
     SELECT * FROM claimed`;
