@@ -218,6 +218,24 @@ export class Worker {
     this.producer.wake();
   }
 
+  /**
+   * A wake-up NOTIFY's payload: a queue (or `*`) whose jobs may be ahead of the claims' lower
+   * bound, or a grouped enqueue's queue (db/queue/groups.ts), whose grouped claims run again.
+   */
+  private woken(payload: string): void {
+    const queues = this.settings.queues;
+    if (payload.endsWith(GROUPED_WAKE_SUFFIX)) {
+      const queue = payload.slice(0, -GROUPED_WAKE_SUFFIX.length);
+      if (queues.includes(queue)) this.producer.groupsFound([queue]);
+      return;
+    }
+    if (payload === '*' || queues.includes(payload)) {
+      // The job may be ahead of the claims' lower bound (a higher priority): walk from the head.
+      this.producer.restartFromHead(payload);
+      this.producer.wake();
+    }
+  }
+
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error('Leasehold worker: start() called twice');
     this.state = 'running';
@@ -259,20 +277,7 @@ export class Worker {
         url,
         channel: WAKE_CHANNEL,
         logger,
-        onWake: (payload) => {
-          // A grouped enqueue's wake-up (db/queue/groups.ts): its queue's grouped claims run again.
-          if (payload.endsWith(GROUPED_WAKE_SUFFIX)) {
-            const queue = payload.slice(0, -GROUPED_WAKE_SUFFIX.length);
-            if (s.queues.includes(queue)) this.producer.groupsFound([queue]);
-            return;
-          }
-          const queue = payload;
-          if (queue === '*' || s.queues.includes(queue)) {
-            // The job may be ahead of the claims' lower bound (a higher priority): walk from the head.
-            this.producer.restartFromHead(queue);
-            this.producer.wake();
-          }
-        },
+        onWake: (payload) => this.woken(payload),
         onQueueUsage: (usage) => {
           this.deps.metrics?.notifyQueueUsage.set(usage);
           if (usage >= NOTIFY_QUEUE_LIMIT) {
