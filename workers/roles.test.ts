@@ -1,6 +1,7 @@
 /**
  * A worker process's whole loop as leasehold_worker (db/roles.sql): its start (schema check,
- * registry), LISTEN wake-ups from a producer's leasehold.enqueue, claims, heartbeats, receipts,
+ * registry), LISTEN wake-ups from a producer's leasehold.enqueue, claims (a grouped one too, and
+ * the sweep of its group), heartbeats, receipts,
  * batched acknowledgements, failures with their attempt rows, the reaper and retention, on a
  * login that has only the worker role. db/roles.test.ts covers the queue functions one by one.
  */
@@ -101,6 +102,14 @@ describe('a worker on a leasehold_worker login', () => {
         ).rows[0]!.id;
       const sent = await enqueueSql('send', queue);
       const refused = await enqueueSql('refuse', queue);
+      // A grouped job: its wake-up names the queue with ' grouped'; the grouped claim, its
+      // group's turn and the maintenance sweep all run on the worker role's grants.
+      const grouped = (
+        await producer.pool.query<{ id: string }>(
+          `SELECT id FROM leasehold.enqueue('send', '{"to": "g@example.com"}', $1, group_key => 'acme')`,
+          [queue],
+        )
+      ).rows[0]!.id;
       // A claim whose worker died: the reaper (this worker's maintenance) takes it back.
       const lost = await enqueueSql('send', elsewhere);
       const [gone] = await claim(workerDb.db, { queues: [elsewhere], workerId: 'w-gone' });
@@ -113,6 +122,12 @@ describe('a worker on a leasehold_worker login', () => {
       expect(done.attempts).toBe(1);
       const receipt = await admin.pool.query('SELECT result FROM leasehold.receipts WHERE job_id = $1', [sent]);
       expect(receipt.rows).toEqual([{ result: { sentTo: 'a@example.com' } }]);
+      await until('the grouped job to be done', async () => (await getJob(admin.db, grouped)).state === 'done');
+      await until(
+        'the drained group swept away',
+        async () =>
+          (await admin.pool.query('SELECT 1 FROM leasehold.ready_groups WHERE queue = $1', [queue])).rowCount === 0,
+      );
       await until('the refused job to be dead', async () => (await getJob(admin.db, refused)).state === 'dead');
       expect((await attemptsOf(admin.db, refused)).map((a) => [a.outcome, a.failureClass])).toEqual([
         ['failed', 'permanent'],
