@@ -21,6 +21,13 @@ import { selectDatabase } from '../cli/database-select.ts';
 import { createScratchDatabase } from '../test/scratch-database.ts';
 import { PROJECT_DIR } from '../cli/database-select.ts';
 import { COST_VARIANTS, costLoop, type CostVariant } from './costs.ts';
+import {
+  FAIR_SLOTS,
+  groupedClaimLatency,
+  leaseholdFairness,
+  PG_BOSS_GROUP_CONCURRENCY,
+  pgBossFairness,
+} from './fairness.ts';
 import { claimThroughput, dashboardTimes, historyDatabase } from './history.ts';
 import { HOT_TABLES, heldHorizon, priorityJump, steadyBacklog } from './horizon.ts';
 import { forkChild, median, percentile, round, sleep } from './lib.ts';
@@ -86,6 +93,10 @@ const SIZE = {
   history: pick(1_000_000, 20_000, 2_000),
   claimJobs: pick(20_000, 2_000, 200),
   costJobs: pick(50_000, 2_000, 500),
+  /** The fairness case: group A's flood, before B…K's 10 jobs each. */
+  fairFlood: pick(100_000, 5_000, 500),
+  /** …and how long B…K's jobs are waited for (a job still waiting then counts its wait so far). */
+  fairCapMs: pick(120_000, 30_000, 5_000),
 };
 // --sizes drain=20000,single=2000: override sizes (for profiling one case; not for published figures)
 for (const pair of args.sizes?.split(',') ?? []) {
@@ -673,6 +684,71 @@ if (want('drain-rated'))
     'drain-rated',
     `{ rate: { max: ${RATED_DRAIN.max}, perMs: ${RATED_DRAIN.perMs} } } (at most ${RATED_DRAIN.max.toLocaleString('en')} starts in any ${RATED_DRAIN.perMs} ms, every process together)`,
   );
+
+if (want('fairness')) {
+  // bench/fairness.ts: B…K's waits behind A's flood, with their groups and without.
+  const what = `B…K's 10 jobs each, enqueued while one worker of ${FAIR_SLOTS} slots drains group A's ${SIZE.fairFlood.toLocaleString('en')} (2 ms handlers): wait from enqueue to start`;
+  const runs = { leasehold: leaseholdFairness, 'pg-boss': pgBossFairness } as const;
+  for (let rep = 0; rep < RUNS; rep++) {
+    for (const system of rotation(chosen(['leasehold', 'pg-boss']), rep)) {
+      for (const grouped of [false, true]) {
+        const how = grouped
+          ? system.name === 'pg-boss'
+            ? `jobs sent with group: { id }, worked with groupConcurrency: ${PG_BOSS_GROUP_CONCURRENCY}`
+            : 'jobs enqueued with group (turns between groups)'
+          : 'no groups';
+        const name = `fairness-${grouped ? 'groups' : 'none'}`;
+        const metas = {
+          p50: { description: `p50 of ${what}; ${how}`, unit: 'ms', higherIsBetter: false },
+          p99: { description: `p99 of ${what}; ${how}`, unit: 'ms', higherIsBetter: false },
+        };
+        log(`${name} ${system.name} run ${rep + 1}`);
+        const db = await freshDatabase(system);
+        try {
+          const run = runs[system.name as keyof typeof runs];
+          const figures = await measured(`${name}-p50`, metas.p50, system.name, () =>
+            run(db.url, { flood: SIZE.fairFlood, capMs: SIZE.fairCapMs }, grouped),
+          );
+          if (!figures) continue;
+          record(`${name}-p50`, metas.p50, system.name, round(figures.p50));
+          record(`${name}-p99`, metas.p99, system.name, round(figures.p99));
+          if (figures.waiting > 0)
+            note(
+              `${name}-p99`,
+              metas.p99,
+              system.name,
+              `${figures.waiting} of 100 not started after ${SIZE.fairCapMs / 1000} s: their waits so far are counted (lower bounds)`,
+            );
+        } finally {
+          await db.drop();
+        }
+      }
+    }
+  }
+}
+
+if (want('fairness') && wantedSystems.includes('leasehold')) {
+  // A grouped claim's latency as the groups holding ready jobs grow (Leasehold alone: turns).
+  const counts = SMOKE ? [10, 1_000] : [10, 1_000, 100_000];
+  for (let rep = 0; rep < RUNS; rep++) {
+    for (const groups of counts) {
+      const name = `group-claim-${groups}`;
+      const meta = {
+        description: `median of 50 grouped claims of ${FAIR_SLOTS}, one after another, with ${groups.toLocaleString('en')} groups holding a ready job each`,
+        unit: 'ms',
+        higherIsBetter: false,
+      };
+      log(`${name} leasehold run ${rep + 1}`);
+      const db = await freshDatabase(SYSTEMS.leasehold);
+      try {
+        const ms = await measured(name, meta, 'leasehold', () => groupedClaimLatency(db.url, groups));
+        if (ms !== undefined) record(name, meta, 'leasehold', round(ms));
+      } finally {
+        await db.drop();
+      }
+    }
+  }
+}
 
 if (want('lifecycle')) {
   const what = `${SIZE.drain.toLocaleString('en')} jobs: bulk enqueue, drain by 1 worker process, the system's retention of the finished jobs, then VACUUM`;
