@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   claim,
   completeManyIfLeaseHeld,
+  declareLimits,
   defineJob,
   enqueue,
   enqueueMany,
@@ -81,6 +82,29 @@ describe('fair groups', () => {
     const batches = await Promise.all(Array.from({ length: 4 }, (_, i) => claimer({ limit: 10, workerId: `w${i}` })));
     expect(batches.map((b) => b.length)).toEqual([10, 10, 10, 10]);
     expect(new Set(batches.flat().map((j) => j.id)).size).toBe(40);
+  });
+
+  it("counts toward its kind's limit: a limited grouped claim takes no more than the limit leaves", async () => {
+    const { queue, kind } = setUp('limited');
+    await declareLimits(t.db, [{ scope: 'kind', name: kind, max: 2 }]);
+    await enqueueMany(
+      t.db,
+      ['a', 'b', 'c'].flatMap((group) => Array.from({ length: 3 }, () => ({ queue, kind, group }))),
+    );
+    const options = {
+      queues: [queue],
+      workerId: 'w',
+      limit: 10,
+      kinds: kindsOf(kind),
+      grouped: true,
+      limits: [`kind:${kind}`],
+    };
+    const first = await claim(t.db, options);
+    expect(first).toHaveLength(2);
+    expect(new Set(groupsOf(first)).size).toBe(2); // two groups' turns, not one group's two jobs
+    expect(await claim(t.db, options)).toEqual([]);
+    await completeManyIfLeaseHeld(t.db, first);
+    expect(await claim(t.db, options)).toHaveLength(2);
   });
 
   it('keeps the aging order inside a group and takes turns across groups', async () => {
