@@ -65,6 +65,30 @@ async function waits(pool: pg.Pool, sql: string): Promise<FairnessFigures> {
   return { p50: row.p50, p99: row.p99, waiting: row.waiting };
 }
 
+/**
+ * Once the worker is draining A's flood, B…K send their jobs; then B…K's waits, from `small`
+ * (their start and enqueue times as `started`, `created`), once all started or at `capMs`.
+ */
+async function smallWaits(
+  pool: pg.Pool,
+  run: { capMs: number; draining: () => boolean; send: (group: string) => Promise<void>; small: string },
+): Promise<FairnessFigures> {
+  if (!(await until('the flood to be draining', async () => run.draining(), 60_000)))
+    throw new Error('the worker started no job');
+  for (const group of SMALL_GROUPS) await run.send(group);
+  await until(
+    'B…K to start',
+    async () => {
+      const { rows } = await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM (${run.small}) s WHERE started IS NULL`,
+      );
+      return rows[0]!.n === 0;
+    },
+    run.capMs,
+  );
+  return waits(pool, run.small);
+}
+
 /** Leasehold: an in-process worker of FAIR_SLOTS slots; `grouped` gives every job its group. */
 export async function leaseholdFairness(
   url: string,
@@ -108,25 +132,16 @@ export async function leaseholdFairness(
     });
     await worker.start();
     try {
-      if (!(await until('the flood to be draining', async () => started >= FAIR_SLOTS, 60_000)))
-        throw new Error('the worker started no job');
-      for (const group of SMALL_GROUPS)
-        await enqueueMany(
-          pool,
-          Array.from({ length: SMALL_EACH }, () => job(group, true)),
-        );
-      const small = `SELECT started_at AS started, created_at AS created FROM leasehold.jobs WHERE queue = '${QUEUE}' AND payload @> '{"small": true}'`;
-      await until(
-        'B…K to start',
-        async () => {
-          const { rows } = await pool.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM (${small}) s WHERE started IS NULL`,
-          );
-          return rows[0]!.n === 0;
-        },
+      return await smallWaits(pool, {
         capMs,
-      );
-      return await waits(pool, small);
+        draining: () => started >= FAIR_SLOTS,
+        send: (group) =>
+          enqueueMany(
+            pool,
+            Array.from({ length: SMALL_EACH }, () => job(group, true)),
+          ).then(() => {}),
+        small: `SELECT started_at AS started, created_at AS created FROM leasehold.jobs WHERE queue = '${QUEUE}' AND payload @> '{"small": true}'`,
+      });
     } finally {
       await worker.stop(0);
     }
@@ -172,25 +187,18 @@ export async function pgBossFairness(
         await sleep(HANDLER_MS);
       },
     );
-    if (!(await until('the flood to be draining', async () => started >= FAIR_SLOTS, 60_000)))
-      throw new Error('the worker started no job');
-    for (const group of SMALL_GROUPS)
-      await boss.insert(
-        QUEUE,
-        Array.from({ length: SMALL_EACH }, () => job(group, true)),
-      );
-    const small = `SELECT started_on AS started, created_on AS created FROM pgboss.job WHERE name = '${QUEUE}' AND data @> '{"small": true}'`;
-    await until(
-      'B…K to start',
-      async () => {
-        const { rows } = await pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM (${small}) s WHERE started IS NULL`,
-        );
-        return rows[0]!.n === 0;
-      },
+    return await smallWaits(pool, {
       capMs,
-    );
-    return await waits(pool, small);
+      draining: () => started >= FAIR_SLOTS,
+      send: (group) =>
+        boss
+          .insert(
+            QUEUE,
+            Array.from({ length: SMALL_EACH }, () => job(group, true)),
+          )
+          .then(() => {}),
+      small: `SELECT started_on AS started, created_on AS created FROM pgboss.job WHERE name = '${QUEUE}' AND data @> '{"small": true}'`,
+    });
   } finally {
     await boss.stop({ graceful: false, close: true });
     await pool.end();
