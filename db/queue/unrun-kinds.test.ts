@@ -41,21 +41,23 @@ describe('jobs of a kind no live worker runs', () => {
       kinds: [{ kind: 'run.by.live', version: 1 }],
     });
     const orphan = await enqueue(t.db, { queue, kind: 'nobody.runs' });
+    const groupedOrphan = await enqueue(t.db, { queue, kind: 'nobody.runs', group: 'acme' });
     const young = await enqueue(t.db, { queue, kind: 'nobody.runs' });
     const newVersion = await enqueue(t.db, { queue, kind: 'run.by.live', kindVersion: 2 });
     const served = await enqueue(t.db, { queue, kind: 'run.by.live' });
     await dueSince(orphan.id, 48);
+    await dueSince(groupedOrphan.id, 48);
     await dueSince(newVersion.id, 48);
     await dueSince(served.id, 48);
     await dueSince(young.id, 1);
 
-    // The figure: every ready job whose kind version no live worker runs (3 of the 4).
+    // The figure: every ready job whose kind version no live worker runs (4 of the 5), grouped too.
     const before = (await backlog(t.db)).find((q) => q.queue === queue);
-    expect(before).toMatchObject({ ready: 4, waitingForKind: 3 });
+    expect(before).toMatchObject({ ready: 5, waitingForKind: 4 });
 
     const { dead } = await deadIfKindUnrun(t.db, { graceMs: DAY });
-    expect(dead.sort()).toEqual([orphan.id, newVersion.id].sort());
-    for (const id of [orphan.id, newVersion.id]) {
+    expect(dead.sort()).toEqual([orphan.id, groupedOrphan.id, newVersion.id].sort());
+    for (const id of [orphan.id, groupedOrphan.id, newVersion.id]) {
       const job = await getJob(t.db, id);
       expect(job).toMatchObject({ state: 'dead', failureClass: 'permanent', attempts: 0 });
       expect(job.lastError).toMatch(
@@ -65,11 +67,11 @@ describe('jobs of a kind no live worker runs', () => {
     expect(await getJob(t.db, young.id)).toMatchObject({ state: 'ready' });
     expect(await getJob(t.db, served.id)).toMatchObject({ state: 'ready' });
     // Their ready rows went with them; the others' stayed.
-    const rows = await run<{ id: string }>(t.db, sql`SELECT id FROM leasehold.ready_jobs WHERE queue = ${queue}`);
+    const rows = await run<{ id: string }>(t.db, sql`SELECT id FROM leasehold.ready_rows WHERE queue = ${queue}`);
     expect(rows.map((r) => r.id).sort()).toEqual([young.id, served.id].sort());
     expect((await backlog(t.db)).find((q) => q.queue === queue)).toMatchObject({
       ready: 2,
-      dead: 2,
+      dead: 3,
       waitingForKind: 1,
     });
   });

@@ -122,11 +122,29 @@ export function reapStatement(limit: number, delaySeconds: number): SQL {
  * claim holding one is about to run it), deletes them and updates the jobs still ready and due
  * (by primary key): a ready row before its job.
  *
+ * Grouped jobs' ready rows (grouped_ready_jobs) are walked the same way: a grouped job of a
+ * kind nobody runs ends `dead` too.
+ *
  * Cost: a walk of every ready row not of a live kind version (the set is small, and the
  * maintenance round that calls it runs once a minute).
  *
  * @internal
  */
+/**
+ * The ready rows of `table` (`ready_jobs`, or a grouped job's `grouped_ready_jobs`) whose kind
+ * version no live worker runs and has not for the grace, locked as the claim locks them.
+ */
+const unrunRows = (name: string, table: string, since: SQL, limit: number) => sql`${sql.raw(name)} AS (
+      SELECT r.ctid FROM ${sql.raw(`leasehold.${table}`)} r
+      JOIN leasehold.jobs jc ON jc.id = r.id
+      LEFT JOIN leasehold.kinds k ON k.kind = r.kind AND k.version = r.kind_version
+      WHERE r.kind_version IS NOT NULL AND r.run_at <= ${since} AND jc.created_at <= ${since}
+        AND NOT EXISTS (SELECT 1 FROM live l WHERE l.kind = r.kind AND l.version = r.kind_version)
+        AND coalesce(greatest(k.live_at, k.last_seen_at) <= ${since}, true)
+      LIMIT ${limit}
+      FOR UPDATE OF r SKIP LOCKED
+    )`;
+
 export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds: number; limit: number }): SQL {
   const since = sql`(statement_timestamp() - make_interval(secs => ${p.graceSeconds}::float8))`;
   return sql`
@@ -145,18 +163,13 @@ export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds:
       WHERE k.kind = s.kind AND k.version = s.version
       RETURNING 1
     ),
-    unrun AS (
-      SELECT r.ctid FROM leasehold.ready_jobs r
-      JOIN leasehold.jobs jc ON jc.id = r.id
-      LEFT JOIN leasehold.kinds k ON k.kind = r.kind AND k.version = r.kind_version
-      WHERE r.kind_version IS NOT NULL AND r.run_at <= ${since} AND jc.created_at <= ${since}
-        AND NOT EXISTS (SELECT 1 FROM live l WHERE l.kind = r.kind AND l.version = r.kind_version)
-        AND coalesce(greatest(k.live_at, k.last_seen_at) <= ${since}, true)
-      LIMIT ${p.limit}
-      FOR UPDATE OF r SKIP LOCKED
-    ),
+    ${unrunRows('unrun', 'ready_jobs', since, p.limit)},
+    ${unrunRows('unrun_grouped', 'grouped_ready_jobs', since, p.limit)},
     gone AS (
       DELETE FROM leasehold.ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM unrun)) RETURNING r.id
+    ),
+    gone_grouped AS (
+      DELETE FROM leasehold.grouped_ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM unrun_grouped)) RETURNING r.id
     ),
     settled AS (
       UPDATE leasehold.jobs j SET
@@ -165,7 +178,8 @@ export function deadIfKindUnrunStatement(p: { graceSeconds: number; liveSeconds:
                             'start a worker with a handler for it, then retry the job', j.kind, j.kind_version,
                             justify_interval(make_interval(secs => ${p.graceSeconds}::float8))),
         finished_at = statement_timestamp(), updated_at = statement_timestamp()
-      WHERE j.id = ANY(ARRAY(SELECT id FROM gone)) AND j.state = 'ready' AND j.run_at <= ${since} AND j.created_at <= ${since}
+      WHERE j.id = ANY(ARRAY(SELECT id FROM gone UNION ALL SELECT id FROM gone_grouped))
+        AND j.state = 'ready' AND j.run_at <= ${since} AND j.created_at <= ${since}
       RETURNING j.id, j.queue, j.kind, j.state, j.attempts
     ),${sql.raw(rollup('settled'))}
     SELECT id FROM settled`;
