@@ -133,7 +133,7 @@ export async function enqueue(
   const stored = await storedPayload(target.schema, second, check.value);
   if ('problems' in stored) throw new LeaseholdInputError(operation, stored.problems.slice(0, 20));
   // The call's own group wins; the contract's is made from the checked payload.
-  const group = settings.group === undefined ? contractGroup(target, check.value) : { group: settings.group };
+  const group = contractGroup(target, check.value, 'group', settings.group);
   if ('problems' in group) throw new LeaseholdInputError(operation, group.problems);
   return enqueueSpec(
     executor,
@@ -195,9 +195,9 @@ export async function enqueueMany(
   const groupProblems: string[] = [];
   checks.forEach((check, index) => {
     const made =
-      settings.group !== undefined || !('value' in check)
-        ? { group: settings.group }
-        : contractGroup(target, check.value, `jobs[${index}].group`);
+      'value' in check
+        ? contractGroup(target, check.value, `jobs[${index}].group`, settings.group)
+        : { group: settings.group };
     if ('problems' in made) groupProblems.push(...made.problems);
     else groups.push(made.group);
   });

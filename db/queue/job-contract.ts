@@ -116,15 +116,17 @@ export function defineJob<Schema extends StandardSchemaV1, const Kind extends st
 }
 
 /**
- * The group a contract makes for a checked payload (`problems` when its function throws or
- * returns no string: the enqueue is refused, nothing written), or undefined without one.
+ * The group of a contract's job: `given` (the call's own), else the one the contract makes for
+ * a checked payload (`problems` when its function throws or returns no string: the enqueue is
+ * refused, nothing written), or undefined without either.
  */
 export function contractGroup(
   job: JobContract,
   payload: unknown,
   path = 'group',
+  given?: string,
 ): { group: string | undefined } | { problems: string[] } {
-  if (!job.group) return { group: undefined };
+  if (given !== undefined || !job.group) return { group: given };
   let group: unknown;
   try {
     group = job.group(payload);

@@ -122,8 +122,9 @@ export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean): strin
     ),${CLAIM_LEASE_ROWS},
     moved AS (
       SELECT g.ctid, l.due,
-             (SELECT r.claim_at FROM leasehold.grouped_ready_jobs r WHERE ${GROUP_MATCH('r', 'l')}
-              ORDER BY r.claim_at, r.id LIMIT 1) AS next_at
+             -- Read only for a group with nothing due: a served group's turn is now.
+             CASE WHEN NOT l.due THEN (SELECT r.claim_at FROM leasehold.grouped_ready_jobs r WHERE ${GROUP_MATCH('r', 'l')}
+                                       ORDER BY r.claim_at, r.id LIMIT 1) END AS next_at
       FROM looked l JOIN leasehold.ready_groups g ON ${GROUP_MATCH('g', 'l')}
       WHERE NOT l.due OR (l.queue, l.kind, l.kind_version, l.group_key) IN
             (SELECT c.queue, c.kind, c.kind_version, c.group_key FROM chosen c)
