@@ -181,6 +181,12 @@ BEGIN
   -- reaper's ready row comes from the SECURITY DEFINER trigger, as for ready_jobs.
   GRANT SELECT, DELETE, UPDATE (attempts) ON leasehold.grouped_ready_jobs TO leasehold_worker;
   GRANT SELECT, DELETE, UPDATE (turn_at, idle_since) ON leasehold.ready_groups TO leasehold_worker;
+  -- Per-group limits (drizzle/0021): the grouped claim locks its queues' group limits through
+  -- lock_group_limits (a SECURITY DEFINER function: no write right on group_limits, which only
+  -- set_group_limit writes), reads them, and records and prunes the jobs it took per group.
+  GRANT SELECT ON leasehold.group_limits TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE ON leasehold.group_claims TO leasehold_worker;
+  GRANT EXECUTE ON FUNCTION leasehold.lock_group_limits(text[]) TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (running, lease_until, detached) ON leasehold.leases TO leasehold_worker;
   -- Concurrency limits (drizzle/0018): a worker writes its handlers' declarations, and a limited
   -- claim locks the limits' rows FOR UPDATE (which needs UPDATE on a column: the declaration's).
@@ -227,8 +233,12 @@ BEGIN
     leasehold.audit_log, leasehold.users, leasehold.migrations, leasehold.jobs_view, leasehold.queue_stats,
     leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions, leasehold.worker_leases,
     leasehold.limits, leasehold.limit_claims, leasehold.limit_starts,
-    leasehold.grouped_ready_jobs, leasehold.ready_groups, leasehold.ready_rows
+    leasehold.grouped_ready_jobs, leasehold.ready_groups, leasehold.ready_rows,
+    leasehold.group_limits, leasehold.group_claims
     TO leasehold_dashboard;
+  -- An admin's group maximum, an operator's pause or resume of a group (drizzle/0021), each
+  -- with its audit row.
+  GRANT EXECUTE ON FUNCTION leasehold.set_group_limit(text, text, text, integer, text, text) TO leasehold_dashboard;
   -- An admin's run-time limit (setLimit, drizzle/0019), with its audit row.
   GRANT EXECUTE ON FUNCTION leasehold.set_limit(text, text, boolean, integer, boolean, integer, integer, boolean, text, text)
     TO leasehold_dashboard;

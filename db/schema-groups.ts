@@ -3,7 +3,7 @@
  * a part of db/schema.ts, which exports them too (drizzle-kit reads that one).
  */
 import { sql } from 'drizzle-orm';
-import { index, integer, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, integer, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
 import { leasehold, tstz } from './schema-base.ts';
 
 /**
@@ -58,4 +58,49 @@ export const readyGroups = leasehold.table(
     index('ready_groups_turn_idx').on(t.queue, t.kind, t.kindVersion, t.turnAt, t.groupKey),
     index('ready_groups_idle_idx').on(t.idleSince).where(sql`idle_since IS NOT NULL`),
   ],
+);
+
+/**
+ * Per-group limits (docs/flow-control.md, "Per-group limits"; db/queue/group-limits.ts): per
+ * queue, the row of `group_key` '' holds the default maximum of running attempts for each of its
+ * groups (`max`, null: none), and a row per named group its own maximum (null: the default
+ * applies) or its pause. A queue has the '' row whenever it has any row (the grouped claim locks
+ * it, through leasehold.lock_group_limits, so two claims of one queue never both take a group's
+ * last slot); no group key is empty, so '' names no group. Written only by the SECURITY DEFINER
+ * leasehold.set_group_limit, with its audit row.
+ */
+export const groupLimits = leasehold.table(
+  'group_limits',
+  {
+    queue: text('queue').notNull(),
+    groupKey: text('group_key').notNull(),
+    max: integer('max'),
+    paused: boolean('paused').notNull().default(false),
+    pausedReason: text('paused_reason'),
+    setAt: tstz('set_at').notNull(),
+    setBy: text('set_by').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'group_limits_pkey', columns: [t.queue, t.groupKey] }),
+    check('group_limits_max_check', sql`max BETWEEN 1 AND 1000000`),
+    check('group_limits_key_check', sql`length(group_key) <= 256 AND (group_key <> '' OR NOT paused)`),
+  ],
+);
+
+/**
+ * A row per group and claim of a queue with group limits (the jobs of `group_key` that the claim
+ * `token` took): a group's running attempts are those of its rows' jobs still `running` under
+ * that token, so the count is the jobs' own state, whatever ended them (a settlement, the reaper,
+ * an operator). The grouped claim adds them and deletes the rows of the groups it looks at that
+ * run nothing any more; the maintenance sweep deletes the others'.
+ */
+export const groupClaims = leasehold.table(
+  'group_claims',
+  {
+    queue: text('queue').notNull(),
+    groupKey: text('group_key').notNull(),
+    token: uuid('token').notNull(),
+    jobIds: uuid('job_ids').array().notNull(),
+  },
+  (t) => [primaryKey({ name: 'group_claims_pkey', columns: [t.queue, t.groupKey, t.token] })],
 );

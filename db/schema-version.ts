@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 15;
+export const SCHEMA_VERSION = 16;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -39,9 +39,11 @@ export const SCHEMA_VERSION = 15;
  * version it runs (workers.code_version) and declares its handlers' concurrency limits (limits,
  * limit_claims: migration 0018); from 14 on: it declares rates and the kinds of each limit,
  * and its limited claims read the rate log (limit_starts, migration 0019); from 15 on: it claims grouped jobs (grouped_ready_jobs,
- * ready_groups: migration 0020) and enqueues with a group key, so the minimum is 15.
+ * ready_groups: migration 0020) and enqueues with a group key; from 16 on: its grouped claims
+ * lock and count their queues' group limits (group_limits, group_claims, lock_group_limits:
+ * migration 0021), so the minimum is 16.
  */
-export const SUPPORTED_SCHEMA = { min: 15, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 16, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

@@ -230,7 +230,7 @@ describe('dropping ready_jobs_claim_idx (drizzle/contracting/)', () => {
     const refused = await schemaCompatibility(t.db, 10, 10);
     expect(refused.ok).toBe(false);
     expect(refused.ok ? '' : refused.reason).toMatch(/too old/);
-    expect(await schemaCompatibility(t.db)).toEqual({ ok: true, schemaVersion: 16, compatibleFrom: 11 });
+    expect(await schemaCompatibility(t.db)).toEqual({ ok: true, schemaVersion: 17, compatibleFrom: 11 });
 
     const later = uniqueQueue('contracted');
     await enqueueMany(

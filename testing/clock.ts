@@ -56,6 +56,8 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   // A grouped job's ready row, and its group's turn (db/schema-groups.ts).
   grouped_ready_jobs: ['claim_at', 'run_at'],
   ready_groups: ['turn_at', 'idle_since'],
+  // When an admin or operator last changed a group's limits: moves along, as a limit's set_at.
+  group_limits: ['set_at'],
 };
 
 /**
@@ -135,6 +137,7 @@ const SHIFT = `
     RETURNING 1
   ),
   limit_starts AS (UPDATE leasehold.limit_starts s SET at = s.at - d.by FROM d RETURNING 1),
+  group_limits AS (UPDATE leasehold.group_limits g SET set_at = g.set_at - d.by FROM d RETURNING 1),
   -- The rollup's key is its minute: shifting rows one by one would collide with their
   -- neighbours, and a shifted minute must still be a whole minute. So the rows are taken out
   -- and put back summed on their earlier minutes (the GROUP BY reads every deleted row first).
@@ -150,7 +153,7 @@ const SHIFT = `
          (SELECT count(*) FROM attempts) + (SELECT count(*) FROM dedupe) + (SELECT count(*) FROM receipts)
          + (SELECT count(*) FROM receipt_claims) + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
          + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM redactions)
-         + (SELECT count(*) FROM limits) + (SELECT count(*) FROM limit_starts)
+         + (SELECT count(*) FROM limits) + (SELECT count(*) FROM limit_starts) + (SELECT count(*) FROM group_limits)
          + (SELECT count(*) FROM rollup_in)
          + (SELECT count(*) FROM stray_ready) + (SELECT count(*) FROM worker_leases) AS others`;
 

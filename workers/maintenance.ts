@@ -26,6 +26,7 @@ import {
   removeOldReceipts,
   removeStaleWorkers,
   sweepReadyGroups,
+  pruneGroupClaims,
   GROUP_SWEEP_BATCH,
   groupedQueues,
   touchWorker,
@@ -182,12 +183,17 @@ export class Maintenance {
 
   /**
    * Sweeps the fair groups a claim found idle (db/queue/groups.ts): removes those left without
-   * a ready job, and brings back the turn of one whose job came meanwhile.
+   * a ready job, and brings back the turn of one whose job came meanwhile; and deletes the
+   * group_claims rows whose jobs all ended (db/queue/group-limits.ts).
    */
   async groupSweepRound(): Promise<void> {
     for (let round = 0; round < MAX_STATEMENTS_PER_ROUND; round++) {
-      const outcome = await withMaintenanceLock(this.deps.db, 'group sweep', (tx) => sweepReadyGroups(tx));
-      if (!outcome.ran || outcome.result.looked < GROUP_SWEEP_BATCH) return;
+      const outcome = await withMaintenanceLock(this.deps.db, 'group sweep', async (tx) => {
+        const sweep = await sweepReadyGroups(tx);
+        return { looked: sweep.looked, pruned: await pruneGroupClaims(tx, GROUP_SWEEP_BATCH) };
+      });
+      if (!outcome.ran || (outcome.result.looked < GROUP_SWEEP_BATCH && outcome.result.pruned < GROUP_SWEEP_BATCH))
+        return;
     }
   }
 

@@ -46,6 +46,7 @@ import { autocommits, inPoolTransaction, ownPool, runText, sqlText, toDate, type
 import { mapClaimedJob, type BoundedClaimColumnsRow, type ClaimedJob } from './job.ts';
 import { LeaseholdInputError } from './errors.ts';
 import { claimText, groupedClaimText, limitedClaimText, type ClaimShape } from './transitions.ts';
+import { lockGroupLimits } from './group-limits.ts';
 import { limitKeySchema, lockLimits, MAX_CLAIM_LIMITS } from './limits.ts';
 import { nameSchema, parseInput, textSchema } from './validate.ts';
 
@@ -104,19 +105,28 @@ export async function claim(
   // Prepared once per connection (one name per text): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
   const parsed = cache ? cache.parse(options) : parseClaimOptions(options);
-  const pool = parsed.limits ? ownPool(executor) : null;
-  if (pool) return inPoolTransaction(pool, (tx) => claimParsed(tx, parsed, cache));
-  return claimParsed(executor, parsed, cache);
+  const pool = parsed.limits || isGrouped(parsed.shape) ? ownPool(executor) : null;
+  if (pool) return inPoolTransaction(pool, (tx) => claimParsed(tx, parsed, cache, true));
+  return claimParsed(executor, parsed, cache, false);
 }
 
-/** claim() once its options are parsed; a limited claim's executor is its transaction. */
+/**
+ * claim() once its options are parsed; a limited or grouped claim's executor is its transaction
+ * (`own`: one claim() began for itself, whose commit the claim may make asynchronous).
+ */
 async function claimParsed(
   executor: Executor,
   parsed: ParsedClaimOptions,
   cache: ClaimOptionsCache | undefined,
+  own: boolean,
 ): Promise<ClaimedJob[]> {
   if (parsed.limits) await lockLimits(executor, parsed.limits);
-  const { text, params, name, leaseToken, workerId, walk } = claimQuery(parsed, executor, cache);
+  // A grouped claim locks its queues' group limits first (the queues that have some).
+  const groupLimited = isGrouped(parsed.shape) && (await lockGroupLimits(executor, parsed.queues)).length > 0;
+  const { text, params, name, leaseToken, workerId, walk } = claimQuery(parsed, executor, cache, {
+    own,
+    groupLimited,
+  });
   // claim_key is there only in the bounded texts (those of a claim with a walk).
   const rows = await runText<BoundedClaimColumnsRow>(executor, text, params, name);
   walk?.finish(rows);
@@ -139,7 +149,10 @@ async function claimParsed(
  */
 export function claimStatement(options: ClaimOptions, cache?: ClaimOptionsCache): SQL {
   // With a bounded cache: the text its next claim would run, the bound left as it is.
-  const { text, params } = claimQuery(cache ? cache.parse(options) : parseClaimOptions(options), undefined, cache);
+  const { text, params } = claimQuery(cache ? cache.parse(options) : parseClaimOptions(options), undefined, cache, {
+    own: false,
+    groupLimited: false,
+  });
   return sqlText(text, params);
 }
 
@@ -182,21 +195,28 @@ type ParsedClaimOptions = {
   asyncCommit: boolean;
   /** The limit keys, sorted and distinct (a limited claim), or undefined. */
   limits: string[] | undefined;
+  /** The queues, distinct. */
+  queues: string[];
 };
 
 /** The grouped claim's shapes: with the worker's arms, or every arm of the queues (no `kinds`). */
 type GroupedShape = 'grouped' | 'groupedAny';
 
-const GROUPED: Record<GroupedShape, Texts> = {
-  grouped: {
-    flush: { text: groupedClaimText('given', true), name: 'leasehold_claim_grouped' },
-    noFlush: { text: groupedClaimText('given', false), name: 'leasehold_claim_grouped_async' },
-  },
-  groupedAny: {
-    flush: { text: groupedClaimText('any', true), name: 'leasehold_claim_grouped_any' },
-    noFlush: { text: groupedClaimText('any', false), name: 'leasehold_claim_grouped_any_async' },
-  },
-};
+/** The grouped texts, by shape and by whether a queue of the claim has group limits (`limited`). */
+const GROUPED = Object.fromEntries(
+  (['grouped', 'groupedAny'] as const).map((shape) => {
+    const arms = shape === 'grouped' ? 'given' : 'any';
+    const base = shape === 'grouped' ? 'leasehold_claim_grouped' : 'leasehold_claim_grouped_any';
+    const texts = (limited: boolean): Texts => {
+      const name = limited ? `${base}_group_limited` : base;
+      return {
+        flush: { text: groupedClaimText(arms, true, limited), name },
+        noFlush: { text: groupedClaimText(arms, false, limited), name: `${name}_async` },
+      };
+    };
+    return [shape, { plain: texts(false), limited: texts(true) }];
+  }),
+) as Record<GroupedShape, Record<'plain' | 'limited', Texts>>;
 
 const isGrouped = (shape: ClaimShape | GroupedShape): shape is GroupedShape => shape in GROUPED;
 
@@ -213,6 +233,7 @@ function parseClaimOptions(options: ClaimOptions): ParsedClaimOptions {
     leaseSeconds,
     asyncCommit,
     limits: limits ? [...new Set(limits)].sort() : undefined,
+    queues: wanted,
   };
   if (!kinds && grouped) return { ...common, shape: 'groupedAny', head: wanted, tail: [], walks: [] };
   if (!kinds) {
@@ -449,8 +470,9 @@ export class ClaimOptionsCache {
  */
 function claimQuery(
   parsed: ParsedClaimOptions,
-  executor?: Executor,
-  cache?: ClaimOptionsCache,
+  executor: Executor | undefined,
+  cache: ClaimOptionsCache | undefined,
+  how: { own: boolean; groupLimited: boolean },
 ): {
   text: string;
   params: unknown[];
@@ -464,10 +486,10 @@ function claimQuery(
   const walk = isGrouped(shape) ? undefined : cache?.bound?.plan(parsed);
   const leaseToken = randomUUID();
   // Only a statement that is its own transaction may decide how that transaction commits.
-  const flush = !asyncCommit || (executor !== undefined && !autocommits(executor));
-  const chosen = (isGrouped(shape) ? GROUPED[shape] : SHAPES[shape][walk ? 'after' : 'head'])[
-    flush ? 'flush' : 'noFlush'
-  ];
+  const flush = !asyncCommit || (executor !== undefined && !autocommits(executor) && !how.own);
+  const chosen = (
+    isGrouped(shape) ? GROUPED[shape][how.groupLimited ? 'limited' : 'plain'] : SHAPES[shape][walk ? 'after' : 'head']
+  )[flush ? 'flush' : 'noFlush'];
   const params = [head, limit, leaseToken, leaseSeconds, workerId, ...tail, ...(walk?.params ?? [])];
   if (!parsed.limits) return { ...chosen, params, leaseToken, workerId, walk };
   // A limited claim: the same text with its limit capped and its lease rows naming the limits.

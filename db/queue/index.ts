@@ -50,6 +50,16 @@ export {
   whyWaiting,
 } from './limits.ts';
 export type * from './limits.ts';
+export {
+  listGroups,
+  MAX_GROUP_LIMIT,
+  MAX_LISTED_GROUPS,
+  pauseGroup,
+  pruneGroupClaims,
+  resumeGroup,
+  setGroupLimit,
+} from './group-limits.ts';
+export type { GroupLimitOutcome, GroupLimitValues, GroupStatus, QueueGroups } from './group-limits.ts';
 export type { ClaimBoundOptions, ClaimOptions } from './claim.ts';
 export {
   completeIfLeaseHeld,

@@ -27,6 +27,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { LIMIT_SCOPES, type LimitScope } from '../states.ts';
 import { LeaseholdInputError } from './errors.ts';
+import { groupWaits } from './group-limits.ts';
 import { run, runText, type Executor } from './executor.ts';
 import { limitRate, limitRunning } from './transitions.ts';
 import { actorSchema, NAME_PATTERN, nameSchema, parseInput, problemsOf, textSchema } from './validate.ts';
@@ -434,8 +435,12 @@ export async function lockLimits(executor: Executor, keys: readonly string[]): P
 export interface WaitReason {
   /** The limit's key (`kind:email.send`), or `queue:NAME` for a paused queue. */
   limit: string;
-  /** `max`: at its maximum; `rate`: its window is full; `paused`: a RateLimitedError paused it; `queue_paused`: an operator paused the queue. */
-  cause: 'max' | 'rate' | 'paused' | 'queue_paused';
+  /**
+   * `max`: at its maximum; `rate`: its window is full; `paused`: a RateLimitedError paused it;
+   * `queue_paused`: an operator paused the queue; `group_max`, `group_paused`: the job's group
+   * is at its maximum or paused (db/queue/group-limits.ts).
+   */
+  cause: 'max' | 'rate' | 'paused' | 'queue_paused' | 'group_max' | 'group_paused';
   /** The sentence every surface shows ("waiting: kind email.send at its limit of 5"). */
   text: string;
   /** When it may leave a start again, where that is known (a rate's window, a pause's end). */
@@ -523,6 +528,20 @@ export async function whyWaiting(executor: Executor, ids: readonly string[]): Pr
       }
     }
     if (list.length > 0) reasons.set(r.id, list);
+  }
+  for (const g of await groupWaits(executor, ids)) {
+    const limit = `group:${g.queue}:${g.group}`;
+    const reason: WaitReason | null = g.paused
+      ? {
+          limit,
+          cause: 'group_paused',
+          text: `group ${g.group} of queue ${g.queue} is paused${g.pausedReason ? ` (${g.pausedReason})` : ''}`,
+          until: null,
+        }
+      : g.max !== null && g.running >= g.max
+        ? { limit, cause: 'group_max', text: `waiting: group ${g.group} at its limit of ${g.max}`, until: null }
+        : null;
+    if (reason) reasons.set(g.id, [...(reasons.get(g.id) ?? []), reason]);
   }
   return reasons;
 }

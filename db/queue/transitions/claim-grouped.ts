@@ -58,8 +58,35 @@ const ARMS = {
       ),`,
 };
 
-/** The grouped claim's text: with the worker's arms (`given`) or every arm of the queues (`any`). */
-export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean): string {
+/**
+ * A looked-at group's room under its queue's group limits (`t` its turn row): NULL without a
+ * maximum (no '' row for its queue, or neither the group's nor the default maximum), 0 while the
+ * group is paused, else its maximum less its running attempts (the jobs of its group_claims rows
+ * still running under their claim's token), never below 0.
+ */
+const GROUP_LEFT = `(
+                 SELECT CASE WHEN o.paused THEN 0
+                             WHEN coalesce(o.max, d.max) IS NULL THEN NULL
+                             ELSE greatest(coalesce(o.max, d.max) - (
+                               SELECT count(*) FROM leasehold.group_claims x
+                               CROSS JOIN LATERAL unnest(x.job_ids) AS u(id)
+                               JOIN leasehold.jobs j ON j.id = u.id AND j.lease_token = x.token AND j.state = 'running'
+                               WHERE x.queue = t.queue AND x.group_key = t.group_key), 0)::int END
+                 FROM leasehold.group_limits d
+                 LEFT JOIN leasehold.group_limits o ON o.queue = d.queue AND o.group_key = t.group_key
+                 WHERE d.queue = t.queue AND d.group_key = ''
+               )`;
+
+/**
+ * The grouped claim's text: with the worker's arms (`given`) or every arm of the queues (`any`).
+ * `limited` (a queue of the claim has group limits; its caller locked their '' rows first,
+ * db/queue/claim.ts): each group looked at gets its room (GROUP_LEFT); a group without room (at
+ * its maximum, or paused) is not chosen and goes behind the groups waiting as if served; a
+ * chosen group gives no more than its room, counted over every kind version of the claim
+ * (`candidate`); the jobs taken are recorded per group in group_claims, and the rows of the groups
+ * looked at whose jobs all ended are deleted.
+ */
+export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean, limited = false): string {
   return `
     WITH ${ARMS[arms].trim()}
       turn AS (
@@ -80,17 +107,17 @@ export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean): strin
         SELECT t.*, EXISTS (
                  SELECT 1 FROM leasehold.grouped_ready_jobs r
                  WHERE ${GROUP_MATCH('r', 't')} AND r.claim_at <= ${NOW} AND r.run_at <= ${NOW}
-               ) AS due
+               ) AS due${limited ? `, ${GROUP_LEFT} AS room` : ''}
         FROM turn t
       ),
       chosen AS (
-        SELECT * FROM looked WHERE due ORDER BY turn_at, group_key LIMIT $2::int
+        SELECT * FROM looked WHERE due${limited ? ' AND coalesce(room, 1) > 0' : ''} ORDER BY turn_at, group_key LIMIT $2::int
       ),
       quota AS (
         SELECT ceil($2::numeric / greatest(count(*), 1))::int AS n FROM chosen
       ),
       picked AS (
-        SELECT p.ctid, p.round, t.turn_at, t.group_key
+        SELECT p.ctid, p.round, t.turn_at, t.group_key${limited ? ', t.queue, t.room' : ''}
         FROM chosen t CROSS JOIN quota
         CROSS JOIN LATERAL (
           SELECT x.ctid, row_number() OVER (ORDER BY x.claim_at, x.id) AS round
@@ -100,13 +127,23 @@ export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean): strin
             WHERE ${GROUP_MATCH('r', 't')}
               AND r.claim_at <= ${NOW} AND r.run_at <= ${NOW}
             ORDER BY r.claim_at, r.id
-            LIMIT quota.n
+            LIMIT ${limited ? 'least(quota.n, coalesce(t.room, quota.n))' : 'quota.n'}
             FOR UPDATE SKIP LOCKED
           ) x
         ) p
       ),
-      candidate AS (
-        SELECT ctid FROM picked ORDER BY round, turn_at, group_key LIMIT $2::int
+      candidate AS (${
+        limited
+          ? `
+        SELECT p.ctid FROM (
+          SELECT p.*, row_number() OVER (PARTITION BY p.queue, p.group_key ORDER BY p.round, p.turn_at, p.ctid) AS nth
+          FROM picked p
+        ) p
+        WHERE p.room IS NULL OR p.nth <= p.room
+        ORDER BY p.round, p.turn_at, p.group_key LIMIT $2::int`
+          : `
+        SELECT ctid FROM picked ORDER BY round, turn_at, group_key LIMIT $2::int`
+      }
       ),
     taken AS (
       DELETE FROM leasehold.grouped_ready_jobs r WHERE r.ctid = ANY(ARRAY(SELECT ctid FROM candidate))
@@ -126,7 +163,7 @@ export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean): strin
              CASE WHEN NOT l.due THEN (SELECT r.claim_at FROM leasehold.grouped_ready_jobs r WHERE ${GROUP_MATCH('r', 'l')}
                                        ORDER BY r.claim_at, r.id LIMIT 1) END AS next_at
       FROM looked l JOIN leasehold.ready_groups g ON ${GROUP_MATCH('g', 'l')}
-      WHERE NOT l.due OR (l.queue, l.kind, l.kind_version, l.group_key) IN
+      WHERE NOT l.due${limited ? ' OR l.room = 0' : ''} OR (l.queue, l.kind, l.kind_version, l.group_key) IN
             (SELECT c.queue, c.kind, c.kind_version, c.group_key FROM chosen c)
       FOR NO KEY UPDATE OF g SKIP LOCKED
     ),
@@ -137,6 +174,23 @@ export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean): strin
       FROM moved m
       WHERE g.ctid = m.ctid
       RETURNING 1
-    )
+    )${limited ? GROUP_CLAIM_ROWS : ''}
     SELECT * FROM claimed`;
 }
+
+/** A limited grouped claim's bookkeeping: its jobs per group, and the ended rows of the groups looked at. */
+const GROUP_CLAIM_ROWS = `,
+    group_claimed AS (
+      INSERT INTO leasehold.group_claims (queue, group_key, token, job_ids)
+      SELECT c.queue, c.group_key, $3::uuid, array_agg(c.id) FROM claimed c
+      WHERE EXISTS (SELECT 1 FROM leasehold.group_limits d WHERE d.queue = c.queue AND d.group_key = '')
+      GROUP BY c.queue, c.group_key
+      RETURNING 1
+    ),
+    group_pruned AS (
+      DELETE FROM leasehold.group_claims x
+      WHERE (x.queue, x.group_key) IN (SELECT l.queue, l.group_key FROM looked l)
+        AND NOT EXISTS (SELECT 1 FROM unnest(x.job_ids) AS u(id) JOIN leasehold.jobs j ON j.id = u.id
+                        WHERE j.lease_token = x.token AND j.state = 'running')
+      RETURNING 1
+    )`;
