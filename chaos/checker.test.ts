@@ -38,6 +38,9 @@ import {
   LIMITED_MAX,
   rateFigures,
   fairGroupFigures,
+  groupLimitFigures,
+  FAIR_CAPPED_MAX,
+  FAIR_GROUP_MAX,
   RATED_MAX,
   RATED_PER_MS,
   RECOVERY_BOUND_MS,
@@ -312,6 +315,10 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   // started at 20.5 s, when every flood job had started (nothing of the flood waited).
   'fair-ahead': async (broken) => fairGroups({ smallStart: broken ? 20 : 11 }),
   'fair-waiting': async (broken) => fairGroups({ smallStart: broken ? 20.5 : 11 }),
+  // The flood's leases 8 at a time (its limit) and capped's 2 at a time, each 1 s, one after
+  // another. Broken: a ninth flood lease overlapping the others; capped only ever one at once.
+  'group-over': async (broken) => groupLimits({ flood: broken ? 9 : 8, capped: 2 }),
+  'group-reached': async (broken) => groupLimits({ flood: 8, capped: broken ? 1 : 2 }),
   'rate-full': async (broken) =>
     rates(broken ? [RATED_MAX, 5, 5, 5, RATED_MAX] : [RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX]),
   'enqueue-rollbacks': async (broken) => duplicateEnqueue({ rolledBack: broken ? 0 : 12 }),
@@ -588,6 +595,33 @@ async function fairGroups(options: { smallStart: number }): Promise<Figure[]> {
   for (let i = 0; i < 200; i++) await leased(await done('flood', 0, i / 10), i / 10);
   await leased(await done('small-1', 10, options.smallStart), options.smallStart);
   return (await fairGroupFigures(t.pool, { flood: 'flood' })).figures;
+}
+
+/**
+ * fair-groups' per-group limits: for each group, three rounds of `atOnce` leases of 1 s each,
+ * the rounds one after another (a lease ends as the next round's begin).
+ */
+async function groupLimits(atOnce: { flood: number; capped: number }): Promise<Figure[]> {
+  await reset();
+  const t0 = minutesAgo(5);
+  for (const [group, n] of Object.entries(atOnce)) {
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < n; i++) {
+        const id = await insertJob({
+          group_key: group,
+          state: 'done',
+          attempts: 1,
+          started_at: secondsAfter(t0, round),
+          finished_at: secondsAfter(t0, round + 1),
+        });
+        await t.pool.query(
+          `INSERT INTO chaos.lease_log (token, job_id, attempt, valid, deadline) VALUES (gen_random_uuid(), $1, 1, tstzrange($2, $3), $3)`,
+          [id, secondsAfter(t0, round), secondsAfter(t0, round + 1)],
+        );
+      }
+    }
+  }
+  return (await groupLimitFigures(t.pool, { limits: { flood: FAIR_GROUP_MAX, capped: FAIR_CAPPED_MAX } })).figures;
 }
 
 /** Keys k0.. enqueued and committed, as chaos/enqueue-keys.ts records them; then `inject`. */

@@ -72,6 +72,13 @@ export const RATED_PER_MS = 1000;
  */
 export const FAIR_CONCURRENCY = 4;
 export const FAIR_AHEAD_MAX = 2 * 4 * FAIR_CONCURRENCY;
+/**
+ * fair-groups' per-group limits (docs/flow-control.md, "Per-group limits"): each group of the
+ * queue at most FAIR_GROUP_MAX running (the flood's cap: half the fleet's slots), and the
+ * `capped` group, with a backlog of its own, at most FAIR_CAPPED_MAX.
+ */
+export const FAIR_GROUP_MAX = 8;
+export const FAIR_CAPPED_MAX = 2;
 /** rates: a whole interval of the backlog is full with at least this share of the rate's starts. */
 export const RATE_FULL_SHARE = 0.9;
 /**
@@ -225,6 +232,14 @@ export const FIGURES = {
     name: "share of the small groups' jobs that first started while an older flood job still waited",
     rule: '≥ 0.9 (the flood was waiting: the turns were needed)',
   },
+  'group-over': {
+    name: 'most valid leases of one limited group at once beyond its group limit',
+    rule: '≤ 0 (never above its limit)',
+  },
+  'group-reached': {
+    name: 'fewest times a limited group (the flood under the default, capped under its own) reached its limit in valid leases',
+    rule: '> 0 (each limit bit)',
+  },
   // A scenario that threw.
   'harness-error': { name: 'harness error', rule: '= 0' },
 } as const satisfies Record<string, Entry>;
@@ -250,7 +265,7 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   'blocked-loop': ['isolated-terminated', 'spin-ran', 'busy-done'],
   limits: ['workers-killed', 'limit-reached'],
   rates: ['workers-killed', 'rate-reached'],
-  'fair-groups': ['workers-killed', 'fair-waiting'],
+  'fair-groups': ['workers-killed', 'fair-waiting', 'group-reached'],
 };
 
 export interface Figure {
@@ -762,6 +777,43 @@ export async function limitFigures(
 }
 
 /**
+ * fair-groups' per-group limits: the valid leases (chaos.lease_log, as limitFigures reads them)
+ * of each group named in `limits`, counted over time per group: the most at once beyond the
+ * group's limit (never above 0), and the fewest times a group's count rose to its limit (each
+ * must: a limit that never bit proves nothing). The database counts a crashed worker's attempt until the
+ * reaper ends it, after its lease stopped being valid, so valid leases are never fewer than it.
+ */
+export async function groupLimitFigures(
+  client: Queryable,
+  inputs: { limits: Record<string, number> },
+): Promise<Checked> {
+  const groups = Object.keys(inputs.limits);
+  const params = [groups, groups.map((g) => inputs.limits[g]!)];
+  const steps = `
+    WITH m AS (SELECT * FROM unnest($1::text[], $2::int[]) AS m(group_key, max)),
+    l AS (
+      SELECT j.group_key, g.valid FROM chaos.lease_log g JOIN leasehold.jobs j ON j.id = g.job_id
+      WHERE j.group_key = ANY($1::text[])
+    ),
+    ev AS (SELECT group_key, lower(valid) AS at, 1 AS d FROM l UNION ALL SELECT group_key, upper(valid), -1 FROM l),
+    s AS (
+      SELECT ev.group_key, m.max, at, d,
+             sum(d) OVER (PARTITION BY ev.group_key ORDER BY at, d ROWS UNBOUNDED PRECEDING) AS n
+      FROM ev JOIN m ON m.group_key = ev.group_key
+    )`;
+  const over = await count(client, `${steps} SELECT coalesce(max(n - max), 0) FROM s`, params);
+  // Per group, the steps up to its limit from below; the fewest over the groups (0 if one never ran).
+  const reached = await count(
+    client,
+    `${steps}, r AS (SELECT group_key, max, n, lag(n) OVER (PARTITION BY group_key ORDER BY at, d) AS before FROM s)
+     SELECT min((SELECT count(*) FROM r WHERE r.group_key = m.group_key AND r.n >= r.max AND coalesce(r.before, 0) < r.max))
+     FROM m`,
+    params,
+  );
+  return { figures: [figure('group-over', over), figure('group-reached', reached)], observations: [] };
+}
+
+/**
  * rates: every attempt's start of `kind`'s jobs, read from the attempt history: a `job_attempts`
  * row per attempt that ended other than by completing (failed, reaped, released, cancelled: a
  * SIGKILLed worker's attempts too, once the reaper ends them), plus the `started_at` of each done
@@ -1016,7 +1068,8 @@ export async function blockedLoopFigures(
 }
 
 /**
- * fair-groups: each job of the small groups (`group_key` not `flood`) against the flood group's,
+ * fair-groups: each job of the small groups (`group_key` neither `flood` nor one of `apart`, the
+ * groups with a backlog of their own held back by their limit) against the flood group's,
  * from the lease log (a job's first start is its first lease's). From them:
  * - the most flood jobs whose first start came after a small job's commit (`created_at`) and no
  *   later than its own first start: at most FAIR_AHEAD_MAX (the turns' bound);
@@ -1024,7 +1077,11 @@ export async function blockedLoopFigures(
  *   yet (the flood was waiting, so without turns the small job would have waited behind it).
  *   Read once every job has ended: each has a first start.
  */
-export async function fairGroupFigures(client: Queryable, inputs: { flood: string }): Promise<Checked> {
+export async function fairGroupFigures(
+  client: Queryable,
+  inputs: { flood: string; apart?: readonly string[] },
+): Promise<Checked> {
+  const params = [inputs.flood, inputs.apart ?? []];
   const firsts = `
     WITH f AS (
       SELECT j.id, j.group_key, j.created_at, min(lower(g.valid)) AS first
@@ -1032,14 +1089,14 @@ export async function fairGroupFigures(client: Queryable, inputs: { flood: strin
       WHERE j.group_key IS NOT NULL
       GROUP BY j.id, j.group_key, j.created_at
     ),
-    small AS (SELECT * FROM f WHERE group_key <> $1),
+    small AS (SELECT * FROM f WHERE group_key <> $1 AND group_key <> ALL($2::text[])),
     flood AS (SELECT * FROM f WHERE group_key = $1)`;
   const ahead = await count(
     client,
     `${firsts}
      SELECT coalesce(max((SELECT count(*) FROM flood WHERE flood.first > s.created_at AND flood.first <= s.first)), 0)
      FROM small s`,
-    [inputs.flood],
+    params,
   );
   const waiting = await count(
     client,
@@ -1047,18 +1104,18 @@ export async function fairGroupFigures(client: Queryable, inputs: { flood: strin
      SELECT coalesce(round(avg((EXISTS (
               SELECT 1 FROM flood WHERE flood.created_at < s.created_at AND flood.first > s.first))::int), 3), 0)
      FROM small s`,
-    [inputs.flood],
+    params,
   );
   return {
     figures: [figure('fair-ahead', ahead), figure('fair-waiting', waiting)],
     observations: [
       {
         name: "small groups' jobs started",
-        value: await count(client, `${firsts} SELECT count(*) FROM small`, [inputs.flood]),
+        value: await count(client, `${firsts} SELECT count(*) FROM small`, params),
       },
       {
         name: 'flood jobs started',
-        value: await count(client, `${firsts} SELECT count(*) FROM flood`, [inputs.flood]),
+        value: await count(client, `${firsts} SELECT count(*) FROM flood`, params),
       },
     ],
   };

@@ -52,7 +52,7 @@ import { createDb, type DbHandle } from '../db/client.ts';
 import { selectDatabase, type DatabaseHandle } from '../cli/database-select.ts';
 import { createScratchDatabase } from '../test/scratch-database.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
-import { enqueue, enqueueMany, type Executor } from '../db/queue/index.ts';
+import { enqueue, enqueueMany, setGroupLimit, type Executor } from '../db/queue/index.ts';
 import { TERMINAL_STATES } from '../db/states.ts';
 import { startPgBouncer, type PgBouncer } from '../test/pgbouncer.ts';
 import {
@@ -76,6 +76,9 @@ import {
   RATED_MAX,
   RATED_PER_MS,
   fairGroupFigures,
+  groupLimitFigures,
+  FAIR_CAPPED_MAX,
+  FAIR_GROUP_MAX,
   FAIR_CONCURRENCY,
   poisonFigures,
   poolerFigures,
@@ -717,7 +720,9 @@ async function limitedFleetStorm(run: {
  * 50 ms jobs to outlast the planned time) while nine small groups enqueue a job each every
  * 300 ms for the planned time; from its second half a worker is SIGKILLed every 2 s until the
  * flood is drained. The lease log says how many flood jobs started ahead of each small job, and
- * whether the flood still waited then.
+ * whether the flood still waited then. Per-group limits hold meanwhile: every group at most
+ * FAIR_GROUP_MAX running (the flood reaches it), and `capped`, with a backlog of its own, at
+ * most FAIR_CAPPED_MAX; the lease log says each reached its limit and none passed it.
  */
 async function fairGroupsStorm(): Promise<Result> {
   const db = await freshDatabase();
@@ -736,16 +741,27 @@ async function fairGroupsStorm(): Promise<Result> {
       payload: { ms: 50 },
       maxAttempts: 25,
     });
-    // The fleet starts at most 4 × FAIR_CONCURRENCY × 20 jobs a second: the flood outlasts the run.
-    const flood = secondsEach * 4 * FAIR_CONCURRENCY * 20;
-    for (let i = 0; i < flood; i += 10_000) {
-      await enqueueMany(
-        db.client,
-        Array.from({ length: Math.min(10_000, flood - i) }, () => job('flood')),
-      );
+    // Each group runs at most FAIR_GROUP_MAX at once, `capped` at most FAIR_CAPPED_MAX, set
+    // through the audited function before the work comes (the workers are of this release).
+    await setGroupLimit(db.client, { queue: 'chaos', max: FAIR_GROUP_MAX, actor: 'chaos' });
+    await setGroupLimit(db.client, { queue: 'chaos', group: 'capped', max: FAIR_CAPPED_MAX, actor: 'chaos' });
+    // The flood starts at most FAIR_GROUP_MAX × 20 jobs a second, `capped` FAIR_CAPPED_MAX × 20:
+    // both outlast the planned time.
+    const flood = secondsEach * FAIR_GROUP_MAX * 20;
+    const capped = secondsEach * FAIR_CAPPED_MAX * 20;
+    for (const [group, n] of [
+      ['flood', flood],
+      ['capped', capped],
+    ] as const) {
+      for (let i = 0; i < n; i += 10_000) {
+        await enqueueMany(
+          db.client,
+          Array.from({ length: Math.min(10_000, n - i) }, () => job(group)),
+        );
+      }
     }
     const small = Array.from({ length: 9 }, (_, i) => `small-${i + 1}`);
-    let enqueued = flood;
+    let enqueued = flood + capped;
     let killed = 0;
     let lastFault = Date.now();
     const stormFrom = Date.now() + (secondsEach * 1000) / 2;
@@ -780,7 +796,8 @@ async function fairGroupsStorm(): Promise<Result> {
         bound: RECOVERY_BOUND_MS,
         recoverySince: 0,
       }),
-      await fairGroupFigures(db.client, { flood: 'flood' }),
+      await fairGroupFigures(db.client, { flood: 'flood', apart: ['capped'] }),
+      await groupLimitFigures(db.client, { limits: { flood: FAIR_GROUP_MAX, capped: FAIR_CAPPED_MAX } }),
     );
     return {
       scenario: 'fair-groups',

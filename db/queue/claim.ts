@@ -105,9 +105,12 @@ export async function claim(
   // Prepared once per connection (one name per text): a claim is on the path from enqueue to
   // handler start, and planning it costs more than running it for a small batch.
   const parsed = cache ? cache.parse(options) : parseClaimOptions(options);
-  const pool = parsed.limits || isGrouped(parsed.shape) ? ownPool(executor) : null;
-  if (pool) return inPoolTransaction(pool, (tx) => claimParsed(tx, parsed, cache, true));
-  return claimParsed(executor, parsed, cache, false);
+  // A grouped claim looks for its queues' group limits (locking them) unless its claimer saw
+  // none a moment ago: then its statement, which leaves limited queues out, is all it runs.
+  const probe = isGrouped(parsed.shape) && (cache?.groupLimitsDue() ?? true);
+  const pool = parsed.limits || probe ? ownPool(executor) : null;
+  if (pool) return inPoolTransaction(pool, (tx) => claimParsed(tx, parsed, cache, { own: true, probe }));
+  return claimParsed(executor, parsed, cache, { own: false, probe });
 }
 
 /**
@@ -118,13 +121,14 @@ async function claimParsed(
   executor: Executor,
   parsed: ParsedClaimOptions,
   cache: ClaimOptionsCache | undefined,
-  own: boolean,
+  how: { own: boolean; probe: boolean },
 ): Promise<ClaimedJob[]> {
   if (parsed.limits) await lockLimits(executor, parsed.limits);
   // A grouped claim locks its queues' group limits first (the queues that have some).
-  const groupLimited = isGrouped(parsed.shape) && (await lockGroupLimits(executor, parsed.queues)).length > 0;
+  const groupLimited = how.probe && (await lockGroupLimits(executor, parsed.queues)).length > 0;
+  if (how.probe) cache?.groupLimitsSeen(groupLimited);
   const { text, params, name, leaseToken, workerId, walk } = claimQuery(parsed, executor, cache, {
-    own,
+    own: how.own,
     groupLimited,
   });
   // claim_key is there only in the bounded texts (those of a claim with a walk).
@@ -281,6 +285,12 @@ type ClaimKey = { at: string; id: string };
 /** Before every key: the start of a walk from the head, in the bounded texts. */
 const HEAD: ClaimKey = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
 
+/**
+ * A grouped claimer whose queues had no group limits looks again at least this often (ms): a
+ * queue's first group limit reaches its grouped jobs within this, and its jobs wait meanwhile.
+ */
+export const GROUP_LIMITS_RECHECK_MS = 1000;
+
 /** Walks start from the head at least this often (ms): docs/contract.md §5's added term. */
 export const CLAIM_RESTART_MS = 1000;
 
@@ -423,9 +433,29 @@ export class ClaimOptionsCache {
   constructor(options: { bound?: boolean | ClaimBoundOptions } = {}) {
     const { bound } = options;
     const settings = typeof bound === 'object' ? bound : {};
+    this.clock = settings.now ?? (() => performance.now());
     this.bound = bound
       ? new ClaimBound(settings.restartMs ?? CLAIM_RESTART_MS, settings.now ?? (() => performance.now()))
       : null;
+  }
+
+  /** When this claimer's grouped claims last found no group limits on their queues (ms; -∞: never). */
+  private unlimitedSince = Number.NEGATIVE_INFINITY;
+  private readonly clock: () => number;
+
+  /**
+   * Whether the next grouped claim must look for group limits (and lock them): always while its
+   * queues have some, else once every GROUP_LIMITS_RECHECK_MS. Meanwhile its text leaves out
+   * any queue that has group limits (transitions/claim-grouped.ts), so a limit set since is never
+   * passed, only waited for (its queue's grouped jobs wait for the next look).
+   */
+  groupLimitsDue(): boolean {
+    return this.clock() - this.unlimitedSince >= GROUP_LIMITS_RECHECK_MS;
+  }
+
+  /** Records what a grouped claim's look found. */
+  groupLimitsSeen(limited: boolean): void {
+    this.unlimitedSince = limited ? Number.NEGATIVE_INFINITY : this.clock();
   }
 
   /**

@@ -14,6 +14,7 @@ import {
   whyWaiting,
   type ClaimedJob,
 } from '.';
+import { ClaimOptionsCache, GROUP_LIMITS_RECHECK_MS } from './claim.ts';
 import { run } from './executor.ts';
 import { useTestDatabase } from '../../test/db.ts';
 import { uniqueQueue } from '../../test/factories.ts';
@@ -123,6 +124,32 @@ describe('per-group limits', () => {
     // Its attempt ended: the slot is free, and its claim's row goes at the next look.
     expect(await claimer(5)).toHaveLength(1);
     expect(await runningByGroup(queue)).toEqual({ a: 1 });
+  });
+
+  it('takes nothing of a queue whose first limit came since its claimer last looked, until it looks again', async () => {
+    const { queue, kind } = await setUp(['a'], 5);
+    const clock = { ms: 0 };
+    const cache = new ClaimOptionsCache({ bound: { now: () => clock.ms } });
+    const options = {
+      queues: [queue],
+      workerId: 'w-cached',
+      limit: 1,
+      kinds: [{ kind, versions: [1] }],
+      grouped: true,
+    };
+    // The first claim looks (no limits), the next ones within GROUP_LIMITS_RECHECK_MS do not.
+    expect(await claim(t.db, options, cache)).toHaveLength(1);
+    await setGroupLimit(t.db, { queue, max: 2, actor: 'ops' });
+    clock.ms += GROUP_LIMITS_RECHECK_MS / 2;
+    expect(cache.groupLimitsDue()).toBe(false);
+    // Its statement leaves the limited queue out rather than pass the limit unlocked.
+    expect(await claim(t.db, { ...options, limit: 5 }, cache)).toEqual([]);
+    clock.ms += GROUP_LIMITS_RECHECK_MS;
+    expect(cache.groupLimitsDue()).toBe(true);
+    expect(await claim(t.db, { ...options, limit: 5 }, cache)).toHaveLength(1);
+    expect(await runningByGroup(queue)).toEqual({ a: 2 });
+    // Its queue has limits now: every claim looks.
+    expect(cache.groupLimitsDue()).toBe(true);
   });
 
   it('counts what a group runs already when its queue gets its first limit', async () => {

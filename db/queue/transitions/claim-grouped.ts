@@ -42,19 +42,23 @@ const EXAMINED = '$2::int + 16';
 const GROUP_MATCH = (r: string, g: string) =>
   `${r}.queue = ${g}.queue AND ${r}.kind = ${g}.kind AND ${r}.kind_version = ${g}.kind_version AND ${r}.group_key = ${g}.group_key`;
 
+/** Not a queue with group limits (`q`: its name's SQL): the plain text's arms leave them out. */
+const UNLIMITED = (q: string) =>
+  `\n          AND NOT EXISTS (SELECT 1 FROM leasehold.group_limits d WHERE d.queue = ${q} AND d.group_key = '')`;
+
 const ARMS = {
-  given: `
+  given: (limited: boolean) => `
       arm AS (
         SELECT a.queue, a.kind, a.version
         FROM unnest($1::text[], $6::text[], $7::int[]) AS a(queue, kind, version)
-        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = a.queue AND q.paused)
+        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = a.queue AND q.paused)${limited ? '' : UNLIMITED('a.queue')}
       ),`,
-  any: `
+  any: (limited: boolean) => `
       arm AS (
         SELECT DISTINCT g.queue, g.kind, g.kind_version AS version
         FROM leasehold.ready_groups g
         WHERE g.queue = ANY($1::text[])
-          AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = g.queue AND q.paused)
+          AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = g.queue AND q.paused)${limited ? '' : UNLIMITED('g.queue')}
       ),`,
 };
 
@@ -79,8 +83,10 @@ const GROUP_LEFT = `(
 
 /**
  * The grouped claim's text: with the worker's arms (`given`) or every arm of the queues (`any`).
- * `limited` (a queue of the claim has group limits; its caller locked their '' rows first,
- * db/queue/claim.ts): each group looked at gets its room (GROUP_LEFT); a group without room (at
+ * Without `limited`, the arms of queues with group limits are left out: such a queue's jobs are
+ * taken only by the limited text, after its lock (so a claimer that has not yet seen a queue's
+ * first limit takes nothing of it). `limited` (a queue of the claim has group limits; its caller
+ * locked their '' rows first, db/queue/claim.ts): each group looked at gets its room (GROUP_LEFT); a group without room (at
  * its maximum, or paused) is not chosen and goes behind the groups waiting as if served; a
  * chosen group gives no more than its room, counted over every kind version of the claim
  * (`candidate`); the jobs taken are recorded per group in group_claims, and the rows of the groups
@@ -88,7 +94,7 @@ const GROUP_LEFT = `(
  */
 export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean, limited = false): string {
   return `
-    WITH ${ARMS[arms].trim()}
+    WITH ${ARMS[arms](limited).trim()}
       turn AS (
         SELECT t.* FROM (
           SELECT g.queue, g.kind, g.kind_version, g.group_key, g.turn_at
