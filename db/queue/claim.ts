@@ -206,21 +206,22 @@ type ParsedClaimOptions = {
 /** The grouped claim's shapes: with the worker's arms, or every arm of the queues (no `kinds`). */
 type GroupedShape = 'grouped' | 'groupedAny';
 
-/** The grouped texts, by shape and by whether a queue of the claim has group limits (`limited`). */
-const GROUPED = Object.fromEntries(
-  (['grouped', 'groupedAny'] as const).map((shape) => {
-    const arms = shape === 'grouped' ? 'given' : 'any';
-    const base = shape === 'grouped' ? 'leasehold_claim_grouped' : 'leasehold_claim_grouped_any';
-    const texts = (limited: boolean): Texts => {
-      const name = limited ? `${base}_group_limited` : base;
-      return {
-        flush: { text: groupedClaimText(arms, true, limited), name },
-        noFlush: { text: groupedClaimText(arms, false, limited), name: `${name}_async` },
-      };
+/** A grouped shape's texts, by whether a queue of the claim has group limits (`limited`). */
+function groupedTexts(arms: 'given' | 'any', base: string): Record<'plain' | 'limited', Texts> {
+  const texts = (limited: boolean): Texts => {
+    const name = limited ? `${base}_group_limited` : base;
+    return {
+      flush: { text: groupedClaimText(arms, true, limited), name },
+      noFlush: { text: groupedClaimText(arms, false, limited), name: `${name}_async` },
     };
-    return [shape, { plain: texts(false), limited: texts(true) }];
-  }),
-) as Record<GroupedShape, Record<'plain' | 'limited', Texts>>;
+  };
+  return { plain: texts(false), limited: texts(true) };
+}
+
+const GROUPED: Record<GroupedShape, Record<'plain' | 'limited', Texts>> = {
+  grouped: groupedTexts('given', 'leasehold_claim_grouped'),
+  groupedAny: groupedTexts('any', 'leasehold_claim_grouped_any'),
+};
 
 const isGrouped = (shape: ClaimShape | GroupedShape): shape is GroupedShape => shape in GROUPED;
 
