@@ -165,7 +165,10 @@ function BacklogRow({ q, canPause, onToggle }: { q: QueueDTO; canPause: boolean;
     <tr>
       <td>
         <a href={withBasePath(`/jobs?queue=${encodeURIComponent(q.queue)}`)}>{q.queue}</a>
-        {q.paused && <span className="badge paused">paused</span>}
+        {q.paused && <span className="badge paused">paused</span>}{' '}
+        <a className="muted" href={withBasePath(`/queues/${encodeURIComponent(q.queue)}`)}>
+          groups<span className="visually-hidden"> of queue {q.queue}</span>
+        </a>
       </td>
       {STATES.map((s) => (
         <td key={s.key} className="num">

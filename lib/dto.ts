@@ -133,6 +133,29 @@ export interface LimitsDTO {
   can: { set: boolean };
 }
 
+/** One group of a queue on its page (db/queue/group-limits.ts, listGroups). */
+export interface GroupDTO {
+  group: string;
+  waiting: number;
+  running: number;
+  oldestWaitingMs: number | null;
+  /** The maximum the claims enforce (its own, else the queue's default; null: none). */
+  max: number | null;
+  /** Its own maximum (null: the default applies). */
+  ownMax: number | null;
+  paused: boolean;
+  pausedReason: string | null;
+}
+
+/** A queue's page: its groups, the first 50 by their oldest waiting job, the rest summed. */
+export interface QueueGroupsDTO {
+  queue: string;
+  defaultMax: number | null;
+  groups: GroupDTO[];
+  other: { groups: number; waiting: number; running: number; oldestWaitingMs: number | null } | null;
+  can: { setMax: boolean; pause: boolean };
+}
+
 /** Per-queue backlog: already a plain, serialisable shape in the read model. */
 export type QueueDTO = QueueBacklog;
 
@@ -146,6 +169,18 @@ export interface MetricsDTO {
   notifyQueueUsage: number;
   /** Each limit's figures (db/queue/limits.ts, listLimits). */
   limits: LimitMetricsDTO[];
+  /** Per queue with groups, its GROUP_METRICS_TOP groups by oldest waiting job, then the rest summed (`group` null). */
+  groups: GroupMetricsDTO[];
+}
+
+/** A group (or, with `group` null, the rest of its queue's groups summed) as the metrics show it. */
+export interface GroupMetricsDTO {
+  queue: string;
+  group: string | null;
+  waiting: number;
+  running: number;
+  oldestWaitingSeconds: number;
+  paused: boolean;
 }
 
 /** A limit as the metrics show it: what it enforces, what runs and waits under it, what its rate leaves. */

@@ -27,6 +27,11 @@ describe('Prometheus text for /api/metrics', () => {
           { limit: 'resource:smtp', max: 5, running: 5, waiting: 12, startsLeft: 0, paused: true },
           { limit: 'kind:mail.send', max: null, running: 1, waiting: 0, startsLeft: null, paused: false },
         ],
+        groups: [
+          { queue: 'mail', group: 'acme', waiting: 40, running: 2, oldestWaitingSeconds: 12.5, paused: false },
+          { queue: 'mail', group: 'other', waiting: 1, running: 0, oldestWaitingSeconds: 0.5, paused: true },
+          { queue: 'mail', group: null, waiting: 300, running: 9, oldestWaitingSeconds: 4, paused: false },
+        ],
       }),
     ).toBe(
       [
@@ -75,6 +80,25 @@ describe('Prometheus text for /api/metrics', () => {
         '# TYPE leasehold_limit_paused gauge',
         'leasehold_limit_paused{limit="resource:smtp"} 1',
         'leasehold_limit_paused{limit="kind:mail.send"} 0',
+        '# HELP leasehold_group_waiting Ready, due jobs of a fair group.',
+        '# TYPE leasehold_group_waiting gauge',
+        'leasehold_group_waiting{queue="mail",group="acme"} 40',
+        'leasehold_group_waiting{queue="mail",group="other"} 1',
+        'leasehold_group_waiting{queue="mail",group="other",other="true"} 300',
+        '# HELP leasehold_group_running Jobs of a fair group holding a lease.',
+        '# TYPE leasehold_group_running gauge',
+        'leasehold_group_running{queue="mail",group="acme"} 2',
+        'leasehold_group_running{queue="mail",group="other"} 0',
+        'leasehold_group_running{queue="mail",group="other",other="true"} 9',
+        "# HELP leasehold_group_oldest_waiting_seconds Age of a fair group's oldest due ready job (the other series: the oldest of the rest).",
+        '# TYPE leasehold_group_oldest_waiting_seconds gauge',
+        'leasehold_group_oldest_waiting_seconds{queue="mail",group="acme"} 12.5',
+        'leasehold_group_oldest_waiting_seconds{queue="mail",group="other"} 0.5',
+        'leasehold_group_oldest_waiting_seconds{queue="mail",group="other",other="true"} 4',
+        '# HELP leasehold_group_paused Whether an operator paused the fair group.',
+        '# TYPE leasehold_group_paused gauge',
+        'leasehold_group_paused{queue="mail",group="acme"} 0',
+        'leasehold_group_paused{queue="mail",group="other"} 1',
         '',
       ].join('\n'),
     );
@@ -86,6 +110,7 @@ describe('Prometheus text for /api/metrics', () => {
       dead: [],
       notifyQueueUsage: 0,
       limits: [],
+      groups: [],
     });
     expect(text).toContain('leasehold_queue_paused{queue="a\\"b\\\\c\\nd"} 0\n');
     expect(text).toContain('leasehold_queue_oldest_ready_age_seconds{queue="a\\"b\\\\c\\nd"} 0\n');

@@ -4,7 +4,7 @@
  * worker runs, dead jobs by class, the NOTIFY queue's usage. The names,
  * order and label spelling are what scrapers and dashboards already query: change none lightly.
  */
-import type { MetricsDTO, QueueDTO } from './dto.ts';
+import type { GroupMetricsDTO, MetricsDTO, QueueDTO } from './dto.ts';
 
 const label = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
@@ -19,7 +19,7 @@ const STATE_LABELS = [
   ['cancelled', 'cancelled'],
 ] as const satisfies readonly (readonly [keyof QueueDTO, string])[];
 
-export function metricsText({ queues, dead, notifyQueueUsage, limits }: MetricsDTO): string {
+export function metricsText({ queues, dead, notifyQueueUsage, limits, groups }: MetricsDTO): string {
   const lines = [
     '# HELP leasehold_queue_jobs Jobs by queue and (sub-)state.',
     '# TYPE leasehold_queue_jobs gauge',
@@ -65,6 +65,34 @@ export function metricsText({ queues, dead, notifyQueueUsage, limits }: MetricsD
     '# HELP leasehold_limit_paused Whether a RateLimitedError paused the limit.',
     '# TYPE leasehold_limit_paused gauge',
     ...limits.map((l) => `leasehold_limit_paused{limit="${label(l.limit)}"} ${l.paused ? 1 : 0}`),
+    ...groupLines(groups),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The fair groups' series: per queue, its first groups by oldest waiting job by name
+ * (`group="…"`), and the rest summed in one series marked `other="true"` (its `group` label is
+ * `other`; a group named so by a user keeps its own series without the mark), so the series per
+ * queue stay bounded however many tenants it has.
+ */
+function groupLines(groups: readonly GroupMetricsDTO[]): string[] {
+  const labels = (g: GroupMetricsDTO) =>
+    g.group === null
+      ? `queue="${label(g.queue)}",group="other",other="true"`
+      : `queue="${label(g.queue)}",group="${label(g.group)}"`;
+  return [
+    '# HELP leasehold_group_waiting Ready, due jobs of a fair group.',
+    '# TYPE leasehold_group_waiting gauge',
+    ...groups.map((g) => `leasehold_group_waiting{${labels(g)}} ${g.waiting}`),
+    '# HELP leasehold_group_running Jobs of a fair group holding a lease.',
+    '# TYPE leasehold_group_running gauge',
+    ...groups.map((g) => `leasehold_group_running{${labels(g)}} ${g.running}`),
+    "# HELP leasehold_group_oldest_waiting_seconds Age of a fair group's oldest due ready job (the other series: the oldest of the rest).",
+    '# TYPE leasehold_group_oldest_waiting_seconds gauge',
+    ...groups.map((g) => `leasehold_group_oldest_waiting_seconds{${labels(g)}} ${g.oldestWaitingSeconds}`),
+    '# HELP leasehold_group_paused Whether an operator paused the fair group.',
+    '# TYPE leasehold_group_paused gauge',
+    ...groups.flatMap((g) => (g.group === null ? [] : [`leasehold_group_paused{${labels(g)}} ${g.paused ? 1 : 0}`])),
+  ];
 }

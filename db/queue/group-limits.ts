@@ -331,3 +331,13 @@ async function defaultGroupMax(executor: Executor, queue: string): Promise<numbe
   );
   return rows[0]?.max ?? null;
 }
+
+/** The queues with fair groups: those holding a group's turn (ready grouped jobs) or group limits. */
+export async function groupedQueueNames(executor: Executor): Promise<string[]> {
+  const rows = await run<{ queue: string }>(
+    executor,
+    sql`SELECT queue FROM (SELECT DISTINCT queue FROM leasehold.ready_groups
+                           UNION SELECT DISTINCT queue FROM leasehold.group_limits) q ORDER BY queue`,
+  );
+  return rows.map((r) => r.queue);
+}

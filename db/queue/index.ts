@@ -51,6 +51,7 @@ export {
 } from './limits.ts';
 export type * from './limits.ts';
 export {
+  groupedQueueNames,
   listGroups,
   MAX_GROUP_LIMIT,
   MAX_LISTED_GROUPS,

@@ -11,4 +11,5 @@ export { getFailureGroups, getJobDetail, getJobs, revealPayload } from './jobs.t
 export { getAudit } from './audit.ts';
 export { addKindRedaction, getKinds, removeKindRedaction } from './kinds.ts';
 export { getLimits, setLimitValues } from './limits.ts';
+export { getQueueGroups, setGroupMax, setGroupPaused } from './groups.ts';
 export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions.ts';

@@ -3,10 +3,10 @@ import 'server-only';
  * The overview (backlog per queue, throughput, attempts, failure classes, live workers) and
  * the metrics /api/metrics renders from the same read models.
  */
-import { listLimits } from '../../db/queue/index.ts';
+import { groupedQueueNames, listGroups, listLimits } from '../../db/queue/index.ts';
 import { backlog, deadByClass, notifyQueueUsage, overview } from '../../db/queries/overview.ts';
 import { database } from '../db.ts';
-import type { MetricsDTO, OverviewDTO } from '../dto.ts';
+import type { GroupMetricsDTO, MetricsDTO, OverviewDTO } from '../dto.ts';
 import { authorize, authorizeMetricsToken, permits } from './policy.ts';
 
 export async function getOverview(): Promise<OverviewDTO> {
@@ -49,5 +49,33 @@ export async function getMetrics(authorization: string | null): Promise<MetricsD
       startsLeft: l.rate === null ? null : Math.max(0, l.rate.max - l.started),
       paused: l.pausedUntil !== null,
     })),
+    groups: await groupMetrics(),
   };
+}
+
+/** The groups listed by name per queue in the metrics; the rest are one `other` series. */
+export const GROUP_METRICS_TOP = 10;
+
+/** Per queue with groups: its first GROUP_METRICS_TOP groups by oldest waiting job, then the rest summed. */
+async function groupMetrics(): Promise<GroupMetricsDTO[]> {
+  const out: GroupMetricsDTO[] = [];
+  for (const queue of await groupedQueueNames(database())) {
+    const listed = await listGroups(database(), { queue, top: GROUP_METRICS_TOP });
+    const seconds = (ms: number | null) => (ms === null ? 0 : ms / 1000);
+    for (const g of listed.groups) {
+      out.push({
+        queue,
+        group: g.group,
+        waiting: g.waiting,
+        running: g.running,
+        oldestWaitingSeconds: seconds(g.oldestWaitingMs),
+        paused: g.paused,
+      });
+    }
+    if (listed.other) {
+      const { waiting, running, oldestWaitingMs } = listed.other;
+      out.push({ queue, group: null, waiting, running, oldestWaitingSeconds: seconds(oldestWaitingMs), paused: false });
+    }
+  }
+  return out;
 }

@@ -9,7 +9,7 @@ import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
 import { useTestDatabase } from '../../test/db.ts';
-import { declareLimits, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
+import { declareLimits, enqueueMany, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
 import { ROLES, type Role } from '../../db/schema.ts';
 import { upsertUser } from '../../db/users.ts';
 import { closeDatabase } from '../db.ts';
@@ -229,6 +229,48 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
         expect(result).toMatchObject({ ok: true });
         const { rows } = await t.pool.query('SELECT path FROM leasehold.kind_redactions WHERE kind = $1', [kind]);
         expect(rows).toEqual([]);
+      },
+    };
+  },
+  getQueueGroups: async () => {
+    const queue = uniqueQueue('policy-groups');
+    await enqueueMany(t.db, [{ queue, kind: 'k', group: 'acme' }]);
+    return {
+      call: () => dal.getQueueGroups({ queue }),
+      allowed: (result) =>
+        expect((result as { groups: { group: string; waiting: number }[] }).groups).toEqual([
+          expect.objectContaining({ group: 'acme', waiting: 1 }),
+        ]),
+    };
+  },
+  setGroupMax: async () => {
+    const queue = uniqueQueue('policy-group-max');
+    return {
+      call: () => dal.setGroupMax({ queue, group: 'acme', max: '2' }),
+      allowed: async (result, session) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query(
+          'SELECT group_key, max, set_by FROM leasehold.group_limits WHERE queue = $1 ORDER BY group_key',
+          [queue],
+        );
+        expect(rows).toEqual([
+          { group_key: '', max: null, set_by: email(session!) },
+          { group_key: 'acme', max: 2, set_by: email(session!) },
+        ]);
+      },
+    };
+  },
+  setGroupPaused: async () => {
+    const queue = uniqueQueue('policy-group-pause');
+    return {
+      call: () => dal.setGroupPaused({ queue, group: 'acme', reason: 'hold' }, true),
+      allowed: async (result) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query(
+          'SELECT paused FROM leasehold.group_limits WHERE queue = $1 AND group_key = $2',
+          [queue, 'acme'],
+        );
+        expect(rows).toEqual([{ paused: true }]);
       },
     };
   },

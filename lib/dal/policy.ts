@@ -39,6 +39,9 @@ export const POLICY = {
   addKindRedaction: 'admin',
   removeKindRedaction: 'admin',
   setLimitValues: 'admin',
+  getQueueGroups: 'viewer',
+  setGroupMax: 'admin',
+  setGroupPaused: 'operator',
 } as const satisfies Record<string, Rule>;
 
 export type DalFunction = keyof typeof POLICY;

@@ -60,7 +60,12 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
     expect(await dal.getOverview()).toMatchObject({ queues: expect.any(Array), throughput: expect.any(Array) });
   },
   getMetrics: async () => {
-    expect(await dal.getMetrics(`Bearer ${METRICS_TOKEN}`)).toMatchObject({ queues: expect.any(Array) });
+    // A queue with a group: its series read ready_groups, group_limits, grouped_ready_jobs and leases.
+    const queue = uniqueQueue('roles-metrics');
+    await enqueueMany(admin.db, [{ queue, kind: 'k', group: 'acme' }]);
+    const metrics = await dal.getMetrics(`Bearer ${METRICS_TOKEN}`);
+    expect(metrics).toMatchObject({ queues: expect.any(Array) });
+    expect(metrics.groups).toContainEqual(expect.objectContaining({ queue, group: 'acme', waiting: 1, running: 0 }));
   },
   getJobs: async () => {
     const job = await addJob(admin.db, { queue: uniqueQueue('roles-list') });
@@ -148,6 +153,30 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
       enforced: { max: 4, rate: '2/1s' },
       setBy: ADMIN,
     });
+  },
+  getQueueGroups: async () => {
+    // A group at its maximum with a job waiting: the page reads group_limits, group_claims,
+    // grouped_ready_jobs, leases and jobs.
+    const queue = uniqueQueue('roles-groups');
+    await enqueueMany(admin.db, [
+      { queue, kind: 'k', group: 'acme' },
+      { queue, kind: 'k', group: 'acme' },
+    ]);
+    expect(await dal.setGroupMax({ queue, max: 1 })).toMatchObject({ ok: true });
+    await claim(admin.db, { queues: [queue], workerId: 'roles-w', limit: 2, grouped: true });
+    expect((await dal.getQueueGroups({ queue })).groups).toEqual([
+      expect.objectContaining({ group: 'acme', waiting: 1, running: 1, max: 1 }),
+    ]);
+  },
+  setGroupMax: async () => {
+    const queue = uniqueQueue('roles-group-max');
+    expect(await dal.setGroupMax({ queue, group: 'acme', max: '3' })).toMatchObject({ ok: true });
+    expect(await dal.getQueueGroups({ queue })).toMatchObject({ groups: [{ group: 'acme', ownMax: 3 }] });
+  },
+  setGroupPaused: async () => {
+    const queue = uniqueQueue('roles-group-pause');
+    expect(await dal.setGroupPaused({ queue, group: 'acme' }, true)).toMatchObject({ ok: true });
+    expect(await dal.setGroupPaused({ queue, group: 'acme' }, false)).toMatchObject({ ok: true });
   },
   addKindRedaction: async () => {
     const kind = uniqueQueue('roles-redact');
