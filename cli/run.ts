@@ -53,6 +53,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./limits.ts')).limitsCommand,
   },
   {
+    name: 'groups',
+    summary: "list a queue's fair groups, or set a group maximum, pause or resume one (audited)",
+    load: async () => (await import('./groups.ts')).groupsCommand,
+  },
+  {
     name: 'users',
     summary: 'add, disable or list the dashboard’s users',
     load: async () => (await import('./users.ts')).usersCommand,
