@@ -41,7 +41,8 @@ const OPTIONS = {
 
 const ACTIONS = ['set', 'clear', 'pause', 'resume'] as const;
 type Action = (typeof ACTIONS)[number];
-const isAction = (a: string): a is Action => (ACTIONS as readonly string[]).includes(a);
+const ACTION_NAMES = new Set<string>(ACTIONS);
+const isAction = (a: string): a is Action => ACTION_NAMES.has(a);
 
 const age = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)}s`);
 const shown = (n: number | null) => (n === null ? '-' : String(n));
