@@ -45,7 +45,7 @@ async function onMessage(message: { type: string }) {
 
 let worker: Awaited<ReturnType<typeof system.startWorker>> | undefined;
 /** The drain modes report handled counts; the others time each job's pickup. */
-const draining = mode === 'drain' || mode === 'drain-limited' || mode === 'drain-rated';
+const draining = mode === 'drain' || mode === 'drain-limited' || mode === 'drain-rated' || mode === 'drain-grouped';
 
 async function go() {
   if (mode === 'hold') {

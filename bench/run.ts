@@ -31,9 +31,12 @@ import {
 import { claimThroughput, dashboardTimes, historyDatabase } from './history.ts';
 import { HOT_TABLES, heldHorizon, priorityJump, steadyBacklog } from './horizon.ts';
 import { forkChild, median, percentile, round, sleep } from './lib.ts';
+import { enqueueMany, setGroupLimit } from '../db/queue/index.ts';
 import {
   ANCHORS,
+  GROUPED_DRAIN,
   LIMITED_DRAIN_MAX,
+  QUEUE,
   RATED_DRAIN,
   SYSTEMS,
   type BenchSystem,
@@ -230,6 +233,30 @@ async function bulkEnqueue(system: BenchSystem, url: string, total: number): Pro
   }
 }
 
+/**
+ * The grouped drain's jobs (Leasehold's own enqueueMany, as the bulk enqueue's): job `seq` in
+ * group `g<seq mod GROUPED_DRAIN.groups>`, each group under a maximum of GROUPED_DRAIN.max.
+ */
+async function groupedBulkEnqueue(url: string, total: number): Promise<void> {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  try {
+    await setGroupLimit(pool, { queue: QUEUE, max: GROUPED_DRAIN.max, actor: 'bench' });
+    for (let from = 0; from < total; from += 20_000) {
+      await enqueueMany(
+        pool,
+        Array.from({ length: Math.min(20_000, total - from) }, (_, i) => ({
+          queue: QUEUE,
+          kind: 'bench.noop',
+          payload: { seq: from + i },
+          group: `g${(from + i) % GROUPED_DRAIN.groups}`,
+        })),
+      );
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
 async function enqueueBulk(system: BenchSystem, total: number): Promise<number> {
   const db = await freshDatabase(system);
   try {
@@ -273,12 +300,13 @@ async function drain(
   system: BenchSystem,
   total: number,
   processes: number,
-  mode: 'drain' | 'drain-limited' | 'drain-rated' = 'drain',
+  mode: 'drain' | 'drain-limited' | 'drain-rated' | 'drain-grouped' = 'drain',
 ): Promise<DrainFigures> {
   const db = await freshDatabase(system);
   const client = new pg.Client({ connectionString: db.url });
   try {
-    await bulkEnqueue(system, db.url, total);
+    if (mode === 'drain-grouped') await groupedBulkEnqueue(db.url, total);
+    else await bulkEnqueue(system, db.url, total);
     await client.connect();
     await client.query('VACUUM ANALYZE');
     const children = await Promise.all(Array.from({ length: processes }, () => forkChild([system.name, mode, db.url])));
@@ -649,12 +677,12 @@ function recordDrainCpu(name: string, systemName: SystemName, figures: DrainFigu
  * Leasehold alone: the drain with its handler under `limit` (a concurrency limit or a rate),
  * with 1 and 4 worker processes, beside the plain drain of the same run (docs/flow-control.md).
  */
-async function flowControlledDrains(mode: 'drain-limited' | 'drain-rated', limit: string): Promise<void> {
+async function flowControlledDrains(mode: 'drain-limited' | 'drain-rated' | 'drain-grouped', limit: string): Promise<void> {
   const systems = chosen(['leasehold']).filter((s) => s.settings[mode] !== undefined);
   for (const processes of [1, 4]) {
     const name = `${mode}-${processes}proc`;
     const meta = throughput(
-      `${SIZE.drain.toLocaleString('en')} pre-enqueued no-op jobs of a kind under limit: ${limit}, ${processes} worker process(es); from "go" until every job is settled`,
+      `${SIZE.drain.toLocaleString('en')} pre-enqueued no-op jobs ${mode === 'drain-grouped' ? limit : `of a kind under limit: ${limit}`}, ${processes} worker process(es); from "go" until every job is settled`,
     );
     for (let rep = 0; rep < RUNS; rep++) {
       for (const system of systems) {
@@ -683,6 +711,12 @@ if (want('drain-rated'))
   await flowControlledDrains(
     'drain-rated',
     `{ rate: { max: ${RATED_DRAIN.max}, perMs: ${RATED_DRAIN.perMs} } } (at most ${RATED_DRAIN.max.toLocaleString('en')} starts in any ${RATED_DRAIN.perMs} ms, every process together)`,
+  );
+
+if (want('drain-grouped'))
+  await flowControlledDrains(
+    'drain-grouped',
+    `in ${GROUPED_DRAIN.groups.toLocaleString('en')} fair groups, each group at most ${GROUPED_DRAIN.max} running (every process together)`,
   );
 
 if (want('fairness')) {

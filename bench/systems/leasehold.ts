@@ -16,7 +16,7 @@ import {
   Worker,
 } from './built.ts';
 import { benchPool } from './db.ts';
-import { LIMITED_DRAIN_MAX, QUEUE, RATED_DRAIN, type BenchSystem, type WorkerHooks, type WorkerMode } from './types.ts';
+import { GROUPED_DRAIN, LIMITED_DRAIN_MAX, QUEUE, RATED_DRAIN, type BenchSystem, type WorkerHooks, type WorkerMode } from './types.ts';
 import type { HandlerLimit } from '../../workers/handler.ts';
 
 const KIND = 'bench.noop';
@@ -25,6 +25,7 @@ const WORKER_FLAGS: Record<WorkerMode, string[]> = {
   drain: ['--concurrency', '2000', '--batch-size', '1000', '--poll-ms', '1000'],
   'drain-limited': ['--concurrency', '2000', '--batch-size', '1000', '--poll-ms', '1000'],
   'drain-rated': ['--concurrency', '2000', '--batch-size', '1000', '--poll-ms', '1000'],
+  'drain-grouped': ['--concurrency', '2000', '--batch-size', '1000', '--poll-ms', '1000'],
   listen: ['--concurrency', '10', '--poll-ms', '2000'],
   'listen-async-claims': ['--concurrency', '10', '--poll-ms', '2000', '--async-claims'],
   poll: ['--concurrency', '10', '--poll-ms', '500', '--no-listen'],
@@ -37,6 +38,7 @@ export const leasehold: BenchSystem = {
     drain: `Worker ${WORKER_FLAGS.drain.join(' ')}; completed rows, attempt history, token-guarded batched acks, reaper on`,
     'drain-limited': `Worker ${WORKER_FLAGS['drain-limited'].join(' ')}, the handler under limit: { max: ${LIMITED_DRAIN_MAX} } (every process together)`,
     'drain-rated': `Worker ${WORKER_FLAGS['drain-rated'].join(' ')}, the handler under limit: { rate: { max: ${RATED_DRAIN.max}, perMs: ${RATED_DRAIN.perMs} } } (every process together)`,
+    'drain-grouped': `Worker ${WORKER_FLAGS['drain-grouped'].join(' ')}, the jobs in ${GROUPED_DRAIN.groups.toLocaleString('en')} fair groups, each group at most ${GROUPED_DRAIN.max} running (setGroupLimit, every process together)`,
     listen: `Worker ${WORKER_FLAGS.listen.join(' ')}; LISTEN on`,
     'listen-async-claims': `Worker ${WORKER_FLAGS['listen-async-claims'].join(' ')}; LISTEN on; claims commit without waiting for the WAL flush (not the default: docs/contract.md §4)`,
     poll: `Worker ${WORKER_FLAGS.poll.join(' ')}`,

@@ -10,14 +10,18 @@ export type CommonMode = 'drain' | 'listen' | 'poll';
  * Plus modes of one system only (`listen-async-claims`: Leasehold's LISTEN pickup with
  * `--async-claims`; `drain-limited`: Leasehold's drain with its handler under a concurrency
  * limit of LIMITED_DRAIN_MAX; `drain-rated`: under a rate of RATED_DRAIN.max starts per
- * RATED_DRAIN.perMs ms; docs/flow-control.md).
+ * RATED_DRAIN.perMs ms; `drain-grouped`: its jobs in GROUPED_DRAIN.groups fair groups, each
+ * under a group maximum of GROUPED_DRAIN.max; docs/flow-control.md).
  */
-export type WorkerMode = CommonMode | 'listen-async-claims' | 'drain-limited' | 'drain-rated';
+export type WorkerMode = CommonMode | 'listen-async-claims' | 'drain-limited' | 'drain-rated' | 'drain-grouped';
 
 /** The concurrency limit of the drain-limited case. */
 export const LIMITED_DRAIN_MAX = 50;
 /** The rate of the drain-rated case: 5,000 starts in any second, every process together. */
 export const RATED_DRAIN = { max: 5_000, perMs: 1_000 } as const;
+
+/** The grouped drain's groups (each job in group `g<seq mod groups>`) and each group's maximum. */
+export const GROUPED_DRAIN = { groups: 1_000, max: 2 } as const;
 
 /** The queue name every case uses. */
 export const QUEUE = 'bench';
