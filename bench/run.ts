@@ -677,7 +677,10 @@ function recordDrainCpu(name: string, systemName: SystemName, figures: DrainFigu
  * Leasehold alone: the drain with its handler under `limit` (a concurrency limit or a rate),
  * with 1 and 4 worker processes, beside the plain drain of the same run (docs/flow-control.md).
  */
-async function flowControlledDrains(mode: 'drain-limited' | 'drain-rated' | 'drain-grouped', limit: string): Promise<void> {
+async function flowControlledDrains(
+  mode: 'drain-limited' | 'drain-rated' | 'drain-grouped',
+  limit: string,
+): Promise<void> {
   const systems = chosen(['leasehold']).filter((s) => s.settings[mode] !== undefined);
   for (const processes of [1, 4]) {
     const name = `${mode}-${processes}proc`;

@@ -180,6 +180,8 @@ export interface GroupMetricsDTO {
   waiting: number;
   running: number;
   oldestWaitingSeconds: number;
+  /** The maximum in force (its own, else the queue's default; null: none, and for the rest). */
+  max: number | null;
   paused: boolean;
 }
 

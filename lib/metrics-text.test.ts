@@ -28,9 +28,9 @@ describe('Prometheus text for /api/metrics', () => {
           { limit: 'kind:mail.send', max: null, running: 1, waiting: 0, startsLeft: null, paused: false },
         ],
         groups: [
-          { queue: 'mail', group: 'acme', waiting: 40, running: 2, oldestWaitingSeconds: 12.5, paused: false },
-          { queue: 'mail', group: 'other', waiting: 1, running: 0, oldestWaitingSeconds: 0.5, paused: true },
-          { queue: 'mail', group: null, waiting: 300, running: 9, oldestWaitingSeconds: 4, paused: false },
+          { queue: 'mail', group: 'acme', waiting: 40, running: 2, oldestWaitingSeconds: 12.5, max: 2, paused: false },
+          { queue: 'mail', group: 'other', waiting: 1, running: 0, oldestWaitingSeconds: 0.5, max: null, paused: true },
+          { queue: 'mail', group: null, waiting: 300, running: 9, oldestWaitingSeconds: 4, max: null, paused: false },
         ],
       }),
     ).toBe(
@@ -95,6 +95,9 @@ describe('Prometheus text for /api/metrics', () => {
         'leasehold_group_oldest_waiting_seconds{queue="mail",group="acme"} 12.5',
         'leasehold_group_oldest_waiting_seconds{queue="mail",group="other"} 0.5',
         'leasehold_group_oldest_waiting_seconds{queue="mail",group="other",other="true"} 4',
+        "# HELP leasehold_group_max The maximum of a fair group's jobs running at once (its own, else its queue's default; absent: none).",
+        '# TYPE leasehold_group_max gauge',
+        'leasehold_group_max{queue="mail",group="acme"} 2',
         '# HELP leasehold_group_paused Whether an operator paused the fair group.',
         '# TYPE leasehold_group_paused gauge',
         'leasehold_group_paused{queue="mail",group="acme"} 0',

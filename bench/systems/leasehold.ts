@@ -16,7 +16,15 @@ import {
   Worker,
 } from './built.ts';
 import { benchPool } from './db.ts';
-import { GROUPED_DRAIN, LIMITED_DRAIN_MAX, QUEUE, RATED_DRAIN, type BenchSystem, type WorkerHooks, type WorkerMode } from './types.ts';
+import {
+  GROUPED_DRAIN,
+  LIMITED_DRAIN_MAX,
+  QUEUE,
+  RATED_DRAIN,
+  type BenchSystem,
+  type WorkerHooks,
+  type WorkerMode,
+} from './types.ts';
 import type { HandlerLimit } from '../../workers/handler.ts';
 
 const KIND = 'bench.noop';

@@ -69,12 +69,14 @@ async function groupMetrics(): Promise<GroupMetricsDTO[]> {
         waiting: g.waiting,
         running: g.running,
         oldestWaitingSeconds: seconds(g.oldestWaitingMs),
+        max: g.max,
         paused: g.paused,
       });
     }
     if (listed.other) {
       const { waiting, running, oldestWaitingMs } = listed.other;
-      out.push({ queue, group: null, waiting, running, oldestWaitingSeconds: seconds(oldestWaitingMs), paused: false });
+      const oldestWaitingSeconds = seconds(oldestWaitingMs);
+      out.push({ queue, group: null, waiting, running, oldestWaitingSeconds, max: null, paused: false });
     }
   }
   return out;
