@@ -764,7 +764,7 @@ if (want('fairness')) {
   }
 }
 
-if (want('fairness') && wantedSystems.includes('leasehold')) {
+if ((want('fairness') || want('group-claim')) && wantedSystems.includes('leasehold')) {
   // A grouped claim's latency as the groups holding ready jobs grow (Leasehold alone: turns).
   const counts = SMOKE ? [10, 1_000] : [10, 1_000, 100_000];
   for (let rep = 0; rep < RUNS; rep++) {

@@ -2,7 +2,15 @@ import pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { claim, defineJob, enqueue, enqueueMany, sweepReadyGroups, withMaintenanceLock } from '../db/queue/index.ts';
+import {
+  claim,
+  defineJob,
+  enqueue,
+  enqueueMany,
+  setGroupLimit,
+  sweepReadyGroups,
+  withMaintenanceLock,
+} from '../db/queue/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { silentLogger } from '../test/attempts.ts';
 import { useTestDatabase } from '../test/db.ts';
@@ -35,7 +43,11 @@ function accountJob() {
   return { queue, job };
 }
 
-function worker(handlers: Parameters<typeof createWorker>[0]['jobs'], queues: string[]): LeaseholdWorker {
+function worker(
+  handlers: Parameters<typeof createWorker>[0]['jobs'],
+  queues: string[],
+  options: { pollMs?: number } = {},
+): LeaseholdWorker {
   const pool = new pg.Pool({ connectionString: t.url, max: 5 });
   pool.on('error', () => {});
   pools.push(pool);
@@ -44,7 +56,7 @@ function worker(handlers: Parameters<typeof createWorker>[0]['jobs'], queues: st
     jobs: handlers,
     queues,
     logger: silentLogger,
-    pollMs: 200,
+    pollMs: options.pollMs ?? 200,
     listen: true,
     maintenance: false,
     graceMs: 0,
@@ -81,6 +93,32 @@ describe('a worker with grouped jobs', () => {
       sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue} AND state = 'ready'`,
     );
     expect(left!.n).toBeGreaterThan(100); // evidence: the flood was still waiting
+  });
+
+  it("starts a full group's next job once one of its jobs settles, never above its maximum", async () => {
+    const { queue, job } = accountJob();
+    await setGroupLimit(t.db, { queue, max: 1, actor: 'test' });
+    let running = 0;
+    let most = 0;
+    let done = 0;
+    const handler = defineHandler(job, async () => {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      running -= 1;
+      done += 1;
+    });
+    await enqueueMany(
+      t.db,
+      job,
+      Array.from({ length: 6 }, (_, n) => ({ account: 'acme', n })),
+    );
+    // A poll interval of a minute: an empty grouped claim rests 45 s, so only the settlements'
+    // own wake-ups can start the next job in time.
+    await worker([handler], [queue], { pollMs: 60_000 }).start();
+    await until('all six ran', async () => done === 6);
+    // Four slots, one job at a time: the group's maximum held every time it was reached.
+    expect(most).toBe(1);
   });
 
   it('runs grouped jobs of a kind whose contract names no group, and ungrouped ones beside them', async () => {

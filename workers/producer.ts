@@ -508,6 +508,8 @@ export class Producer {
     this.deps.metrics?.inFlight.dec();
     // Its limit has a slot again (once the settlement committed): a limited claim may take it.
     if (this.limitedKinds.has(entry.job.kind) || this.maxLimitedQueues.has(entry.job.queue)) this.wake();
+    // So has its group, if its queue has group limits: its grouped claimer rests no longer.
+    if (entry.job.group !== null) this.groupSlotFreed(entry.job.queue);
     if (!entry.handlerRunning) {
       this.release(entry);
       return;
@@ -542,6 +544,23 @@ export class Producer {
     this.stoppedRunning.delete(entry);
     this.deps.metrics?.stoppedRunning.dec();
     this.release(entry);
+  }
+
+  /**
+   * A grouped job of `queue` settled: a grouped claimer of that queue whose last look found
+   * group limits (a claim that came back empty may have found its groups full) claims again now
+   * rather than after its rest. Claimers of queues without group limits rest on: an empty claim
+   * there meant nothing was due.
+   */
+  private groupSlotFreed(queue: string): void {
+    let woken = false;
+    for (const claimer of this.claimers) {
+      if (!claimer.grouped || !claimer.active || !claimer.cache.groupLimited || !claimer.queues.includes(queue))
+        continue;
+      woken = woken || (claimer.restUntil ?? 0) > performance.now();
+      claimer.restUntil = undefined;
+    }
+    if (woken) this.wake();
   }
 
   /** The attempt is over here: its job's mark is gone and its slot is free. */

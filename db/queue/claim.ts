@@ -442,6 +442,7 @@ export class ClaimOptionsCache {
 
   /** When this claimer's grouped claims last found no group limits on their queues (ms; -∞: never). */
   private unlimitedSince = Number.NEGATIVE_INFINITY;
+  private limitedSeen = false;
   private readonly clock: () => number;
 
   /**
@@ -457,6 +458,12 @@ export class ClaimOptionsCache {
   /** Records what a grouped claim's look found. */
   groupLimitsSeen(limited: boolean): void {
     this.unlimitedSince = limited ? Number.NEGATIVE_INFINITY : this.clock();
+    this.limitedSeen = limited;
+  }
+
+  /** Whether this claimer's last look found group limits on its queues. */
+  get groupLimited(): boolean {
+    return this.limitedSeen;
   }
 
   /**
