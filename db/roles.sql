@@ -183,9 +183,10 @@ BEGIN
   GRANT SELECT, DELETE, UPDATE (turn_at, idle_since) ON leasehold.ready_groups TO leasehold_worker;
   -- Per-group limits (drizzle/0021): the grouped claim locks its queues' group limits through
   -- lock_group_limits (a SECURITY DEFINER function: no write right on group_limits, which only
-  -- set_group_limit writes), reads them, and records and prunes the jobs it took per group.
+  -- set_group_limit writes), reads them, and records and prunes the jobs it took per group
+  -- (the maintenance prune locks them FOR UPDATE SKIP LOCKED, which needs UPDATE on a column).
   GRANT SELECT ON leasehold.group_limits TO leasehold_worker;
-  GRANT SELECT, INSERT, DELETE ON leasehold.group_claims TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE, UPDATE (job_ids) ON leasehold.group_claims TO leasehold_worker;
   GRANT EXECUTE ON FUNCTION leasehold.lock_group_limits(text[]) TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (running, lease_until, detached) ON leasehold.leases TO leasehold_worker;
   -- Concurrency limits (drizzle/0018): a worker writes its handlers' declarations, and a limited

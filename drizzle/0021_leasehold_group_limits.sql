@@ -51,8 +51,9 @@ REVOKE ALL ON FUNCTION "leasehold"."lock_group_limits"(text[]) FROM PUBLIC;
 -- values before and after). Refused without writing anything: bad input (an exception), and a
 -- maximum or a pause while a live worker (seen within 60 s) runs code older than schema 16
 -- (verdict old_workers, naming them: such a worker claims grouped jobs without looking).
--- The first row of a queue counts what its groups run already (from the lease rows), so a
--- limit set while a group runs jobs holds from the next claim.
+-- The first row of a queue counts what its groups run already (from the lease rows, once the
+-- grouped claims in flight have committed), so a limit set while a group runs jobs holds from
+-- the next claim.
 CREATE FUNCTION "leasehold"."set_group_limit"(
   p_action text, p_queue text, p_group text, p_max integer, p_actor text, p_reason text
 ) RETURNS TABLE (audit_id bigint, verdict text, old_workers text[], before jsonb, after jsonb)
@@ -65,6 +66,7 @@ DECLARE
   v_after jsonb;
   v_audit bigint;
   v_new integer;
+  v_timeout text;
 BEGIN
   PERFORM leasehold.check_operator_input(p_action, ARRAY['set_group_limit', 'pause_group', 'resume_group'], p_actor, p_reason, NULL);
   IF p_queue IS NULL OR p_queue !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'
@@ -85,6 +87,24 @@ BEGIN
       RETURN QUERY SELECT NULL::bigint, 'old_workers'::text, v_old, NULL::jsonb, NULL::jsonb;
       RETURN;
     END IF;
+  END IF;
+  -- The queue's first limit: a grouped claim in flight took its snapshot before this row
+  -- existed, so it neither locks nor counts it, and its lease rows are not yet visible to the
+  -- count of what runs below. Every such claim holds grouped_ready_jobs (ROW EXCLUSIVE, taken
+  -- before its snapshot), so a SHARE lock waits for the ones in flight and holds back new ones
+  -- until this commits, when they see the row. At most 5 s: a transaction that enqueues grouped
+  -- jobs holds the table too, and nothing should queue behind a long one.
+  IF NOT EXISTS (SELECT 1 FROM leasehold.group_limits g WHERE g.queue = p_queue AND g.group_key = '') THEN
+    v_timeout := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '5s', true);
+    BEGIN
+      LOCK TABLE leasehold.grouped_ready_jobs IN SHARE MODE;
+    EXCEPTION WHEN lock_not_available THEN
+      RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+        MESSAGE = format('leasehold: the %s action was refused: the first group limit of queue %s waits for the grouped claims and enqueues in flight, and one held them for 5 s.', p_action, p_queue),
+        HINT = 'Nothing was written. Try again; a long transaction that enqueues grouped jobs holds them.';
+    END;
+    PERFORM set_config('lock_timeout', v_timeout, true);
   END IF;
   -- The queue's '' row first (the claims' lock), then the group's: always in this order.
   INSERT INTO leasehold.group_limits AS g (queue, group_key, set_at, set_by)

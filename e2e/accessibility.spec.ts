@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import AxeBuilder from '@axe-core/playwright';
 import type { Locator, Page } from '@playwright/test';
-import { declareLimits, enqueue } from '../db/queue/index.ts';
+import { claim, declareLimits, enqueue, enqueueMany, pauseGroup, setGroupLimit } from '../db/queue/index.ts';
 import { db, deadJob, expect, FROM_DASHBOARD, login, test, uniqueQueue } from './fixtures.ts';
 import { expectVisibleFocus, loginByKeyboard, tabTo } from './keyboard-kit.ts';
 
@@ -44,6 +44,8 @@ interface Seed {
   error: string;
   /** A ready job in a queue no worker serves, so that it stays cancellable: the cancel dialog's. */
   ready: { queue: string; jobId: string };
+  /** A queue with a fair group at its maximum and a paused one: its queue page. */
+  grouped: string;
   /** A declared limit's key (`kind:…`): the Limits page's row and its change dialog. */
   limit: string;
 }
@@ -159,6 +161,13 @@ const PAGES: Record<string, PageCase> = {
       },
     ],
   },
+  '/queues/[queue]': {
+    url: (seed) => `/queues/${seed.grouped}`,
+    ready: async (page) => {
+      await expect(page.getByTestId('group-acme').getByTestId('state')).toHaveText('at its limit of 1');
+      await expect(page.getByTestId('group-globex').getByTestId('state')).toHaveText('paused');
+    },
+  },
   '/audit': {
     url: () => '/audit',
     ready: async (page, seed) => {
@@ -182,12 +191,22 @@ async function seed(page: Page): Promise<Seed> {
   await declareLimits(db(), [
     { scope: 'kind', name: limited, max: 2, rate: { max: 10, perMs: 1000 }, kinds: [limited] },
   ]);
+  // A queue page with both group states: acme at its maximum of 1 (its first job running), globex paused.
+  const grouped = uniqueQueue('a11y-groups');
+  await enqueueMany(db(), [
+    { queue: grouped, kind: 'a11y.tenant', group: 'acme' },
+    { queue: grouped, kind: 'a11y.tenant', group: 'acme' },
+    { queue: grouped, kind: 'a11y.tenant', group: 'globex' },
+  ]);
+  await setGroupLimit(db(), { queue: grouped, max: 1, actor: 'admin@example.com' });
+  await pauseGroup(db(), { queue: grouped, group: 'globex', actor: 'admin@example.com' });
+  await claim(db(), { queues: [grouped], workerId: 'a11y', limit: 5, grouped: true });
   // Audit rows: the admin pauses and resumes the queue (the page's session is the admin's).
   for (const action of ['pause', 'resume']) {
     const answer = await page.request.post(`/api/queues/${queue}/${action}`, { headers: FROM_DASHBOARD });
     expect(answer.status(), `${action} ${queue}`).toBe(200);
   }
-  return { queue, jobId, error, ready: { queue: readyQueue, jobId: ready.id }, limit: `kind:${limited}` };
+  return { queue, jobId, error, ready: { queue: readyQueue, jobId: ready.id }, grouped, limit: `kind:${limited}` };
 }
 
 /** The moderate and minor findings of the scans, by rule: kept beside the screenshots for docs/dashboard.md. */

@@ -72,15 +72,13 @@ export function metricsText({ queues, dead, notifyQueueUsage, limits, groups }: 
 
 /**
  * The fair groups' series: per queue, its first groups by oldest waiting job by name
- * (`group="…"`), and the rest summed in one series marked `other="true"` (its `group` label is
- * `other`; a group named so by a user keeps its own series without the mark), so the series per
- * queue stay bounded however many tenants it has.
+ * (`group="…"`), and the rest summed in one series with no `group` label and `other="true"`
+ * (no group key is empty, so no group's series is ever that one, whatever its name), so the
+ * series per queue stay bounded however many tenants it has.
  */
 function groupLines(groups: readonly GroupMetricsDTO[]): string[] {
   const labels = (g: GroupMetricsDTO) =>
-    g.group === null
-      ? `queue="${label(g.queue)}",group="other",other="true"`
-      : `queue="${label(g.queue)}",group="${label(g.group)}"`;
+    g.group === null ? `queue="${label(g.queue)}",other="true"` : `queue="${label(g.queue)}",group="${label(g.group)}"`;
   return [
     '# HELP leasehold_group_waiting Ready, due jobs of a fair group.',
     '# TYPE leasehold_group_waiting gauge',

@@ -188,12 +188,11 @@ export class Maintenance {
    */
   async groupSweepRound(): Promise<void> {
     for (let round = 0; round < MAX_STATEMENTS_PER_ROUND; round++) {
-      const outcome = await withMaintenanceLock(this.deps.db, 'group sweep', async (tx) => {
-        const sweep = await sweepReadyGroups(tx);
-        return { looked: sweep.looked, pruned: await pruneGroupClaims(tx, GROUP_SWEEP_BATCH) };
-      });
-      if (!outcome.ran || (outcome.result.looked < GROUP_SWEEP_BATCH && outcome.result.pruned < GROUP_SWEEP_BATCH))
-        return;
+      const outcome = await withMaintenanceLock(this.deps.db, 'group sweep', (tx) => sweepReadyGroups(tx));
+      if (!outcome.ran) return;
+      // Its own statement: the sweep's locks on idle groups are not held while it deletes.
+      const pruned = await pruneGroupClaims(this.deps.db, GROUP_SWEEP_BATCH);
+      if (outcome.result.looked < GROUP_SWEEP_BATCH && pruned < GROUP_SWEEP_BATCH) return;
     }
   }
 

@@ -125,11 +125,11 @@ async function claimParsed(
 ): Promise<ClaimedJob[]> {
   if (parsed.limits) await lockLimits(executor, parsed.limits);
   // A grouped claim locks its queues' group limits first (the queues that have some).
-  const groupLimited = how.probe && (await lockGroupLimits(executor, parsed.queues)).length > 0;
-  if (how.probe) cache?.groupLimitsSeen(groupLimited);
+  const locked = how.probe ? await lockGroupLimits(executor, parsed.queues) : [];
+  if (how.probe) cache?.groupLimitsSeen(locked.length > 0);
   const { text, params, name, leaseToken, workerId, walk } = claimQuery(parsed, executor, cache, {
     own: how.own,
-    groupLimited,
+    locked,
   });
   // claim_key is there only in the bounded texts (those of a claim with a walk).
   const rows = await runText<BoundedClaimColumnsRow>(executor, text, params, name);
@@ -155,7 +155,7 @@ export function claimStatement(options: ClaimOptions, cache?: ClaimOptionsCache)
   // With a bounded cache: the text its next claim would run, the bound left as it is.
   const { text, params } = claimQuery(cache ? cache.parse(options) : parseClaimOptions(options), undefined, cache, {
     own: false,
-    groupLimited: false,
+    locked: [],
   });
   return sqlText(text, params);
 }
@@ -510,7 +510,7 @@ function claimQuery(
   parsed: ParsedClaimOptions,
   executor: Executor | undefined,
   cache: ClaimOptionsCache | undefined,
-  how: { own: boolean; groupLimited: boolean },
+  how: { own: boolean; locked: readonly string[] },
 ): {
   text: string;
   params: unknown[];
@@ -526,9 +526,13 @@ function claimQuery(
   // Only a statement that is its own transaction may decide how that transaction commits.
   const flush = !asyncCommit || (executor !== undefined && !autocommits(executor) && !how.own);
   const chosen = (
-    isGrouped(shape) ? GROUPED[shape][how.groupLimited ? 'limited' : 'plain'] : SHAPES[shape][walk ? 'after' : 'head']
+    isGrouped(shape)
+      ? GROUPED[shape][how.locked.length > 0 ? 'limited' : 'plain']
+      : SHAPES[shape][walk ? 'after' : 'head']
   )[flush ? 'flush' : 'noFlush'];
-  const params = [head, limit, leaseToken, leaseSeconds, workerId, ...tail, ...(walk?.params ?? [])];
+  // A grouped claim with group limits: the queues it locked, last of its own (LOCKED_PARAM).
+  const locked = how.locked.length > 0 ? [[...how.locked]] : [];
+  const params = [head, limit, leaseToken, leaseSeconds, workerId, ...tail, ...(walk?.params ?? []), ...locked];
   if (!parsed.limits) return { ...chosen, params, leaseToken, workerId, walk };
   // A limited claim: the same text with its limit capped and its lease rows naming the limits.
   const text = limitedText(chosen.text, params.length + 1);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import {
@@ -15,7 +16,8 @@ import {
   type ClaimedJob,
 } from '.';
 import { ClaimOptionsCache, GROUP_LIMITS_RECHECK_MS } from './claim.ts';
-import { run } from './executor.ts';
+import { run, runText } from './executor.ts';
+import { groupedClaimText } from './transitions.ts';
 import { useTestDatabase } from '../../test/db.ts';
 import { uniqueQueue } from '../../test/factories.ts';
 
@@ -150,6 +152,55 @@ describe('per-group limits', () => {
     expect(await runningByGroup(queue)).toEqual({ a: 2 });
     // Its queue has limits now: every claim looks.
     expect(cache.groupLimitsDue()).toBe(true);
+  });
+
+  it('waits for a grouped claim in flight when a queue gets its first limit, and counts its jobs', async () => {
+    const { queue, kind } = await setUp(['a'], 6);
+    const client = await t.pool.connect();
+    try {
+      await client.query('BEGIN');
+      // A claim whose snapshot came before the limit: it neither sees nor counts it.
+      const inFlight = await claim(client, {
+        queues: [queue],
+        workerId: 'w-early',
+        limit: 3,
+        kinds: [{ kind, versions: [1] }],
+        grouped: true,
+      });
+      expect(inFlight).toHaveLength(3);
+      let set = false;
+      const setting = setGroupLimit(t.db, { queue, max: 3, actor: 'ops' }).then(() => (set = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(set, 'the first limit waits for the claim in flight').toBe(false);
+      await client.query('COMMIT');
+      await setting;
+    } finally {
+      client.release();
+    }
+    // The three it took count: the group is at its maximum.
+    expect(
+      await claim(t.db, { queues: [queue], workerId: 'w', limit: 5, kinds: [{ kind, versions: [1] }], grouped: true }),
+    ).toEqual([]);
+    expect(await runningByGroup(queue)).toEqual({ a: 3 });
+  });
+
+  it('takes nothing of a queue whose first limit came after its claim locked the others', async () => {
+    const first = await setUp(['x'], 2);
+    const second = await setUp(['y'], 2);
+    await setGroupLimit(t.db, { queue: first.queue, max: 5, actor: 'ops' });
+    await setGroupLimit(t.db, { queue: second.queue, max: 5, actor: 'ops' });
+    // The limited text as a claim runs it that locked the first queue's row alone.
+    const rows = await runText<{ queue: string }>(t.db, groupedClaimText('given', true, true), [
+      [first.queue, second.queue],
+      10,
+      randomUUID(),
+      60,
+      'w-unlocked',
+      [first.kind, second.kind],
+      [1, 1],
+      [first.queue],
+    ]);
+    expect(rows.map((r) => r.queue)).toEqual([first.queue, first.queue]);
   });
 
   it('counts what a group runs already when its queue gets its first limit', async () => {

@@ -191,8 +191,10 @@ export async function groupWaits(executor: Executor, ids: readonly string[]): Pr
 }
 
 /**
- * Deletes up to `limit` group_claims rows whose jobs all ended (the maintenance round's, beside
- * the sweep of idle groups; a claim deletes those of the groups it looks at). Returns how many.
+ * Deletes up to `limit` group_claims rows whose jobs all ended (the maintenance round's, after
+ * the sweep of idle groups, in a statement of its own; a claim deletes those of the groups it
+ * looks at). Rows another transaction holds are skipped, so it never waits for a claim, and a
+ * claim waits at most for this one statement. Returns how many.
  */
 export async function pruneGroupClaims(executor: Executor, limit = 1000): Promise<number> {
   const rows = await run<{ n: number }>(
@@ -203,7 +205,8 @@ export async function pruneGroupClaims(executor: Executor, limit = 1000): Promis
             SELECT y.ctid FROM leasehold.group_claims y
             WHERE NOT EXISTS (SELECT 1 FROM unnest(y.job_ids) AS u(id) JOIN leasehold.jobs j ON j.id = u.id
                               WHERE j.lease_token = y.token AND j.state = 'running')
-            LIMIT ${limit}::int))
+            LIMIT ${limit}::int
+            FOR UPDATE SKIP LOCKED))
           RETURNING 1
         )
         SELECT count(*)::int AS n FROM gone`,

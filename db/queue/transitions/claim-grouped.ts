@@ -42,23 +42,34 @@ const EXAMINED = '$2::int + 16';
 const GROUP_MATCH = (r: string, g: string) =>
   `${r}.queue = ${g}.queue AND ${r}.kind = ${g}.kind AND ${r}.kind_version = ${g}.kind_version AND ${r}.group_key = ${g}.group_key`;
 
-/** Not a queue with group limits (`q`: its name's SQL): the plain text's arms leave them out. */
-const UNLIMITED = (q: string) =>
-  `\n          AND NOT EXISTS (SELECT 1 FROM leasehold.group_limits d WHERE d.queue = ${q} AND d.group_key = '')`;
+/**
+ * The queues whose group limits the claim locked, in the limited texts: $8 with the worker's
+ * arms, $6 without (the parameter after the shape's own).
+ */
+export const LOCKED_PARAM = { given: 8, any: 6 } as const;
+
+/**
+ * A queue whose group limits this claim may use (`q`: its name's SQL): one without group limits,
+ * or, in the limited texts, one whose '' row the claim locked ($locked). A queue whose first
+ * limit came after the lock's look is left out, as the plain text leaves out every limited
+ * queue: its grouped jobs wait for the next claim, which locks it.
+ */
+const USABLE = (q: string, locked: number | null) =>
+  `\n          AND ${locked === null ? '' : `(${q} = ANY($${locked}::text[]) OR `}NOT EXISTS (SELECT 1 FROM leasehold.group_limits d WHERE d.queue = ${q} AND d.group_key = '')${locked === null ? '' : ')'}`;
 
 const ARMS = {
-  given: (limited: boolean) => `
+  given: (locked: number | null) => `
       arm AS (
         SELECT a.queue, a.kind, a.version
         FROM unnest($1::text[], $6::text[], $7::int[]) AS a(queue, kind, version)
-        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = a.queue AND q.paused)${limited ? '' : UNLIMITED('a.queue')}
+        WHERE NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = a.queue AND q.paused)${USABLE('a.queue', locked)}
       ),`,
-  any: (limited: boolean) => `
+  any: (locked: number | null) => `
       arm AS (
         SELECT DISTINCT g.queue, g.kind, g.kind_version AS version
         FROM leasehold.ready_groups g
         WHERE g.queue = ANY($1::text[])
-          AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = g.queue AND q.paused)${limited ? '' : UNLIMITED('g.queue')}
+          AND NOT EXISTS (SELECT 1 FROM leasehold.queues q WHERE q.name = g.queue AND q.paused)${USABLE('g.queue', locked)}
       ),`,
 };
 
@@ -90,11 +101,12 @@ const GROUP_LEFT = `(
  * its maximum, or paused) is not chosen and goes behind the groups waiting as if served; a
  * chosen group gives no more than its room, counted over every kind version of the claim
  * (`candidate`); the jobs taken are recorded per group in group_claims, and the rows of the groups
- * looked at whose jobs all ended are deleted.
+ * looked at whose jobs all ended are deleted. Its parameters end with the queues locked
+ * (LOCKED_PARAM).
  */
 export function groupedClaimText(arms: keyof typeof ARMS, flush: boolean, limited = false): string {
   return `
-    WITH ${ARMS[arms](limited).trim()}
+    WITH ${ARMS[arms](limited ? LOCKED_PARAM[arms] : null).trim()}
       turn AS (
         SELECT t.* FROM (
           SELECT g.queue, g.kind, g.kind_version, g.group_key, g.turn_at
