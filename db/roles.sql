@@ -188,6 +188,14 @@ BEGIN
   GRANT SELECT ON leasehold.group_limits TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (job_ids) ON leasehold.group_claims TO leasehold_worker;
   GRANT EXECUTE ON FUNCTION leasehold.lock_group_limits(text[]) TO leasehold_worker;
+  -- Recurring jobs (drizzle/0022): a worker declares its code's schedules, takes the due ones
+  -- (locked) and enqueues their ticks, each through a SECURITY DEFINER function: it has no
+  -- write right on schedules or schedule_ticks, and no enqueue right (the ticks' jobs are
+  -- enqueued by run_schedule_ticks from the schedule's own settings).
+  GRANT SELECT ON leasehold.schedules, leasehold.schedule_ticks TO leasehold_worker;
+  GRANT EXECUTE ON FUNCTION leasehold.declare_schedules(jsonb), leasehold.due_schedules(integer),
+    leasehold.run_schedule_ticks(text, timestamptz, timestamptz, timestamptz[], timestamptz[], integer, timestamptz, timestamptz)
+    TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (running, lease_until, detached) ON leasehold.leases TO leasehold_worker;
   -- Concurrency limits (drizzle/0018): a worker writes its handlers' declarations, and a limited
   -- claim locks the limits' rows FOR UPDATE (which needs UPDATE on a column: the declaration's).
@@ -235,8 +243,11 @@ BEGIN
     leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions, leasehold.worker_leases,
     leasehold.limits, leasehold.limit_claims, leasehold.limit_starts,
     leasehold.grouped_ready_jobs, leasehold.ready_groups, leasehold.ready_rows,
-    leasehold.group_limits, leasehold.group_claims
+    leasehold.group_limits, leasehold.group_claims, leasehold.schedules, leasehold.schedule_ticks
     TO leasehold_dashboard;
+  -- An admin's schedule: create, change, pause, resume, reset to the code's, delete (drizzle/0022),
+  -- each with its audit row.
+  GRANT EXECUTE ON FUNCTION leasehold.set_schedule(text, text, jsonb, text, text) TO leasehold_dashboard;
   -- An admin's group maximum, an operator's pause or resume of a group (drizzle/0021), each
   -- with its audit row.
   GRANT EXECUTE ON FUNCTION leasehold.set_group_limit(text, text, text, integer, text, text) TO leasehold_dashboard;

@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 16;
+export const SCHEMA_VERSION = 17;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -41,9 +41,10 @@ export const SCHEMA_VERSION = 16;
  * and its limited claims read the rate log (limit_starts, migration 0019); from 15 on: it claims grouped jobs (grouped_ready_jobs,
  * ready_groups: migration 0020) and enqueues with a group key; from 16 on: its grouped claims
  * lock and count their queues' group limits (group_limits, group_claims, lock_group_limits:
- * migration 0021), so the minimum is 16.
+ * migration 0021); from 17 on: it declares its schedules and enqueues their ticks (schedules,
+ * schedule_ticks and their functions: migration 0022), so the minimum is 17.
  */
-export const SUPPORTED_SCHEMA = { min: 16, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 17, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

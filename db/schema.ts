@@ -69,6 +69,7 @@ export const DEFAULT_MAX_ATTEMPTS = 10;
 export { leasehold };
 export * from './schema-limits.ts';
 export * from './schema-groups.ts';
+export * from './schema-schedules.ts';
 
 /**
  * The jobs. Laid out for HOT updates (docs/design/schema-v1.md): no B-tree here names a column

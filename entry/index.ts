@@ -53,6 +53,24 @@ export type {
   WaitReason,
 } from '../db/queue/limits.ts';
 
+// Recurring jobs: declared in code beside the handler, managed at run time (audited), and the
+// tick a scheduled job is for (docs/scheduling.md).
+export { defineSchedule } from '../db/queue/schedules.ts';
+export type { MissedPolicy, ScheduleDeclaration, ScheduleDefinition } from '../db/queue/schedules.ts';
+export {
+  changeSchedule,
+  createSchedule,
+  deleteSchedule,
+  getSchedule,
+  listSchedules,
+  pauseSchedule,
+  recentTicks,
+  resetSchedule,
+  resumeSchedule,
+} from '../db/queue/schedule-admin.ts';
+export type { RuntimeScheduleInput, ScheduleActor, ScheduleChange, ScheduleView } from '../db/queue/schedule-admin.ts';
+export { scheduledTick } from '../db/queue/schedule-key.ts';
+
 // A claim loop of your own: claim with a lease, settle only while it is held (docs/contract.md).
 export { claim, MAX_CLAIM_BATCH } from '../db/queue/claim.ts';
 export type { ClaimOptions } from '../db/queue/claim.ts';

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../db/client.ts';
 import { backlog } from '../db/queries/overview.ts';
 import { cancelIfUnchanged, claim, completeManyIfLeaseHeld, enqueueMany, failIfLeaseHeld } from '../db/queue/index.ts';
-import { schemaCompatibility } from '../db/schema-version.ts';
+import { SCHEMA_VERSION, schemaCompatibility } from '../db/schema-version.ts';
 import { testDatabase, type TestDatabase } from './db.ts';
 import { silentLogger } from './attempts.ts';
 import { uniqueQueue } from './factories.ts';
@@ -226,11 +226,15 @@ describe('dropping ready_jobs_claim_idx (drizzle/contracting/)', () => {
     expect(gone!.present).toBe(false);
 
     // The previous release (code version 10, which reads schemas from 10 on) is refused; this
-    // one runs.
+    // one runs (the contracting migration is one version past this code's newest).
     const refused = await schemaCompatibility(t.db, 10, 10);
     expect(refused.ok).toBe(false);
     expect(refused.ok ? '' : refused.reason).toMatch(/too old/);
-    expect(await schemaCompatibility(t.db)).toEqual({ ok: true, schemaVersion: 17, compatibleFrom: 11 });
+    expect(await schemaCompatibility(t.db)).toEqual({
+      ok: true,
+      schemaVersion: SCHEMA_VERSION + 1,
+      compatibleFrom: 11,
+    });
 
     const later = uniqueQueue('contracted');
     await enqueueMany(

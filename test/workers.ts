@@ -5,7 +5,7 @@ type Overrides = Partial<Omit<WorkerSettings, 'maintenance'>> & {
   maintenance?: Partial<WorkerSettings['maintenance']>;
 };
 
-/** One slot, one job per claim, polling every 100 ms, no LISTEN, no maintenance. */
+/** One slot, one job per claim, polling every 100 ms, no LISTEN, no maintenance, no scheduler. */
 export function workerSettings(queue: string, workerId: string, overrides: Overrides = {}): WorkerSettings {
   const { maintenance, ...rest } = overrides;
   return {
@@ -20,6 +20,7 @@ export function workerSettings(queue: string, workerId: string, overrides: Overr
     ackFlushMs: 5,
     asyncClaims: false,
     registryIntervalMs: 10_000,
+    scheduler: false,
     ...rest,
     maintenance: {
       enabled: false,

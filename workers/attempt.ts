@@ -24,6 +24,7 @@ import {
   type PayloadCheck,
 } from '../db/queue/index.ts';
 import { boundedScrub, redactedValues, type ErrorDetail } from '../db/queue/error-detail.ts';
+import { scheduledTick } from '../db/queue/schedule-key.ts';
 import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
 import type { FailureClass } from '../db/states.ts';
 import { classify } from './errors.ts';
@@ -191,6 +192,10 @@ class AttemptContext implements HandlerContext<unknown> {
 
   get signal(): AbortSignal {
     return this.entry.signal;
+  }
+
+  get scheduled(): { schedule: string; tickAt: Date } | null {
+    return scheduledTick(this.job.idempotencyKey);
   }
 
   get logger(): Logger {

@@ -289,6 +289,7 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
       pollMs: c.pollMs,
       listen: c.listen,
       preparedStatements: c.preparedStatements,
+      scheduler: c.scheduler,
       asyncClaims: c.asyncClaims,
       graceMs: c.graceMs,
       abandonAfterMs: c.abandonAfterMs,

@@ -23,6 +23,7 @@ import { createDb, type Db } from '../db/client.ts';
 import { MAX_CLAIM_BATCH } from '../db/queue/claim.ts';
 import type { RetryPolicy } from '../db/queue/index.ts';
 import { type RetentionOptions, retentionProblems } from '../db/queue/retention.ts';
+import { parseSchedules, type ScheduleDeclaration } from '../db/queue/schedules.ts';
 import { NAME_PATTERN } from '../db/queue/validate.ts';
 import * as schema from '../db/schema.ts';
 import { WorkerEvents, type WorkerEventListener, type WorkerEventName } from './events.ts';
@@ -100,6 +101,10 @@ export interface CreateWorkerOptions {
   claimStaleMs?: number | undefined;
   /** health(): how long `SELECT 1` may take (default 5000). */
   healthTimeoutMs?: number | undefined;
+  /** Schedules declared in code (`defineSchedule`), declared at start (docs/scheduling.md). */
+  schedules?: readonly ScheduleDeclaration[] | undefined;
+  /** Enqueue due schedules' ticks from this process too (default true). */
+  scheduler?: boolean | undefined;
 }
 
 export interface RunForOptions {
@@ -182,6 +187,7 @@ export interface WorkerInternals {
 interface Parsed {
   settings: WorkerSettings;
   handlers: Handler[];
+  schedules: ScheduleDeclaration[];
   claimStaleMs: number;
   healthTimeoutMs: number;
 }
@@ -212,6 +218,7 @@ export function createWorker(options: CreateWorkerOptions, internal: WorkerInter
         failpoints: internal.failpoints,
         version: options.version ?? null,
         events,
+        schedules: parsed.schedules,
       },
     );
 
@@ -480,6 +487,8 @@ export function parseOptions(options: CreateWorkerOptions, internal: WorkerInter
   const listen = bool('listen');
   const maintenance = bool('maintenance');
   const preparedStatements = bool('preparedStatements');
+  const scheduler = bool('scheduler');
+  const schedules = parseSchedules(options.schedules, problems);
   if (claimStaleMs <= pollMs * 1.2)
     problems.push(`claimStaleMs: must exceed pollMs × 1.2 (${pollMs * 1.2} ms: a poll may take that long)`);
 
@@ -512,6 +521,7 @@ export function parseOptions(options: CreateWorkerOptions, internal: WorkerInter
   if (problems.length > 0) throw new WorkerOptionsError(`createWorker: invalid options:\n  ${problems.join('\n  ')}`);
   return {
     handlers,
+    schedules,
     claimStaleMs,
     healthTimeoutMs,
     settings: workerSettingsOf({
@@ -524,6 +534,7 @@ export function parseOptions(options: CreateWorkerOptions, internal: WorkerInter
       pollMs,
       listen,
       preparedStatements,
+      scheduler,
       asyncClaims: internal.asyncClaims ?? WORKER_SETTINGS.asyncClaims.default,
       graceMs,
       abandonAfterMs,

@@ -1,6 +1,7 @@
 /**
  * The handlers a worker process runs, from the files named by `--handlers` (LEASEHOLD_HANDLERS).
- * A file exports `handlers` (an array) or a default handler (or array). A file that does not
+ * A file exports `handlers` (an array) or a default handler (or array), and may export
+ * `schedules` (an array of defineSchedule's, docs/scheduling.md). A file that does not
  * load, that exports no handler, or a kind that two handlers claim stops start-up with a
  * HandlerFileError naming the file and the kind, before the worker touches the database.
  *
@@ -12,6 +13,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { LeaseholdRefusal } from '../db/errors.ts';
+import { parseSchedules, type ScheduleDeclaration } from '../db/queue/schedules.ts';
 import { DEFINED_IN, type Handler, HandlerRegistry } from './handler.ts';
 
 /** A handlers file that does not load, exports no handler, or two for one kind; nothing was started. */
@@ -46,11 +48,11 @@ function syntaxErrorLocation(absolute: string, message: string): string | null {
   return `${at[1]}:${at[2]}${column ? `:${column}` : ''}: SyntaxError: ${said}`;
 }
 
-/** What `file` (as given) exports as handlers; throws a HandlerFileError naming it. */
-async function handlersOf(file: string, cwd: string): Promise<Handler[]> {
+/** What `file` (as given) exports as handlers, and as `schedules`; throws a HandlerFileError naming it. */
+async function handlersOf(file: string, cwd: string): Promise<{ handlers: Handler[]; schedules: unknown }> {
   const absolute = path.resolve(cwd, file);
   if (!existsSync(absolute)) throw new HandlerFileError(`--handlers ${file}: no such file (${absolute})`);
-  let mod: { default?: unknown; handlers?: unknown };
+  let mod: { default?: unknown; handlers?: unknown; schedules?: unknown };
   const url = pathToFileURL(absolute).href;
   try {
     mod = (await import(url)) as typeof mod;
@@ -81,7 +83,7 @@ async function handlersOf(file: string, cwd: string): Promise<Handler[]> {
   });
   // Where an isolated handler's thread finds it again (workers/isolated.ts).
   for (const handler of list as Handler[]) if (handler.isolated !== undefined) handler[DEFINED_IN] ??= url;
-  return list as Handler[];
+  return { handlers: list as Handler[], schedules: mod.schedules };
 }
 
 /**
@@ -91,15 +93,20 @@ async function handlersOf(file: string, cwd: string): Promise<Handler[]> {
 export async function loadHandlerFiles(
   files: readonly string[],
   cwd: string = process.cwd(),
-): Promise<HandlerRegistry> {
+): Promise<{ registry: HandlerRegistry; schedules: ScheduleDeclaration[] }> {
   if (files.length === 0)
     throw new HandlerFileError(
       'no handlers: name the file that exports them with --handlers <file> (or LEASEHOLD_HANDLERS)',
     );
   const registry = new HandlerRegistry();
   const seen = new Map<string, string>();
+  const schedules: ScheduleDeclaration[] = [];
   for (const file of files) {
-    for (const handler of await handlersOf(file, cwd)) {
+    const found = await handlersOf(file, cwd);
+    const problems: string[] = [];
+    schedules.push(...parseSchedules(found.schedules, problems, `--handlers ${file}: schedules`));
+    if (problems.length > 0) throw new HandlerFileError(problems.join('; '));
+    for (const handler of found.handlers) {
       const earlier = seen.get(handler.kind);
       if (earlier !== undefined) {
         const where = earlier === file ? `twice in ${file}` : `in ${earlier} and in ${file}`;
@@ -116,5 +123,11 @@ export async function loadHandlerFiles(
       }
     }
   }
-  return registry;
+  const names = new Set<string>();
+  for (const s of schedules) {
+    if (names.has(s.name))
+      throw new HandlerFileError(`two schedules named ${s.name} in the handler files (one per name)`);
+    names.add(s.name);
+  }
+  return { registry, schedules };
 }

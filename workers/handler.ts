@@ -41,6 +41,8 @@ export interface HandlerContext<Payload> {
   attempt: number;
   /** Stable across attempts: the job's idempotency key, else `<kind>:<job id>`. */
   deliveryKey: string;
+  /** For a job a schedule enqueued: the schedule and the tick it is for (docs/scheduling.md); else null. */
+  scheduled: { schedule: string; tickAt: Date } | null;
   /** Fires when the lease is lost, an operator cancels, the timeout passes, or the worker stops. */
   signal: AbortSignal;
   /** Extends the lease now (the lease keeper also does it on its own at a third of the lease). */

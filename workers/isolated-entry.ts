@@ -8,6 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import pino from 'pino';
+import { scheduledTick } from '../db/queue/schedule-key.ts';
 import type { Handler, HandlerContext } from './handler.ts';
 import { type FromThread, type IsolatedStart, reviveError, serializeError, type ToThread } from './isolated.ts';
 
@@ -65,6 +66,7 @@ const context: HandlerContext<unknown> = {
   payload: start.payload,
   attempt: start.attempt,
   deliveryKey: start.deliveryKey,
+  scheduled: scheduledTick(start.job.idempotencyKey),
   signal: controller.signal,
   logger,
   heartbeat: async () => {

@@ -264,7 +264,7 @@ describe('runIsolated', () => {
 describe('isolated handlers from --handlers files', () => {
   it('records the file a handler came from, and its thread imports that file', async () => {
     const file = 'test/fixtures/isolated-file-handler.ts';
-    const registry = await loadHandlerFiles([file]);
+    const { registry } = await loadHandlerFiles([file]);
     const handler = registry.get('iso.from-file')!;
     expect(isolatedModule(handler)).toBe(pathToFileURL(path.resolve(file)).href);
     const lines: Record<string, unknown>[] = [];

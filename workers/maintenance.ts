@@ -41,6 +41,7 @@ import { TERMINAL_STATES } from '../db/states.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { Loops } from './timing.ts';
+import { declareSchedules, runDueSchedules, type ScheduleDeclaration } from '../db/queue/schedules.ts';
 
 /** Most expired leases one reap statement ends. */
 const REAP_BATCH = 500;
@@ -50,6 +51,11 @@ const RETENTION_BATCH = 1000;
 const UNKNOWN_KIND_BATCH = 1000;
 /** Statements per round at most: a backlog is worked off over several rounds, not in one go. */
 const MAX_STATEMENTS_PER_ROUND = 20;
+/**
+ * How often the scheduler looks for due schedules: a tick is enqueued within this long of its
+ * time (plus the pass), in whichever worker gets to it first. One short statement when none is due.
+ */
+export const SCHEDULE_CHECK_MS = 500;
 
 /** Whether this process runs the reaper and retention, and how often and how far back. */
 export interface MaintenanceRounds {
@@ -74,6 +80,8 @@ export interface MaintenanceSettings {
   /** Delay before a reaped job may run again (the retry policy's). */
   leaseExpiredDelayMs?: number | undefined;
   maintenance: MaintenanceRounds;
+  /** Enqueue due schedules' ticks here (every SCHEDULE_CHECK_MS). */
+  scheduler?: boolean | undefined;
 }
 
 export interface MaintenanceDeps {
@@ -92,6 +100,8 @@ export interface MaintenanceDeps {
   queueLimitsFound?: ((queues: { queue: string; max: boolean }[]) => void) | undefined;
   metrics?: WorkerMetrics | undefined;
   failpoints?: Failpoints | undefined;
+  /** The schedules of this worker's code, declared at start (db/queue/schedules.ts). */
+  schedules?: readonly ScheduleDeclaration[] | undefined;
 }
 
 export class Maintenance {
@@ -134,6 +144,14 @@ export class Maintenance {
     // Before the first claim: a limited claim finds its declared maximum.
     await declareLimits(this.deps.db, this.deps.limits ?? []);
     await this.findQueueLimits();
+    // Before the first pass: a schedule the code declares ticks from this start on.
+    const { kept } = await declareSchedules(this.deps.db, this.deps.schedules ?? []);
+    if (kept.length > 0) {
+      this.deps.logger.info(
+        { schedules: kept },
+        `schedules changed at run time keep their run-time settings over this code's (reset them to take the code's): ${kept.join(', ')}`,
+      );
+    }
     await registerWorker(this.deps.db, this.info);
   }
 
@@ -154,12 +172,22 @@ export class Maintenance {
   start(): void {
     const m = this.settings.maintenance;
     this.loops.every(this.settings.registryIntervalMs, () => this.refreshRegistry(), 'registry');
+    if (this.settings.scheduler ?? true) this.loops.every(SCHEDULE_CHECK_MS, () => this.scheduleRound(), 'schedules');
     if (m.enabled) {
       this.loops.every(m.reapIntervalMs, () => this.reapRound(), 'reaper');
       this.loops.every(m.reapIntervalMs, () => this.groupSweepRound(), 'group sweep');
       this.loops.every(m.retentionIntervalMs, () => this.retentionRound(), 'retention');
       this.loops.every(m.retentionIntervalMs, () => this.unknownKindRound(), 'unknown kinds');
     }
+  }
+
+  /** One scheduler pass: the due schedules' ticks, enqueued (db/queue/schedules.ts). */
+  async scheduleRound(): Promise<void> {
+    const { ticks, unreadable } = await runDueSchedules(this.deps.db);
+    for (const u of unreadable) {
+      this.deps.logger.warn(u, `schedule ${u.name} cannot be read (${u.problem}); looking again in a minute`);
+    }
+    if (ticks.length > 0) this.deps.logger.debug({ ticks: ticks.length }, 'schedule ticks handled');
   }
 
   /** Stops the rounds; resolves once a round in flight is over. */

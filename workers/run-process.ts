@@ -61,8 +61,9 @@ export async function runWorkerProcess(
   const logger = pino({ level: config.logLevel, base: { workerId: config.workerId, pid: process.pid } });
 
   let registry;
+  let schedules;
   try {
-    registry = await loadHandlerFiles(config.handlerModules, options.cwd ?? process.cwd());
+    ({ registry, schedules } = await loadHandlerFiles(config.handlerModules, options.cwd ?? process.cwd()));
   } catch (error) {
     if (!(error instanceof HandlerFileError)) throw error;
     report(error.message);
@@ -91,6 +92,7 @@ export async function runWorkerProcess(
   const built = workerOptionsOf(config, {
     connectionString: databaseUrl,
     jobs: registry.handlers(),
+    schedules,
     logger,
     metrics,
     version: (options.version !== undefined ? options.version : env.npm_package_version) ?? undefined,
@@ -286,7 +288,7 @@ async function serveProbes(
  */
 export function workerOptionsOf(
   config: WorkerConfig,
-  given: Pick<CreateWorkerOptions, 'connectionString' | 'jobs' | 'logger' | 'metrics' | 'version'> &
+  given: Pick<CreateWorkerOptions, 'connectionString' | 'jobs' | 'schedules' | 'logger' | 'metrics' | 'version'> &
     Pick<WorkerInternals, 'failpoints'>,
 ): { options: CreateWorkerOptions; internal: WorkerInternals } {
   const { failpoints, ...connection } = given;
@@ -307,6 +309,7 @@ export function workerOptionsOf(
       listenConnectionString: config.directUrl,
       preparedStatements: config.preparedStatements,
       maintenance: maintenance.enabled,
+      scheduler: config.scheduler,
       retry: config.retry,
       retention: maintenance.retention,
       workerId: config.workerId,

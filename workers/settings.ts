@@ -359,6 +359,27 @@ export const WORKER_SETTINGS = {
       help: 'run the reaper and retention here too (an advisory lock lets one process per database do a round)',
     },
   },
+  scheduler: {
+    type: 'boolean',
+    default: true,
+    flag: 'scheduler',
+    env: 'LEASEHOLD_SCHEDULER',
+    flagCell: '--no-scheduler',
+    envCell: 'LEASEHOLD_SCHEDULER=false',
+    shown: 'on',
+    help: 'enqueue no schedule ticks here (docs/scheduling.md)',
+    option: {
+      shown: 'true',
+      help: "enqueue due schedules' ticks from this process too (every worker may: a tick is enqueued once, docs/scheduling.md)",
+    },
+  },
+  schedules: {
+    type: 'object',
+    option: {
+      shown: '[]',
+      help: 'schedules declared in code (`defineSchedule`), declared at start; a handlers file exports them as `schedules`',
+    },
+  },
   retryBaseMs: {
     type: 'int',
     min: 0,

@@ -40,6 +40,7 @@ function settings(queue: string, overrides: Partial<WorkerSettings> = {}): Worke
     asyncClaims: false,
     retry: { baseDelayMs: 60_000 },
     registryIntervalMs: 10_000,
+    scheduler: false,
     maintenance: {
       enabled: false,
       reapIntervalMs: 200,

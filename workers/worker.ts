@@ -22,6 +22,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { createDb, type Db, type DbHandle } from '../db/client.ts';
 import { GROUPED_WAKE_SUFFIX, NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
+import type { ScheduleDeclaration } from '../db/queue/schedules.ts';
 import { refuseIncompatibleSchema } from '../db/schema-version.ts';
 import { type Attempt, AttemptAborted, type AttemptDeps, execute } from './attempt.ts';
 import { Completer, type CompleterSettings, type SettlementCounts } from './completer.ts';
@@ -47,6 +48,8 @@ export interface WorkerSettings extends ProducerSettings, CompleterSettings {
   graceMs: number;
   registryIntervalMs: number;
   maintenance: MaintenanceRounds;
+  /** Enqueue due schedules' ticks from this process (docs/scheduling.md). */
+  scheduler: boolean;
 }
 
 /** @internal */
@@ -71,6 +74,8 @@ export interface WorkerDeps {
   failpoints?: Failpoints | undefined;
   /** Where `failed`, `dead` and `error` events go (workers/events.ts). */
   events?: WorkerEvents | undefined;
+  /** The schedules of this worker's code, declared at start (db/queue/schedules.ts). */
+  schedules?: readonly ScheduleDeclaration[] | undefined;
 }
 
 // Declared in health.ts (which worker.ts imports, never the reverse): lint's import/no-cycle.
@@ -184,6 +189,7 @@ export class Worker {
         limits: [...limitDeclarations(registry.handlers()), ...queueLimitDeclarations(s.queueLimits)],
         queueLimitsFound: (queues) => this.producer.limitQueues(queues),
         groupsFound: (queues, refresh) => this.producer.groupsFound(queues, refresh),
+        schedules: deps.schedules,
       },
     );
   }

@@ -61,6 +61,35 @@ export {
   setGroupLimit,
 } from './group-limits.ts';
 export type { GroupLimitOutcome, GroupLimitValues, GroupStatus, QueueGroups } from './group-limits.ts';
+export {
+  cronProblems,
+  declareSchedules,
+  defineSchedule,
+  planTicks,
+  runDueSchedules,
+  DEFAULT_MISSED_AFTER_MS,
+} from './schedules.ts';
+export {
+  changeSchedule,
+  createSchedule,
+  deleteSchedule,
+  getSchedule,
+  listSchedules,
+  pauseSchedule,
+  recentTicks,
+  resetSchedule,
+  resumeSchedule,
+} from './schedule-admin.ts';
+export { scheduledTick } from './schedule-key.ts';
+export type { RuntimeScheduleInput, ScheduleActor, ScheduleChange, ScheduleView } from './schedule-admin.ts';
+export type {
+  MissedPolicy,
+  ScheduleDeclaration,
+  ScheduleDefinition,
+  ScheduleSettings,
+  TickOutcome,
+  TickPlan,
+} from './schedules.ts';
 export type { ClaimBoundOptions, ClaimOptions } from './claim.ts';
 export {
   completeIfLeaseHeld,
