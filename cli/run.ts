@@ -58,6 +58,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./groups.ts')).groupsCommand,
   },
   {
+    name: 'schedules',
+    summary: 'list recurring jobs and their ticks, or create, change, pause, resume, reset or delete one (audited)',
+    load: async () => (await import('./schedules.ts')).schedulesCommand,
+  },
+  {
     name: 'users',
     summary: 'add, disable or list the dashboard’s users',
     load: async () => (await import('./users.ts')).usersCommand,
