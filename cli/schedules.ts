@@ -33,7 +33,8 @@ its cron expression, once per tick however many workers run.
   pause    no tick is enqueued until it is resumed
   resume   ticks start again from the next one (the paused ones are not run)
   reset    back to what the code declares
-  delete   a schedule made at run time (one the code declares is refused: pause it)
+  delete   the schedule and its ticks (one the code still declares comes back at the next
+           worker start: take it out of the code first, or pause it)
 
 settings:
   --kind KIND            the job kind (create; --kind-version N, default 1)
@@ -76,7 +77,6 @@ const when = (d: Date | null) => (d === null ? '-' : d.toISOString());
 const VERDICTS: Record<Exclude<ScheduleChange['verdict'], 'applied'>, string> = {
   exists: 'a schedule of that name exists (change it instead)',
   not_found: 'no schedule has that name',
-  declared: 'the code declares it: pause it, or take it out of the code before deleting it',
   not_declared: 'no code declares it, so there is nothing to reset to',
 };
 

@@ -265,9 +265,10 @@ REVOKE ALL ON FUNCTION "leasehold"."declare_schedules"(jsonb) FROM PUBLIC;
 -- An admin's change of a schedule (db/queue/schedules.ts): create_schedule (p_settings complete;
 -- verdict `exists` when the name is taken), change_schedule (the keys given), pause_schedule,
 -- resume_schedule (ticks during the pause are not run: they are not missed, they were paused),
--- reset_schedule (back to the code's declaration), delete_schedule (verdict `declared` for a
--- schedule code declares: pause it, or take it out of the code first). Verdict `not_found`
--- for a name without a schedule. One call writes the change and its audit row.
+-- reset_schedule (back to the code's declaration; verdict `not_declared` when no code declared
+-- it), delete_schedule (the schedule and its ticks; one that code still declares comes back at
+-- the next declaration, so take it out of the code first, or pause it). Verdict `not_found` for
+-- a name without a schedule. One call writes the change and its audit row.
 CREATE FUNCTION "leasehold"."set_schedule"(
   p_action text, p_name text, p_settings jsonb, p_actor text, p_reason text
 ) RETURNS TABLE (audit_id bigint, verdict text, before jsonb, after jsonb)
@@ -318,12 +319,8 @@ BEGIN
         RETURN;
       END IF;
       PERFORM leasehold.write_schedule(p_name, s.declared, 'code');
-      UPDATE leasehold.schedules x SET overridden = false WHERE x.name = p_name;
+      UPDATE leasehold.schedules x SET overridden = false, source = 'code' WHERE x.name = p_name;
     WHEN 'delete_schedule' THEN
-      IF s.source = 'code' THEN
-        RETURN QUERY SELECT NULL::bigint, 'declared'::text, v_before, NULL::jsonb;
-        RETURN;
-      END IF;
       DELETE FROM leasehold.schedules x WHERE x.name = p_name;
       DELETE FROM leasehold.schedule_ticks t WHERE t.schedule = p_name;
   END CASE;

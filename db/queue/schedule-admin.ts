@@ -33,7 +33,7 @@ export type ScheduleAction = 'create' | 'change' | 'pause' | 'resume' | 'reset' 
 /** What a run-time change came to. */
 export type ScheduleChange =
   | { verdict: 'applied'; auditId: string; before: unknown; after: unknown }
-  | { verdict: 'exists' | 'not_found' | 'declared' | 'not_declared' };
+  | { verdict: 'exists' | 'not_found' | 'not_declared' };
 
 /**
  * The settings of a run-time schedule, or the problems: its options, a cron expression and time
@@ -137,7 +137,10 @@ export function resetSchedule(executor: Executor, name: string, who: ScheduleAct
   return setSchedule(executor, 'reset', name, null, who);
 }
 
-/** Deletes a schedule made at run time (one that code declares is refused: `declared`). */
+/**
+ * Deletes a schedule and its ticks. One that code still declares comes back at the next worker
+ * start that declares it: take it out of the code first, or pause it instead.
+ */
 export function deleteSchedule(executor: Executor, name: string, who: ScheduleActor): Promise<ScheduleChange> {
   return setSchedule(executor, 'delete', name, null, who);
 }
@@ -151,7 +154,7 @@ async function setSchedule(
 ): Promise<ScheduleChange> {
   const [row] = await run<{
     audit_id: string | null;
-    verdict: 'applied' | 'exists' | 'not_found' | 'declared' | 'not_declared';
+    verdict: 'applied' | 'exists' | 'not_found' | 'not_declared';
     before: unknown;
     after: unknown;
   }>(

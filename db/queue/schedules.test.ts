@@ -315,8 +315,11 @@ describe('run-time changes', () => {
     expect(await getSchedule(t.db, 'nightly')).toMatchObject({ cron: '0 4 * * *', overridden: true, source: 'code' });
     expect((await resetSchedule(t.db, 'nightly', { actor: 'admin@x' })).verdict).toBe('applied');
     expect(await getSchedule(t.db, 'nightly')).toMatchObject({ cron: '0 5 * * *', overridden: false });
-    // Code declares it: deleting it at run time is refused (pause it instead).
-    expect((await deleteSchedule(t.db, 'nightly', { actor: 'admin@x' })).verdict).toBe('declared');
+    // Deleted, it comes back at the next declaration (take it out of the code first).
+    expect((await deleteSchedule(t.db, 'nightly', { actor: 'admin@x' })).verdict).toBe('applied');
+    expect(await getSchedule(t.db, 'nightly')).toBeNull();
+    await declareSchedules(t.db, [declared('0 5 * * *')]);
+    expect(await getSchedule(t.db, 'nightly')).toMatchObject({ cron: '0 5 * * *', source: 'code', overridden: false });
   });
 
   it('enqueues nothing while paused, and resumes from its next tick without the paused ones', async () => {
