@@ -11,6 +11,7 @@ const LINKS = [
   { href: '/failures', label: 'Failures' },
   { href: '/kinds', label: 'Kinds' },
   { href: '/limits', label: 'Limits' },
+  { href: '/schedules', label: 'Schedules' },
   { href: '/audit', label: 'Audit log' },
 ];
 

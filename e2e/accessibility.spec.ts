@@ -10,8 +10,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import AxeBuilder from '@axe-core/playwright';
 import type { Locator, Page } from '@playwright/test';
-import { claim, declareLimits, enqueue, enqueueMany, pauseGroup, setGroupLimit } from '../db/queue/index.ts';
-import { db, deadJob, expect, FROM_DASHBOARD, login, test, uniqueQueue } from './fixtures.ts';
+import {
+  claim,
+  declareLimits,
+  enqueue,
+  enqueueMany,
+  pauseGroup,
+  pauseSchedule,
+  registerKinds,
+  setGroupLimit,
+} from '../db/queue/index.ts';
+import { db, deadJob, expect, FROM_DASHBOARD, login, test, tickedSchedule, uniqueQueue } from './fixtures.ts';
 import { expectVisibleFocus, loginByKeyboard, tabTo } from './keyboard-kit.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -48,6 +57,8 @@ interface Seed {
   grouped: string;
   /** A declared limit's key (`kind:…`): the Limits page's row and its change dialog. */
   limit: string;
+  /** A paused schedule with ticks and their jobs, and a masked payload: the schedule pages. */
+  schedule: string;
 }
 
 interface PageCase {
@@ -168,6 +179,42 @@ const PAGES: Record<string, PageCase> = {
       await expect(page.getByTestId('group-globex').getByTestId('state')).toHaveText('paused');
     },
   },
+  '/schedules': {
+    url: () => '/schedules',
+    ready: async (page, seed) => {
+      const row = page.getByTestId(`schedule-${seed.schedule}`);
+      await expect(row.getByTestId('state')).toHaveText('paused (a11y seed), changed at run time');
+      await expect(row.getByTestId('last-job')).toContainText('ready');
+    },
+  },
+  '/schedules/[name]': {
+    url: (seed) => `/schedules/${seed.schedule}`,
+    ready: async (page) => {
+      await expect(page.getByTestId('schedule-state')).toHaveText('paused (a11y seed)');
+      await expect(page.getByTestId('ticks-table').getByTestId('outcome').first()).toHaveText('enqueued');
+      await expect(page.getByTestId('schedule-payload')).toContainText('"apiKey": "••••••"');
+    },
+    dialogs: [
+      {
+        name: 'resume-schedule',
+        open: async (page, seed) => {
+          await page.getByRole('button', { name: 'Resume the schedule…' }).click();
+          const dialog = page.getByRole('dialog', { name: `Resume the schedule ${seed.schedule}?` });
+          await expect(dialog.getByLabel(/^Reason/)).toBeFocused();
+          return dialog;
+        },
+      },
+      {
+        name: 'change-schedule',
+        open: async (page, seed) => {
+          await page.getByRole('button', { name: 'Change the cron expression…' }).click();
+          const dialog = page.getByRole('dialog', { name: `Change the schedule ${seed.schedule}` });
+          await expect(dialog.getByLabel(/^Cron expression/)).toBeFocused();
+          return dialog;
+        },
+      },
+    ],
+  },
   '/audit': {
     url: () => '/audit',
     ready: async (page, seed) => {
@@ -178,7 +225,8 @@ const PAGES: Record<string, PageCase> = {
 
 /**
  * A dead job (with a failed attempt) in a queue of its own, audit rows on that queue, a ready
- * job in another queue (the jobs page's bulk cancel finds none in the first), and a limit.
+ * job in another queue (the jobs page's bulk cancel finds none in the first), a limit, and a
+ * paused schedule that has ticked.
  */
 async function seed(page: Page): Promise<Seed> {
   const queue = uniqueQueue('a11y');
@@ -201,12 +249,34 @@ async function seed(page: Page): Promise<Seed> {
   await setGroupLimit(db(), { queue: grouped, max: 1, actor: 'admin@example.com' });
   await pauseGroup(db(), { queue: grouped, group: 'globex', actor: 'admin@example.com' });
   await claim(db(), { queues: [grouped], workerId: 'a11y', limit: 5, grouped: true });
+  // A schedule that has ticked (its jobs ready: no worker serves its queue), then paused.
+  const scheduled = uniqueQueue('a11y.report');
+  await registerKinds(db(), [
+    {
+      kind: scheduled,
+      version: 1,
+      defaultQueue: 'default',
+      displayName: scheduled,
+      redactedPaths: [],
+      rerunSafe: false,
+    },
+  ]);
+  const { name: schedule } = await tickedSchedule(scheduled, { scope: 'all', apiKey: 'a11y-seed-key' });
+  await pauseSchedule(db(), schedule, { actor: 'admin@example.com', reason: 'a11y seed' });
   // Audit rows: the admin pauses and resumes the queue (the page's session is the admin's).
   for (const action of ['pause', 'resume']) {
     const answer = await page.request.post(`/api/queues/${queue}/${action}`, { headers: FROM_DASHBOARD });
     expect(answer.status(), `${action} ${queue}`).toBe(200);
   }
-  return { queue, jobId, error, ready: { queue: readyQueue, jobId: ready.id }, grouped, limit: `kind:${limited}` };
+  return {
+    queue,
+    jobId,
+    error,
+    ready: { queue: readyQueue, jobId: ready.id },
+    grouped,
+    limit: `kind:${limited}`,
+    schedule,
+  };
 }
 
 /** The moderate and minor findings of the scans, by rule: kept beside the screenshots for docs/dashboard.md. */
@@ -393,6 +463,7 @@ test.describe('keyboard', () => {
       ['Failures', /\/failures$/],
       ['Kinds', /\/kinds$/],
       ['Limits', /\/limits$/],
+      ['Schedules', /\/schedules$/],
       ['Audit log', /\/audit$/],
       ['Overview', /\/$/],
     ] as const) {

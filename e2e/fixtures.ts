@@ -8,7 +8,17 @@ import { fileURLToPath } from 'node:url';
 import { test as base, expect, type Page } from '@playwright/test';
 import { sql } from 'drizzle-orm';
 import { createDb, type DbHandle } from '../db/client.ts';
-import { claim, enqueue, enqueueMany, failIfLeaseHeld, reapExpiredLeases, type ClaimedJob } from '../db/queue/index.ts';
+import {
+  claim,
+  createSchedule,
+  enqueue,
+  enqueueMany,
+  failIfLeaseHeld,
+  getSchedule,
+  reapExpiredLeases,
+  runDueSchedules,
+  type ClaimedJob,
+} from '../db/queue/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { DEMO_PASSWORD } from '../db/users.ts';
 import { e2ePorts } from './ports.ts';
@@ -82,6 +92,38 @@ export async function moveOn(queue: string, id: string): Promise<ClaimedJob> {
   });
   const [job] = await claim(db(), { queues: [queue], workerId: 'e2e-seed-b', limit: 1, leaseSeconds: 600 });
   return job!;
+}
+
+/**
+ * A minutely schedule of `kind` (registered) made at run time on a queue no worker serves, its
+ * ticks counted from three minutes ago (made and moved back in one transaction, so no pass sees
+ * it in between), run until its last tick's job is there: this pass's or the e2e worker's (each
+ * tick is enqueued once, whichever runs it). Its three ticks are on time (`enqueued`).
+ */
+export async function tickedSchedule(kind: string, payload: unknown): Promise<{ name: string; queue: string }> {
+  const queue = uniqueQueue('schedules-ticked');
+  const name = uniqueQueue('e2e-minutely');
+  await db().transaction(async (tx) => {
+    const made = await createSchedule(
+      tx,
+      name,
+      { kind, queue, cron: '* * * * *', missedAfterMs: 600_000, payload },
+      { actor: 'seed@example.com' },
+    );
+    if (made.verdict !== 'applied') throw new Error(`seed: schedule ${name} was not made: ${made.verdict}`);
+    await run(
+      tx,
+      sql`UPDATE leasehold.schedules SET ticks_after = date_trunc('minute', statement_timestamp()) - interval '3 minutes'
+          WHERE name = ${name}`,
+    );
+  });
+  await expect
+    .poll(async () => {
+      await runDueSchedules(db());
+      return (await getSchedule(db(), name))?.lastJobId ?? null;
+    })
+    .not.toBeNull();
+  return { name, queue };
 }
 
 export async function jobState(id: string): Promise<string> {

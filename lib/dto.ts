@@ -156,6 +156,67 @@ export interface QueueGroupsDTO {
   can: { setMax: boolean; pause: boolean };
 }
 
+/** A schedule as the Schedules page lists it (db/queue/schedule-admin.ts, ScheduleView). */
+export interface ScheduleDTO {
+  name: string;
+  kind: string;
+  kindVersion: number;
+  queue: string;
+  cron: string;
+  timezone: string;
+  /** The first tick after the database's now (null while paused). */
+  nextTickAt: string | null;
+  lastTickAt: string | null;
+  lastJobId: string | null;
+  /** The last tick's job's state (null: no tick yet, or the job is gone). */
+  lastJobState: JobState | null;
+  paused: boolean;
+  /** The pausing admin's words, scrubbed (lib/dal/scrub.ts). */
+  pausedReason: string | null;
+  /** Declared in code, or made at run time by an admin. */
+  source: 'code' | 'runtime';
+  /** Changed (or made) at run time: the code's declaration does not apply until a reset. */
+  overridden: boolean;
+}
+
+export interface SchedulesDTO {
+  schedules: ScheduleDTO[];
+}
+
+/** One tick of a schedule and what became of it (db/queue/schedule-admin.ts, recentTicks). */
+export interface ScheduleTickDTO {
+  tickAt: string;
+  outcome: 'enqueued' | 'late' | 'overlap' | 'missed';
+  /** How many ticks a `missed` row passed over. */
+  missedCount: number | null;
+  jobId: string | null;
+  /** Its job's state now (null: no job, or retention removed it). */
+  jobState: JobState | null;
+}
+
+/** A schedule's page: its settings, its payload as redaction left it, its recent ticks. */
+export interface ScheduleDetailDTO {
+  schedule: ScheduleDTO & {
+    missed: 'skip' | 'once' | 'each';
+    missedEach: number | null;
+    missedAfterMs: number;
+    horizonMs: number;
+    overlap: 'allow' | 'skip';
+    jitterMs: number;
+    priority: number;
+    maxAttempts: number;
+    declaredAt: string | null;
+  };
+  /** Masked as a job of its kind version is (lib/redaction.ts): MASK whole when no worker registered it. */
+  payload: unknown;
+  redactedPaths: string[];
+  /** Why the payload is hidden whole (its kind version is not registered), or null. */
+  payloadHidden: string | null;
+  /** The newest first. */
+  ticks: ScheduleTickDTO[];
+  can: { pause: boolean; change: boolean };
+}
+
 /** Per-queue backlog: already a plain, serialisable shape in the read model. */
 export type QueueDTO = QueueBacklog;
 

@@ -12,6 +12,11 @@ import {
   signInErrorMessage,
   retryPlan,
   attemptLine,
+  scheduleRefusedMessage,
+  scheduleStateText,
+  scheduleTimingMessage,
+  schedulePauseText,
+  tickTimeText,
 } from './present.ts';
 
 const bulk = (requested: number, affected: number): ActionResult => ({
@@ -159,6 +164,34 @@ describe('sentences about the kinds registry', () => {
     expect(payloadHiddenMessage('mail.send', 2)).toMatch(
       /^The payload is hidden: no worker has registered mail.send v2, so the dashboard does not know which of its fields are secret\./,
     );
+  });
+});
+
+describe('sentences about schedules', () => {
+  it('says a schedule is paused, with its reason, or active, and changed at run time when it was', () => {
+    expect(scheduleStateText({ paused: false, pausedReason: null, overridden: false })).toBe('active');
+    expect(scheduleStateText({ paused: true, pausedReason: 'provider down', overridden: true })).toBe(
+      'paused (provider down), changed at run time',
+    );
+    expect(schedulePauseText({ paused: true, pausedReason: null })).toBe('paused');
+  });
+
+  it('names the declaration only for a schedule the code declares', () => {
+    const before = { cron: '0 3 * * *', timezone: 'UTC' };
+    const after = { cron: '0 4 * * *', timezone: 'Europe/Berlin' };
+    expect(scheduleTimingMessage('nightly', before, after, false)).toBe(
+      'Saved schedule nightly: "0 4 * * *" in Europe/Berlin (was "0 3 * * *" in UTC); its ticks follow it from the next one. Recorded in the audit log.',
+    );
+    expect(scheduleTimingMessage('nightly', before, after, true)).toContain(
+      "The code's declaration no longer applies to it until an admin resets it (leasehold schedules reset).",
+    );
+    expect(scheduleRefusedMessage('nightly', 'not_found')).toBe(
+      'Schedule nightly was not changed: no schedule has that name any more (an admin may have deleted it since you looked).',
+    );
+  });
+
+  it('writes a tick in UTC to the second', () => {
+    expect(tickTimeText('2027-01-01T00:00:00.000Z')).toBe('2027-01-01 00:00:00 UTC');
   });
 });
 

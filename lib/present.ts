@@ -13,6 +13,7 @@ import {
   type AddRedactedPathOutcome,
   type Job,
   type RemoveAddedRedactedPathOutcome,
+  type ScheduleChange,
   type SetLimitOutcome,
   type SingleActionOutcome,
 } from '../db/queue/index.ts';
@@ -223,4 +224,79 @@ export function setLimitMessage(
 /** A run-time change of a limit refused, by the dashboard or by the queue: nothing was written. */
 export function limitRefusedMessage(key: string, problems: string[]): string {
   return `${key} was not changed: ${problems.join('; ')}.`;
+}
+
+/** Why a schedule's change was refused, by its verdict (db/queue/schedule-admin.ts, ScheduleChange). */
+const SCHEDULE_REFUSALS: Record<Exclude<ScheduleChange['verdict'], 'applied'>, string> = {
+  not_found: 'no schedule has that name any more (an admin may have deleted it since you looked)',
+  exists: 'a schedule of that name exists already',
+  not_declared: 'no code declares it, so there is nothing to reset it to',
+};
+
+/** A change of a schedule refused, by the dashboard or by the queue: nothing was written. */
+export function scheduleNotChangedMessage(name: string, problems: string[]): string {
+  return `Schedule ${name} was not changed: ${problems.join('; ')}.`;
+}
+
+/** A change of a schedule the database refused by its verdict. */
+export function scheduleRefusedMessage(name: string, verdict: Exclude<ScheduleChange['verdict'], 'applied'>): string {
+  return scheduleNotChangedMessage(name, [SCHEDULE_REFUSALS[verdict]]);
+}
+
+/** What an admin's pause or resume of a schedule did (`wasPaused`: before it; null when unknown). */
+export function schedulePauseMessage(name: string, paused: boolean, wasPaused: boolean | null): string {
+  if (wasPaused === paused) {
+    return `Schedule ${name} was already ${paused ? 'paused' : 'active'} (recorded in the audit log).`;
+  }
+  return paused
+    ? `Paused schedule ${name}: no tick of it is enqueued until it is resumed; jobs already enqueued still run (recorded in the audit log).`
+    : `Resumed schedule ${name}: its ticks are enqueued again from the next one; the ticks of the pause are not run (recorded in the audit log).`;
+}
+
+/** A schedule's cron expression in its time zone, as the dashboard writes it. */
+export interface ScheduleTiming {
+  cron: string;
+  timezone: string;
+}
+
+const timingText = (t: ScheduleTiming) => `"${t.cron}" in ${t.timezone}`;
+
+/**
+ * What an admin's change of a schedule's cron expression or time zone did; `declared`: the code
+ * declares the schedule, whose declaration no longer applies to it until a reset.
+ */
+export function scheduleTimingMessage(
+  name: string,
+  before: ScheduleTiming,
+  after: ScheduleTiming,
+  declared: boolean,
+): string {
+  const code = declared
+    ? " The code's declaration no longer applies to it until an admin resets it (leasehold schedules reset)."
+    : '';
+  return `Saved schedule ${name}: ${timingText(after)} (was ${timingText(before)}); its ticks follow it from the next one.${code} Recorded in the audit log.`;
+}
+
+/** Why a schedule's page shows no payload: the dashboard cannot know what in it is secret. */
+export function schedulePayloadHiddenMessage(kind: string, version: number): string {
+  return (
+    `The payload is hidden: no worker has registered ${kind} v${version}, so the dashboard does not know which of its fields are secret. ` +
+    'It shows once a worker that runs this kind version has started.'
+  );
+}
+
+/** A tick's time as the schedule pages show it: UTC, to the second (`2027-01-01 00:00:00 UTC`). */
+export function tickTimeText(iso: string): string {
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+}
+
+/** Whether a schedule is paused (with its reason) or active, in words. */
+export function schedulePauseText(s: { paused: boolean; pausedReason: string | null }): string {
+  return s.paused ? `paused${s.pausedReason ? ` (${s.pausedReason})` : ''}` : 'active';
+}
+
+/** A schedule's state in a list: paused (with its reason) or active, and changed at run time when it was. */
+export function scheduleStateText(s: { paused: boolean; pausedReason: string | null; overridden: boolean }): string {
+  const state = schedulePauseText(s);
+  return s.overridden ? `${state}, changed at run time` : state;
 }

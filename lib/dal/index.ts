@@ -12,4 +12,5 @@ export { getAudit } from './audit.ts';
 export { addKindRedaction, getKinds, removeKindRedaction } from './kinds.ts';
 export { getLimits, setLimitValues } from './limits.ts';
 export { getQueueGroups, setGroupMax, setGroupPaused } from './groups.ts';
+export { getScheduleDetail, getSchedules, setScheduleCron, setSchedulePaused } from './schedules.ts';
 export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions.ts';

@@ -9,7 +9,7 @@ import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
 import { useTestDatabase } from '../../test/db.ts';
-import { declareLimits, enqueueMany, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
+import { createSchedule, declareLimits, enqueueMany, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
 import { ROLES, type Role } from '../../db/schema.ts';
 import { upsertUser } from '../../db/users.ts';
 import { closeDatabase } from '../db.ts';
@@ -61,12 +61,25 @@ async function deadJob() {
   return job;
 }
 
+/** A yearly schedule (it ticks in no test) of the factories' kind, with a redacted field. */
+async function schedule() {
+  const name = uniqueQueue('policy-schedule');
+  const made = await createSchedule(
+    t.db,
+    name,
+    { kind: 'test.noop', cron: '0 0 1 1 *', payload: { orderId: 'o1', apiKey: 'k-secret' } },
+    { actor: 'seed@policy.example.com' },
+  );
+  expect(made.verdict).toBe('applied');
+  return name;
+}
+
 async function stateOf(id: string) {
   const { rows } = await t.pool.query<{ state: string }>('SELECT state FROM leasehold.jobs WHERE id = $1', [id]);
   return rows[0]?.state;
 }
 
-/** Everything a DAL function could write: jobs, queues, kinds, redaction rules, limits and the audit log, as one fingerprint. */
+/** Everything a DAL function could write: jobs, queues, kinds, redaction rules, limits, schedules and the audit log, as one fingerprint. */
 async function snapshot() {
   const { rows } = await t.pool.query(`
     SELECT (SELECT count(*) FROM leasehold.audit_log) AS audit,
@@ -74,7 +87,8 @@ async function snapshot() {
            (SELECT md5(coalesce(string_agg(name || paused, ',' ORDER BY name), '')) FROM leasehold.queues) AS queues,
            (SELECT md5(coalesce(string_agg(kind || version || redacted_paths::text, ',' ORDER BY kind, version), '')) FROM leasehold.kinds) AS kinds,
            (SELECT md5(coalesce(string_agg(kind || ':' || path, ',' ORDER BY kind, path), '')) FROM leasehold.kind_redactions) AS rules,
-           (SELECT md5(coalesce(string_agg(row(key, set_max, set_rate, set_per_ms, set_by)::text, ',' ORDER BY key), '')) FROM leasehold.limits) AS limits`);
+           (SELECT md5(coalesce(string_agg(row(key, set_max, set_rate, set_per_ms, set_by)::text, ',' ORDER BY key), '')) FROM leasehold.limits) AS limits,
+           (SELECT md5(coalesce(string_agg(row(name, cron, timezone, paused, paused_reason, overridden, updated_at)::text, ',' ORDER BY name), '')) FROM leasehold.schedules) AS schedules`);
   return rows[0];
 }
 
@@ -271,6 +285,51 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
           [queue, 'acme'],
         );
         expect(rows).toEqual([{ paused: true }]);
+      },
+    };
+  },
+  getSchedules: async () => {
+    const name = await schedule();
+    return {
+      call: () => dal.getSchedules(),
+      allowed: (result) =>
+        expect((result as { schedules: { name: string }[] }).schedules.map((s) => s.name)).toContain(name),
+    };
+  },
+  getScheduleDetail: async () => {
+    const name = await schedule();
+    return {
+      call: () => dal.getScheduleDetail({ name }),
+      allowed: (result, session) =>
+        expect(result).toMatchObject({
+          schedule: { name, cron: '0 0 1 1 *' },
+          payload: { orderId: 'o1', apiKey: MASK },
+          redactedPaths: ['apiKey'],
+          can: { pause: session === 'admin', change: session === 'admin' },
+        }),
+    };
+  },
+  setSchedulePaused: async () => {
+    const name = await schedule();
+    return {
+      call: () => dal.setSchedulePaused({ name, reason: 'hold' }, true),
+      allowed: async (result) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query('SELECT paused, paused_reason FROM leasehold.schedules WHERE name = $1', [
+          name,
+        ]);
+        expect(rows).toEqual([{ paused: true, paused_reason: 'hold' }]);
+      },
+    };
+  },
+  setScheduleCron: async () => {
+    const name = await schedule();
+    return {
+      call: () => dal.setScheduleCron({ name, cron: '0 0 2 1 *', timezone: 'Europe/Berlin' }),
+      allowed: async (result) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query('SELECT cron, timezone FROM leasehold.schedules WHERE name = $1', [name]);
+        expect(rows).toEqual([{ cron: '0 0 2 1 *', timezone: 'Europe/Berlin' }]);
       },
     };
   },

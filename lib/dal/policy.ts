@@ -42,6 +42,10 @@ export const POLICY = {
   getQueueGroups: 'viewer',
   setGroupMax: 'admin',
   setGroupPaused: 'operator',
+  getSchedules: 'viewer',
+  getScheduleDetail: 'viewer',
+  setSchedulePaused: 'admin',
+  setScheduleCron: 'admin',
 } as const satisfies Record<string, Rule>;
 
 export type DalFunction = keyof typeof POLICY;

@@ -8,7 +8,14 @@ import { randomBytes } from 'node:crypto';
 import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDb, type DbHandle } from '../../db/client.ts';
-import { claim, declareLimits, enqueueMany, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
+import {
+  claim,
+  createSchedule,
+  declareLimits,
+  enqueueMany,
+  failIfLeaseHeld,
+  registerKinds,
+} from '../../db/queue/index.ts';
 import { upsertUser } from '../../db/users.ts';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
 import { useRoleDatabase } from '../../test/roles.ts';
@@ -50,6 +57,23 @@ async function deadJob() {
   const lease = await claimOne(admin.db, queue);
   await failIfLeaseHeld(admin.db, lease, { error: 'provider refused order 7: 422', failureClass: 'permanent' });
   return job;
+}
+
+/** A yearly schedule of a kind of its own on a queue of its own, made as the superuser. */
+async function schedule() {
+  const kind = uniqueQueue('roles-scheduled');
+  await registerKinds(admin.db, [
+    { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: ['email'], rerunSafe: false },
+  ]);
+  const name = uniqueQueue('roles-schedule');
+  const made = await createSchedule(
+    admin.db,
+    name,
+    { kind, cron: '0 0 1 1 *', payload: { email: 'a@example.com' } },
+    { actor: ADMIN },
+  );
+  expect(made.verdict).toBe('applied');
+  return name;
 }
 
 const CASES: Record<DalFunction, () => Promise<void>> = {
@@ -192,6 +216,30 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
     ]);
     expect(await dal.addKindRedaction({ kind, path: 'phone' })).toMatchObject({ ok: true });
     expect(await dal.removeKindRedaction({ kind, path: 'phone' })).toMatchObject({ ok: true });
+  },
+  getSchedules: async () => {
+    const name = await schedule();
+    expect((await dal.getSchedules()).schedules.map((s) => s.name)).toContain(name);
+  },
+  getScheduleDetail: async () => {
+    // Its ticks and their jobs: schedule_ticks and jobs; its redaction: kinds.
+    const name = await schedule();
+    expect(await dal.getScheduleDetail({ name })).toMatchObject({
+      schedule: { name },
+      payload: { email: '••••••' },
+      ticks: [],
+    });
+  },
+  setSchedulePaused: async () => {
+    const name = await schedule();
+    expect(await dal.setSchedulePaused({ name }, true)).toMatchObject({ ok: true });
+    expect(await dal.setSchedulePaused({ name }, false)).toMatchObject({ ok: true });
+  },
+  setScheduleCron: async () => {
+    // set_schedule, and the kinds registry the change checks the kind against.
+    const name = await schedule();
+    expect(await dal.setScheduleCron({ name, cron: '0 0 2 1 *' })).toMatchObject({ ok: true });
+    expect((await dal.getScheduleDetail({ name }))?.schedule).toMatchObject({ cron: '0 0 2 1 *', overridden: true });
   },
   setQueuePaused: async () => {
     const queue = uniqueQueue('roles-pause');
