@@ -39,6 +39,9 @@ import {
   rateFigures,
   fairGroupFigures,
   groupLimitFigures,
+  cronFigures,
+  CRON_EACH,
+  CRON_SCHEDULE,
   FAIR_CAPPED_MAX,
   FAIR_GROUP_MAX,
   RATED_MAX,
@@ -319,6 +322,14 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   // another. Broken: a ninth flood lease overlapping the others; capped only ever one at once.
   'group-over': async (broken) => groupLimits({ flood: broken ? 9 : 8, capped: 2 }),
   'group-reached': async (broken) => groupLimits({ flood: 8, capped: broken ? 1 : 2 }),
+  // An every-second schedule's record (cronCase). Broken: a second with no job and no missed
+  // run; a missed run followed by 2 late ticks; a job created a second before its tick; no
+  // missed run at all (every tick on time); the restart's ticks enqueued on time.
+  'cron-once': async (broken) => cronCase(broken ? 'lost' : null),
+  'cron-policy': async (broken) => cronCase(broken ? 'two-late' : null),
+  'cron-early': async (broken) => cronCase(broken ? 'early' : null),
+  'cron-missed': async (broken) => cronCase(broken ? 'no-missed' : null),
+  'cron-restart': async (broken) => cronCase(broken ? 'no-restart' : null),
   'rate-full': async (broken) =>
     rates(broken ? [RATED_MAX, 5, 5, 5, RATED_MAX] : [RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX]),
   'enqueue-rollbacks': async (broken) => duplicateEnqueue({ rolledBack: broken ? 0 : 12 }),
@@ -622,6 +633,51 @@ async function groupLimits(atOnce: { flood: number; capped: number }): Promise<F
     }
   }
   return (await groupLimitFigures(t.pool, { limits: { flood: FAIR_GROUP_MAX, capped: FAIR_CAPPED_MAX } })).figures;
+}
+
+/**
+ * An every-second schedule's record: ticks 0–9 on time, 10–14 missed and passed over, 15–17
+ * late (the policy's 3), 18–25 on time; the database down from tick 20 to 22, those ticks
+ * enqueued after it. `broken` names the one thing made wrong.
+ */
+async function cronCase(broken: 'lost' | 'two-late' | 'early' | 'no-missed' | 'no-restart' | null): Promise<Figure[]> {
+  await reset();
+  await t.pool.query(`DELETE FROM leasehold.schedule_ticks`);
+  const t0 = new Date(Math.floor(minutesAgo(5).getTime() / 1000) * 1000);
+  const tick = (s: number) => secondsAfter(t0, s);
+  const row = (s: number, outcome: string, jobId: string | null, missedCount: number | null = null) =>
+    t.pool.query(
+      `INSERT INTO leasehold.schedule_ticks (schedule, tick_at, outcome, job_id, missed_count, at) VALUES ($1, $2, $3, $4, $5, now())`,
+      [CRON_SCHEDULE, tick(s), outcome, jobId, missedCount],
+    );
+  for (let s = 0; s <= 25; s++) {
+    if (broken === 'lost' && s === 5) continue;
+    const missedRun = s >= 10 && s <= 14;
+    if (missedRun && broken !== 'no-missed') {
+      if (s === 14) await row(14, 'missed', null, 5);
+      continue;
+    }
+    const late = s >= 15 && s <= 17 && broken !== 'no-missed' && !(broken === 'two-late' && s === 17);
+    const restarted = s >= 20 && s <= 22 && broken !== 'no-restart';
+    const created =
+      broken === 'early' && s === 24
+        ? secondsAfter(tick(s), -1)
+        : restarted
+          ? tick(23)
+          : late
+            ? tick(18)
+            : secondsAfter(tick(s), 0.3);
+    const id = await insertJob({
+      kind: 'chaos.tick',
+      idempotency_key: `leasehold:schedule:${CRON_SCHEDULE}@${tick(s).toISOString()}`,
+      run_at: tick(s),
+      created_at: created,
+    });
+    await row(s, late ? 'late' : 'enqueued', id);
+  }
+  // Broken `no-restart`: the restart fell after the last tick, so it crossed none.
+  const restart = broken === 'no-restart' ? { from: tick(30), to: tick(32) } : { from: tick(20), to: tick(22) };
+  return (await cronFigures(t.pool, { schedule: CRON_SCHEDULE, each: CRON_EACH, restart })).figures;
 }
 
 /** Keys k0.. enqueued and committed, as chaos/enqueue-keys.ts records them; then `inject`. */

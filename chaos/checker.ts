@@ -32,6 +32,7 @@ export const SCENARIOS = [
   'limits',
   'rates',
   'fair-groups',
+  'cron',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -79,6 +80,14 @@ export const FAIR_AHEAD_MAX = 2 * 4 * FAIR_CONCURRENCY;
  */
 export const FAIR_GROUP_MAX = 8;
 export const FAIR_CAPPED_MAX = 2;
+/**
+ * cron: the harness's every-second schedule (chaos/handlers.ts, with CHAOS_CRON set): a tick
+ * not enqueued within CRON_MISSED_AFTER_MS of its time is missed, and the newest CRON_EACH
+ * missed ticks of a run are enqueued all the same (`missed: { each: CRON_EACH }`).
+ */
+export const CRON_SCHEDULE = 'chaos-every-second';
+export const CRON_MISSED_AFTER_MS = 5_000;
+export const CRON_EACH = 3;
 /** rates: a whole interval of the backlog is full with at least this share of the rate's starts. */
 export const RATE_FULL_SHARE = 0.9;
 /**
@@ -240,6 +249,21 @@ export const FIGURES = {
     name: 'fewest times a limited group (the flood under the default, capped under its own) reached its limit in valid leases',
     rule: '> 0 (each limit bit)',
   },
+  // cron: an every-second schedule's ticks, counted by the harness from whole seconds (no cron library).
+  'cron-once': {
+    name: 'seconds from the first tick to the last not handled exactly once (one job, or passed over as missed)',
+    rule: '= 0',
+  },
+  'cron-policy': {
+    name: `missed runs not followed by exactly their ${CRON_EACH} late ticks, and late runs longer than ${CRON_EACH}`,
+    rule: '= 0 (the missed-tick policy, exactly)',
+  },
+  'cron-early': { name: "ticks enqueued before their time (a worker's clock, not the database's)", rule: '= 0' },
+  'cron-missed': { name: 'runs of missed ticks passed over', rule: '> 0 (a stretch with every worker stopped)' },
+  'cron-restart': {
+    name: 'ticks due while the database was down, enqueued once it was back',
+    rule: '> 0 (ticks across the restart)',
+  },
   // A scenario that threw.
   'harness-error': { name: 'harness error', rule: '= 0' },
 } as const satisfies Record<string, Entry>;
@@ -266,6 +290,7 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   limits: ['workers-killed', 'limit-reached'],
   rates: ['workers-killed', 'rate-reached'],
   'fair-groups': ['workers-killed', 'fair-waiting', 'group-reached'],
+  cron: ['workers-killed', 'cron-missed', 'cron-restart'],
 };
 
 export interface Figure {
@@ -1117,6 +1142,90 @@ export async function fairGroupFigures(
         name: 'flood jobs started',
         value: await count(client, `${firsts} SELECT count(*) FROM flood`, params),
       },
+    ],
+  };
+}
+
+/**
+ * cron: the harness's every-second schedule (`schedule`), judged from the database with no cron
+ * library: its expected ticks are the whole seconds from the first handled to the last.
+ * - each second is handled exactly once: one job whose key names that tick
+ *   (`leasehold:schedule:<name>@<tick>`), or inside a run of missed ticks the scheduler passed
+ *   over (a `missed` row: `missed_count` seconds ending at its tick), or an `overlap` row; none
+ *   twice, none lost;
+ * - the policy (`each` N): every missed run is followed by exactly its N late ticks (outcome
+ *   `late`, the N seconds after it), and no run of late ticks is longer than N;
+ * - no job was enqueued before its tick (a worker counting by its own clock, an hour ahead);
+ * - evidence: missed runs (`cron-missed`), and ticks due while the database was down
+ *   (`restart`: the harness's window of the restart) that were enqueued.
+ */
+export async function cronFigures(
+  client: Queryable,
+  inputs: { schedule: string; each: number; restart: { from: Date; to: Date } | null },
+): Promise<Checked> {
+  const ticks = `
+    WITH jt AS (
+      SELECT substring(idempotency_key FROM '@(.*)$')::timestamptz AS tick, count(*) AS n, min(created_at) AS created
+      FROM leasehold.jobs WHERE idempotency_key LIKE 'leasehold:schedule:' || $1 || '@%'
+      GROUP BY 1
+    ),
+    st AS (SELECT tick_at, outcome, missed_count FROM leasehold.schedule_ticks WHERE schedule = $1)`;
+  const once = await count(
+    client,
+    `${ticks},
+     b AS (
+       SELECT least((SELECT min(tick) FROM jt), (SELECT min(tick_at - make_interval(secs => coalesce(missed_count, 1) - 1)) FROM st)) AS first,
+              greatest((SELECT max(tick) FROM jt), (SELECT max(tick_at) FROM st)) AS last
+     ),
+     s AS (SELECT generate_series(b.first, b.last, interval '1 second') AS sec FROM b WHERE b.first IS NOT NULL),
+     c AS (
+       SELECT s.sec, coalesce(jt.n, 0)
+         + (SELECT count(*) FROM st WHERE st.outcome = 'missed'
+              AND s.sec BETWEEN st.tick_at - make_interval(secs => st.missed_count - 1) AND st.tick_at)
+         + (SELECT count(*) FROM st WHERE st.outcome = 'overlap' AND st.tick_at = s.sec) AS handled
+       FROM s LEFT JOIN jt ON jt.tick = s.sec
+     )
+     SELECT count(*) FROM c WHERE handled <> 1`,
+    [inputs.schedule],
+  );
+  const policy = await count(
+    client,
+    `${ticks},
+     late AS (SELECT tick_at FROM st WHERE outcome = 'late')
+     SELECT (SELECT count(*) FROM st m WHERE m.outcome = 'missed' AND
+               (SELECT count(*) FROM late l WHERE l.tick_at > m.tick_at AND l.tick_at <= m.tick_at + make_interval(secs => $2)) <> $2)
+          + (SELECT count(*) FROM late l WHERE
+               (SELECT count(*) FROM late p WHERE p.tick_at >= l.tick_at - make_interval(secs => $2) AND p.tick_at < l.tick_at) >= $2)`,
+    [inputs.schedule, inputs.each],
+  );
+  const early = await count(client, `${ticks} SELECT count(*) FROM jt WHERE created < tick`, [inputs.schedule]);
+  const missed = await count(client, `${ticks} SELECT count(*) FROM st WHERE outcome = 'missed'`, [inputs.schedule]);
+  const restarted = inputs.restart
+    ? await count(client, `${ticks} SELECT count(*) FROM jt WHERE tick BETWEEN $2 AND $3 AND created > $3`, [
+        inputs.schedule,
+        inputs.restart.from,
+        inputs.restart.to,
+      ])
+    : 0;
+  const handled = await count(client, `${ticks} SELECT count(*) FROM jt`, [inputs.schedule]);
+  const late = await count(client, `${ticks} SELECT count(*) FROM st WHERE outcome = 'late'`, [inputs.schedule]);
+  const passed = await count(
+    client,
+    `${ticks} SELECT coalesce(sum(missed_count), 0) FROM st WHERE outcome = 'missed'`,
+    [inputs.schedule],
+  );
+  return {
+    figures: [
+      figure('cron-once', once),
+      figure('cron-policy', policy),
+      figure('cron-early', early),
+      figure('cron-missed', missed),
+      figure('cron-restart', restarted),
+    ],
+    observations: [
+      { name: 'ticks enqueued', value: handled },
+      { name: 'ticks enqueued late (the policy chose them)', value: late },
+      { name: 'missed ticks passed over', value: passed },
     ],
   };
 }

@@ -13,6 +13,9 @@
  * - `chaos.busy`: on the main thread, records its execution and computes for BUSY_MS without
  *   yielding, blocking its worker's heartbeats (blocked-loop).
  *
+ * - `chaos.tick`: does nothing; the every-second schedule CRON_SCHEDULE enqueues it, declared
+ *   (exported as `schedules`) only with CHAOS_CRON set, so other scenarios' workers tick nothing.
+ *
  * With CHAOS_STOP_LOG set, a `chaos.work` handler whose signal fires appends a line (job,
  * attempt, pid, stop reason, Date.now()) to that file: a worker cut off from the database
  * cannot record it in the ledger (heartbeat-cut).
@@ -20,8 +23,27 @@
 import { appendFileSync } from 'node:fs';
 import pg from 'pg';
 import { z } from 'zod';
+import { defineJob } from '../db/queue/job-contract.ts';
+import { defineSchedule } from '../db/queue/schedules.ts';
 import { defineHandler, type HandlerContext } from '../workers/handler.ts';
-import { LIMITED_MAX, RATED_MAX, RATED_PER_MS } from './checker.ts';
+import { CRON_EACH, CRON_MISSED_AFTER_MS, CRON_SCHEDULE, LIMITED_MAX, RATED_MAX, RATED_PER_MS } from './checker.ts';
+
+const tickJob = defineJob({ kind: 'chaos.tick', version: 1, queue: 'chaos', schema: z.strictObject({}) });
+
+/** The cron scenario's schedule: a tick every second, each missed run's newest CRON_EACH run late. */
+export const schedules =
+  process.env.CHAOS_CRON === '1'
+    ? [
+        defineSchedule({
+          name: CRON_SCHEDULE,
+          job: tickJob,
+          cron: '* * * * * *',
+          payload: {},
+          missed: { each: CRON_EACH },
+          missedAfterMs: CRON_MISSED_AFTER_MS,
+        }),
+      ]
+    : [];
 
 let pool: pg.Pool | null = null;
 function db(): pg.Pool {
@@ -109,6 +131,7 @@ async function work({ job, attempt, payload, signal }: HandlerContext<{ ms?: num
 const workSchema = z.object({ ms: z.int().min(0).max(60_000).optional() });
 
 export const handlers = [
+  defineHandler(tickJob, async () => {}),
   defineHandler({
     kind: 'chaos.work',
     versions: [1],

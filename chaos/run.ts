@@ -77,6 +77,10 @@ import {
   RATED_PER_MS,
   fairGroupFigures,
   groupLimitFigures,
+  cronFigures,
+  CRON_EACH,
+  CRON_MISSED_AFTER_MS,
+  CRON_SCHEDULE,
   FAIR_CAPPED_MAX,
   FAIR_GROUP_MAX,
   FAIR_CONCURRENCY,
@@ -813,6 +817,83 @@ async function fairGroupsStorm(): Promise<Result> {
   }
 }
 
+/**
+ * cron: the every-second schedule CRON_SCHEDULE (chaos/handlers.ts, with CHAOS_CRON set) ticked
+ * by four workers, one an hour ahead and one an hour behind under faketime (on the real clock
+ * when it is missing): a worker SIGKILLed every 1.5 s for the planned time and the database
+ * restarted once halfway (down 2.5 s); then every worker stopped for CRON_MISSED_AFTER_MS + 4 s (a run of
+ * missed ticks), and four new workers tick for 8 s more. cronFigures counts the ticks from
+ * whole seconds, without the scheduler's library.
+ */
+async function cronStorm(): Promise<Result> {
+  const restart = server.embedded ? server.restart : undefined;
+  if (!restart) {
+    return {
+      scenario: 'cron',
+      skipped: 'needs the embedded server (the harness restarts it)',
+      jobs: 0,
+      seconds: 0,
+      faults: 0,
+      figures: [],
+    };
+  }
+  const db = await freshDatabase();
+  const FAKETIME = '/usr/bin/faketime';
+  const skewed = existsSync(FAKETIME);
+  const env = { CHAOS_CRON: '1' };
+  const fleetsOf = () => [
+    new Fleet(db.url, [], env),
+    new Fleet(db.url, [], env, skewed ? [FAKETIME, '-f', '+1h'] : []),
+    new Fleet(db.url, [], env, skewed ? [FAKETIME, '-f', '-1h'] : []),
+  ];
+  const startAll = (fleets: Fleet[]) => [2, 1, 1].forEach((n, i) => fleets[i]!.start(n));
+  let fleets = fleetsOf();
+  const started = Date.now();
+  let killed = 0;
+  let restarts = 0;
+  let window: { from: Date; to: Date } | null = null;
+  try {
+    startAll(fleets);
+    await workersRegistered(db.client, 4);
+    const until = Date.now() + secondsEach * 1000;
+    const restartAt = Date.now() + secondsEach * 500;
+    for (let i = 0; Date.now() < until; i++) {
+      if (!window && Date.now() >= restartAt) {
+        // Down 2.5 s: ticks fall due while no worker can reach it (a clean restart alone is shorter than a tick).
+        const from = new Date();
+        await serverAway(db, () => restart(2500));
+        window = { from, to: new Date() };
+        restarts += 1;
+      }
+      killed += fleets[i % fleets.length]!.killRandom();
+      await sleep(1500);
+    }
+    // Every worker gone: no tick of this stretch is enqueued within CRON_MISSED_AFTER_MS.
+    for (const f of fleets) await f.kill();
+    await sleep(CRON_MISSED_AFTER_MS + 4000);
+    fleets = fleetsOf();
+    startAll(fleets);
+    await sleep(8000);
+    for (const f of fleets) await f.stop();
+    const checked = await cronFigures(db.client, { schedule: CRON_SCHEDULE, each: CRON_EACH, restart: window });
+    return {
+      scenario: 'cron',
+      jobs: await count(db.client, `SELECT count(*) FROM leasehold.jobs WHERE kind = 'chaos.tick'`),
+      seconds: Math.round((Date.now() - started) / 1000),
+      faults: killed + restarts,
+      figures: [figure('workers-killed', killed), ...checked.figures],
+      observations: [
+        ...checked.observations,
+        { name: 'database restarts', value: restarts },
+        { name: 'workers an hour off under faketime', value: skewed ? 2 : 0 },
+      ],
+    };
+  } finally {
+    for (const f of fleets) await f.stop();
+    await db.drop();
+  }
+}
+
 const scenarios: Record<Scenario, () => Promise<Result>> = {
   'kill-storm': () =>
     workload('kill-storm', {
@@ -1420,6 +1501,7 @@ const scenarios: Record<Scenario, () => Promise<Result>> = {
     }),
 
   'fair-groups': fairGroupsStorm,
+  cron: cronStorm,
 
   'deaf-handlers': async () => {
     // Handlers that ignore their signal: deaf ones sleep past their 250 ms timeout (a quarter of

@@ -40,8 +40,11 @@ export interface DatabaseHandle {
   embedded: boolean;
   /** Stops the embedded server if this process started it; otherwise does nothing. */
   stop(): Promise<void>;
-  /** Stops and starts the embedded server this process started, on the same port (the failure harness). */
-  restart?: () => Promise<void>;
+  /**
+   * Stops and starts the embedded server this process started, on the same port, staying down
+   * `downMs` between (default 0) (the failure harness).
+   */
+  restart?: (downMs?: number) => Promise<void>;
   /**
    * Kills the embedded server this process started as a crash would (immediate shutdown: no
    * checkpoint, and WAL its processes had not yet written is lost) and starts it again, which
@@ -178,8 +181,9 @@ async function startEmbedded(options: SelectDatabaseOptions): Promise<DatabaseHa
       await server.stop();
       serverLog.end();
     },
-    restart: async () => {
+    restart: async (downMs = 0) => {
       await server.stop();
+      if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
       await server.start();
     },
     crash: async () => {
