@@ -34,6 +34,7 @@ export const schedules = leasehold.table(
     horizonMs: bigint('horizon_ms', { mode: 'number' }).notNull(),
     overlap: text('overlap').notNull(),
     jitterMs: integer('jitter_ms').notNull().default(0),
+    startWithinMs: integer('start_within_ms'),
     paused: boolean('paused').notNull().default(false),
     pausedReason: text('paused_reason'),
     source: text('source').notNull(),
@@ -58,6 +59,7 @@ export const schedules = leasehold.table(
     check('schedules_horizon_check', sql`horizon_ms BETWEEN 1000 AND 31536000000 AND horizon_ms >= missed_after_ms`),
     check('schedules_overlap_check', sql`overlap IN ('allow', 'skip')`),
     check('schedules_jitter_check', sql`jitter_ms BETWEEN 0 AND 3600000`),
+    check('schedules_start_within_check', sql`start_within_ms BETWEEN 1000 AND 604800000`),
     check('schedules_source_check', sql`source IN ('code', 'runtime')`),
     check('schedules_cron_check', sql`length(cron) BETWEEN 1 AND 256 AND length(timezone) BETWEEN 1 AND 64`),
   ],
@@ -67,7 +69,8 @@ export const schedules = leasehold.table(
  * What became of a schedule's ticks: `enqueued` (its job, on time), `late` (its job, enqueued
  * after `missed_after_ms` because the missed-tick policy chose it), `overlap` (passed over: the
  * previous tick's job had not ended), `missed` (one row per run of missed ticks the policy passed
- * over: `missed_count` of them, the newest at `tick_at`). Kept for the schedule's horizon, and its newest 100 rows always (the schedule's page).
+ * over: `missed_count` of them, the newest at `tick_at`), `discarded` (late past the schedule's
+ * start deadline, `start_within_ms`: not enqueued). Kept for the schedule's horizon, and its newest 100 rows always (the schedule's page).
  * The primary key makes a tick's second row impossible.
  */
 export const scheduleTicks = leasehold.table(
@@ -82,6 +85,6 @@ export const scheduleTicks = leasehold.table(
   },
   (t) => [
     primaryKey({ name: 'schedule_ticks_pkey', columns: [t.schedule, t.tickAt] }),
-    check('schedule_ticks_outcome_check', sql`outcome IN ('enqueued', 'late', 'overlap', 'missed')`),
+    check('schedule_ticks_outcome_check', sql`outcome IN ('enqueued', 'late', 'overlap', 'missed', 'discarded')`),
   ],
 );

@@ -18,7 +18,7 @@ CREATE TABLE "leasehold"."schedule_ticks" (
 	"missed_count" integer,
 	"at" timestamp with time zone NOT NULL,
 	CONSTRAINT "schedule_ticks_pkey" PRIMARY KEY("schedule","tick_at"),
-	CONSTRAINT "schedule_ticks_outcome_check" CHECK (outcome IN ('enqueued', 'late', 'overlap', 'missed'))
+	CONSTRAINT "schedule_ticks_outcome_check" CHECK (outcome IN ('enqueued', 'late', 'overlap', 'missed', 'discarded'))
 );
 --> statement-breakpoint
 CREATE TABLE "leasehold"."schedules" (
@@ -38,6 +38,7 @@ CREATE TABLE "leasehold"."schedules" (
 	"horizon_ms" bigint NOT NULL,
 	"overlap" text NOT NULL,
 	"jitter_ms" integer DEFAULT 0 NOT NULL,
+	"start_within_ms" integer,
 	"paused" boolean DEFAULT false NOT NULL,
 	"paused_reason" text,
 	"source" text NOT NULL,
@@ -57,10 +58,10 @@ CREATE TABLE "leasehold"."schedules" (
 	CONSTRAINT "schedules_horizon_check" CHECK (horizon_ms BETWEEN 1000 AND 31536000000 AND horizon_ms >= missed_after_ms),
 	CONSTRAINT "schedules_overlap_check" CHECK (overlap IN ('allow', 'skip')),
 	CONSTRAINT "schedules_jitter_check" CHECK (jitter_ms BETWEEN 0 AND 3600000),
+	CONSTRAINT "schedules_start_within_check" CHECK (start_within_ms BETWEEN 1000 AND 604800000),
 	CONSTRAINT "schedules_source_check" CHECK (source IN ('code', 'runtime')),
 	CONSTRAINT "schedules_cron_check" CHECK (length(cron) BETWEEN 1 AND 256 AND length(timezone) BETWEEN 1 AND 64)
 );
-
 --> statement-breakpoint
 -- The due schedules (not paused, next tick reached or not yet computed), locked until the
 -- caller's transaction ends, skipping those another worker holds; with the database's time, the
@@ -86,7 +87,8 @@ REVOKE ALL ON FUNCTION "leasehold"."due_schedules"(integer) FROM PUBLIC;
 -- p_missed_count missed ticks up to p_missed_last are passed over (one row). Each enqueue goes
 -- through leasehold.enqueue with the key `leasehold:schedule:<name>@<tick>` kept for the
 -- schedule's horizon, so a tick enqueued twice makes one job. With overlap `skip`, a tick whose
--- previous tick's job has not ended is passed over. Nothing happens when the schedule moved
+-- previous tick's job has not ended is passed over; with start_within_ms, a tick already past
+-- its start deadline is discarded (not enqueued), and the others' jobs expire at it. Nothing happens when the schedule moved
 -- since the worker read it (another worker, a change, a pause): its ticks_after differs.
 CREATE FUNCTION "leasehold"."run_schedule_ticks"(
   p_name text, p_after timestamptz, p_through timestamptz, p_ticks timestamptz[], p_late timestamptz[],
@@ -134,7 +136,11 @@ BEGIN
     SELECT t, true FROM unnest(coalesce(p_late, '{}')) t
     ORDER BY 1
   LOOP
-    IF s.overlap = 'skip' AND s.last_job_id IS NOT NULL AND EXISTS (
+    IF s.start_within_ms IS NOT NULL AND v_tick + make_interval(secs => s.start_within_ms / 1000.0) <= v_now THEN
+      -- Late past its start deadline: not enqueued.
+      v_outcome := 'discarded';
+      v_job := NULL;
+    ELSIF s.overlap = 'skip' AND s.last_job_id IS NOT NULL AND EXISTS (
         SELECT 1 FROM leasehold.jobs j WHERE j.id = s.last_job_id AND j.state NOT IN ('done', 'dead', 'cancelled')) THEN
       v_outcome := 'overlap';
       v_job := NULL;
@@ -148,7 +154,10 @@ BEGIN
         idempotency_key => 'leasehold:schedule:' || s.name || '@'
                            || to_char(v_tick AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
         dedupe_window => make_interval(secs => s.horizon_ms / 1000.0),
-        kind_version => s.kind_version, group_key => s.group_key) e;
+        kind_version => s.kind_version, group_key => s.group_key,
+        -- expires_at = the tick + start_within_ms: a first attempt claimed after it is discarded
+        -- (workers/attempt.ts: dead, class `expired`), and a failure after it is not retried.
+        max_age => v_tick + make_interval(secs => s.start_within_ms / 1000.0) - v_now) e;
       s.last_job_id := v_job;
       s.last_tick_at := v_tick;
     END IF;
@@ -179,7 +188,7 @@ LANGUAGE sql IMMUTABLE SET search_path = pg_catalog AS $$
   SELECT jsonb_build_object('queue', s.queue, 'kind', s.kind, 'kind_version', s.kind_version, 'payload', s.payload,
     'group_key', s.group_key, 'priority', s.priority, 'max_attempts', s.max_attempts, 'cron', s.cron,
     'timezone', s.timezone, 'missed', s.missed, 'missed_each', s.missed_each, 'missed_after_ms', s.missed_after_ms,
-    'horizon_ms', s.horizon_ms, 'overlap', s.overlap, 'jitter_ms', s.jitter_ms)
+    'horizon_ms', s.horizon_ms, 'overlap', s.overlap, 'jitter_ms', s.jitter_ms, 'start_within_ms', s.start_within_ms)
 $$;
 --> statement-breakpoint
 REVOKE ALL ON FUNCTION "leasehold"."schedule_settings"(leasehold.schedules) FROM PUBLIC;
@@ -202,18 +211,18 @@ BEGIN
     v := p_settings;
   END IF;
   INSERT INTO leasehold.schedules AS x (name, queue, kind, kind_version, payload, group_key, priority, max_attempts,
-    cron, timezone, missed, missed_each, missed_after_ms, horizon_ms, overlap, jitter_ms, source, ticks_after,
-    created_at, updated_at)
+    cron, timezone, missed, missed_each, missed_after_ms, horizon_ms, overlap, jitter_ms, start_within_ms, source,
+    ticks_after, created_at, updated_at)
   VALUES (p_name, v->>'queue', v->>'kind', (v->>'kind_version')::integer, v->'payload', v->>'group_key',
     coalesce((v->>'priority')::integer, 0), (v->>'max_attempts')::integer, v->>'cron', v->>'timezone', v->>'missed',
     (v->>'missed_each')::integer, (v->>'missed_after_ms')::integer, (v->>'horizon_ms')::bigint, v->>'overlap',
-    coalesce((v->>'jitter_ms')::integer, 0), p_source, v_now, v_now, v_now)
+    coalesce((v->>'jitter_ms')::integer, 0), (v->>'start_within_ms')::integer, p_source, v_now, v_now, v_now)
   ON CONFLICT (name) DO UPDATE SET
     queue = EXCLUDED.queue, kind = EXCLUDED.kind, kind_version = EXCLUDED.kind_version, payload = EXCLUDED.payload,
     group_key = EXCLUDED.group_key, priority = EXCLUDED.priority, max_attempts = EXCLUDED.max_attempts,
     cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, missed = EXCLUDED.missed, missed_each = EXCLUDED.missed_each,
     missed_after_ms = EXCLUDED.missed_after_ms, horizon_ms = EXCLUDED.horizon_ms, overlap = EXCLUDED.overlap,
-    jitter_ms = EXCLUDED.jitter_ms,
+    jitter_ms = EXCLUDED.jitter_ms, start_within_ms = EXCLUDED.start_within_ms,
     ticks_after = CASE WHEN (x.cron, x.timezone) IS DISTINCT FROM (EXCLUDED.cron, EXCLUDED.timezone)
                        THEN greatest(x.ticks_after, v_now) ELSE x.ticks_after END,
     next_tick_at = NULL,

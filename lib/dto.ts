@@ -186,7 +186,7 @@ export interface SchedulesDTO {
 /** One tick of a schedule and what became of it (db/queue/schedule-admin.ts, recentTicks). */
 export interface ScheduleTickDTO {
   tickAt: string;
-  outcome: 'enqueued' | 'late' | 'overlap' | 'missed';
+  outcome: 'enqueued' | 'late' | 'overlap' | 'missed' | 'discarded';
   /** How many ticks a `missed` row passed over. */
   missedCount: number | null;
   jobId: string | null;

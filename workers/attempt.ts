@@ -328,6 +328,19 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
     );
   }
 
+  // A schedule's tick claimed past its start deadline (its expires_at: the tick + startWithinMs,
+  // docs/scheduling.md) is discarded unrun, judged by the claim's database time, not this host's.
+  if (job.expiresAt !== null && job.attempt === 1 && job.startedAt !== null && job.startedAt > job.expiresAt) {
+    const tick = scheduledTick(job.idempotencyKey);
+    if (tick) {
+      return {
+        kind: 'failed',
+        failureClass: 'expired',
+        message: `not started by ${job.expiresAt.toISOString()}, the start deadline of tick ${tick.tickAt.toISOString()} of schedule ${tick.schedule}: discarded unrun`,
+      };
+    }
+  }
+
   // Overruns are found by the lease keeper's sweep, not by a timer per attempt. The timeout
   // covers an async schema too: its wait is stopped like the handler's.
   entry.timeoutAt = performance.now() + handler.timeoutMs;

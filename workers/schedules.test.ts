@@ -3,7 +3,14 @@ import pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { defineJob, defineSchedule, getSchedule, pauseSchedule } from '../db/queue/index.ts';
+import {
+  declareSchedules,
+  defineJob,
+  defineSchedule,
+  getSchedule,
+  pauseSchedule,
+  runDueSchedules,
+} from '../db/queue/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { silentLogger } from '../test/attempts.ts';
 import { useTestDatabase } from '../test/db.ts';
@@ -88,6 +95,44 @@ describe('schedules run by workers', () => {
     await pauseSchedule(t.db, name, { actor: 'admin@x' });
     await worker({ jobs: [handler], queues: [queue], schedules: [schedule], scheduler: false }).start();
     expect((await getSchedule(t.db, name))?.paused).toBe(true);
+  });
+
+  it('discards unrun a tick whose job is first claimed after its start deadline, as expired', async () => {
+    const queue = uniqueQueue();
+    const tickJob = defineJob({ kind: `late-${queue}`, version: 1, queue, schema: z.strictObject({}) });
+    let ran = 0;
+    const handler = defineHandler(tickJob, async () => {
+      ran += 1;
+    });
+    const name = `late-${queue}`;
+    await declareSchedules(t.db, [
+      defineSchedule({ name, job: tickJob, cron: '* * * * * *', payload: {}, startWithinMs: 1000 }),
+    ]);
+    await until('a tick enqueued', async () => {
+      await runDueSchedules(t.db);
+      const [row] = await run<{ n: number }>(
+        t.db,
+        sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue}`,
+      );
+      return row!.n > 0;
+    });
+    await pauseSchedule(t.db, name, { actor: 'test' });
+    await new Promise((r) => setTimeout(r, 1200));
+    await worker({ jobs: [handler], queues: [queue], scheduler: false }).start();
+    const ended = await until('the ticks ended', async () => {
+      const rows = await run<{ state: string; failure_class: string | null; last_error: string | null }>(
+        t.db,
+        sql`SELECT state, failure_class, last_error FROM leasehold.jobs WHERE queue = ${queue}`,
+      );
+      return rows.every((r) => r.state === 'dead') && rows;
+    });
+    expect(ran).toBe(0);
+    for (const r of ended) {
+      expect(r.failure_class).toBe('expired');
+      expect(r.last_error).toMatch(
+        /not started by .*, the start deadline of tick .* of schedule late-.*: discarded unrun/,
+      );
+    }
   });
 
   it('refuses a schedules option that is not made by defineSchedule, naming it', () => {

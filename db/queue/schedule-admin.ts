@@ -108,6 +108,7 @@ export async function changeSchedule(
       : { horizonMs: current.horizonMs }),
     overlap: current.overlap,
     jitterMs: current.jitterMs,
+    ...(current.startWithinMs === null ? {} : { startWithinMs: current.startWithinMs }),
     queue: current.queue,
     priority: current.priority,
     maxAttempts: current.maxAttempts,
@@ -191,6 +192,8 @@ export interface ScheduleView {
   horizonMs: number;
   overlap: 'allow' | 'skip';
   jitterMs: number;
+  /** A tick's job not started within this many ms of its tick is discarded (null: never). */
+  startWithinMs: number | null;
   paused: boolean;
   pausedReason: string | null;
   source: 'code' | 'runtime';
@@ -204,7 +207,7 @@ export interface ScheduleView {
 }
 
 const VIEW_COLUMNS = sql`s.name, s.queue, s.kind, s.kind_version, s.payload, s.group_key, s.priority, s.max_attempts,
-  s.cron, s.timezone, s.missed, s.missed_each, s.missed_after_ms, s.horizon_ms, s.overlap, s.jitter_ms, s.paused,
+  s.cron, s.timezone, s.missed, s.missed_each, s.missed_after_ms, s.horizon_ms, s.overlap, s.jitter_ms, s.start_within_ms, s.paused,
   s.paused_reason, s.source, s.overridden, s.declared_at, s.last_tick_at, s.last_job_id, j.state AS last_job_state,
   statement_timestamp() AS db_now`;
 
@@ -226,6 +229,7 @@ interface ViewRow {
   horizon_ms: string | number;
   overlap: ScheduleView['overlap'];
   jitter_ms: number;
+  start_within_ms: number | null;
   paused: boolean;
   paused_reason: string | null;
   source: ScheduleView['source'];
@@ -263,6 +267,7 @@ function toView(r: ViewRow): ScheduleView {
     horizonMs: Number(r.horizon_ms),
     overlap: r.overlap,
     jitterMs: r.jitter_ms,
+    startWithinMs: r.start_within_ms,
     paused: r.paused,
     pausedReason: r.paused_reason,
     source: r.source,

@@ -280,6 +280,28 @@ describe('the pass: every tick exactly once, whatever number of workers run it',
   });
 });
 
+describe('start deadlines (startWithinMs)', () => {
+  it('discards ticks already past their deadline, and gives the others their deadline as expires_at', async () => {
+    const { queue } = await scheduleFrom('deadline', { cron: '* * * * * *', startWithinMs: 2000 }, 6);
+    const mine = (await runDueSchedules(t.db)).ticks.filter((x) => x.schedule === 'deadline');
+    const discarded = mine.filter((x) => x.outcome === 'discarded');
+    const enqueued = mine.filter((x) => x.outcome === 'enqueued');
+    expect(discarded.length).toBeGreaterThanOrEqual(3);
+    expect(enqueued.length).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...discarded.map((x) => x.tickAt.getTime()))).toBeLessThan(
+      Math.min(...enqueued.map((x) => x.tickAt.getTime())),
+    );
+    const jobs = await run<{ idempotency_key: string; expires_at: Date }>(
+      t.db,
+      sql`SELECT idempotency_key, expires_at FROM leasehold.jobs WHERE queue = ${queue}`,
+    );
+    expect(jobs).toHaveLength(enqueued.length);
+    for (const j of jobs) {
+      expect(new Date(j.expires_at).getTime()).toBe(scheduledTick(j.idempotency_key)!.tickAt.getTime() + 2000);
+    }
+  });
+});
+
 describe('run-time changes', () => {
   it('takes a changed cron expression from its next tick, without a restart', async () => {
     const { queue } = await scheduleFrom('yearly', { cron: '0 0 1 1 *' }, 5);

@@ -59,6 +59,7 @@ export interface ScheduleSettings {
   horizon_ms: number;
   overlap: 'allow' | 'skip';
   jitter_ms: number;
+  start_within_ms: number | null;
 }
 
 /** What defineSchedule takes. */
@@ -81,6 +82,8 @@ export interface ScheduleDefinition<Job extends JobContract> {
   overlap?: 'allow' | 'skip' | undefined;
   /** Each tick's job runs up to this many ms after its tick, at random (default 0). */
   jitterMs?: number | undefined;
+  /** Discard a tick's job not started within this many ms of its tick (default: never). */
+  startWithinMs?: number | undefined;
   queue?: string | undefined;
   priority?: number | undefined;
   maxAttempts?: number | undefined;
@@ -165,6 +168,7 @@ export const optionsSchema = z.strictObject({
   horizonMs: int(1000, 31_536_000_000).optional(),
   overlap: z.enum(['allow', 'skip']).default('allow'),
   jitterMs: int(0, 3_600_000).default(0),
+  startWithinMs: int(1000, 604_800_000).optional(),
   queue: z.string().regex(NAME_PATTERN, '1-128 of A-Z a-z 0-9 _ . : - (starting with a letter or digit)').optional(),
   priority: int(0, 100).default(0),
   maxAttempts: int(1, 1000).optional(),
@@ -211,6 +215,7 @@ export function settingsOf(
     horizon_ms: horizon,
     overlap: o.overlap,
     jitter_ms: o.jitterMs,
+    start_within_ms: o.startWithinMs ?? null,
   };
 }
 
@@ -359,7 +364,7 @@ export function planTicks(s: DueSchedule, now: Date): TickPlan {
 export interface TickOutcome {
   schedule: string;
   tickAt: Date;
-  outcome: 'enqueued' | 'late' | 'overlap' | 'missed';
+  outcome: 'enqueued' | 'late' | 'overlap' | 'missed' | 'discarded';
   jobId: string | null;
 }
 
