@@ -6,6 +6,7 @@
  * (workers/roles.test.ts, lib/dal/roles.test.ts).
  */
 import { sql } from 'drizzle-orm';
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DbHandle } from './client.ts';
 import { MIGRATIONS_FOLDER, readMigrations } from './migrate/index.ts';
@@ -41,6 +42,12 @@ import {
   dropReceiptClaim,
   pauseLimit,
   setLimit,
+  declareSchedules,
+  defineJob,
+  defineSchedule,
+  getSchedule,
+  pauseSchedule,
+  runDueSchedules,
 } from './queue/index.ts';
 import { run } from './queue/executor.ts';
 import { backlog, deadByClass, overview } from './queries/overview.ts';
@@ -52,6 +59,7 @@ import { recordSignIn, recordSignInFailure } from './sign-in.ts';
 import { findUserByEmail, raiseSessionVersion, upsertUser } from './users.ts';
 import { expireLease, getJob, mixedFixture, uniqueQueue, MIXED_FIXTURE_COUNTS } from '../test/factories.ts';
 import { roleDatabase, sqlStateOf, useRoleDatabase, type RoleDatabase } from '../test/roles.ts';
+import { until } from '../test/wait.ts';
 
 const r = useRoleDatabase({ fresh: true });
 const as = {} as Record<LeaseholdRole | 'admin', DbHandle>;
@@ -394,6 +402,43 @@ describe('the worker', () => {
         after: { max: 5 },
       },
     );
+  });
+});
+
+describe('schedules', () => {
+  it('the worker declares and ticks them only through their functions; the dashboard pauses one, audited (42501 else)', async () => {
+    const queue = uniqueQueue('sched');
+    const job = defineJob({ kind: `tick-${queue}`, version: 1, queue, schema: z.strictObject({}) });
+    const name = `roles-${queue}`;
+    await declareSchedules(as.worker.db, [defineSchedule({ name, job, cron: '* * * * * *', payload: {} })]);
+    await until('a tick enqueued by the worker role', async () => {
+      const { ticks } = await runDueSchedules(as.worker.db);
+      return ticks.some((x) => x.schedule === name && x.outcome === 'enqueued');
+    });
+    for (const statement of [
+      `UPDATE leasehold.schedules SET ticks_after = now() - interval '1 day' WHERE name = '${name}'`,
+      `INSERT INTO leasehold.schedule_ticks (schedule, tick_at, outcome, at) VALUES ('${name}', now(), 'missed', now())`,
+      `SELECT * FROM leasehold.set_schedule('pause_schedule', '${name}', NULL, 'w', NULL)`,
+    ]) {
+      expect({ statement, state: await sqlStateOf(as.worker.pool.query(statement)) }).toEqual({
+        statement,
+        state: refused,
+      });
+    }
+    for (const statement of [
+      `UPDATE leasehold.schedules SET paused = true WHERE name = '${name}'`,
+      `SELECT * FROM leasehold.due_schedules(10)`,
+      `SELECT * FROM leasehold.declare_schedules('[]'::jsonb)`,
+    ]) {
+      expect({ statement, state: await sqlStateOf(as.dashboard.pool.query(statement)) }).toEqual({
+        statement,
+        state: refused,
+      });
+    }
+    expect((await pauseSchedule(as.dashboard.db, name, { actor: 'ops@example.com', reason: 'roles' })).verdict).toBe(
+      'applied',
+    );
+    expect((await getSchedule(as.producer.db, name).catch((e: unknown) => e)) instanceof Error).toBe(true);
   });
 });
 
