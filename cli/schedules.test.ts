@@ -34,6 +34,8 @@ describe('leasehold schedules', () => {
         '{"scope":"all"}',
         '--missed',
         '3',
+        '--start-within-ms',
+        '30000',
         '--actor',
         'ops@example.com',
       ],
@@ -52,7 +54,7 @@ describe('leasehold schedules', () => {
     const show = await cli(['schedules', 'show', 'cli-every-second'], { env: env() });
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toMatch(/kind cli\.report v1 on queue reports, payload \{"scope":"all"\}/);
-    expect(show.stdout).toMatch(/missed each 3 after 60000 ms; overlap allow/);
+    expect(show.stdout).toMatch(/missed each 3 after 60000 ms; overlap allow; start within 30000 ms/);
     expect(show.stdout).toMatch(/\d{4}-\d\d-\d\dT[\d:.]+Z\s+enqueued\s+[0-9a-f-]{36}\s+ready/);
     const changed = await cli(
       [

@@ -44,6 +44,7 @@ settings:
   --queue NAME           default: the kind's queue
   --missed skip|once|N   missed ticks: none, the newest, or the newest N (default once)
   --overlap allow|skip   skip a tick while the previous tick's job has not ended
+  --start-within-ms N    discard a tick's job not started within N ms of its tick
   --actor WHO            who makes the change, for the audit log
   --reason TEXT          why, for the audit log
 ${EMBEDDED_HELP}
@@ -60,6 +61,7 @@ const OPTIONS = {
   queue: { type: 'string' },
   missed: { type: 'string' },
   overlap: { type: 'string' },
+  'start-within-ms': { type: 'string' },
   ticks: { type: 'string' },
   actor: { type: 'string' },
   reason: { type: 'string' },
@@ -70,7 +72,17 @@ const ACTIONS = ['show', 'create', 'change', 'pause', 'resume', 'reset', 'delete
 type Action = (typeof ACTIONS)[number];
 const ACTION_NAMES = new Set<string>(ACTIONS);
 const isAction = (a: string): a is Action => ACTION_NAMES.has(a);
-const SETTING_FLAGS = ['kind', 'kind-version', 'cron', 'timezone', 'payload', 'queue', 'missed', 'overlap'] as const;
+const SETTING_FLAGS = [
+  'kind',
+  'kind-version',
+  'cron',
+  'timezone',
+  'payload',
+  'queue',
+  'missed',
+  'overlap',
+  'start-within-ms',
+] as const;
 
 const when = (d: Date | null) => (d === null ? '-' : d.toISOString());
 
@@ -116,7 +128,7 @@ export const schedulesCommand: Command = {
         [
           `schedule ${s.name} (${s.source === 'code' ? 'declared in code' : 'made at run time'}${s.overridden ? ', changed at run time' : ''})`,
           `  kind ${s.kind} v${s.kindVersion} on queue ${s.queue}, payload ${JSON.stringify(s.payload)}`,
-          `  cron "${s.cron}" in ${s.timezone}; missed ${s.missed === 'each' ? `each ${s.missedEach}` : s.missed} after ${s.missedAfterMs} ms; overlap ${s.overlap}`,
+          `  cron "${s.cron}" in ${s.timezone}; missed ${s.missed === 'each' ? `each ${s.missedEach}` : s.missed} after ${s.missedAfterMs} ms; overlap ${s.overlap}${s.startWithinMs === null ? '' : `; start within ${s.startWithinMs} ms`}`,
           `  ${s.paused ? `paused${s.pausedReason ? ` (${s.pausedReason})` : ''}` : `next tick ${when(s.nextTickAt)}`}; last tick ${when(s.lastTickAt)} (${s.lastJobState ?? 'no job'})`,
         ].join('\n'),
       );
@@ -160,6 +172,8 @@ export const schedulesCommand: Command = {
         throw usage(`--overlap must be allow or skip, not ${JSON.stringify(values.overlap)}`);
       input.overlap = values.overlap;
     }
+    if (values['start-within-ms'] !== undefined)
+      input.startWithinMs = wholeNumber('--start-within-ms', values['start-within-ms']);
     if (action === 'create' && (input.kind === undefined || input.cron === undefined))
       throw usage('create needs --kind and --cron');
     if (action === 'change' && given.length === 0) throw usage('change needs at least one setting to change');
