@@ -232,6 +232,18 @@ export interface MetricsDTO {
   limits: LimitMetricsDTO[];
   /** Per queue with groups, its GROUP_METRICS_TOP groups by oldest waiting job, then the rest summed (`group` null). */
   groups: GroupMetricsDTO[];
+  /** Every schedule (docs/scheduling.md). */
+  schedules: ScheduleMetricsDTO[];
+}
+
+/** A schedule as the metrics show it. */
+export interface ScheduleMetricsDTO {
+  schedule: string;
+  /** Seconds since its last enqueued tick (null: none yet). */
+  lastTickAgeSeconds: number | null;
+  /** Seconds its next due tick has waited for a worker's pass (0: none due). */
+  overdueSeconds: number;
+  paused: boolean;
 }
 
 /** A group (or, with `group` null, the rest of its queue's groups summed) as the metrics show it. */

@@ -32,6 +32,10 @@ describe('Prometheus text for /api/metrics', () => {
           { queue: 'mail', group: 'other', waiting: 1, running: 0, oldestWaitingSeconds: 0.5, max: null, paused: true },
           { queue: 'mail', group: null, waiting: 300, running: 9, oldestWaitingSeconds: 4, max: null, paused: false },
         ],
+        schedules: [
+          { schedule: 'nightly', lastTickAgeSeconds: 3600.5, overdueSeconds: 0, paused: false },
+          { schedule: 'new"one', lastTickAgeSeconds: null, overdueSeconds: 12.5, paused: true },
+        ],
       }),
     ).toBe(
       [
@@ -102,6 +106,17 @@ describe('Prometheus text for /api/metrics', () => {
         '# TYPE leasehold_group_paused gauge',
         'leasehold_group_paused{queue="mail",group="acme"} 0',
         'leasehold_group_paused{queue="mail",group="other"} 1',
+        "# HELP leasehold_schedule_last_tick_age_seconds Seconds since a schedule's last enqueued tick (absent: none yet).",
+        '# TYPE leasehold_schedule_last_tick_age_seconds gauge',
+        'leasehold_schedule_last_tick_age_seconds{schedule="nightly"} 3600.5',
+        "# HELP leasehold_schedule_overdue_seconds Seconds a schedule's next due tick has waited for a worker (no scheduler running when it grows).",
+        '# TYPE leasehold_schedule_overdue_seconds gauge',
+        'leasehold_schedule_overdue_seconds{schedule="nightly"} 0',
+        'leasehold_schedule_overdue_seconds{schedule="new\\"one"} 12.5',
+        '# HELP leasehold_schedule_paused Whether an admin paused the schedule.',
+        '# TYPE leasehold_schedule_paused gauge',
+        'leasehold_schedule_paused{schedule="nightly"} 0',
+        'leasehold_schedule_paused{schedule="new\\"one"} 1',
         '',
       ].join('\n'),
     );
@@ -114,6 +129,7 @@ describe('Prometheus text for /api/metrics', () => {
       notifyQueueUsage: 0,
       limits: [],
       groups: [],
+      schedules: [],
     });
     expect(text).toContain('leasehold_queue_paused{queue="a\\"b\\\\c\\nd"} 0\n');
     expect(text).toContain('leasehold_queue_oldest_ready_age_seconds{queue="a\\"b\\\\c\\nd"} 0\n');

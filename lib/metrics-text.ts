@@ -4,7 +4,7 @@
  * worker runs, dead jobs by class, the NOTIFY queue's usage. The names,
  * order and label spelling are what scrapers and dashboards already query: change none lightly.
  */
-import type { GroupMetricsDTO, MetricsDTO, QueueDTO } from './dto.ts';
+import type { GroupMetricsDTO, MetricsDTO, QueueDTO, ScheduleMetricsDTO } from './dto.ts';
 
 const label = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
@@ -19,7 +19,7 @@ const STATE_LABELS = [
   ['cancelled', 'cancelled'],
 ] as const satisfies readonly (readonly [keyof QueueDTO, string])[];
 
-export function metricsText({ queues, dead, notifyQueueUsage, limits, groups }: MetricsDTO): string {
+export function metricsText({ queues, dead, notifyQueueUsage, limits, groups, schedules }: MetricsDTO): string {
   const lines = [
     '# HELP leasehold_queue_jobs Jobs by queue and (sub-)state.',
     '# TYPE leasehold_queue_jobs gauge',
@@ -66,6 +66,7 @@ export function metricsText({ queues, dead, notifyQueueUsage, limits, groups }: 
     '# TYPE leasehold_limit_paused gauge',
     ...limits.map((l) => `leasehold_limit_paused{limit="${label(l.limit)}"} ${l.paused ? 1 : 0}`),
     ...groupLines(groups),
+    ...scheduleLines(schedules),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -95,5 +96,25 @@ function groupLines(groups: readonly GroupMetricsDTO[]): string[] {
     '# HELP leasehold_group_paused Whether an operator paused the fair group.',
     '# TYPE leasehold_group_paused gauge',
     ...groups.flatMap((g) => (g.group === null ? [] : [`leasehold_group_paused{${labels(g)}} ${g.paused ? 1 : 0}`])),
+  ];
+}
+
+/** The schedules' series, one per schedule (their number is the code's and the admins' to bound). */
+function scheduleLines(schedules: readonly ScheduleMetricsDTO[]): string[] {
+  const name = (s: ScheduleMetricsDTO) => `schedule="${label(s.schedule)}"`;
+  return [
+    "# HELP leasehold_schedule_last_tick_age_seconds Seconds since a schedule's last enqueued tick (absent: none yet).",
+    '# TYPE leasehold_schedule_last_tick_age_seconds gauge',
+    ...schedules.flatMap((s) =>
+      s.lastTickAgeSeconds === null
+        ? []
+        : [`leasehold_schedule_last_tick_age_seconds{${name(s)}} ${s.lastTickAgeSeconds}`],
+    ),
+    "# HELP leasehold_schedule_overdue_seconds Seconds a schedule's next due tick has waited for a worker (no scheduler running when it grows).",
+    '# TYPE leasehold_schedule_overdue_seconds gauge',
+    ...schedules.map((s) => `leasehold_schedule_overdue_seconds{${name(s)}} ${s.overdueSeconds}`),
+    '# HELP leasehold_schedule_paused Whether an admin paused the schedule.',
+    '# TYPE leasehold_schedule_paused gauge',
+    ...schedules.map((s) => `leasehold_schedule_paused{${name(s)}} ${s.paused ? 1 : 0}`),
   ];
 }

@@ -201,6 +201,14 @@ export interface ScheduleView {
   declaredAt: Date | null;
   /** The first tick after the database's now (null while paused or unreadable). */
   nextTickAt: Date | null;
+  /**
+   * How long the schedule's next due tick has waited for a worker's pass: the database's now
+   * less the next tick the last pass computed, 0 when none is due yet, when paused, or before
+   * the first pass. Above a few seconds: no worker runs the scheduler (docs/scheduling.md).
+   */
+  overdueMs: number;
+  /** The database's now less the last enqueued tick (null: none yet). */
+  lastTickAgeMs: number | null;
   lastTickAt: Date | null;
   lastJobId: string | null;
   lastJobState: string | null;
@@ -209,7 +217,7 @@ export interface ScheduleView {
 const VIEW_COLUMNS = sql`s.name, s.queue, s.kind, s.kind_version, s.payload, s.group_key, s.priority, s.max_attempts,
   s.cron, s.timezone, s.missed, s.missed_each, s.missed_after_ms, s.horizon_ms, s.overlap, s.jitter_ms, s.start_within_ms, s.paused,
   s.paused_reason, s.source, s.overridden, s.declared_at, s.last_tick_at, s.last_job_id, j.state AS last_job_state,
-  statement_timestamp() AS db_now`;
+  s.next_tick_at, statement_timestamp() AS db_now`;
 
 /** A row of VIEW_COLUMNS. */
 interface ViewRow {
@@ -238,10 +246,18 @@ interface ViewRow {
   last_tick_at: unknown;
   last_job_id: string | null;
   last_job_state: string | null;
+  next_tick_at: unknown;
   db_now: unknown;
 }
 
+function overdue(r: ViewRow): number {
+  const due = toDateOrNull(r.next_tick_at);
+  if (r.paused || due === null) return 0;
+  return Math.max(0, toDate(r.db_now).getTime() - due.getTime());
+}
+
 function toView(r: ViewRow): ScheduleView {
+  const lastTick = toDateOrNull(r.last_tick_at);
   let next: Date | null = null;
   if (!r.paused) {
     try {
@@ -274,7 +290,9 @@ function toView(r: ViewRow): ScheduleView {
     overridden: r.overridden,
     declaredAt: toDateOrNull(r.declared_at),
     nextTickAt: next,
-    lastTickAt: toDateOrNull(r.last_tick_at),
+    overdueMs: overdue(r),
+    lastTickAgeMs: lastTick === null ? null : Math.max(0, toDate(r.db_now).getTime() - lastTick.getTime()),
+    lastTickAt: lastTick,
     lastJobId: r.last_job_id,
     lastJobState: r.last_job_state,
   };

@@ -280,6 +280,24 @@ describe('the pass: every tick exactly once, whatever number of workers run it',
   });
 });
 
+describe('overdue: how long a due tick has waited for a pass', () => {
+  it('grows while no pass runs, and is 0 once a pass enqueued the tick', async () => {
+    await scheduleFrom('watched', { cron: '* * * * * *' }, 2);
+    await runDueSchedules(t.db);
+    await run(
+      t.db,
+      sql`UPDATE leasehold.schedules SET next_tick_at = statement_timestamp() - interval '30 seconds' WHERE name = 'watched'`,
+    );
+    const waiting = await getSchedule(t.db, 'watched');
+    expect(waiting!.overdueMs).toBeGreaterThanOrEqual(30_000);
+    await runDueSchedules(t.db);
+    const passed = await getSchedule(t.db, 'watched');
+    expect(passed!.overdueMs).toBe(0);
+    expect(passed!.lastTickAgeMs).not.toBeNull();
+    expect(passed!.lastTickAgeMs!).toBeLessThan(5_000);
+  });
+});
+
 describe('start deadlines (startWithinMs)', () => {
   it('discards ticks already past their deadline, and gives the others their deadline as expires_at', async () => {
     const { queue } = await scheduleFrom('deadline', { cron: '* * * * * *', startWithinMs: 2000 }, 6);

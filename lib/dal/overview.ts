@@ -3,7 +3,7 @@ import 'server-only';
  * The overview (backlog per queue, throughput, attempts, failure classes, live workers) and
  * the metrics /api/metrics renders from the same read models.
  */
-import { groupedQueueNames, listGroups, listLimits } from '../../db/queue/index.ts';
+import { groupedQueueNames, listGroups, listLimits, listSchedules } from '../../db/queue/index.ts';
 import { backlog, deadByClass, notifyQueueUsage, overview } from '../../db/queries/overview.ts';
 import { database } from '../db.ts';
 import type { GroupMetricsDTO, MetricsDTO, OverviewDTO } from '../dto.ts';
@@ -31,11 +31,12 @@ export async function getOverview(): Promise<OverviewDTO> {
 /** For a scraper: `authorization` is the request's Authorization header (`Bearer <token>`). */
 export async function getMetrics(authorization: string | null): Promise<MetricsDTO> {
   authorizeMetricsToken('getMetrics', authorization);
-  const [queues, dead, notifyUsage, limits] = await Promise.all([
+  const [queues, dead, notifyUsage, limits, schedules] = await Promise.all([
     backlog(database()),
     deadByClass(database()),
     notifyQueueUsage(database()),
     listLimits(database()),
+    listSchedules(database()),
   ]);
   return {
     queues,
@@ -50,6 +51,12 @@ export async function getMetrics(authorization: string | null): Promise<MetricsD
       paused: l.pausedUntil !== null,
     })),
     groups: await groupMetrics(),
+    schedules: schedules.map((s) => ({
+      schedule: s.name,
+      lastTickAgeSeconds: s.lastTickAgeMs === null ? null : s.lastTickAgeMs / 1000,
+      overdueSeconds: s.overdueMs / 1000,
+      paused: s.paused,
+    })),
   };
 }
 
