@@ -65,15 +65,16 @@ CREATE TABLE "leasehold"."schedules" (
 --> statement-breakpoint
 -- The due schedules (not paused, next tick reached or not yet computed), locked until the
 -- caller's transaction ends, skipping those another worker holds; with the database's time, the
--- only clock ticks are measured by.
+-- only clock ticks are measured by: the transaction's start (now()), which is also the
+-- created_at of every job the pass enqueues, so no job is ever created before its tick.
 CREATE FUNCTION "leasehold"."due_schedules"(p_limit integer)
 RETURNS TABLE (db_now timestamptz, name text, cron text, timezone text, missed text, missed_each integer,
                missed_after_ms integer, horizon_ms bigint, ticks_after timestamptz, next_tick_at timestamptz)
 LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
-  SELECT statement_timestamp(), s.name, s.cron, s.timezone, s.missed, s.missed_each, s.missed_after_ms,
+  SELECT now(), s.name, s.cron, s.timezone, s.missed, s.missed_each, s.missed_after_ms,
          s.horizon_ms, s.ticks_after, s.next_tick_at
   FROM leasehold.schedules s
-  WHERE NOT s.paused AND (s.next_tick_at IS NULL OR s.next_tick_at <= statement_timestamp())
+  WHERE NOT s.paused AND (s.next_tick_at IS NULL OR s.next_tick_at <= now())
   ORDER BY s.next_tick_at NULLS FIRST, s.name
   LIMIT least(greatest(coalesce(p_limit, 100), 1), 1000)
   FOR UPDATE OF s SKIP LOCKED

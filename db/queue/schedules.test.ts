@@ -134,6 +134,13 @@ describe('planTicks, the ticks a pass handles (croner, at the database time give
     expect(each.next.toISOString()).toBe('2026-01-01T00:11:00.000Z');
   });
 
+  it("plans nothing, and a next tick after it, when a change moved ticksAfter past the pass's time", () => {
+    const plan = planTicks(due({ ticksAfter: at('2026-01-01T00:00:00.300Z') }), at('2026-01-01T00:00:00.100Z'));
+    expect(plan.ticks).toEqual([]);
+    expect(plan.through).toEqual(at('2026-01-01T00:00:00.300Z'));
+    expect(plan.next.getTime()).toBeGreaterThan(plan.through.getTime());
+  });
+
   it('looks back no further than the horizon: a month without workers costs a horizon of ticks, not 2.6 million', () => {
     const plan = planTicks(
       due({ cron: '* * * * * *', horizonMs: 1_000_000, missed: 'skip', ticksAfter: at('2026-01-01T00:00:00Z') }),

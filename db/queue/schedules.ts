@@ -8,8 +8,8 @@
  *   leasehold.due_schedules (FOR UPDATE SKIP LOCKED), leasehold.run_schedule_ticks enqueues only
  *   ticks after the row's `ticks_after` and moves it past them in the same transaction, and each
  *   tick's job has the key `leasehold:schedule:<name>@<tick>`, kept for the schedule's horizon;
- * - tick times come from the database's clock (`statement_timestamp()` of due_schedules), never
- *   a worker host's: a worker whose clock is an hour off enqueues the same ticks;
+ * - tick times come from the database's clock (the pass transaction's `now()`, from
+ *   due_schedules), never a worker host's: a worker whose clock is an hour off enqueues the same ticks;
  * - cron expressions and time zones are croner's (seconds optional), never our own parser;
  * - every tick after `ticks_after` up to the database's now is handled by one pass: enqueued on
  *   time (within `missedAfterMs` of its time), or, when later, as the missed-tick policy says.
@@ -355,8 +355,9 @@ export function planTicks(s: DueSchedule, now: Date): TickPlan {
     late: lateTicks,
     missedCount: passed,
     missedLast: passed > 0 ? missed[passed - 1]! : null,
-    // No tick ahead (a 6-field expression cannot end, but a day of month may not come): look again in a day.
-    next: cron.nextRun(now) ?? new Date(now.getTime() + 86_400_000),
+    // After `through` too: a change committed after this pass's transaction began moved
+    // ticksAfter past `now`. No tick ahead (a day of month that never comes): look again in a day.
+    next: cron.nextRun(now > through ? now : through) ?? new Date(now.getTime() + 86_400_000),
   };
 }
 
