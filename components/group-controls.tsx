@@ -1,6 +1,7 @@
 'use client';
 import { useRouter } from 'next/navigation';
 import { useState, type FormEvent } from 'react';
+import { ReasonField } from './dialog-form.tsx';
 import { postJson } from './queries.ts';
 
 /**
@@ -82,10 +83,7 @@ export function GroupMaxForm(props: { queue: string }) {
           onChange={(event) => setMax(event.target.value)}
         />
       </label>
-      <label>
-        Reason (optional, for the audit log)
-        <input name="reason" autoComplete="off" value={reason} onChange={(event) => setReason(event.target.value)} />
-      </label>
+      <ReasonField value={reason} onChange={setReason} />
       <button type="submit" className="danger" disabled={busy}>
         Save the group maximum
       </button>

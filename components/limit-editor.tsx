@@ -2,6 +2,7 @@
 import { useRouter } from 'next/navigation';
 import { useRef, useState, type FormEvent } from 'react';
 import type { LimitDTO } from '../lib/dto.ts';
+import { DialogFormEnd, ReasonField } from './dialog-form.tsx';
 import { ModalDialog } from './modal-dialog.tsx';
 import { postJson } from './queries.ts';
 
@@ -97,26 +98,15 @@ export function LimitEditor({ limit }: { limit: LimitDTO }) {
             {limit.pausedUntil !== null && (
               <ResumeField pausedUntil={limit.pausedUntil} checked={resume} onChange={setResume} />
             )}
-            <label>
-              Reason (optional, for the audit log)
-              <input
-                name="reason"
-                autoComplete="off"
-                value={reason}
-                onChange={(event) => setReason(event.target.value)}
-              />
-            </label>
-            {error && (
-              <p className="error" role="alert" data-testid="limit-error">
-                {error}
-              </p>
-            )}
-            <button type="submit" className="danger" disabled={busy}>
-              Save the limit
-            </button>
-            <button type="button" onClick={() => setOpen(false)}>
-              Keep it as it is
-            </button>
+            <ReasonField value={reason} onChange={setReason} />
+            <DialogFormEnd
+              error={error}
+              errorTestId="limit-error"
+              busy={busy}
+              submitLabel="Save the limit"
+              danger
+              onCancel={() => setOpen(false)}
+            />
           </form>
         </ModalDialog>
       )}

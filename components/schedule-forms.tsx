@@ -1,6 +1,7 @@
 'use client';
 import { useRouter } from 'next/navigation';
 import { useRef, useState, type FormEvent } from 'react';
+import { DialogFormEnd, ReasonField } from './dialog-form.tsx';
 import { ModalDialog } from './modal-dialog.tsx';
 import { postJson } from './queries.ts';
 
@@ -67,27 +68,15 @@ export function SchedulePause(props: { name: string; paused: boolean }) {
               : 'No tick of it is enqueued until it is resumed; jobs already enqueued still run.'}
           </p>
           <form className="limit-form" onSubmit={(event) => void save(event)}>
-            <label>
-              Reason (optional, for the audit log)
-              <input
-                ref={reasonField}
-                name="reason"
-                autoComplete="off"
-                value={reason}
-                onChange={(event) => setReason(event.target.value)}
-              />
-            </label>
-            {error && (
-              <p className="error" role="alert" data-testid="schedule-pause-error">
-                {error}
-              </p>
-            )}
-            <button type="submit" className={props.paused ? undefined : 'danger'} disabled={busy}>
-              {verb} the schedule
-            </button>
-            <button type="button" onClick={() => setOpen(false)}>
-              Keep it as it is
-            </button>
+            <ReasonField value={reason} onChange={setReason} inputRef={reasonField} />
+            <DialogFormEnd
+              error={error}
+              errorTestId="schedule-pause-error"
+              busy={busy}
+              submitLabel={`${verb} the schedule`}
+              danger={!props.paused}
+              onCancel={() => setOpen(false)}
+            />
           </form>
         </ModalDialog>
       )}
@@ -185,26 +174,15 @@ export function ScheduleTimingEditor(props: { name: string; cron: string; timezo
                 onChange={(event) => setTimezone(event.target.value)}
               />
             </label>
-            <label>
-              Reason (optional, for the audit log)
-              <input
-                name="reason"
-                autoComplete="off"
-                value={reason}
-                onChange={(event) => setReason(event.target.value)}
-              />
-            </label>
-            {error && (
-              <p className="error" role="alert" data-testid="schedule-timing-error">
-                {error}
-              </p>
-            )}
-            <button type="submit" className="danger" disabled={busy}>
-              Save the schedule
-            </button>
-            <button type="button" onClick={() => setOpen(false)}>
-              Keep it as it is
-            </button>
+            <ReasonField value={reason} onChange={setReason} />
+            <DialogFormEnd
+              error={error}
+              errorTestId="schedule-timing-error"
+              busy={busy}
+              submitLabel="Save the schedule"
+              danger
+              onCancel={() => setOpen(false)}
+            />
           </form>
         </ModalDialog>
       )}
