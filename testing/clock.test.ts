@@ -6,7 +6,15 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { LeaseholdInputError } from '../db/queue/errors.ts';
-import { claim, enqueue, reapExpiredLeases } from '../db/queue/index.ts';
+import {
+  claim,
+  declareSchedules,
+  defineJob,
+  defineSchedule,
+  enqueue,
+  reapExpiredLeases,
+  runDueSchedules,
+} from '../db/queue/index.ts';
 import { TransientError } from '../workers/errors.ts';
 import type { Handler } from '../workers/handler.ts';
 import { advance, SHIFTED_COLUMNS, UNSHIFTED_COLUMNS } from './clock.ts';
@@ -196,5 +204,24 @@ describe('advance', () => {
       .flatMap(([table, columns]) => columns.map((c) => `${table}.${c}`))
       .sort();
     expect(inCatalog).toEqual(listed);
+  });
+});
+
+describe('advance and schedules', () => {
+  it("makes the advanced time's ticks due: ten minutes of a minute schedule, the newest run late, the rest missed", async () => {
+    const queue = newQueue();
+    const job = defineJob({ kind: `tick-${queue}`, version: 1, queue, schema: z.strictObject({}) });
+    const name = `advanced-${queue}`;
+    await declareSchedules(t.db, [defineSchedule({ name, job, cron: '* * * * *', payload: {}, missed: 'once' })]);
+    await runDueSchedules(t.db);
+    await advance(t.db, 10 * 60_000);
+    const mine = (await runDueSchedules(t.db)).ticks.filter((x) => x.schedule === name);
+    expect(mine.filter((x) => x.outcome === 'late')).toHaveLength(1);
+    expect(mine.filter((x) => x.outcome === 'missed')).toHaveLength(1);
+    const { rows } = await t.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = $1',
+      [queue],
+    );
+    expect(rows[0]!.n).toBe(mine.filter((x) => x.outcome !== 'missed').length);
   });
 });

@@ -58,6 +58,10 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   ready_groups: ['turn_at', 'idle_since'],
   // When an admin or operator last changed a group's limits: moves along, as a limit's set_at.
   group_limits: ['set_at'],
+  // A schedule's ticks are queue time: advanced, the ticks of the advanced time are due (the
+  // missed-tick policy says which run), and its tick records move with its jobs.
+  schedules: ['ticks_after', 'next_tick_at', 'last_tick_at', 'declared_at', 'created_at', 'updated_at'],
+  schedule_ticks: ['tick_at', 'at'],
 };
 
 /**
@@ -138,6 +142,20 @@ const SHIFT = `
   ),
   limit_starts AS (UPDATE leasehold.limit_starts s SET at = s.at - d.by FROM d RETURNING 1),
   group_limits AS (UPDATE leasehold.group_limits g SET set_at = g.set_at - d.by FROM d RETURNING 1),
+  -- ticks_after stays whole milliseconds: the pass hands it back as a JavaScript Date.
+  schedules AS (
+    UPDATE leasehold.schedules s SET ticks_after = date_trunc('milliseconds', s.ticks_after - d.by),
+      next_tick_at = s.next_tick_at - d.by, last_tick_at = s.last_tick_at - d.by, declared_at = s.declared_at - d.by,
+      created_at = s.created_at - d.by, updated_at = s.updated_at - d.by FROM d
+    RETURNING 1
+  ),
+  -- A tick's key is (schedule, tick): taken out and put back shifted, as the rollup's minutes.
+  ticks_out AS (DELETE FROM leasehold.schedule_ticks RETURNING *),
+  ticks_in AS (
+    INSERT INTO leasehold.schedule_ticks (schedule, tick_at, outcome, job_id, missed_count, at)
+    SELECT o.schedule, o.tick_at - d.by, o.outcome, o.job_id, o.missed_count, o.at - d.by FROM ticks_out o, d
+    RETURNING 1
+  ),
   -- The rollup's key is its minute: shifting rows one by one would collide with their
   -- neighbours, and a shifted minute must still be a whole minute. So the rows are taken out
   -- and put back summed on their earlier minutes (the GROUP BY reads every deleted row first).
@@ -154,6 +172,7 @@ const SHIFT = `
          + (SELECT count(*) FROM receipt_claims) + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
          + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM redactions)
          + (SELECT count(*) FROM limits) + (SELECT count(*) FROM limit_starts) + (SELECT count(*) FROM group_limits)
+         + (SELECT count(*) FROM schedules) + (SELECT count(*) FROM ticks_in)
          + (SELECT count(*) FROM rollup_in)
          + (SELECT count(*) FROM stray_ready) + (SELECT count(*) FROM worker_leases) AS others`;
 
