@@ -223,7 +223,7 @@ BEGIN
   GRANT SELECT, INSERT, DELETE, UPDATE (job_id, attempt, lease_token, claimed_at)
     ON leasehold.receipt_claims TO leasehold_worker;
   GRANT SELECT, INSERT, UPDATE (default_queue, display_name, rerun_safe, redacted_paths, last_seen_at, live_at,
-    max_attempts) ON leasehold.kinds TO leasehold_worker;
+    max_attempts, payload_schema) ON leasehold.kinds TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.worker_kinds TO leasehold_worker;
   GRANT SELECT ON leasehold.migrations TO leasehold_worker;
   -- Maintenance locks its task's row FOR UPDATE (db/queue/maintenance.ts), which needs UPDATE on

@@ -295,6 +295,12 @@ export const kinds = leasehold.table(
      * the worker's fail path does.
      */
     maxAttempts: integer('max_attempts'),
+    /**
+     * The JSON Schema of the payload the handler of this kind version takes, from its Standard
+     * Schema (`~standard.jsonSchema`, zod 4.2+, valibot, arktype): a run-time schedule's payload is
+     * checked against it (drizzle/0022; null: the handler's schema has none, or it was too large).
+     */
+    payloadSchema: jsonb('payload_schema'),
   },
   (t) => [
     primaryKey({ name: 'kinds_pkey', columns: [t.kind, t.version] }),

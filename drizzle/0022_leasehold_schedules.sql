@@ -8,7 +8,8 @@
 -- and enqueue their ticks through leasehold.run_schedule_ticks, which calls leasehold.enqueue
 -- with a key per schedule and tick: the worker role has no enqueue right of its own. Code
 -- declares schedules through leasehold.declare_schedules; admins change them through
--- leasehold.set_schedule, with its audit row.
+-- leasehold.set_schedule, with its audit row. `kinds.payload_schema`: the JSON Schema of the
+-- payload each kind version's handler takes, which a run-time schedule's payload must fit.
 -- Expanding: nothing before reads these, and a worker of an older release ignores them.
 CREATE TABLE "leasehold"."schedule_ticks" (
 	"schedule" text NOT NULL,
@@ -63,6 +64,7 @@ CREATE TABLE "leasehold"."schedules" (
 	CONSTRAINT "schedules_cron_check" CHECK (length(cron) BETWEEN 1 AND 256 AND length(timezone) BETWEEN 1 AND 64)
 );
 --> statement-breakpoint
+ALTER TABLE "leasehold"."kinds" ADD COLUMN "payload_schema" jsonb;--> statement-breakpoint
 -- The due schedules (not paused, next tick reached or not yet computed), locked until the
 -- caller's transaction ends, skipping those another worker holds; with the database's time, the
 -- only clock ticks are measured by: the transaction's start (now()), which is also the

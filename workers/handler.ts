@@ -143,7 +143,37 @@ export function kindRegistrations(handler: Handler): KindRegistration[] {
     rerunSafe: handler.rerunSafe ?? false,
     // The reaper applies the same cap as the worker's fail path (docs/contract.md, "Attempts").
     maxAttempts: handler.maxAttempts === undefined ? null : Math.min(handler.maxAttempts, MAX_ATTEMPTS),
+    payloadSchema: payloadJsonSchema(handler.schema),
   }));
+}
+
+/** The most JSON a kind's payload schema may take in the registry; a larger one is not recorded. */
+export const MAX_PAYLOAD_SCHEMA_BYTES = 64 * 1024;
+
+/**
+ * The JSON Schema (draft 2020-12) of the payload `schema` takes, from its Standard JSON Schema
+ * side (`~standard.jsonSchema.input`: zod 4.2+, valibot, arktype), or null when it has none,
+ * cannot say (a transform, a custom check) or says more than MAX_PAYLOAD_SCHEMA_BYTES.
+ */
+export function payloadJsonSchema(schema: StandardSchemaV1): Record<string, unknown> | null {
+  const side: unknown = Reflect.get(schema['~standard'], 'jsonSchema');
+  if (typeof side !== 'object' || side === null) return null;
+  const input: unknown = Reflect.get(side, 'input');
+  if (typeof input !== 'function') return null;
+  try {
+    const made: unknown = Reflect.apply(input, side, [{ target: 'draft-2020-12' }]);
+    const text = JSON.stringify(made);
+    if (Buffer.byteLength(text, 'utf8') > MAX_PAYLOAD_SCHEMA_BYTES) return null;
+    // A plain JSON copy: what the registry stores is what it says.
+    const copy: unknown = JSON.parse(text);
+    return isRecord(copy) ? copy : null;
+  } catch {
+    return null;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

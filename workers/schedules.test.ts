@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
+  createSchedule,
   declareSchedules,
   defineJob,
   defineSchedule,
@@ -17,7 +18,7 @@ import { useTestDatabase } from '../test/db.ts';
 import { uniqueQueue } from '../test/factories.ts';
 import { until } from '../test/wait.ts';
 import { createWorker, type LeaseholdWorker } from './create-worker.ts';
-import { defineHandler } from './handler.ts';
+import { defineHandler, payloadJsonSchema } from './handler.ts';
 
 const t = useTestDatabase({ max: 10 });
 const started: LeaseholdWorker[] = [];
@@ -135,9 +136,46 @@ describe('schedules run by workers', () => {
     }
   });
 
+  it("registers its handler's payload JSON Schema, so a run-time schedule's payload is checked as the handler will", async () => {
+    const queue = uniqueQueue();
+    const typed = defineJob({
+      kind: `typed-${queue}`,
+      version: 1,
+      queue,
+      schema: z.strictObject({ scope: z.enum(['all', 'eu']) }),
+    });
+    await worker({ jobs: [defineHandler(typed, async () => {})], queues: [queue], scheduler: false }).start();
+    await expect(
+      createSchedule(
+        t.db,
+        `typed-${queue}`,
+        { kind: typed.kind, cron: '0 3 * * *', payload: { scope: 'mars' } },
+        { actor: 'a' },
+      ),
+    ).rejects.toThrow(/payload\.scope: must be equal to one of the allowed values/);
+    const made = await createSchedule(
+      t.db,
+      `typed-${queue}`,
+      { kind: typed.kind, cron: '0 3 * * *', payload: { scope: 'eu' } },
+      { actor: 'a' },
+    );
+    expect(made.verdict).toBe('applied');
+  });
+
   it('refuses a schedules option that is not made by defineSchedule, naming it', () => {
     expect(() => worker({ jobs: [], schedules: [{ name: 'x' }] as never })).toThrow(
       /schedules\[0\]: not a schedule made by defineSchedule/,
     );
+  });
+});
+
+describe("a kind's payload JSON Schema", () => {
+  it('comes from the Standard Schema when it has a JSON side, else is null, and too large is null', () => {
+    const made = payloadJsonSchema(z.strictObject({ scope: z.enum(['all', 'eu']) }));
+    expect(made).toMatchObject({ type: 'object', properties: { scope: { enum: ['all', 'eu'] } }, required: ['scope'] });
+    const bare = { '~standard': { version: 1 as const, vendor: 'x', validate: (v: unknown) => ({ value: v }) } };
+    expect(payloadJsonSchema(bare)).toBeNull();
+    const wide = z.strictObject(Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`field_${i}`, z.string()])));
+    expect(payloadJsonSchema(wide)).toBeNull();
   });
 });

@@ -54,6 +54,8 @@ export interface KindRegistration {
   rerunSafe: boolean;
   /** The handler's attempt cap (below the job's own), which the reaper applies; null or absent: none. */
   maxAttempts?: number | null | undefined;
+  /** The JSON Schema of the payload its handler takes (checked: a run-time schedule's payload); null or absent: none. */
+  payloadSchema?: Record<string, unknown> | null | undefined;
 }
 
 export const kindRegistrationSchema = z.strictObject({
@@ -64,6 +66,7 @@ export const kindRegistrationSchema = z.strictObject({
   redactedPaths: redactedPathsSchema.readonly(),
   rerunSafe: z.boolean(),
   maxAttempts: z.int().min(1).max(MAX_ATTEMPTS).nullable().optional(),
+  payloadSchema: z.record(z.string(), z.unknown()).nullable().optional(),
 });
 
 const registrationsSchema = z
@@ -96,25 +99,28 @@ export async function registerKinds(executor: Executor, kinds: readonly KindRegi
     redacted_paths: k.redactedPaths,
     rerun_safe: k.rerunSafe,
     max_attempts: k.maxAttempts ?? null,
+    payload_schema: k.payloadSchema ?? null,
   }));
   // ORDER BY: two workers starting together upsert the same rows; taking the row locks in the
   // same order keeps them from deadlocking. COLLATE "C": the stored order does not depend on
   // the database's collation.
   await run(
     executor,
-    sql`INSERT INTO leasehold.kinds AS k (kind, version, default_queue, display_name, redacted_paths, rerun_safe, max_attempts)
+    sql`INSERT INTO leasehold.kinds AS k (kind, version, default_queue, display_name, redacted_paths, rerun_safe, max_attempts,
+                                          payload_schema)
         SELECT r.kind, r.version, r.default_queue, r.display_name,
                ARRAY(SELECT DISTINCT p COLLATE "C" FROM jsonb_array_elements_text(r.redacted_paths) AS e(p) ORDER BY 1),
-               r.rerun_safe, r.max_attempts
+               r.rerun_safe, r.max_attempts, r.payload_schema
         FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
              AS r(kind text, version int, default_queue text, display_name text, redacted_paths jsonb, rerun_safe boolean,
-                  max_attempts int)
+                  max_attempts int, payload_schema jsonb)
         ORDER BY r.kind COLLATE "C", r.version
         ON CONFLICT (kind, version) DO UPDATE SET
           default_queue = excluded.default_queue,
           display_name = excluded.display_name,
           rerun_safe = excluded.rerun_safe,
           max_attempts = excluded.max_attempts,
+          payload_schema = excluded.payload_schema,
           redacted_paths = ARRAY(SELECT DISTINCT p COLLATE "C" FROM unnest(k.redacted_paths || excluded.redacted_paths) AS u(p) ORDER BY 1),
           last_seen_at = statement_timestamp()`,
   );

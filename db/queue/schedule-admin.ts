@@ -11,6 +11,7 @@ import { LeaseholdInputError } from './errors.ts';
 import { run, toDate, toDateOrNull, type Executor } from './executor.ts';
 import { cronOf, optionsSchema, problemsOf, settingsOf, type ScheduleSettings, type TickOutcome } from './schedules.ts';
 import { NAME_PATTERN } from './validate.ts';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
@@ -50,14 +51,17 @@ export async function runtimeSettings(
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
     problems.push('payload: expected a JSON object');
   }
-  const [known] = await run<{ queue: string | null; max_attempts: number | null }>(
+  const [known] = await run<{ queue: string | null; max_attempts: number | null; payload_schema: unknown }>(
     executor,
-    sql`SELECT default_queue AS queue, max_attempts FROM leasehold.kinds WHERE kind = ${kind} AND version = ${kindVersion}`,
+    sql`SELECT default_queue AS queue, max_attempts, payload_schema FROM leasehold.kinds
+        WHERE kind = ${kind} AND version = ${kindVersion}`,
   );
   if (!known) {
     problems.push(
       `kind: no worker has declared kind ${kind} version ${kindVersion} (start a worker that runs it first)`,
     );
+  } else if (problems.length === 0) {
+    problems.push(...payloadProblems(known.payload_schema, payload));
   }
   if (problems.length > 0 || !known) return { problems };
   const settings = settingsOf(options, {
@@ -345,4 +349,22 @@ export async function recentTicks(
     at: toDate(r.at),
     jobState: r.state,
   }));
+}
+
+/**
+ * Why `payload` does not fit the JSON Schema its kind's handler registered (its Standard
+ * Schema's JSON side; ajv reads it), one line per place: `payload.scope: must be equal to one of
+ * the allowed values`. None when it fits, or when the kind registered no schema (its handler's
+ * schema then checks the payload when the job runs).
+ */
+export function payloadProblems(schema: unknown, payload: unknown): string[] {
+  if (typeof schema !== 'object' || schema === null) return [];
+  let check: ValidateFunction;
+  try {
+    check = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
+  } catch {
+    return [];
+  }
+  if (check(payload)) return [];
+  return (check.errors ?? []).map((e) => `payload${e.instancePath.replaceAll('/', '.')}: ${e.message ?? 'is refused'}`);
 }

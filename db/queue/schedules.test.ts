@@ -196,6 +196,33 @@ describe('defineSchedule and run-time input: bad input is a clear error and writ
     ).rejects.toThrow(/missed/);
     expect(await listSchedules(t.db)).toEqual(before);
   });
+
+  it("refuses a run-time payload the kind's registered JSON Schema refuses, naming the place, and writes nothing", async () => {
+    await registerKinds(t.db, [
+      {
+        ...kindOf('typed.kind'),
+        payloadSchema: {
+          type: 'object',
+          properties: { scope: { enum: ['all', 'eu'] } },
+          required: ['scope'],
+          additionalProperties: false,
+        },
+      },
+    ]);
+    const input = (payload: unknown) => ({ kind: 'typed.kind', cron: '0 3 * * *', payload });
+    await expect(createSchedule(t.db, 'typed-bad', input({ scope: 'mars' }), { actor: 'a' })).rejects.toThrow(
+      /payload\.scope: must be equal to one of the allowed values/,
+    );
+    await expect(createSchedule(t.db, 'typed-bad', input({}), { actor: 'a' })).rejects.toThrow(
+      /payload: must have required property 'scope'/,
+    );
+    expect(await getSchedule(t.db, 'typed-bad')).toBeNull();
+    expect((await createSchedule(t.db, 'typed-good', input({ scope: 'eu' }), { actor: 'a' })).verdict).toBe('applied');
+    await expect(changeSchedule(t.db, 'typed-good', { payload: { scope: 1 } }, { actor: 'a' })).rejects.toThrow(
+      /payload\.scope/,
+    );
+    expect((await getSchedule(t.db, 'typed-good'))?.payload).toEqual({ scope: 'eu' });
+  });
 });
 
 function kindOf(kind: string) {
