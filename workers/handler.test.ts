@@ -39,6 +39,8 @@ describe('defineHandler with a job contract', () => {
         redactedPaths: ['email'],
         rerunSafe: true,
         maxAttempts: 4,
+        // The payload's JSON Schema, from the contract's zod schema (a run-time schedule's payload must fit it).
+        payloadSchema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: {} },
       },
     ]);
   });
