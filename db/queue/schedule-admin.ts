@@ -9,11 +9,17 @@ import { z } from 'zod';
 import { DEFAULT_MAX_ATTEMPTS } from '../schema.ts';
 import { LeaseholdInputError } from './errors.ts';
 import { run, toDate, toDateOrNull, type Executor } from './executor.ts';
-import { cronOf, optionsSchema, problemsOf, settingsOf, type ScheduleSettings, type TickOutcome } from './schedules.ts';
+import {
+  cronOf,
+  int,
+  optionsSchema,
+  problemsOf,
+  settingsOf,
+  type ScheduleSettings,
+  type TickOutcome,
+} from './schedules.ts';
 import { NAME_PATTERN } from './validate.ts';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-
-const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
 /** What an admin gives to create a schedule, or the fields to change (the kind's own settings by name). */
 export const runtimeScheduleSchema = optionsSchema.extend({
@@ -223,25 +229,10 @@ const VIEW_COLUMNS = sql`s.name, s.queue, s.kind, s.kind_version, s.payload, s.g
   s.paused_reason, s.source, s.overridden, s.declared_at, s.last_tick_at, s.last_job_id, j.state AS last_job_state,
   s.next_tick_at, statement_timestamp() AS db_now`;
 
-/** A row of VIEW_COLUMNS. */
-interface ViewRow {
+/** A row of VIEW_COLUMNS: the settings (horizon_ms a bigint, text from the driver), the state, the last job's. */
+type ViewRow = Omit<ScheduleSettings, 'horizon_ms'> & {
   name: string;
-  queue: string;
-  kind: string;
-  kind_version: number;
-  payload: unknown;
-  group_key: string | null;
-  priority: number;
-  max_attempts: number;
-  cron: string;
-  timezone: string;
-  missed: ScheduleView['missed'];
-  missed_each: number | null;
-  missed_after_ms: number;
   horizon_ms: string | number;
-  overlap: ScheduleView['overlap'];
-  jitter_ms: number;
-  start_within_ms: number | null;
   paused: boolean;
   paused_reason: string | null;
   source: ScheduleView['source'];
@@ -252,7 +243,7 @@ interface ViewRow {
   last_job_state: string | null;
   next_tick_at: unknown;
   db_now: unknown;
-}
+};
 
 function overdue(r: ViewRow): number {
   const due = toDateOrNull(r.next_tick_at);

@@ -157,7 +157,8 @@ export function defaultHorizonMs(cron: Cron, missedAfterMs: number): number {
   return Math.max(missedAfterMs, Math.min(HORIZON_TICKS * periodMs(cron), MAX_DEFAULT_HORIZON_MS));
 }
 
-const int = (min: number, max: number) => z.number().int().min(min).max(max);
+/** A whole number from `min` to `max` (the schedule options' and the run-time input's). */
+export const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
 /** The options every schedule has, however it is made (code, API, CLI, dashboard). */
 export const optionsSchema = z.strictObject({

@@ -2,10 +2,11 @@ import { notFound } from 'next/navigation';
 import { TableScroll } from '../../../../components/table-scroll.tsx';
 import { Fragment } from 'react';
 import { JobActions } from '../../../../components/job-actions.tsx';
+import { MaskedPayload } from '../../../../components/masked-payload.tsx';
 import { RevealPayload } from '../../../../components/reveal-payload.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
 import { StateBadge } from '../../../../components/state-badge.tsx';
-import type { AttemptDTO, AuditDTO, JobDetailDTO, JobDTO } from '../../../../lib/dto.ts';
+import type { AttemptDTO, AuditDTO, JobDTO } from '../../../../lib/dto.ts';
 import { getJobDetail } from '../../../../lib/dal/index.ts';
 import { load } from '../../../../lib/page.ts';
 import { errorDetailSummary, errorDetailText } from '../../../../lib/present.ts';
@@ -59,7 +60,14 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
           <p data-testid="retry-plan">{retryPlan}</p>
         </>
       )}
-      <PayloadSection detail={loaded.value} />
+      <MaskedPayload
+        payload={loaded.value.payload}
+        redactedPaths={loaded.value.redactedPaths}
+        payloadHidden={loaded.value.payloadHidden}
+        testId="payload"
+      >
+        {can.reveal && <RevealPayload id={job.id} />}
+      </MaskedPayload>
       <AttemptsSection attempts={attempts} />
       <AuditSection audit={audit} />
     </>
@@ -93,26 +101,6 @@ function JobFields({ job }: { job: JobDTO }) {
         </Fragment>
       ))}
     </dl>
-  );
-}
-
-/** The payload as redaction left it, what was masked or hidden, and the reveal button for those allowed. */
-function PayloadSection({ detail }: { detail: JobDetailDTO }) {
-  const { job, payload, can, redactedPaths, payloadHidden } = detail;
-  return (
-    <>
-      <h2>Payload</h2>
-      {payloadHidden && (
-        <p className="muted" data-testid="payload-hidden">
-          {payloadHidden}
-        </p>
-      )}
-      {redactedPaths.length > 0 && <p className="muted">Masked fields: {redactedPaths.join(', ')}.</p>}
-      <pre data-testid="payload" tabIndex={0}>
-        {JSON.stringify(payload, null, 2)}
-      </pre>
-      {can.reveal && <RevealPayload id={job.id} />}
-    </>
   );
 }
 

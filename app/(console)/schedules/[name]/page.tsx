@@ -2,6 +2,7 @@ import Link from 'next/link';
 import { notFound } from 'next/navigation';
 import { Fragment, type ReactNode } from 'react';
 import { withBasePath } from '../../../../components/base-path.ts';
+import { MaskedPayload } from '../../../../components/masked-payload.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
 import { SchedulePause, ScheduleTimingEditor } from '../../../../components/schedule-forms.tsx';
 import { TableScroll } from '../../../../components/table-scroll.tsx';
@@ -88,7 +89,12 @@ export default async function SchedulePage(props: { params: Promise<{ name: stri
         </div>
       )}
       <ScheduleFields schedule={s} />
-      <PayloadSection detail={loaded.value} />
+      <MaskedPayload
+        payload={loaded.value.payload}
+        redactedPaths={loaded.value.redactedPaths}
+        payloadHidden={loaded.value.payloadHidden}
+        testId="schedule-payload"
+      />
       <TicksSection ticks={loaded.value.ticks} />
     </>
   );
@@ -128,25 +134,6 @@ function ScheduleFields({ schedule: s }: { schedule: Schedule }) {
         </Fragment>
       ))}
     </dl>
-  );
-}
-
-/** Every tick's payload as redaction left it, and what was masked or hidden. */
-function PayloadSection({ detail }: { detail: ScheduleDetailDTO }) {
-  const { payload, redactedPaths, payloadHidden } = detail;
-  return (
-    <>
-      <h2>Payload</h2>
-      {payloadHidden && (
-        <p className="muted" data-testid="payload-hidden">
-          {payloadHidden}
-        </p>
-      )}
-      {redactedPaths.length > 0 && <p className="muted">Masked fields: {redactedPaths.join(', ')}.</p>}
-      <pre data-testid="schedule-payload" tabIndex={0}>
-        {JSON.stringify(payload, null, 2)}
-      </pre>
-    </>
   );
 }
 
