@@ -157,13 +157,20 @@ BEGIN
   -- it): a producer can read jobs, not change them.
   -- group_key: a job's fair group (drizzle/0020); its ready row and its group's turn come from
   -- the SECURITY DEFINER triggers, so no right on grouped_ready_jobs or ready_groups.
+  -- tags and options (drizzle/0023) are checked by the trigger jobs_extras_check; a uniqueness
+  -- key is taken, and a waiting holder replaced or debounced, through take_unique_key (SECURITY
+  -- DEFINER): no right on unique_keys, nor any UPDATE on jobs.
   GRANT INSERT (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at, claim_at, max_attempts,
-                trace_id, expires_at, group_key) ON leasehold.jobs TO leasehold_producer;
+                trace_id, expires_at, group_key, tags, options) ON leasehold.jobs TO leasehold_producer;
   GRANT SELECT ON leasehold.jobs TO leasehold_producer;
   GRANT INSERT (key, job_id, queue, expires_at), SELECT (key, job_id) ON leasehold.dedupe_keys TO leasehold_producer;
   GRANT SELECT (name, aging_seconds) ON leasehold.queues TO leasehold_producer;
   GRANT EXECUTE ON FUNCTION leasehold.enqueue(text, jsonb, text, timestamptz, interval, integer, integer, text,
-    interval, text, interval, integer, uuid, boolean, text) TO leasehold_producer;
+    interval, text, interval, integer, uuid, boolean, text, text, text[], text, interval, text[]) TO leasehold_producer;
+  GRANT EXECUTE ON FUNCTION leasehold.take_unique_key(text, text[], text, uuid, text, jsonb, timestamptz, interval, interval)
+    TO leasehold_producer;
+  -- A per-job timeout or back-off is checked against the kind's bounds before anything is written.
+  GRANT SELECT (kind, version, job_settings) ON leasehold.kinds TO leasehold_producer;
 
   -- Worker: the claim, the settlements and the reaper (db/queue/transitions.ts), retention
   -- (retention.ts), receipts (receipts.ts), the worker registry (worker-registry.ts), the kinds
@@ -171,7 +178,9 @@ BEGIN
   -- what those statements set; what a job was enqueued with stays the producer's.
   GRANT SELECT, DELETE ON leasehold.jobs TO leasehold_worker;
   GRANT UPDATE (state, attempts, released, max_attempts, run_at, claim_at, failure_class, last_error, worker_id,
-                started_at, lease_token, lease_until, finished_at, updated_at) ON leasehold.jobs TO leasehold_worker;
+                started_at, lease_token, lease_until, finished_at, updated_at, options) ON leasehold.jobs TO leasehold_worker;
+  -- Uniqueness keys (drizzle/0023): retention removes the keys of the jobs it removes.
+  GRANT SELECT, DELETE ON leasehold.unique_keys TO leasehold_worker;
   -- The claim locks ready rows FOR UPDATE, which needs UPDATE on one column: `attempts`, a
   -- copy kept for the dashboard's split (the claim order and the link to the job stay fixed).
   GRANT SELECT, DELETE, UPDATE (attempts) ON leasehold.ready_jobs TO leasehold_worker;
@@ -223,7 +232,7 @@ BEGIN
   GRANT SELECT, INSERT, DELETE, UPDATE (job_id, attempt, lease_token, claimed_at)
     ON leasehold.receipt_claims TO leasehold_worker;
   GRANT SELECT, INSERT, UPDATE (default_queue, display_name, rerun_safe, redacted_paths, last_seen_at, live_at,
-    max_attempts, payload_schema) ON leasehold.kinds TO leasehold_worker;
+    max_attempts, payload_schema, job_settings) ON leasehold.kinds TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.worker_kinds TO leasehold_worker;
   GRANT SELECT ON leasehold.migrations TO leasehold_worker;
   -- Maintenance locks its task's row FOR UPDATE (db/queue/maintenance.ts), which needs UPDATE on
@@ -243,7 +252,8 @@ BEGIN
     leasehold.kind_redactions, leasehold.sign_in_throttle, leasehold.session_versions, leasehold.worker_leases,
     leasehold.limits, leasehold.limit_claims, leasehold.limit_starts,
     leasehold.grouped_ready_jobs, leasehold.ready_groups, leasehold.ready_rows,
-    leasehold.group_limits, leasehold.group_claims, leasehold.schedules, leasehold.schedule_ticks
+    leasehold.group_limits, leasehold.group_claims, leasehold.schedules, leasehold.schedule_ticks,
+    leasehold.unique_keys
     TO leasehold_dashboard;
   -- An admin's schedule: create, change, pause, resume, reset to the code's, delete (drizzle/0022),
   -- each with its audit row.

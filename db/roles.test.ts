@@ -161,8 +161,13 @@ describe('the producer', () => {
         'users',
         'workers',
         'receipts',
-        'kinds',
+        'unique_keys',
       ].map((table) => `SELECT 1 FROM leasehold.${table} LIMIT 1`),
+      // Of the kinds registry, only a kind's job settings (the bounds enqueue checks a job's own against).
+      'SELECT payload_schema FROM leasehold.kinds LIMIT 1',
+      // A uniqueness key goes through take_unique_key alone; a job's options and tags are written once.
+      `INSERT INTO leasehold.unique_keys (key, job_id, queue) VALUES ('k-${queue}', '${id}', '${queue}')`,
+      `UPDATE leasehold.jobs SET options = '{}', tags = ARRAY['x'] WHERE id = '${id}'`,
       'SELECT 1 FROM leasehold.jobs_view LIMIT 1',
       'SELECT 1 FROM leasehold.queue_stats LIMIT 1',
       `INSERT INTO leasehold.ready_jobs (queue, claim_at, run_at, id, kind) VALUES ('x', now(), now(), gen_random_uuid(), 'k')`,

@@ -70,6 +70,7 @@ export { leasehold };
 export * from './schema-limits.ts';
 export * from './schema-groups.ts';
 export * from './schema-schedules.ts';
+export * from './schema-unique.ts';
 
 /**
  * The jobs. Laid out for HOT updates (docs/design/schema-v1.md): no B-tree here names a column
@@ -122,6 +123,10 @@ export const jobs = leasehold.table(
      * (the trigger jobs_group_key_check, drizzle/0020: a CHECK would run on every claim).
      */
     groupKey: text('group_key'),
+    /** Tags (docs/jobs.md): written once at enqueue, NULL for none; jobs_tags_idx is partial (drizzle/0024). */
+    tags: text('tags').array(),
+    /** A job's own timeout, back-off, uniqueness key and snooze counters (db/queue/job-options.ts); NULL for none. */
+    options: jsonb('options'),
   },
   (t) => [
     // Keys written once, at enqueue, and never changed: the dashboard's lists by queue and by
@@ -135,6 +140,9 @@ export const jobs = leasehold.table(
     // nor the acknowledgement writes the column, so this index costs the happy path nothing.
     index('jobs_failure_class_idx').on(t.failureClass, t.id).where(sql`failure_class IS NOT NULL`),
     index('jobs_failed_queue_idx').on(t.queue, t.id).where(sql`failure_class IS NOT NULL`),
+    // Tagged jobs only (partial): written once at enqueue, never changed, so the claim and the
+    // acknowledgement stay HOT, and a job without tags has no entry.
+    index('jobs_tags_idx').using('gin', t.tags).where(sql`tags IS NOT NULL`),
     check('jobs_state_check', sql`state IN (${quoted(JOB_STATES)})`),
     check('jobs_failure_class_check', sql`failure_class IS NULL OR failure_class IN (${quoted(FAILURE_CLASSES)})`),
     check(
@@ -301,6 +309,8 @@ export const kinds = leasehold.table(
      * checked against it (drizzle/0022; null: the handler's schema has none, or it was too large).
      */
     payloadSchema: jsonb('payload_schema'),
+    /** The handler's bounds of a job's own timeout and back-off, and its snooze cap (KindSettings); null: none. */
+    jobSettings: jsonb('job_settings'),
   },
   (t) => [
     primaryKey({ name: 'kinds_pkey', columns: [t.kind, t.version] }),
@@ -419,23 +429,7 @@ export const auditLog = leasehold.table(
   ],
 );
 
-/**
- * Idempotency keys, kept apart from `jobs` so that a key still dedupes after retention has
- * removed its job. A key is dropped only after `expires_at` and once its job is gone. A key
- * names its job by id and by the job's own `idempotency_key`: an application may reuse an id
- * once retention removed the job, and the key must not resolve to that newcomer.
- */
-export const dedupeKeys = leasehold.table(
-  'dedupe_keys',
-  {
-    key: text('key').primaryKey(),
-    jobId: uuid('job_id').notNull(),
-    queue: text('queue').notNull(),
-    createdAt: tstz('created_at').notNull().defaultNow(),
-    expiresAt: tstz('expires_at').notNull(),
-  },
-  (t) => [index('dedupe_keys_expires_idx').on(t.expiresAt)],
-);
+// The idempotency and uniqueness keys (dedupe_keys, unique_keys): db/schema-unique.ts.
 
 export type JobRow = typeof jobs.$inferSelect;
 export type JobAttemptRow = typeof jobAttempts.$inferSelect;

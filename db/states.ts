@@ -73,7 +73,7 @@ export const FAILURE_CLASSES = [
 ] as const;
 export type FailureClass = (typeof FAILURE_CLASSES)[number];
 
-export const ATTEMPT_OUTCOMES = ['completed', 'failed', 'lease_expired', 'released', 'cancelled'] as const;
+export const ATTEMPT_OUTCOMES = ['completed', 'failed', 'lease_expired', 'released', 'cancelled', 'snoozed'] as const;
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
 /**

@@ -62,6 +62,8 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   // missed-tick policy says which run), and its tick records move with its jobs.
   schedules: ['ticks_after', 'next_tick_at', 'last_tick_at', 'declared_at', 'created_at', 'updated_at'],
   schedule_ticks: ['tick_at', 'at'],
+  // When a uniqueness key was last taken: moves with its holder's created_at.
+  unique_keys: ['taken_at'],
 };
 
 /**
@@ -142,6 +144,7 @@ const SHIFT = `
   ),
   limit_starts AS (UPDATE leasehold.limit_starts s SET at = s.at - d.by FROM d RETURNING 1),
   group_limits AS (UPDATE leasehold.group_limits g SET set_at = g.set_at - d.by FROM d RETURNING 1),
+  unique_keys AS (UPDATE leasehold.unique_keys u SET taken_at = u.taken_at - d.by FROM d RETURNING 1),
   -- ticks_after stays whole milliseconds: the pass hands it back as a JavaScript Date.
   schedules AS (
     UPDATE leasehold.schedules s SET ticks_after = date_trunc('milliseconds', s.ticks_after - d.by),
@@ -172,7 +175,7 @@ const SHIFT = `
          + (SELECT count(*) FROM receipt_claims) + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
          + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM redactions)
          + (SELECT count(*) FROM limits) + (SELECT count(*) FROM limit_starts) + (SELECT count(*) FROM group_limits)
-         + (SELECT count(*) FROM schedules) + (SELECT count(*) FROM ticks_in)
+         + (SELECT count(*) FROM schedules) + (SELECT count(*) FROM ticks_in) + (SELECT count(*) FROM unique_keys)
          + (SELECT count(*) FROM rollup_in)
          + (SELECT count(*) FROM stray_ready) + (SELECT count(*) FROM worker_leases) AS others`;
 
