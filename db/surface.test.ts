@@ -43,7 +43,9 @@ describe('the surface as declared', () => {
         'priority integer DEFAULT 0, max_attempts integer DEFAULT 10, idempotency_key text DEFAULT NULL::text, ' +
         "dedupe_window interval DEFAULT '30 days'::interval, trace_id text DEFAULT NULL::text, " +
         'max_age interval DEFAULT NULL::interval, kind_version integer DEFAULT 1, job_id uuid DEFAULT NULL::uuid, ' +
-        'notify boolean DEFAULT true, group_key text DEFAULT NULL::text',
+        'notify boolean DEFAULT true, group_key text DEFAULT NULL::text, unique_key text DEFAULT NULL::text, ' +
+        "unique_while text[] DEFAULT ARRAY['ready'::text, 'scheduled'::text, 'retrying'::text, 'running'::text], " +
+        "on_conflict text DEFAULT 'keep'::text, debounce interval DEFAULT NULL::interval, tags text[] DEFAULT NULL::text[]",
       result: 'TABLE(id uuid, created boolean)',
       definer: false,
       config: ['search_path=pg_catalog, pg_temp'],
@@ -279,6 +281,77 @@ describe('leasehold.enqueue', () => {
         [queue, `k-${queue}`],
       ),
     ).toEqual({ jobs: 0, keys: 0 });
+  });
+
+  it('holds a uniqueness key across the SQL and the TypeScript paths, in each mode', async () => {
+    const queue = uniqueQueue('uniq');
+    const key = `u-${queue}`;
+    const first = await one(
+      `SELECT * FROM leasehold.enqueue('k', '{"v": 1}', $1, unique_key => $2, tags => ARRAY['a', 'b'])`,
+      [queue, key],
+    );
+    expect(first).toMatchObject({ created: true });
+    const ts = await enqueue(t.db, { queue, kind: 'k', payload: { v: 2 }, unique: { key } });
+    expect(ts).toMatchObject({ id: first.id, created: false, unique: 'kept' });
+    const replaced = await one(
+      `SELECT * FROM leasehold.enqueue('k', '{"v": 3}', $1, unique_key => $2, on_conflict => 'replace', delay => interval '1 hour')`,
+      [queue, key],
+    );
+    expect(replaced).toEqual({ id: first.id, created: false });
+    const job = await getJob(t.db, String(first.id));
+    expect(job).toMatchObject({ payload: { v: 3 }, tags: ['a', 'b'], uniqueKey: key });
+    expect(job.runAt.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+    const debounced = await one(
+      `SELECT * FROM leasehold.enqueue('k', '{}', $1, unique_key => $2, on_conflict => 'debounce', debounce => interval '5 seconds')`,
+      [queue, key],
+    );
+    expect(debounced).toEqual({ id: first.id, created: false });
+    expect((await getJob(t.db, String(first.id))).runAt.getTime()).toBeLessThan(Date.now() + 60_000);
+    // The debounced holder waits 5 s (scheduled): with only `ready` named it holds nothing.
+    const scheduled = await one(
+      `SELECT * FROM leasehold.enqueue('k', '{}', $1, unique_key => $2, unique_while => ARRAY['ready'])`,
+      [queue, key],
+    );
+    expect(scheduled.created).toBe(true);
+    const bad = await failure(
+      t.pool.query(
+        `SELECT * FROM leasehold.enqueue('k', '{}', $1, unique_key => repeat('k', 513), unique_while => ARRAY[]::text[],
+           on_conflict => 'merge', tags => ARRAY['', 'x'])`,
+        [queue],
+      ),
+    );
+    expect(bad).toEqual({
+      code: '22023',
+      message:
+        'leasehold.enqueue refused the job: unique_key must be 1 to 512 characters, not 513; ' +
+        'unique_while must list some of ready, scheduled, retrying, running, not {}; ' +
+        'on_conflict must be keep, replace or debounce, not merge; ' +
+        'tags must be 1 to 16 different strings of 1 to 64 characters without control characters (pass NULL for none).',
+    });
+    const debounceAlone = await failure(
+      t.pool.query(`SELECT * FROM leasehold.enqueue('k', '{}', $1, debounce => interval '1 second')`, [queue]),
+    );
+    expect(debounceAlone?.message).toMatch(/debounce needs a unique_key and on_conflict debounce/);
+  });
+
+  it("refuses bad tags and options in a producer's own INSERT (the table checks them)", async () => {
+    const queue = uniqueQueue('extras');
+    for (const [column, value] of [
+      ['tags', `ARRAY['a', 'a']`],
+      ['tags', `ARRAY[repeat('t', 65)]`],
+      ['tags', `ARRAY[]::text[]`],
+      ['options', `'{"snoozes": 5}'::jsonb`],
+      ['options', `'{"timeoutMs": -1}'::jsonb`],
+      ['options', `'{"backoff": {"baseMs": 10, "maxMs": 5}}'::jsonb`],
+    ]) {
+      const refused = await failure(
+        t.pool.query(
+          `INSERT INTO leasehold.jobs (id, queue, kind, ${column}) VALUES (gen_random_uuid(), $1, 'k', ${value})`,
+          [queue],
+        ),
+      );
+      expect(refused?.code).toBe('23514');
+    }
   });
 
   it('makes UUIDv7 ids that sort in the order they were made, carrying the database clock', async () => {

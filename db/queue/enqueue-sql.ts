@@ -5,9 +5,11 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { DEFAULT_AGING_SECONDS } from '../schema.ts';
-import type { PreparedSpec } from './enqueue-spec.ts';
+import type { PreparedSpec, UniqueAction } from './enqueue-spec.ts';
 import { run, runText, type Executor, type PgTimestamp } from './executor.ts';
 import { mapJob, producerJobColumns, type Job, type JobColumnsRow } from './job.ts';
+import { readKindSettings, settingsProblems } from './job-options.ts';
+import { LeaseholdInputError } from './errors.ts';
 import { GROUPED_WAKE_SUFFIX } from './groups.ts';
 import { NOTIFY_QUEUE_HAS_ROOM, WAKE_CHANNEL } from './wake.ts';
 
@@ -45,7 +47,46 @@ export type InsertReturns = keyof Inserted;
 export interface InsertRow<R extends InsertReturns> {
   inserted: Inserted[R];
   keys: { key: string; job_id: string }[];
+  /** With uniqueness keys: what take_unique_key answered for each keyed job (`ord` from 1). */
+  uniques?: UniqueAnswer[] | null | undefined;
 }
+
+/** What leasehold.take_unique_key answered for the job at input position `ord` (from 1). */
+export interface UniqueAnswer {
+  ord: number;
+  job_id: string;
+  created: boolean;
+  action: UniqueAction;
+}
+
+/** A column of insertStatement's input: one parameter when every job has the same value, else an array. */
+type Column = <T>(pick: (j: PreparedSpec) => T, type: string) => SQL;
+
+/** The input's tags (a JSON array of arrays or nulls, in step) and options (drizzle/0023). */
+function extrasColumns(jobs: PreparedSpec[], column: Column): SQL {
+  return sql`
+             jsonb_array_elements(${sql.param(JSON.stringify(jobs.map((j) => j.tags)))}::jsonb) AS tags_j, ${column((j) => j.optionsText, 'jsonb')} AS options,`;
+}
+
+/** The input's uniqueness keys, their states (comma-joined), modes and debounce windows. */
+function uniqueColumns(column: Column): SQL {
+  return sql`
+             ${column((j) => j.unique?.key ?? null, 'text')} AS unique_key, ${column((j) => j.unique?.while.join(',') ?? null, 'text')} AS unique_while,
+             ${column((j) => j.unique?.mode ?? null, 'text')} AS on_conflict, ${column((j) => j.unique?.debounceSeconds ?? null, 'float8')} AS debounce_s,`;
+}
+
+/**
+ * Each uniqueness key through leasehold.take_unique_key (SECURITY DEFINER), in key order (as
+ * the idempotency keys: two calls of overlapping keys wait, never deadlock). A volatile
+ * function: each of its statements sees what committed before it ran.
+ */
+const TAKEN = sql`
+    taken AS (
+      SELECT u.ord, t.job_id, t.created, t.action
+      FROM (SELECT * FROM input WHERE unique_key IS NOT NULL ORDER BY unique_key, ord) u
+      CROSS JOIN LATERAL leasehold.take_unique_key(u.unique_key, string_to_array(u.unique_while, ','), u.on_conflict, u.id, u.queue,
+        u.payload, u.run_at, make_interval(secs => u.delay_s), make_interval(secs => u.debounce_s)) t
+    ),`;
 
 /** insertJobs' statement, built without touching the database. */
 export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, notify: boolean): SQL {
@@ -55,7 +96,7 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
   // after validation, and parsing them a part of the server's.
   // Only a call with a grouped job names the column: an ungrouped enqueue's text is the measured one.
   const grouped = jobs.some((j) => j.groupKey !== null);
-  const column = <T>(pick: (j: PreparedSpec) => T, type: string) => {
+  const column: Column = <T>(pick: (j: PreparedSpec) => T, type: string) => {
     const same = (v: T) => (v instanceof Date ? v.getTime() : v);
     const first = pick(jobs[0]!);
     const uniform = jobs.every((j) => same(pick(j)) === same(first));
@@ -64,6 +105,9 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
       : sql`unnest(${sql.param(jobs.map(pick))}::${sql.raw(`${type}[]`)})`;
   };
   const keyed = returns !== 'count';
+  // Tags and options (drizzle/0023) and uniqueness keys: named only by a call that has them.
+  const extras = jobs.some((j) => j.tags !== null || j.optionsText !== null);
+  const uniq = jobs.some((j) => j.unique !== null);
   const returning =
     returns === 'jobs' ? sql.raw(producerJobColumns()) : sql.raw(grouped ? 'id, queue, group_key' : 'id, queue');
   // Without idempotency keys every job is inserted or the statement fails: a count says it all,
@@ -88,9 +132,9 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
              ${column((j) => j.priority, 'int')} AS priority, ${column((j) => j.runAt, 'timestamptz')} AS run_at,
              ${column((j) => j.delaySeconds, 'float8')} AS delay_s, ${column((j) => j.maxAttempts, 'int')} AS max_attempts,
              ${column((j) => j.maxAgeSeconds, 'float8')} AS max_age_s, ${column((j) => j.traceId, 'text')} AS trace_id,
-             ${column((j) => j.dedupeWindowSeconds, 'float8')} AS window_s,${grouped ? sql` ${column((j) => j.groupKey, 'text')} AS group_key,` : sql``}
+             ${column((j) => j.dedupeWindowSeconds, 'float8')} AS window_s,${grouped ? sql` ${column((j) => j.groupKey, 'text')} AS group_key,` : sql``}${extras ? extrasColumns(jobs, column) : sql``}${uniq ? uniqueColumns(column) : sql``}
              generate_series(1, ${jobs.length}::int) AS ord
-    ),
+    ),${uniq ? TAKEN : sql``}
     ${
       keyed
         ? sql`keyed AS (
@@ -108,7 +152,7 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
     }
     inserted AS (
       INSERT INTO leasehold.jobs (id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
-                        claim_at, max_attempts, trace_id, expires_at${grouped ? sql`, group_key` : sql``})
+                        claim_at, max_attempts, trace_id, expires_at${grouped ? sql`, group_key` : sql``}${extras ? sql`, tags, options` : sql``})
       SELECT i.id, i.queue, i.kind, i.kind_version, i.payload, i.idempotency_key, i.priority,
              s.run_at,
              s.run_at - make_interval(secs => i.priority * coalesce(q.aging_seconds, ${DEFAULT_AGING_SECONDS}::int)),
@@ -118,15 +162,25 @@ export function insertStatement(jobs: PreparedSpec[], returns: InsertReturns, no
                  ? sql`,
              i.group_key`
                  : sql``
+             }${
+               extras
+                 ? sql`,
+             CASE WHEN jsonb_typeof(i.tags_j) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(i.tags_j)) END, i.options`
+                 : sql``
              }
       FROM input i
       CROSS JOIN LATERAL (SELECT coalesce(i.run_at, statement_timestamp() + make_interval(secs => i.delay_s)) AS run_at) s
       LEFT JOIN leasehold.queues q ON q.name = i.queue
-      ${keyed ? sql`WHERE i.idempotency_key IS NULL OR i.id IN (SELECT job_id FROM keyed) ORDER BY i.ord` : sql``}
+      ${keyed ? sql`WHERE (i.idempotency_key IS NULL OR i.id IN (SELECT job_id FROM keyed))${uniq ? sql` AND (i.unique_key IS NULL OR i.id IN (SELECT job_id FROM taken WHERE created))` : sql``} ORDER BY i.ord` : sql``}
       RETURNING ${returning}
     )
     SELECT (SELECT ${inserted} FROM inserted) AS inserted,
-           ${keyed ? sql`(SELECT coalesce(json_agg(json_build_object('key', key, 'job_id', job_id)), '[]'::json) FROM keyed)` : sql`'[]'::json`} AS keys,
+           ${keyed ? sql`(SELECT coalesce(json_agg(json_build_object('key', key, 'job_id', job_id)), '[]'::json) FROM keyed)` : sql`'[]'::json`} AS keys,${
+             uniq
+               ? sql`
+           (SELECT json_agg(json_build_object('ord', ord, 'job_id', job_id, 'created', created, 'action', action)) FROM taken) AS uniques,`
+               : sql``
+           }
            ${
              notify
                ? grouped
@@ -244,4 +298,44 @@ export async function lookupKeys(
         WHERE d.key = ANY(${sql.param(keys)}::text[])`,
   );
   return new Map(rows.map((r) => [r.key, r]));
+}
+
+/** The job `id` as the producer reads it, or null when there is none. */
+export async function jobById(executor: Executor, id: string): Promise<Job | null> {
+  const rows = await run<JobColumnsRow>(
+    executor,
+    sql`SELECT ${sql.raw(producerJobColumns())} FROM leasehold.jobs WHERE id = ${id}::uuid`,
+  );
+  return rows[0] ? mapJob(rows[0]) : null;
+}
+
+/**
+ * Refuses jobs whose own timeout or back-off lies outside their kind's bounds (the handler's
+ * `jobSettings`, registered in `kinds.job_settings`): one read, before anything is written, so a
+ * refusal leaves a caller's transaction as it was. Jobs without such settings read nothing.
+ */
+export async function checkKindSettings(
+  executor: Executor,
+  operation: string,
+  jobs: readonly PreparedSpec[],
+): Promise<void> {
+  const asking = jobs.filter((j) => j.settings !== null);
+  if (asking.length === 0) return;
+  const pairs = [...new Set(asking.map((j) => `${j.kind}\u0000${j.kindVersion}`))];
+  const rows = await run<{ kind: string; version: number; job_settings: unknown }>(
+    executor,
+    sql`SELECT kind, version, job_settings FROM leasehold.kinds
+        WHERE (kind, version) IN (SELECT * FROM unnest(${sql.param(pairs.map((p) => p.split('\u0000')[0]))}::text[],
+                                                       ${sql.param(pairs.map((p) => Number(p.split('\u0000')[1])))}::int[]))`,
+  );
+  const registered = new Map(rows.map((r) => [`${r.kind}\u0000${r.version}`, readKindSettings(r.job_settings)]));
+  const problems: string[] = [];
+  jobs.forEach((job, index) => {
+    if (job.settings === null) return;
+    const label = jobs.length === 1 && operation === 'enqueue' ? '' : `jobs[${index}].`;
+    problems.push(
+      ...settingsProblems(label, job.settings, registered.get(`${job.kind}\u0000${job.kindVersion}`) ?? null),
+    );
+  });
+  if (problems.length > 0) throw new LeaseholdInputError(operation, problems.slice(0, 20));
 }

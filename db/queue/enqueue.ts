@@ -11,8 +11,16 @@
  */
 import type pg from 'pg';
 import { LeaseholdInputError, LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './errors.ts';
-import { prepareSpecs, type EnqueueSpec, type PreparedSpec } from './enqueue-spec.ts';
-import { insertJobs, insertOne, insertStatement, lookupKeys, type InsertRow } from './enqueue-sql.ts';
+import { prepareSpecs, type EnqueueSpec, type PreparedSpec, type UniqueAction } from './enqueue-spec.ts';
+import {
+  checkKindSettings,
+  insertJobs,
+  insertOne,
+  insertStatement,
+  jobById,
+  lookupKeys,
+  type InsertRow,
+} from './enqueue-sql.ts';
 import { field, inPoolTransaction, ownPool, run, type Executor } from './executor.ts';
 import { GROUPED_WAKE_SUFFIX } from './groups.ts';
 import {
@@ -37,6 +45,11 @@ export interface EnqueueResult {
   created: boolean;
   /** The job as stored now; null only when retention removed a deduplicated job. */
   job: Job | null;
+  /**
+   * With `unique`: what the call did (docs/jobs.md, "Uniqueness"): `created` the job, or found
+   * a holder and `kept` it, `replaced` its payload and run time, or `debounced` it.
+   */
+  unique?: UniqueAction;
 }
 
 export interface BulkEnqueueResult {
@@ -244,21 +257,40 @@ async function enqueueSpec(
 ): Promise<EnqueueResult> {
   const [job] = prepareSpecs('enqueue', [spec]);
   if (!job) throw new Error('unreachable: prepare returned no job');
+  await checkKindSettings(executor, 'enqueue', [job]);
   return translateConflicts('enqueue', async () => {
     const wake = planWake(executor, [wakeKey(job)], options.notify ?? true);
-    // The fixed text has no group: a grouped job goes as the general statement does.
-    if (job.idempotencyKey === null && job.groupKey === null) {
+    // The fixed text has no group, tags, options or keys: such a job goes as the general statement does.
+    if (
+      job.idempotencyKey === null &&
+      job.groupKey === null &&
+      job.unique === null &&
+      job.optionsText === null &&
+      job.tags === null
+    ) {
       const created = await insertOne(executor, job, wake.inStatement);
       wake.afterCommit();
       return { id: job.id, created: true, job: created };
     }
     // Loop only for the rare race where a duplicate's key was purged between our statements.
     for (let tries = 0; tries < 3; tries++) {
-      const { inserted } = await insertJobs(executor, [job], 'jobs', wake.inStatement);
+      const { inserted, uniques } = await insertJobs(executor, [job], 'jobs', wake.inStatement);
       const row = inserted[0];
       if (row) {
         wake.afterCommit();
-        return { id: job.id, created: true, job: mapJob(row) };
+        return { id: job.id, created: true, job: mapJob(row), ...(job.unique ? { unique: 'created' as const } : {}) };
+      }
+      if (job.unique !== null) {
+        // The statement is one: the key's answer and the insert it allowed, together.
+        const answer = uniques?.[0];
+        if (!answer || answer.created)
+          throw new Error('Leasehold enqueue: the uniqueness key was taken but the insert wrote nothing');
+        return {
+          id: answer.job_id,
+          created: false,
+          job: await jobById(executor, answer.job_id),
+          unique: answer.action,
+        };
       }
       if (job.idempotencyKey === null) throw new Error('Leasehold enqueue: the insert statement returned no job');
       const owner = (await lookupKeys(executor, [job.idempotencyKey], true)).get(job.idempotencyKey);
@@ -335,7 +367,8 @@ async function enqueueSpecs(
   if (specs.length === 0) return [];
   const pool = ownPool(executor);
   // `?.`: a caller without types may pass null for a job; prepareSpecs names it.
-  const inParts = pool && !specs.some((spec) => spec?.idempotencyKey !== undefined) ? pool : null;
+  const inParts =
+    pool && !specs.some((spec) => spec?.idempotencyKey !== undefined || spec?.unique !== undefined) ? pool : null;
   const partsThrough = async (prepared: PreparedSpec[] | null, pool: pg.Pool) => {
     const { ids, queues } = await translateConflicts('enqueueMany', () =>
       inPoolTransaction(pool, (tx) => insertInParts(tx, specs, prepared)),
@@ -348,7 +381,9 @@ async function enqueueSpecs(
     return ids.map((id) => ({ id, created: true }));
   };
   if (inParts && specs.length > BULK_CHUNK) return partsThrough(null, inParts);
-  const jobs = prepareSpecs('enqueueMany', specs);
+  const all = prepareSpecs('enqueueMany', specs);
+  await checkKindSettings(executor, 'enqueueMany', all);
+  const { jobs, aliases } = oneJobPerUniqueKey(all);
   const bytes = mayPassBytes(jobs, BULK_CHUNK_BYTES) ? totalPayloadBytes(jobs) : 0;
   if (bytes > BULK_CHUNK_BYTES) {
     if (inParts) return partsThrough(jobs, inParts);
@@ -359,15 +394,17 @@ async function enqueueSpecs(
   }
   return translateConflicts('enqueueMany', async () => {
     const wake = planWake(executor, [...new Set(jobs.map(wakeKey))], options.notify ?? true);
-    if (!jobs.some((j) => j.idempotencyKey !== null)) {
+    if (!jobs.some((j) => j.idempotencyKey !== null || j.unique !== null)) {
       const { inserted } = await insertJobs(executor, jobs, 'count', wake.inStatement);
       if (inserted !== jobs.length)
         throw new Error(`Leasehold enqueueMany: ${JSON.stringify(inserted)} of ${jobs.length} jobs inserted`);
       wake.afterCommit();
       return jobs.map((j) => ({ id: j.id, created: true }));
     }
-    const { inserted, keys } = await insertJobs(executor, jobs, 'ids', wake.inStatement);
+    const { inserted, keys, uniques } = await insertJobs(executor, jobs, 'ids', wake.inStatement);
     const insertedIds = new Set(inserted);
+    const holders = new Map<number, string>();
+    for (const answer of uniques ?? []) holders.set(answer.ord - 1, answer.job_id);
     if (insertedIds.size > 0) wake.afterCommit();
     const owners = new Map<string, string>();
     for (const k of keys) owners.set(k.key, k.job_id);
@@ -377,8 +414,14 @@ async function enqueueSpecs(
     if (missing.length > 0) {
       for (const [key, row] of await lookupKeys(executor, missing, false)) owners.set(key, row.job_id);
     }
-    return jobs.map((j) => {
+    const results = jobs.map((j, index) => {
       if (insertedIds.has(j.id)) return { id: j.id, created: true };
+      if (j.unique !== null) {
+        const holder = holders.get(index);
+        if (!holder)
+          throw new Error(`Leasehold enqueueMany: uniqueness key ${j.unique.key} has no holder after insert`);
+        return { id: holder, created: false };
+      }
       const owner = j.idempotencyKey ? owners.get(j.idempotencyKey) : undefined;
       if (!owner)
         throw new Error(
@@ -386,6 +429,47 @@ async function enqueueSpecs(
         );
       return { id: owner, created: false };
     });
+    return aliases === null ? results : withAliases(results, aliases);
+  });
+}
+
+/**
+ * Within one call, the jobs of one uniqueness key after the first are resolved against it here,
+ * as the database would against a holder (a later `replace` gives the first its payload and run
+ * time; `keep` and `debounce` leave it), and only the first is sent: `jobs`, and for each input
+ * position, the position in `jobs` whose result it shares (null when no key repeats).
+ */
+function oneJobPerUniqueKey(all: PreparedSpec[]): { jobs: PreparedSpec[]; aliases: number[] | null } {
+  if (!all.some((j) => j.unique !== null)) return { jobs: all, aliases: null };
+  const first = new Map<string, number>();
+  const jobs: PreparedSpec[] = [];
+  const aliases: number[] = [];
+  let repeated = false;
+  for (const job of all) {
+    const at = job.unique ? first.get(job.unique.key) : undefined;
+    if (at === undefined) {
+      if (job.unique) first.set(job.unique.key, jobs.length);
+      aliases.push(-(jobs.length + 1));
+      jobs.push(job);
+      continue;
+    }
+    repeated = true;
+    aliases.push(at);
+    const holder = jobs[at];
+    if (holder && job.unique?.mode === 'replace') {
+      jobs[at] = { ...holder, payloadText: job.payloadText, runAt: job.runAt, delaySeconds: job.delaySeconds };
+    }
+  }
+  return { jobs, aliases: repeated ? aliases : null };
+}
+
+/** The results of the jobs sent, spread back over the input (see oneJobPerUniqueKey). */
+function withAliases(results: BulkEnqueueResult[], aliases: number[]): BulkEnqueueResult[] {
+  return aliases.map((alias) => {
+    const own = alias < 0;
+    const result = results[own ? -alias - 1 : alias];
+    if (!result) throw new Error('unreachable: an alias past the results');
+    return own ? result : { id: result.id, created: false };
   });
 }
 
@@ -430,6 +514,7 @@ async function insertInParts(
       const chunk = prepared
         ? prepared.slice(from, from + BULK_CHUNK)
         : prepareSpecs('enqueueMany', specs.slice(from, from + BULK_CHUNK), from);
+      if (!prepared) await checkKindSettings(tx, 'enqueueMany', chunk);
       for (const jobs of byPayloadBytes(chunk)) {
         const statement = insertStatement(jobs, 'count', false);
         await writing;

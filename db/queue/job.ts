@@ -5,6 +5,7 @@
 import type { FailureClass, JobState } from '../states.ts';
 import { FAILURE_CLASSES, JOB_STATES, oneOf } from '../states.ts';
 import { toDate, toDateOrNull, type PgTimestamp } from './executor.ts';
+import { readJobOptions, type JobBackoff } from './job-options.ts';
 
 export interface Job {
   id: string;
@@ -39,6 +40,18 @@ export interface Job {
   updatedAt: Date;
   /** The job's fair group given at enqueue (docs/flow-control.md, "Fair groups"), or null. */
   group: string | null;
+  /** The job's tags (docs/jobs.md, "Tags"); empty for none. */
+  tags: readonly string[];
+  /** The uniqueness key the job took at enqueue (docs/jobs.md, "Uniqueness"), or null. */
+  uniqueKey: string | null;
+  /** The job's own handler timeout, asked for at enqueue within its kind's bounds, or null. */
+  timeoutMs: number | null;
+  /** The job's own retry back-off, asked for at enqueue within its kind's bounds, or null. */
+  backoff: JobBackoff | null;
+  /** Times the job snoozed (docs/jobs.md, "Snooze"): counted in `released`, not charged. */
+  snoozes: number;
+  /** The snoozes' total length, in milliseconds. */
+  snoozedMs: number;
 }
 
 /**
@@ -67,7 +80,7 @@ export const LEASE_LOST: LeaseLost = Object.freeze({ applied: false, reason: 'le
 /** Column list shared by every statement that returns whole jobs. */
 export const JOB_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_key, state, priority,
   run_at, attempts, released, max_attempts, lease_token, lease_until, worker_id, failure_class, last_error,
-  trace_id, expires_at, created_at, started_at, finished_at, updated_at, group_key`;
+  trace_id, expires_at, created_at, started_at, finished_at, updated_at, group_key, tags, options`;
 
 /**
  * JOB_COLUMNS as the producer's statements name them (the enqueues' RETURNING and key look-up):
@@ -123,6 +136,9 @@ interface CommonJobColumns {
   created_at: PgTimestamp;
   /** Absent from the ungrouped claim's rows (its jobs have none). */
   group_key?: string | null | undefined;
+  /** drizzle/0023; absent from rows of a statement that does not name them. */
+  tags?: string[] | null | undefined;
+  options?: unknown;
 }
 
 /** A row of JOB_COLUMNS, from pg, Drizzle or JSON (`row_to_json`: timestamps as ISO text). */
@@ -168,8 +184,33 @@ export function mapJob(row: JobColumnsRow): Job {
     finishedAt: toDateOrNull(row.finished_at),
     updatedAt: toDate(row.updated_at),
     group: row.group_key ?? null,
+    ...extras(row),
   };
 }
+
+/** The fields of tags and options (one object spread: a plain job's are the shared constants). */
+function extras(
+  row: CommonJobColumns,
+): Pick<Job, 'tags' | 'uniqueKey' | 'timeoutMs' | 'backoff' | 'snoozes' | 'snoozedMs'> {
+  if ((row.options === null || row.options === undefined) && !row.tags) return PLAIN_EXTRAS;
+  const o = readJobOptions(row.options);
+  return {
+    tags: row.tags ?? [],
+    uniqueKey: o.uniqueKey,
+    timeoutMs: o.timeoutMs,
+    backoff: o.backoff,
+    snoozes: o.snoozes,
+    snoozedMs: o.snoozedMs,
+  };
+}
+const PLAIN_EXTRAS = Object.freeze({
+  tags: Object.freeze([]),
+  uniqueKey: null,
+  timeoutMs: null,
+  backoff: null,
+  snoozes: 0,
+  snoozedMs: 0,
+});
 
 /**
  * What a claim returns per row: the columns that differ between the jobs of one claim, plus the
@@ -177,7 +218,8 @@ export function mapJob(row: JobColumnsRow): Job {
  * `started_at`.
  */
 export const CLAIM_COLUMNS = `id, queue, kind, kind_version, payload, idempotency_key, priority, run_at,
-  attempts, released, max_attempts, lease_until, started_at, failure_class, last_error, trace_id, expires_at, created_at`;
+  attempts, released, max_attempts, lease_until, started_at, failure_class, last_error, trace_id, expires_at, created_at,
+  tags, options`;
 
 /** A row of CLAIM_COLUMNS (claim.ts reads the instants of the first row of a batch). */
 export interface ClaimColumnsRow extends CommonJobColumns {
@@ -235,6 +277,7 @@ export function mapClaimedJob(row: ClaimColumnsRow, claim: ClaimInstant): Claime
     finishedAt: null,
     updatedAt: new Date(claim.startedAt),
     group: row.group_key ?? null,
+    ...extras(row),
     attempt: row.attempts,
   };
 }

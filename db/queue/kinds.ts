@@ -20,6 +20,7 @@ import { z } from 'zod';
 import { run, type Executor } from './executor.ts';
 import { actorSchema, nameSchema, parseInput, textSchema } from './validate.ts';
 import { MAX_ATTEMPTS } from './attempt-cap.ts';
+import { MAX_BACKOFF_MS, MAX_JOB_TIMEOUT_MS, MAX_SNOOZE_MS, type KindSettings } from './job-options.ts';
 
 /** Most redacted paths one kind version may have. */
 export const MAX_REDACTED_PATHS = 100;
@@ -56,7 +57,24 @@ export interface KindRegistration {
   maxAttempts?: number | null | undefined;
   /** The JSON Schema of the payload its handler takes (checked: a run-time schedule's payload); null or absent: none. */
   payloadSchema?: Record<string, unknown> | null | undefined;
+  /** The bounds of a job's own timeout and back-off and the snooze cap (db/queue/job-options.ts); null or absent: none. */
+  jobSettings?: KindSettings | null | undefined;
 }
+
+const boundsSchema = (max: number) =>
+  z
+    .tuple([z.int().min(1).max(max), z.int().min(1).max(max)])
+    .refine(([min, most]) => min <= most, 'the first bound must not pass the second');
+
+/** A handler's jobSettings: each bound [min, max] within what a job may ask for at all. */
+export const kindSettingsSchema = z.strictObject({
+  timeoutMs: boundsSchema(MAX_JOB_TIMEOUT_MS).readonly().optional(),
+  backoffBaseMs: boundsSchema(MAX_BACKOFF_MS).readonly().optional(),
+  backoffMaxMs: boundsSchema(MAX_BACKOFF_MS).readonly().optional(),
+  snooze: z
+    .strictObject({ maxCount: z.int().min(0).max(1_000_000), maxTotalMs: z.int().min(0).max(MAX_SNOOZE_MS) })
+    .optional(),
+});
 
 export const kindRegistrationSchema = z.strictObject({
   kind: nameSchema,
@@ -67,6 +85,7 @@ export const kindRegistrationSchema = z.strictObject({
   rerunSafe: z.boolean(),
   maxAttempts: z.int().min(1).max(MAX_ATTEMPTS).nullable().optional(),
   payloadSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+  jobSettings: kindSettingsSchema.nullable().optional(),
 });
 
 const registrationsSchema = z
@@ -100,6 +119,7 @@ export async function registerKinds(executor: Executor, kinds: readonly KindRegi
     rerun_safe: k.rerunSafe,
     max_attempts: k.maxAttempts ?? null,
     payload_schema: k.payloadSchema ?? null,
+    job_settings: k.jobSettings ?? null,
   }));
   // ORDER BY: two workers starting together upsert the same rows; taking the row locks in the
   // same order keeps them from deadlocking. COLLATE "C": the stored order does not depend on
@@ -107,13 +127,13 @@ export async function registerKinds(executor: Executor, kinds: readonly KindRegi
   await run(
     executor,
     sql`INSERT INTO leasehold.kinds AS k (kind, version, default_queue, display_name, redacted_paths, rerun_safe, max_attempts,
-                                          payload_schema)
+                                          payload_schema, job_settings)
         SELECT r.kind, r.version, r.default_queue, r.display_name,
                ARRAY(SELECT DISTINCT p COLLATE "C" FROM jsonb_array_elements_text(r.redacted_paths) AS e(p) ORDER BY 1),
-               r.rerun_safe, r.max_attempts, r.payload_schema
+               r.rerun_safe, r.max_attempts, r.payload_schema, r.job_settings
         FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
              AS r(kind text, version int, default_queue text, display_name text, redacted_paths jsonb, rerun_safe boolean,
-                  max_attempts int, payload_schema jsonb)
+                  max_attempts int, payload_schema jsonb, job_settings jsonb)
         ORDER BY r.kind COLLATE "C", r.version
         ON CONFLICT (kind, version) DO UPDATE SET
           default_queue = excluded.default_queue,
@@ -121,6 +141,7 @@ export async function registerKinds(executor: Executor, kinds: readonly KindRegi
           rerun_safe = excluded.rerun_safe,
           max_attempts = excluded.max_attempts,
           payload_schema = excluded.payload_schema,
+          job_settings = excluded.job_settings,
           redacted_paths = ARRAY(SELECT DISTINCT p COLLATE "C" FROM unnest(k.redacted_paths || excluded.redacted_paths) AS u(p) ORDER BY 1),
           last_seen_at = statement_timestamp()`,
   );

@@ -21,7 +21,11 @@ import { actorSchema, nameSchema, parseInput, textSchema, uuidSchema } from './v
 
 export const MAX_BULK_ACTION = 1000;
 
-export type RefusalReason = 'not_found' | 'changed_since_viewed';
+/**
+ * Why a job was not changed: gone; no longer in the state the action takes; or, for a retry, its
+ * uniqueness key is held by another job waiting or running (docs/jobs.md, "Uniqueness").
+ */
+export type RefusalReason = 'not_found' | 'changed_since_viewed' | 'unique_key_held';
 
 export interface ActionRefusal {
   id: string;
@@ -67,7 +71,9 @@ const cancelOneSchema = z.strictObject({ id: uuidSchema, leaseToken: uuidSchema.
 type ActionRow =
   | { row_type: 'audit'; id: string | null; state: null }
   | { row_type: 'changed'; id: string; state: null }
-  | { row_type: 'seen'; id: string; state: string };
+  | { row_type: 'seen'; id: string; state: string }
+  /** A retry refused because another job holds the job's uniqueness key (`state`: the key). */
+  | { row_type: 'held'; id: string; state: string };
 
 /**
  * Calls the action's SECURITY DEFINER function (drizzle/0011: `leasehold.operator_retry`,
@@ -78,9 +84,11 @@ async function actAndAudit(executor: Executor, ids: string[], call: SQL): Promis
   const rows = await run<ActionRow>(executor, sql`SELECT row_type, id, state FROM ${call}`);
   const changed = new Set<string>();
   const seen = new Map<string, JobState>();
+  const held = new Set<string>();
   let auditId = Number.NaN;
   for (const r of rows) {
     if (r.row_type === 'changed') changed.add(r.id);
+    else if (r.row_type === 'held') held.add(r.id);
     else if (r.row_type === 'seen') seen.set(r.id, oneOf(r.state, JOB_STATES, 'job state'));
     else auditId = Number(r.id);
   }
@@ -88,6 +96,7 @@ async function actAndAudit(executor: Executor, ids: string[], call: SQL): Promis
     .filter((id) => !changed.has(id))
     .map((id) => {
       const state = seen.get(id);
+      if (state && held.has(id)) return { id, reason: 'unique_key_held', state };
       return state ? { id, reason: 'changed_since_viewed', state } : { id, reason: 'not_found' };
     });
   return {

@@ -137,7 +137,13 @@ export async function removeExpiredHistory(
     removed_jobs AS (
       DELETE FROM leasehold.jobs j USING old_jobs o
       WHERE j.id = o.id AND j.state IN (${sql.raw(TERMINAL_STATES.map((t) => `'${t}'`).join(', '))})
-      RETURNING j.id, j.idempotency_key
+      RETURNING j.id, j.idempotency_key, j.options->>'uniqueKey' AS unique_key
+    ),
+    removed_unique_keys AS (
+      -- A uniqueness key goes with its holder (a key handed on to a newer job meanwhile stays).
+      DELETE FROM leasehold.unique_keys u USING removed_jobs r
+      WHERE r.unique_key IS NOT NULL AND u.key = r.unique_key AND u.job_id = r.id
+      RETURNING 1
     ),
     old_attempts AS (
       SELECT job_id, attempt, lease_token FROM leasehold.job_attempts
