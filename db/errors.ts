@@ -72,6 +72,7 @@ export const LEASEHOLD_CODES: ReadonlySet<string> = new Set([
   'permanent',
   'validation',
   'cancelled',
+  'snooze',
   'job_not_runnable',
   'enqueued_assertion_failed',
   'session_ended',

@@ -12,6 +12,9 @@ export {
   PermanentError,
   ValidationError,
 } from '../workers/errors.ts';
+// Snooze: wait without spending an attempt (docs/jobs.md, "Snooze").
+export { snooze, SnoozeError } from '../workers/snooze.ts';
+export type { Snooze } from '../workers/snooze.ts';
 
 // A worker in your own process (docs/workers.md).
 export { createWorker, WorkerOptionsError } from '../workers/create-worker.ts';

@@ -124,6 +124,7 @@ export const ENTRIES: Record<'index' | 'worker' | 'testing', { values: string[];
       'JobError',
       'PermanentError',
       'RateLimitedError',
+      'SnoozeError',
       'TransientError',
       'UnknownOutcomeError',
       'ValidationError',
@@ -135,6 +136,7 @@ export const ENTRIES: Record<'index' | 'worker' | 'testing', { values: string[];
       'defineHandler',
       'serveHealth',
       'serveMetrics',
+      'snooze',
       'workerHealth',
     ],
     types: [
@@ -153,6 +155,7 @@ export const ENTRIES: Record<'index' | 'worker' | 'testing', { values: string[];
       'LeaseholdWorker',
       'RunForOptions',
       'RunForSummary',
+      'Snooze',
       'WorkerErrorEvent',
       'WorkerErrorSource',
       'WorkerEventListener',

@@ -34,6 +34,7 @@ import {
 import { FailpointSpecError } from '../workers/failpoints.ts';
 import { HandlerFileError } from '../workers/handler-files.ts';
 import { HeartbeatTimeout } from '../workers/lease-keeper.ts';
+import { SnoozeError } from '../workers/snooze.ts';
 import { ROOT } from './cli.ts';
 
 interface Row {
@@ -118,6 +119,7 @@ const ERRORS: Record<string, Row> = {
   PermanentError: { make: () => new PermanentError('x'), code: 'permanent', exit: 1, sentence: false },
   ValidationError: { make: () => new ValidationError('x'), code: 'validation', exit: 1, sentence: false },
   CancelledJobError: { make: () => new CancelledJobError('x'), code: 'cancelled', exit: 1, sentence: false },
+  SnoozeError: { make: () => new SnoozeError(1000), code: 'snooze', exit: 1, sentence: false },
   JobNotRunnable: {
     make: () => new JobNotRunnable('not_found', 'x'),
     code: 'job_not_runnable',

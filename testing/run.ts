@@ -35,7 +35,9 @@ export interface JobRun {
   /**
    * What the attempt came to: `completed`; `failed` (then `failureClass` and `error` say how;
    * the job is `ready` again when a retry is due, else `dead`); `released` (stopped, handed
-   * back); `lost` (the lease was gone while it ran: nothing was settled).
+   * back); `snoozed` (the handler returned snooze(ms): `ready` again after ms, the attempt not
+   * spent; a snooze past the cap comes back `failed`); `lost` (the lease was gone while it ran:
+   * nothing was settled).
    */
   outcome: AttemptResult['kind'];
   /** The class the attempt failed with, when it failed. */

@@ -28,6 +28,8 @@ import { scheduledTick } from '../db/queue/schedule-key.ts';
 import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
 import type { FailureClass } from '../db/states.ts';
 import { classify } from './errors.ts';
+import { snoozeOf } from './snooze.ts';
+import { clamp } from '../db/queue/job-options.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { Handler, HandlerContext, HandlerRegistry } from './handler.ts';
 import { type IsolatedRunOptions, runIsolated } from './isolated.ts';
@@ -74,6 +76,8 @@ export type AttemptResult =
     }
   /** Stopped for shutdown: handed back to `ready` for another worker. */
   | { kind: 'released' }
+  /** The handler returned snooze(ms) or threw SnoozeError: `ready` again after `ms`, not charged. */
+  | { kind: 'snoozed'; ms: number }
   /** The lease was gone while it ran: nothing may be settled. */
   | { kind: 'lost' };
 
@@ -315,6 +319,15 @@ const COMPLETED: AttemptResult = Object.freeze({ kind: 'completed' });
 const RELEASED: AttemptResult = Object.freeze({ kind: 'released' });
 const LOST: AttemptResult = Object.freeze({ kind: 'lost' });
 
+/**
+ * The attempt's timeout: the job's own (asked for at enqueue) within its kind's bounds as this
+ * worker's handler declares them now, else the handler's.
+ */
+export function attemptTimeoutMs(job: ClaimedJob, handler: Handler): number {
+  const bounds = handler.jobSettings?.timeoutMs;
+  return job.timeoutMs !== null && bounds ? clamp(job.timeoutMs, bounds) : handler.timeoutMs;
+}
+
 /** Runs the attempt's handler (after checking kind, version and payload) and says what came of it. */
 export async function execute(entry: Attempt, deps: AttemptDeps): Promise<AttemptResult> {
   const { job, handler } = entry;
@@ -343,8 +356,8 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
 
   // Overruns are found by the lease keeper's sweep, not by a timer per attempt. The timeout
   // covers an async schema too: its wait is stopped like the handler's.
-  entry.timeoutAt = performance.now() + handler.timeoutMs;
-  let result: { ok: true } | { ok: false; error: unknown };
+  entry.timeoutAt = performance.now() + attemptTimeoutMs(job, handler);
+  let result: { ok: true; returned: unknown } | { ok: false; error: unknown };
   try {
     // The handler's Standard Schema, synchronous for most validators (then no extra turn of the
     // event loop per job). A validator that throws is the handler's failure, classified as one.
@@ -366,8 +379,11 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
     const payload = checked.value;
     const context = new AttemptContext(entry, payload, deps.db, deps.leaseSeconds);
     // An isolated handler runs in a thread of its own, terminated when the attempt is stopped.
-    await entry.run(() => (handler.isolated ? runIsolated(handler, context, deps.isolation) : handler.handle(context)));
-    result = { ok: true };
+    let returned: unknown;
+    await entry.run(async () => {
+      returned = await (handler.isolated ? runIsolated(handler, context, deps.isolation) : handler.handle(context));
+    });
+    result = { ok: true, returned };
   } catch (error) {
     result = { ok: false, error };
   }
@@ -383,6 +399,12 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
     if (stop.reason === 'timeout') return { kind: 'failed', failureClass: 'timeout', message: stop.message };
     if (stop.reason === 'shutdown') return RELEASED;
     return LOST;
+  }
+  // snooze(ms) returned, or SnoozeError thrown: the job waits, the attempt not spent.
+  const snoozed = snoozeOf(result.ok ? result.returned : result.error);
+  if (snoozed !== null) {
+    metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: 'snoozed' }, seconds);
+    return { kind: 'snoozed', ms: snoozed };
   }
   if (result.ok) {
     deps.failpoints?.hit('after_effect');

@@ -21,12 +21,14 @@ import {
   LEASE_LOST,
   pauseLimit,
   releaseIfLeaseHeld,
+  snoozeIfLeaseHeld,
   type ClaimedJob,
   type Executor,
   type RetryPolicy,
   type SettleOutcome,
 } from '../db/queue/index.ts';
 import type { FailureClass } from '../db/schema.ts';
+import { clamp, DEFAULT_SNOOZE_CAP } from '../db/queue/job-options.ts';
 import type { ErrorDetail } from '../db/queue/error-detail.ts';
 import type { Attempt, AttemptResult } from './attempt.ts';
 import type { WorkerEvents } from './events.ts';
@@ -76,6 +78,20 @@ export interface CompleterDeps {
 }
 
 /** What this completer's settlements did, counted (runFor's summary). */
+/**
+ * A job's own back-off (asked for at enqueue) as a retry policy, within its kind's bounds as
+ * this worker's handler declares them now; nothing when the job has none.
+ */
+function jobBackoff(entry: Attempt): { baseDelayMs?: number; maxDelayMs?: number } {
+  const own = entry.job.backoff;
+  const settings = entry.handler?.jobSettings;
+  if (!own || !settings?.backoffBaseMs || !settings.backoffMaxMs) return {};
+  return {
+    baseDelayMs: clamp(own.baseMs, settings.backoffBaseMs),
+    maxDelayMs: clamp(own.maxMs, settings.backoffMaxMs),
+  };
+}
+
 export interface SettlementCounts {
   completed: number;
   /** Failures recorded (retries scheduled and jobs ended `dead` or `cancelled`). */
@@ -83,6 +99,8 @@ export interface SettlementCounts {
   /** Of those, the jobs that ended `dead`. */
   dead: number;
   released: number;
+  /** Snoozes settled (docs/jobs.md, "Snooze"); a snooze past the cap counts as a failure. */
+  snoozed: number;
   /** Settlements the lease refused (expired, reaped or cancelled meanwhile). */
   lost: number;
 }
@@ -98,7 +116,7 @@ export class Completer {
   private timer: NodeJS.Timeout | null = null;
   /** The acknowledgement loop while it runs: one per completer, so one statement in flight. */
   private flushing: Promise<void> | null = null;
-  readonly counts: SettlementCounts = { completed: 0, failed: 0, dead: 0, released: 0, lost: 0 };
+  readonly counts: SettlementCounts = { completed: 0, failed: 0, dead: 0, released: 0, snoozed: 0, lost: 0 };
 
   constructor(
     private readonly settings: CompleterSettings,
@@ -114,6 +132,8 @@ export class Completer {
         return this.fail(entry, result.failureClass, result.message, result.retryAfterMs, result.detail ?? null);
       case 'released':
         return this.release(entry);
+      case 'snoozed':
+        return this.snooze(entry, result.ms);
       case 'lost': {
         const { job } = entry;
         this.deps.gaveUp?.(entry.job.leaseToken);
@@ -231,7 +251,7 @@ export class Completer {
               failureClass,
               ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
               ...(detail ? { detail } : {}),
-              policy: { ...this.settings.retry, ...handler?.retry },
+              policy: { ...this.settings.retry, ...handler?.retry, ...jobBackoff(entry) },
             },
           ),
       );
@@ -271,6 +291,44 @@ export class Completer {
       entry.log.warn({ limit: key, pausedUntil: until }, 'rate limited upstream: its limit starts nothing until then');
     } catch (error) {
       entry.log.error({ err: error, limit: key }, 'could not pause the limit after a RateLimitedError');
+    }
+  }
+
+  /**
+   * The handler snoozed: `ready` again after `ms`, the attempt not spent, under the kind's snooze
+   * cap. Past the cap nothing is written and the attempt fails instead (class `transient`,
+   * charged: docs/jobs.md, "Snooze").
+   */
+  private async snooze(entry: Attempt, ms: number): Promise<void> {
+    const { job, log } = entry;
+    const cap = entry.handler?.jobSettings?.snooze ?? DEFAULT_SNOOZE_CAP;
+    try {
+      const outcome = await this.retrying(
+        'snooze',
+        () => entry.leaseDeadline,
+        (db) => snoozeIfLeaseHeld(db, job, { ms, cap }),
+      );
+      if (outcome.applied) {
+        this.counts.snoozed += 1;
+        this.deps.metrics?.snoozed.inc({ queue: job.queue, kind: job.kind });
+        log.info({ snoozeMs: ms, snoozes: outcome.snoozes }, 'snoozed: runs again later, the attempt not spent');
+        return;
+      }
+      if (outcome.reason === 'snooze_cap') {
+        const message =
+          `snooze cap reached: a snooze of ${ms} ms after ${outcome.snoozes} snoozes (${outcome.snoozedMs} ms) ` +
+          `passes the kind's cap of ${cap.maxCount} snoozes and ${cap.maxTotalMs} ms: the attempt fails instead`;
+        return this.fail(entry, 'transient', message, undefined);
+      }
+      this.deps.gaveUp?.(entry.job.leaseToken);
+      this.counts.lost += 1;
+      this.deps.metrics?.leasesLost.inc({ queue: job.queue, kind: job.kind });
+      log.warn('snoozed, but the lease was already lost: nothing recorded');
+    } catch (error) {
+      this.deps.gaveUp?.(entry.job.leaseToken);
+      const what = 'could not record the snooze; the lease will expire and the reaper will retry it';
+      log.error({ err: error }, what);
+      this.reportError(what, error, job.id);
     }
   }
 

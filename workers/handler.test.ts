@@ -15,6 +15,7 @@ describe('defineHandler with a job contract', () => {
       redact: ['email'],
       rerunSafe: true,
       retry: { baseDelayMs: 10 },
+      jobSettings: { timeoutMs: [1_000, 120_000], snooze: { maxCount: 5, maxTotalMs: 60_000 } },
     });
     expect(handler).toEqual({
       kind: 'receipt.send',
@@ -27,6 +28,7 @@ describe('defineHandler with a job contract', () => {
       redact: ['email'],
       rerunSafe: true,
       retry: { baseDelayMs: 10 },
+      jobSettings: { timeoutMs: [1_000, 120_000], snooze: { maxCount: 5, maxTotalMs: 60_000 } },
       handle,
     });
     // Registered as the kinds registry records it, under the contract's queue.
@@ -41,6 +43,8 @@ describe('defineHandler with a job contract', () => {
         maxAttempts: 4,
         // The payload's JSON Schema, from the contract's zod schema (a run-time schedule's payload must fit it).
         payloadSchema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: {} },
+        // The bounds a job's own timeout is checked against at enqueue, and the snooze cap.
+        jobSettings: { timeoutMs: [1_000, 120_000], snooze: { maxCount: 5, maxTotalMs: 60_000 } },
       },
     ]);
   });

@@ -18,6 +18,7 @@ import {
   type JobKind,
   type JobOutput,
   type KindRegistration,
+  type KindSettings,
   limitDeclarationProblems,
   type LimitDeclaration,
   limitKey,
@@ -100,6 +101,12 @@ export interface Handler<Payload = unknown, Kind extends string = string> {
    * over the declared ones. A RateLimitedError with a Retry-After pauses the limit that long.
    */
   limit?: HandlerLimit | undefined;
+  /**
+   * What a job of this kind may ask for at enqueue (its own `timeoutMs`, `backoff`) and the
+   * snooze cap (docs/jobs.md): registered in the kinds registry, where enqueue checks a job's
+   * settings against it. Without bounds for a setting, a job may not set its own.
+   */
+  jobSettings?: KindSettings | undefined;
   /** Set by loadHandlerFiles: the URL of the file the handler came from (an isolated handler's thread imports it). */
   [DEFINED_IN]?: string | undefined;
   handle(context: HandlerContext<Payload>): Promise<unknown>;
@@ -144,6 +151,7 @@ export function kindRegistrations(handler: Handler): KindRegistration[] {
     // The reaper applies the same cap as the worker's fail path (docs/contract.md, "Attempts").
     maxAttempts: handler.maxAttempts === undefined ? null : Math.min(handler.maxAttempts, MAX_ATTEMPTS),
     payloadSchema: payloadJsonSchema(handler.schema),
+    jobSettings: handler.jobSettings ?? null,
   }));
 }
 
@@ -236,6 +244,8 @@ export interface HandlerOptions {
   isolated?: Isolation | undefined;
   /** A concurrency or rate limit across every worker process (see Handler.limit, docs/flow-control.md). */
   limit?: HandlerLimit | undefined;
+  /** The bounds of a job's own timeout and back-off, and the snooze cap (see Handler.jobSettings, docs/jobs.md). */
+  jobSettings?: KindSettings | undefined;
 }
 
 /**
@@ -291,6 +301,7 @@ export function defineHandler(
   if (options.rerunSafe !== undefined) handler.rerunSafe = options.rerunSafe;
   if (options.isolated !== undefined) handler.isolated = options.isolated;
   if (options.limit !== undefined) handler.limit = options.limit;
+  if (options.jobSettings !== undefined) handler.jobSettings = options.jobSettings;
   return handler;
 }
 

@@ -10,6 +10,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import pino from 'pino';
 import { scheduledTick } from '../db/queue/schedule-key.ts';
 import type { Handler, HandlerContext } from './handler.ts';
+import { SnoozeError, snoozeOf } from './snooze.ts';
 import { type FromThread, type IsolatedStart, reviveError, serializeError, type ToThread } from './isolated.ts';
 
 // In a thread, the parent port and workerData; in a child process (isolated: 'process'), IPC,
@@ -97,7 +98,9 @@ try {
   const mod = (await import(start.module)) as Record<string, unknown>;
   const handler = handlerOf(mod, start.kind);
   if (!handler) throw new Error(`isolated handler ${start.kind}: ${start.module} exports no handler of this kind`);
-  await handler.handle(context);
+  // A snooze returned crosses as the error it stands for (a symbol-keyed value does not clone).
+  const snoozeMs = snoozeOf(await handler.handle(context));
+  if (snoozeMs !== null) throw new SnoozeError(snoozeMs);
   post({ type: 'done', ok: true });
 } catch (error) {
   post({ type: 'done', ok: false, error: serializeError(error) });

@@ -38,6 +38,7 @@ import {
 } from './errors.ts';
 import { type Handler, type HandlerContext, type IsolationMode, isolatedModule, isolationMode } from './handler.ts';
 import { ISOLATED_ENTRY, isolatedLoadingOf, type TsxFiles } from './isolated-loader.ts';
+import { SnoozeError } from './snooze.ts';
 
 /** What the thread starts from (its workerData). */
 export interface IsolatedStart {
@@ -116,7 +117,9 @@ export function reviveError(serialized: SerializedError | { thrown: unknown }): 
   const { failureClass, retryAfterMs, ...props } = serialized.props;
   const Typed = TYPED[serialized.name];
   let error: Error;
-  if (Typed) {
+  if (serialized.name === 'SnoozeError' && typeof props.ms === 'number') {
+    error = new SnoozeError(props.ms, serialized.message);
+  } else if (Typed) {
     error = new Typed(serialized.message, {
       ...options,
       ...(typeof retryAfterMs === 'number' ? { retryAfterMs } : {}),

@@ -15,6 +15,8 @@ export function createMetrics(registry = new Registry()) {
   const labels = ['queue', 'kind'] as const;
   // The worst event-loop lag since the last scrape, reported and reset by that scrape.
   let lagMaxSinceScrape = 0;
+  const counter = (name: string, help: string) =>
+    new Counter({ name, help, labelNames: labels, registers: [registry] });
   return {
     registry,
     claimed: new Counter({
@@ -23,12 +25,7 @@ export function createMetrics(registry = new Registry()) {
       labelNames: ['queue'],
       registers: [registry],
     }),
-    completed: new Counter({
-      name: 'leasehold_jobs_completed_total',
-      help: 'Attempts completed (job done).',
-      labelNames: labels,
-      registers: [registry],
-    }),
+    completed: counter('leasehold_jobs_completed_total', 'Attempts completed (job done).'),
     failed: new Counter({
       name: 'leasehold_jobs_failed_total',
       help: 'Attempts failed, by failure class.',
@@ -41,12 +38,11 @@ export function createMetrics(registry = new Registry()) {
       labelNames: labels,
       registers: [registry],
     }),
-    released: new Counter({
-      name: 'leasehold_jobs_released_total',
-      help: 'Attempts released at shutdown.',
-      labelNames: labels,
-      registers: [registry],
-    }),
+    released: counter('leasehold_jobs_released_total', 'Attempts released at shutdown.'),
+    snoozed: counter(
+      'leasehold_jobs_snoozed_total',
+      'Attempts that snoozed: the job waits, the attempt not spent (docs/jobs.md, "Snooze").',
+    ),
     reaped: new Counter({
       name: 'leasehold_leases_reaped_total',
       help: 'Expired leases ended by this process’s reaper.',

@@ -97,6 +97,7 @@ export {
   failIfLeaseHeld,
   heartbeatIfLeaseHeld,
   releaseIfLeaseHeld,
+  snoozeIfLeaseHeld,
   truncateError,
   MAX_ERROR_LENGTH,
 } from './settle.ts';
@@ -173,3 +174,10 @@ export type {
   RemoveAddedRedactedPathOutcome,
   SetRedactedPathsOutcome,
 } from './kinds.ts';
+
+// A job's own settings, snooze cap and counters (docs/jobs.md).
+export { DEFAULT_SNOOZE_CAP, MAX_SNOOZE_MS, MAX_JOB_TIMEOUT_MS, MAX_BACKOFF_MS } from './job-options.ts';
+export type { Bounds, JobBackoff, KindSettings, SnoozeCap } from './job-options.ts';
+export type { SnoozeOutcome } from './settle.ts';
+export { UNIQUE_STATES, UNIQUE_MODES, MAX_TAGS, MAX_TAG_LENGTH } from './enqueue-spec.ts';
+export type { UniqueAction, UniqueState, UniqueMode } from './enqueue-spec.ts';

@@ -25,9 +25,11 @@ import {
   failStatement,
   heartbeatStatement,
   releaseStatement,
+  snoozeStatement,
   workerHeartbeatStatement,
 } from './transitions.ts';
 import { MAX_ATTEMPTS } from './attempt-cap.ts';
+import { MAX_SNOOZE_MS } from './job-options.ts';
 import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy.ts';
 import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate.ts';
 import { errorDetailSchema, type ErrorDetail } from './error-detail.ts';
@@ -178,16 +180,18 @@ export type FailOutcome =
  */
 export async function failIfLeaseHeld(
   executor: Executor,
-  lease: LeaseRef & { attempt: number; maxAttempts: number },
+  lease: LeaseRef & { attempt: number; maxAttempts: number; snoozes?: number | undefined },
   input: FailInput,
 ): Promise<FailOutcome> {
   parseInput('fail', failLeaseSchema, lease);
   parseInput('fail', failSchema, input);
   // The policy picks by class and delay; the budget (charged attempts, `attempts - released`,
   // against the cap) is decided by the statement, which alone sees how many were released.
+  // Snoozes are attempts too (each claim adds one) but not the job's failures: the exponent
+  // counts the attempt number less the snoozes (docs/contract.md §6).
   const decision: RetryDecision = decideRetry({
     failureClass: input.failureClass,
-    attempt: lease.attempt,
+    attempt: Math.max(1, lease.attempt - (lease.snoozes ?? 0)),
     maxAttempts: Number.POSITIVE_INFINITY,
     retryAfterMs: input.retryAfterMs,
     policy: input.policy,
@@ -304,6 +308,42 @@ export async function releaseIfLeaseHeld(
     }),
   );
   return rows.length === 1 ? APPLIED : LEASE_LOST;
+}
+
+/** A snooze settled, refused at the cap (nothing written: fail the attempt instead), or the lease lost. */
+export type SnoozeOutcome =
+  | { applied: true; snoozes: number; snoozedMs: number }
+  | { applied: false; reason: 'snooze_cap'; snoozes: number; snoozedMs: number }
+  | LeaseLost;
+
+const snoozeSchema = z.strictObject({
+  ms: z.int().min(1).max(MAX_SNOOZE_MS),
+  cap: z.strictObject({ maxCount: z.int().min(0), maxTotalMs: z.number().min(0) }),
+});
+
+/**
+ * Puts the job back to `ready` for `ms` without charging the attempt (docs/jobs.md, "Snooze"):
+ * `released` grows, and the job's snooze counters, which the back-off exponent leaves out. The
+ * cap (its kind's, DEFAULT_SNOOZE_CAP unless the handler says) is checked in the guarded row: a
+ * snooze past it writes nothing and comes back `snooze_cap`.
+ */
+export async function snoozeIfLeaseHeld(
+  executor: Executor,
+  lease: LeaseRef,
+  input: { ms: number; cap: { maxCount: number; maxTotalMs: number } },
+): Promise<SnoozeOutcome> {
+  parseInput('snooze', leaseSchema, lease);
+  parseInput('snooze', snoozeSchema, input);
+  const rows = await run<{ snoozed: number; held: unknown; counters: { snoozes: number; snoozedMs: number } | null }>(
+    executor,
+    snoozeStatement({ id: lease.id, token: lease.leaseToken, ms: input.ms, ...input.cap }),
+  );
+  const row = rows[0];
+  const counters = { snoozes: Number(row?.counters?.snoozes ?? 0), snoozedMs: Number(row?.counters?.snoozedMs ?? 0) };
+  if (row && Number(row.snoozed) === 1)
+    return { applied: true, snoozes: counters.snoozes + 1, snoozedMs: counters.snoozedMs + input.ms };
+  if (row && pgBool(row.held)) return { applied: false, reason: 'snooze_cap', ...counters };
+  return LEASE_LOST;
 }
 
 /**

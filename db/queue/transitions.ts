@@ -50,7 +50,13 @@ export {
 export { groupedClaimText } from './transitions/claim-grouped.ts';
 export { COMPLETE_MANY } from './transitions/settle.ts';
 /** @internal: statement builders (drizzle fragments), kept out of the published declarations. */
-export { failStatement, heartbeatStatement, releaseStatement, workerHeartbeatStatement } from './transitions/settle.ts';
+export {
+  failStatement,
+  heartbeatStatement,
+  releaseStatement,
+  snoozeStatement,
+  workerHeartbeatStatement,
+} from './transitions/settle.ts';
 /** @internal: statement builders (drizzle fragments), kept out of the published declarations. */
 export { deadIfKindUnrunStatement, reapStatement } from './transitions/maintenance.ts';
 
@@ -72,6 +78,11 @@ export const EDGES: readonly Edge[] = [
   { from: 'running', to: 'dead', by: 'failIfLeaseHeld, permanent/validation, attempts spent or max age' },
   { from: 'running', to: 'cancelled', by: 'failIfLeaseHeld with class cancelled' },
   { from: 'running', to: 'ready', by: 'releaseIfLeaseHeld (graceful shutdown, attempt not charged: released + 1)' },
+  {
+    from: 'running',
+    to: 'ready',
+    by: 'snoozeIfLeaseHeld (the handler waits, not charged: released + 1, under the snooze cap)',
+  },
   {
     from: 'running',
     to: 'ready',

@@ -108,6 +108,52 @@ export function releaseStatement(p: { id: string; token: string; delaySeconds: n
 }
 
 // ---------------------------------------------------------------------------------------------
+// running → ready: a snooze (docs/jobs.md, "Snooze")
+
+/**
+ * The handler asked to wait `ms` without spending the attempt: `ready` after `ms`, `released`
+ * grows by one (the budget `attempts - released` is what it was before the claim), and the
+ * job's snooze counters (`options.snoozes`, `options.snoozedMs`) grow, which the back-off
+ * exponent leaves out. Refused, and nothing written, when the snooze would pass the cap
+ * (`maxCount` snoozes, `maxTotalMs` in all): `capped` is then true, and the caller fails the
+ * attempt instead. `held` false: the lease was lost.
+ *
+ * @internal
+ */
+export function snoozeStatement(p: {
+  id: string;
+  token: string;
+  ms: number;
+  maxCount: number;
+  maxTotalMs: number;
+}): SQL {
+  const at = sql`statement_timestamp() + make_interval(secs => ${p.ms / 1000}::float8)`;
+  const snoozes = sql`coalesce((j.options->>'snoozes')::int, 0)`;
+  const snoozedMs = sql`coalesce((j.options->>'snoozedMs')::bigint, 0)`;
+  return sql`
+    WITH settled AS (
+      UPDATE leasehold.jobs j SET
+        state = 'ready',
+        released = j.released + 1,
+        run_at = ${at},
+        claim_at = ${at} - (j.run_at - j.claim_at),
+        options = coalesce(j.options, '{}'::jsonb)
+                  || jsonb_build_object('snoozes', ${snoozes} + 1, 'snoozedMs', ${snoozedMs} + ${p.ms}::bigint),
+        ${sql.raw(END_LEASE)}, updated_at = statement_timestamp()
+      FROM (SELECT ${p.token}::uuid AS token) t
+      WHERE j.id = ${p.id}::uuid AND ${sql.raw(leaseHeld('j', 't.token'))}
+        AND ${snoozes} < ${p.maxCount}::int AND ${snoozedMs} + ${p.ms}::bigint <= ${p.maxTotalMs}::bigint
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, t.token
+    ),
+    history AS (${recordAttempts('snoozed', sql`s.token`, sql`NULL`, sql`${`snoozed for ${p.ms} ms`}`)}),
+    ${sql.raw(leaseCountdown('settled'))}
+    SELECT (SELECT count(*) FROM settled)::int AS snoozed,
+           EXISTS (SELECT 1 FROM leasehold.jobs j, (SELECT ${p.token}::uuid AS token) t
+                   WHERE j.id = ${p.id}::uuid AND ${sql.raw(leaseHeld('j', 't.token'))}) AS held,
+           (SELECT jsonb_build_object('snoozes', ${snoozes}, 'snoozedMs', ${snoozedMs}) FROM leasehold.jobs j WHERE j.id = ${p.id}::uuid) AS counters`;
+}
+
+// ---------------------------------------------------------------------------------------------
 // running → running: heartbeats (the lease deadline only; no state change)
 
 /**
