@@ -2,6 +2,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { run } from '../db/queue/executor.ts';
+import { enqueueMany } from '../db/queue/index.ts';
 import { registerKinds } from '../db/queue/kinds.ts';
 import { useTestDatabase } from '../test/db.ts';
 import { uniqueQueue } from '../test/factories.ts';
@@ -131,7 +132,7 @@ describe('leasehold jobs', () => {
     const all = await cli(['jobs', '--queue', queue], { env: env() });
     expect(all.code).toBe(0);
     const lines = all.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+QUEUE\s+KIND\s+STATE\s+ATTEMPTS\s+CAP BY\s+UNCHARGED\s+CREATED\s+RUN AT$/);
+    expect(lines[0]).toMatch(/^ID\s+QUEUE\s+KIND\s+STATE\s+ATTEMPTS\s+CAP BY\s+UNCHARGED\s+CREATED\s+RUN AT\s+TAGS$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 7))).toEqual([
       [later, queue, 'mail.send', 'scheduled', '0/10', 'job', '0'],
       [now, queue, 'mail.send', 'ready', '0/10', 'job', '0'],
@@ -149,6 +150,48 @@ describe('leasehold jobs', () => {
     expect(limited.stdout).toMatch(/\(more: raise --limit/);
     const none = await cli(['jobs', '--queue', uniqueQueue('empty')], { env: env() });
     expect(none.stdout.trim()).toBe('no jobs match');
+  });
+
+  it('lists only the jobs with the tag --tag names, with their tags', async () => {
+    const queue = uniqueQueue('cli-tags');
+    const tag = `acme-${queue}`;
+    const [both, , vip, mine] = await enqueueMany(t.db, [
+      { queue, kind: 'mail.send', tags: [tag, 'vip'] },
+      { queue, kind: 'mail.send' },
+      { queue, kind: 'mail.send', tags: ['vip'] },
+      { queue, kind: 'mail.send', tags: [tag] },
+    ]);
+    const rowsOf = (stdout: string) =>
+      stdout
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(/\s+/));
+    const tagged = await cli(['jobs', '--tag', tag], { env: env() });
+    expect(tagged.stderr).toBe('');
+    expect(tagged.code).toBe(0);
+    expect(rowsOf(tagged.stdout).map((r) => [r[0], r.at(-1)])).toEqual([
+      [mine!.id, tag],
+      [both!.id, `${tag},vip`],
+    ]);
+    const inQueue = await cli(['jobs', '--queue', queue, '--tag', 'vip', '--state', 'ready'], { env: env() });
+    expect(rowsOf(inQueue.stdout).map((r) => r[0])).toEqual([vip!.id, both!.id]);
+    const none = await cli(['jobs', '--tag', `${tag}-missing`], { env: env() });
+    expect(none.stdout.trim()).toBe('no jobs match');
+  });
+
+  it('refuses a --tag no tag could be, naming the flag, before reading anything', async () => {
+    for (const [tag, sentence] of [
+      ['', /--tag: a tag is 1 to 64 characters/],
+      ['x'.repeat(65), /--tag: a tag is 1 to 64 characters/],
+      ['a\tb', /--tag: a tag holds no control characters/],
+    ] as const) {
+      const run = await cli(['jobs', '--tag', tag], { env: env() });
+      expect(run.code, JSON.stringify(tag)).toBe(2);
+      expect(run.stderr, JSON.stringify(tag)).toMatch(sentence);
+      expect(run.stdout).toBe('');
+    }
+    expect((await cli(['jobs', '--help'], { env: env() })).stdout).toMatch(/--tag TAG\s+only jobs with this tag/);
   });
 
   it('refuses a state or limit it does not know, naming the flag', async () => {

@@ -1,21 +1,23 @@
 /** `leasehold jobs`: the newest jobs as a short table (db/queries/jobs.ts listJobs, the dashboard's list). */
 import { jobListSchema, LIST_STATES, listJobs } from '../db/queries/jobs.ts';
+import { MAX_TAG_LENGTH } from '../db/queue/enqueue-spec.ts';
 import { problemsOf } from '../db/queue/validate.ts';
 import { subStateOf } from '../db/states.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, textTable, UsageError } from './command.ts';
 import { withDb } from './database.ts';
 
-const HELP = `usage: leasehold jobs [--state STATE] [--queue QUEUE] [--kind KIND] [--limit N]
+const HELP = `usage: leasehold jobs [--state STATE] [--queue QUEUE] [--kind KIND] [--tag TAG] [--limit N]
 
 Prints the newest jobs (newest first) as a table: id, queue, kind, state (as the dashboard's
 badge shows it: scheduled and retrying are ready jobs, lease_expired a running one), the
 charged attempts against the cap that applies (ATTEMPTS), which cap that is (CAP BY: handler,
-job or limit), the attempts handed back or released and not charged (UNCHARGED), when it was
-created and when it may run.
+job or limit), the attempts handed back, released or snoozed and not charged (UNCHARGED), when
+it was created, when it may run, and its tags (comma-separated).
 
   --state STATE   one of ${LIST_STATES.join(', ')}
   --queue QUEUE   only this queue
   --kind KIND     only this kind
+  --tag TAG       only jobs with this tag (exact: 1 to ${MAX_TAG_LENGTH} characters)
   --limit N       at most N rows (default 20, at most 200)
   --oldest        oldest first
 ${EMBEDDED_HELP}
@@ -27,6 +29,7 @@ const OPTIONS = {
   state: { type: 'string' },
   queue: { type: 'string' },
   kind: { type: 'string' },
+  tag: { type: 'string' },
   limit: { type: 'string' },
   oldest: { type: 'boolean' },
   embedded: { type: 'boolean' },
@@ -41,6 +44,7 @@ export const jobsCommand: Command = {
       state: values.state,
       queue: values.queue,
       kind: values.kind,
+      tag: values.tag,
       limit: values.limit ?? 20,
       sort: values.oldest ? 'oldest' : 'newest',
     });
@@ -57,7 +61,7 @@ export const jobsCommand: Command = {
     }
     const now = Date.now();
     const rows = [
-      ['ID', 'QUEUE', 'KIND', 'STATE', 'ATTEMPTS', 'CAP BY', 'UNCHARGED', 'CREATED', 'RUN AT'],
+      ['ID', 'QUEUE', 'KIND', 'STATE', 'ATTEMPTS', 'CAP BY', 'UNCHARGED', 'CREATED', 'RUN AT', 'TAGS'],
       ...jobs.map((j) => [
         j.id,
         j.queue,
@@ -68,10 +72,11 @@ export const jobsCommand: Command = {
         String(j.budget.released),
         j.createdAt.toISOString(),
         j.runAt.toISOString(),
+        j.tags.join(','),
       ]),
     ];
     console.log(textTable(rows));
-    if (next) console.log(`(more: raise --limit, or filter with --state/--queue/--kind)`);
+    if (next) console.log(`(more: raise --limit, or filter with --state/--queue/--kind/--tag)`);
     return 0;
   },
 };

@@ -53,6 +53,12 @@ export interface JobDTO {
   lastError: string | null;
   traceId: string | null;
   idempotencyKey: string | null;
+  /** The job's tags (docs/jobs.md, "Tags"), scrubbed as the key is; empty for none. */
+  tags: string[];
+  /** Times the job snoozed (a handler's `snooze(ms)`), handed back without charging an attempt. */
+  snoozes: number;
+  /** The snoozes' total length, in milliseconds. */
+  snoozedMs: number;
   /** Why a ready, due job waits, in words (a limit it counts toward, a paused queue): db/queue/limits.ts, whyWaiting. */
   waiting: string[];
 }

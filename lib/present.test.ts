@@ -12,6 +12,9 @@ import {
   signInErrorMessage,
   retryPlan,
   attemptLine,
+  attemptOutcomeText,
+  durationText,
+  snoozeLine,
   scheduleRefusedMessage,
   scheduleStateText,
   scheduleTimingMessage,
@@ -50,6 +53,9 @@ describe('sentences about actions', () => {
     expect(actionOutcomeMessage('retry', { applied: false, reason: 'not_found', auditId: 1 })).toBe(
       'No job with this id exists any more (retention may have removed it).',
     );
+    expect(
+      actionOutcomeMessage('retry', { applied: false, reason: 'unique_key_held', state: 'dead', auditId: 1 }),
+    ).toMatch(/^Not retried: another job now holds its uniqueness key/);
   });
 
   it('counts a bulk action and the jobs it left alone', () => {
@@ -204,5 +210,38 @@ describe('sentences on the login page', () => {
     expect(signInErrorMessage('EmailUnverified', 'leasehold_role')).toMatch(
       /^Your identity provider signed you in but does not say your email address is verified \(email_verified\)/,
     );
+  });
+});
+
+describe('the attempt history', () => {
+  it('words every outcome, a snooze with its delay and not as an error', () => {
+    expect(attemptOutcomeText({ outcome: 'lease_expired', error: 'lease expired' })).toEqual({
+      outcome: 'lease expired',
+      error: 'lease expired',
+    });
+    expect(attemptOutcomeText({ outcome: 'released', error: null })).toEqual({ outcome: 'released', error: '' });
+    expect(attemptOutcomeText({ outcome: 'snoozed', error: 'snoozed for 30000 ms' })).toEqual({
+      outcome: 'snoozed for 30 s',
+      error: '',
+    });
+    expect(attemptOutcomeText({ outcome: 'snoozed', error: 'snoozed for 90500 ms' }).outcome).toBe(
+      'snoozed for 1 min 31 s',
+    );
+    // A row without the delay in its words: the label, and the text as it is.
+    expect(attemptOutcomeText({ outcome: 'snoozed', error: null })).toEqual({ outcome: 'snoozed', error: '' });
+    expect(attemptOutcomeText({ outcome: 'snoozed', error: 'waiting for the bank' })).toEqual({
+      outcome: 'snoozed',
+      error: 'waiting for the bank',
+    });
+  });
+
+  it('says how often and how long a job snoozed', () => {
+    expect(snoozeLine({ snoozes: 0, snoozedMs: 0 })).toBeNull();
+    expect(snoozeLine({ snoozes: 1, snoozedMs: 250 })).toBe('1 time, 250 ms in all, not charged');
+    expect(snoozeLine({ snoozes: 3, snoozedMs: 7_200_000 })).toBe('3 times, 2 h in all, not charged');
+    expect(durationText(2 * 86_400_000 + 4 * 3_600_000 + 61_000)).toBe('2 d 4 h');
+    expect(durationText(1500)).toBe('1.5 s');
+    expect(durationText(59_999)).toBe('1 min');
+    expect(durationText(60_000)).toBe('1 min');
   });
 });

@@ -18,6 +18,7 @@ import {
   type SingleActionOutcome,
 } from '../db/queue/index.ts';
 import { rateText } from '../db/queue/limit-rate.ts';
+import type { AttemptOutcome } from '../db/states.ts';
 
 export type OperatorAction = 'retry' | 'cancel';
 
@@ -39,6 +40,9 @@ export function actionOutcomeMessage(action: OperatorAction, outcome: SingleActi
       : 'Cancelled: the job will not run again.';
   }
   if (outcome.reason === 'not_found') return 'No job with this id exists any more (retention may have removed it).';
+  if (outcome.reason === 'unique_key_held') {
+    return 'Not retried: another job now holds its uniqueness key and is waiting or running. Let that job end, then retry this one.';
+  }
   if (action === 'retry') {
     return `Not retried: the job is ${outcome.state} now, not dead or cancelled. It changed since you looked; refresh to see it.`;
   }
@@ -86,6 +90,59 @@ export function attemptCapName(budget: AttemptBudget): string {
 export function attemptLine(budget: AttemptBudget): string {
   const released = budget.released > 0 ? `; ${budget.released} handed back or released, not charged` : '';
   return `${budget.charged} of ${budget.cap} charged (${attemptCapName(budget)})${released}`;
+}
+
+/** A length of time in its largest units, at most two: `750 ms`, `1.5 s`, `5 min 30 s`, `2 d 4 h`. */
+export function durationText(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  // Tenths below a minute (a snooze of 1500 ms is `1.5 s`), unless they round up to one.
+  if (ms < 59_950) return `${Number((ms / 1000).toFixed(1))} s`;
+  let rest = Math.round(ms / 1000);
+  const parts: string[] = [];
+  for (const [size, unit] of [
+    [86_400, 'd'],
+    [3600, 'h'],
+    [60, 'min'],
+    [1, 's'],
+  ] as const) {
+    const n = Math.floor(rest / size);
+    rest -= n * size;
+    if (n > 0 && parts.length < 2) parts.push(`${n} ${unit}`);
+  }
+  return parts.join(' ');
+}
+
+/** Exhaustive: a new attempt outcome breaks the build until the job page has a label for it. */
+const OUTCOME_LABELS: Record<AttemptOutcome, string> = {
+  completed: 'completed',
+  failed: 'failed',
+  lease_expired: 'lease expired',
+  released: 'released',
+  cancelled: 'cancelled',
+  snoozed: 'snoozed',
+};
+
+/** What a snooze's attempt row says (db/queue/transitions/settle.ts, snoozeStatement). */
+const SNOOZED_FOR = /^snoozed for (\d+) ms$/;
+
+/**
+ * An ended attempt as the job page's history shows it: its outcome in words, and the text of
+ * its error column. A snooze is no error: its row's message (`snoozed for 30000 ms`) becomes the
+ * outcome, `snoozed for 30 s`; any other message of it stays in the error column.
+ */
+export function attemptOutcomeText(a: { outcome: AttemptOutcome; error: string | null }): {
+  outcome: string;
+  error: string;
+} {
+  const ms = a.outcome === 'snoozed' && a.error !== null ? SNOOZED_FOR.exec(a.error)?.[1] : undefined;
+  if (ms !== undefined) return { outcome: `snoozed for ${durationText(Number(ms))}`, error: '' };
+  return { outcome: OUTCOME_LABELS[a.outcome], error: a.error ?? '' };
+}
+
+/** How often and how long a job snoozed (handed back by its handler, not charged); null for never. */
+export function snoozeLine(job: { snoozes: number; snoozedMs: number }): string | null {
+  if (job.snoozes === 0) return null;
+  return `${plural(job.snoozes, 'time')}, ${durationText(job.snoozedMs)} in all, not charged`;
 }
 
 /** What pressing Retry on this job will do: the attempt number, the attempts it allows, the key, the handler. */

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { PermanentError } from '../workers/errors.ts';
 import { defineHandler } from '../workers/handler.ts';
+import { snooze } from '../workers/snooze.ts';
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -27,6 +28,18 @@ export const handlers = [
     async handle({ payload, signal }) {
       await sleep(payload.ms, signal);
       return { slept: payload.ms };
+    },
+  }),
+  // Snoozes `times` times for `ms` each (the attempt not spent), then completes:
+  // e2e/tags-snooze.spec.ts shows the snoozed attempts in a job's history.
+  defineHandler({
+    kind: 'test.snooze',
+    versions: [1],
+    schema: z.object({ ms: z.int().min(1), times: z.int().min(0) }),
+    timeoutMs: 10_000,
+    async handle({ job, payload }) {
+      if (job.snoozes < payload.times) return snooze(payload.ms);
+      return { snoozes: job.snoozes };
     },
   }),
   // Echoes its payload, secrets and all, into its error, a cause and the stack, as a handler

@@ -10,11 +10,41 @@ import { run, toDate, toDateOrNull, type Executor, type PgTimestamp } from '../q
 import { attemptBudget, type AttemptBudget } from '../queue/attempt-cap.ts';
 import { attemptHistory, type AttemptRow } from '../queue/history.ts';
 import { JOB_COLUMNS, mapJob, type Job, type JobColumnsRow } from '../queue/job.ts';
+import { MAX_TAG_LENGTH } from '../queue/enqueue-spec.ts';
 import { nameSchema, uuidSchema } from '../queue/validate.ts';
 import { inListState } from './sub-states.ts';
 
 export { LIST_STATES };
 export const LIST_SORTS = ['newest', 'oldest'] as const;
+
+/** A control character (U+0000 to U+001F, U+007F): no tag holds one. */
+const hasControl = (s: string) => {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+};
+
+/** Characters as PostgreSQL's length() counts them: code points (a surrogate pair is one). */
+const characters = (s: string) => {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xdc00 || c > 0xdfff) n++;
+  }
+  return n;
+};
+
+/**
+ * One tag to filter by, checked as a job's tags are (db/queue/enqueue-spec.ts, tagSchema, and the
+ * trigger jobs_extras_check): 1 to 64 characters (as PostgreSQL counts them), no control
+ * characters. Matched exactly, case and spaces included.
+ */
+export const tagFilterSchema = z
+  .string()
+  .refine((s) => s.length > 0 && characters(s) <= MAX_TAG_LENGTH, `a tag is 1 to ${MAX_TAG_LENGTH} characters`)
+  .refine((s) => !hasControl(s), 'a tag holds no control characters');
 
 export const jobFilterSchema = z.strictObject({
   state: z.enum(LIST_STATES).optional(),
@@ -29,6 +59,8 @@ export const jobFilterSchema = z.strictObject({
     .max(512)
     .refine((s) => !s.includes('\u0000'), 'invalid character')
     .optional(),
+  /** Jobs that carry this tag (among others). */
+  tag: tagFilterSchema.optional(),
 });
 export type JobFilter = z.infer<typeof jobFilterSchema>;
 
@@ -69,6 +101,9 @@ export function filterSql(filter: JobFilter): SQL {
   if (filter.queue) parts.push(sql`queue = ${filter.queue}`);
   if (filter.kind) parts.push(sql`kind = ${filter.kind}`);
   if (filter.failureClass) parts.push(sql`failure_class = ${filter.failureClass}`);
+  // Containment, so the partial GIN index jobs_tags_idx (drizzle/0024) can answer it: the
+  // operator is strict, so it implies the index's `tags IS NOT NULL`.
+  if (filter.tag !== undefined) parts.push(sql`tags @> ARRAY[${filter.tag}]::text[]`);
   if (filter.search) {
     // `= ANY(ARRAY(subquery))` runs the lookups once, first, then probes the primary key: an
     // OR of the two would make the planner walk the whole table in id order.

@@ -27,11 +27,16 @@ export async function getJobs(
   const scrubOf = (j: Job) => scrubs.get(j.id) ?? scrubPatterns;
   // An exact key search must not tell a role that cannot reveal payloads whether a key it
   // guessed exists when the key quotes a masked value (`welcome:alice@example.com`): a job
-  // found by such a key is left out, so a masked key and a missing one answer the same.
-  const jobs =
-    query.search && !permits(user, 'revealPayload')
-      ? found.filter((j) => j.idempotencyKey !== query.search || scrubOf(j)(query.search) === query.search)
-      : found;
+  // found by such a key is left out, so a masked key and a missing one answer the same. A tag
+  // filter likewise: a job is left out when the tag asked for quotes a value its payload masks.
+  const quotesMasked = (j: Job, text: string | undefined) => text !== undefined && scrubOf(j)(text) !== text;
+  const jobs = permits(user, 'revealPayload')
+    ? found
+    : found.filter(
+        (j) =>
+          !(query.search !== undefined && j.idempotencyKey === query.search && quotesMasked(j, query.search)) &&
+          !quotesMasked(j, query.tag),
+      );
   const waiting = await whyWaiting(
     database(),
     jobs.filter((j) => j.state === 'ready').map((j) => j.id),

@@ -35,6 +35,9 @@ export function jobDto(job: JobView, showToken: boolean): JobDTO {
     lastError: job.lastError,
     traceId: job.traceId,
     idempotencyKey: job.idempotencyKey,
+    tags: [...job.tags],
+    snoozes: job.snoozes,
+    snoozedMs: job.snoozedMs,
   };
 }
 

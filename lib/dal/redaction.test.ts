@@ -1,10 +1,11 @@
 /**
  * Redaction beyond the payload: a job whose payload holds secrets at redacted places (a declared
  * nested path, a secret key the default list matches only by pattern) and whose error, stack,
- * idempotency key, trace id and audit reason echo them. No surface of the data layer shows them
- * to any role (the jobs list, the job page, the retry plan, the failure groups, the audit log,
- * the overview), an exact key search answers a viewer or operator as for a missing key, and the
- * admin's audited reveal still returns them (so they were really there).
+ * idempotency key, trace id, tags and audit reason echo them. No surface of the data layer
+ * shows them to any role (the jobs list, the job page, the retry plan, the failure groups, the
+ * audit log, the overview), an exact key search or a tag filter answers a viewer or operator as
+ * for a missing key or tag, and the admin's audited reveal still returns them (so they were
+ * really there).
  * Real PostgreSQL; only next-auth's session is stubbed.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -140,6 +141,19 @@ describe.each(['viewer', 'operator'] as const)('as %s', (role) => {
     expect((await dal.getJobs({ search: `plain-${queue}` })).jobs.map((j) => j.id)).toEqual([plain.id]);
     expect((await dal.getJobs({ search: job.id })).jobs.map((j) => j.id)).toEqual([job.id]);
   });
+
+  it('shows a tag that quotes a masked value scrubbed, and a filter by it answers as a missing tag', async () => {
+    const queue = uniqueQueue(`redaction-tags-${role}`);
+    const quoting = `to:${EMAIL}`;
+    const job = await addJob(t.db, { kind: KIND, queue, payload: payload(), tags: [`plain-${queue}`, quoting] });
+    signIn(role);
+    const list = await dal.getJobs({ tag: `plain-${queue}` });
+    expect(list.jobs.map((j) => [j.id, j.tags])).toEqual([[job.id, [`plain-${queue}`, `to:${MASK}`]]]);
+    expectClean(list);
+    expect((await dal.getJobDetail(job.id))?.job.tags).toEqual([`plain-${queue}`, `to:${MASK}`]);
+    expect(await dal.getJobs({ tag: quoting })).toEqual(await dal.getJobs({ tag: 'to:nobody@example.com' }));
+    expect((await dal.getJobs({ tag: quoting })).jobs).toEqual([]);
+  });
 });
 
 describe('as admin', () => {
@@ -149,6 +163,11 @@ describe('as admin', () => {
     signIn('admin');
     expectClean(await dal.getJobDetail(job.id));
     expect((await dal.getJobs({ search: job.key })).jobs.map((j) => j.id)).toEqual([job.id]);
+    // By a tag quoting a masked value too (shown scrubbed all the same).
+    const tagged = await addJob(t.db, { kind: KIND, queue, payload: payload(), tags: [`to:${EMAIL}:${queue}`] });
+    expect((await dal.getJobs({ tag: `to:${EMAIL}:${queue}` })).jobs.map((j) => [j.id, j.tags])).toEqual([
+      [tagged.id, [`to:${MASK}:${queue}`]],
+    ]);
     const revealed = JSON.stringify(await dal.revealPayload(job.id));
     for (const c of CANARIES) expect(revealed).toContain(c);
   });

@@ -1,7 +1,7 @@
 import 'server-only';
 /**
  * What the dashboard shows of text that can quote a payload: error messages and stacks,
- * idempotency keys, trace ids, failure-group examples and audit reasons. Each is scrubbed of
+ * idempotency keys, trace ids, tags, failure-group examples and audit reasons. Each is scrubbed of
  * the values its job's payload masks (the kind version's rules: redactionRulesFor; every value
  * when the version is not registered) and of the values of secret-looking keys the text spells
  * out itself (db/queue/redaction-rules.ts). For every role, admins too: the one way to see a
@@ -62,6 +62,8 @@ export function scrubJobDto(dto: JobDTO, scrub: Scrub): JobDTO {
     lastError: orNull(scrub, dto.lastError),
     idempotencyKey: orNull(scrub, dto.idempotencyKey),
     traceId: orNull(scrub, dto.traceId),
+    // A producer's text, as the key is: `customer:alice@example.com` can quote a masked value.
+    tags: dto.tags.map(scrub),
   };
 }
 

@@ -1,6 +1,7 @@
 import Link from 'next/link';
 import { TableScroll } from '../../../components/table-scroll.tsx';
 import { BulkActions } from '../../../components/bulk-actions.tsx';
+import { JobTags } from '../../../components/job-tags.tsx';
 import { PageError } from '../../../components/page-error.tsx';
 import { StateBadge } from '../../../components/state-badge.tsx';
 import { getJobs } from '../../../lib/dal/index.ts';
@@ -25,6 +26,57 @@ function StateCell({ job }: { job: JobDTO }) {
   );
 }
 
+/** The filter form: its values are the page's URL parameters (a GET, so a filter is a link). */
+function JobFilters({ params }: { params: Record<string, string> }) {
+  return (
+    <form className="filters" method="get">
+      <label>
+        State
+        <select name="state" defaultValue={params.state ?? ''}>
+          <option value="">any</option>
+          {LIST_STATES.map((s) => (
+            <option key={s} value={s}>
+              {s.replace('_', ' ')}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Queue <input name="queue" defaultValue={params.queue ?? ''} />
+      </label>
+      <label>
+        Kind <input name="kind" defaultValue={params.kind ?? ''} />
+      </label>
+      <label>
+        Tag <input name="tag" defaultValue={params.tag ?? ''} />
+      </label>
+      <label>
+        Failure class
+        <select name="failureClass" defaultValue={params.failureClass ?? ''}>
+          <option value="">any</option>
+          {FAILURE_CLASSES.map((c) => (
+            <option key={c} value={c}>
+              {c}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Job id or idempotency key <input name="search" defaultValue={params.search ?? ''} size={38} />
+      </label>
+      <label>
+        Sort
+        <select name="sort" defaultValue={params.sort ?? 'newest'}>
+          <option value="newest">newest first</option>
+          <option value="oldest">oldest first</option>
+        </select>
+      </label>
+      <button type="submit">Filter</button>
+      <Link href="/jobs">clear</Link>
+    </form>
+  );
+}
+
 export default async function JobsPage({ searchParams }: { searchParams: Promise<Params> }) {
   const params = dropEmpty(await searchParams);
   const loaded = await load(() => getJobs(params));
@@ -33,48 +85,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
   return (
     <>
       <h1>Jobs</h1>
-      <form className="filters" method="get">
-        <label>
-          State
-          <select name="state" defaultValue={params.state ?? ''}>
-            <option value="">any</option>
-            {LIST_STATES.map((s) => (
-              <option key={s} value={s}>
-                {s.replace('_', ' ')}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Queue <input name="queue" defaultValue={params.queue ?? ''} />
-        </label>
-        <label>
-          Kind <input name="kind" defaultValue={params.kind ?? ''} />
-        </label>
-        <label>
-          Failure class
-          <select name="failureClass" defaultValue={params.failureClass ?? ''}>
-            <option value="">any</option>
-            {FAILURE_CLASSES.map((c) => (
-              <option key={c} value={c}>
-                {c}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Job id or idempotency key <input name="search" defaultValue={params.search ?? ''} size={38} />
-        </label>
-        <label>
-          Sort
-          <select name="sort" defaultValue={params.sort ?? 'newest'}>
-            <option value="newest">newest first</option>
-            <option value="oldest">oldest first</option>
-          </select>
-        </label>
-        <button type="submit">Filter</button>
-        <Link href="/jobs">clear</Link>
-      </form>
+      <JobFilters params={params} />
       {!loaded.ok ? (
         <PageError message={loaded.message} />
       ) : (
@@ -88,6 +99,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
                   <th>state</th>
                   <th>queue</th>
                   <th>kind</th>
+                  <th>tags</th>
                   <th className="num">attempts</th>
                   <th>failure class</th>
                   <th>created</th>
@@ -105,6 +117,9 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
                     <td>
                       {j.kind} v{j.kindVersion}
                     </td>
+                    <td>
+                      <JobTags tags={j.tags} />
+                    </td>
                     <td className="num" title={j.attemptLine}>
                       {j.budget.charged}/{j.budget.cap} {j.budget.source}
                       {j.budget.released > 0 ? ` +${j.budget.released} uncharged` : ''}
@@ -116,7 +131,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
                 ))}
                 {loaded.value.jobs.length === 0 && (
                   <tr>
-                    <td colSpan={8}>No jobs match.</td>
+                    <td colSpan={9}>No jobs match.</td>
                   </tr>
                 )}
               </tbody>

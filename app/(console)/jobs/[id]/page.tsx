@@ -2,6 +2,7 @@ import { notFound } from 'next/navigation';
 import { TableScroll } from '../../../../components/table-scroll.tsx';
 import { Fragment } from 'react';
 import { JobActions } from '../../../../components/job-actions.tsx';
+import { JobTags } from '../../../../components/job-tags.tsx';
 import { MaskedPayload } from '../../../../components/masked-payload.tsx';
 import { RevealPayload } from '../../../../components/reveal-payload.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
@@ -9,7 +10,7 @@ import { StateBadge } from '../../../../components/state-badge.tsx';
 import type { AttemptDTO, AuditDTO, JobDTO } from '../../../../lib/dto.ts';
 import { getJobDetail } from '../../../../lib/dal/index.ts';
 import { load } from '../../../../lib/page.ts';
-import { errorDetailSummary, errorDetailText } from '../../../../lib/present.ts';
+import { attemptOutcomeText, errorDetailSummary, errorDetailText, snoozeLine } from '../../../../lib/present.ts';
 
 export default async function JobPage(props: { params: Promise<{ id: string }> }) {
   const { id } = await props.params;
@@ -81,6 +82,7 @@ function JobFields({ job }: { job: JobDTO }) {
     ['kind', `${job.kind} v${job.kindVersion}`],
     ['priority', job.priority],
     ['attempts', job.attemptLine],
+    ['snoozed', snoozeLine(job)],
     ['run at', job.runAt],
     ['created', job.createdAt],
     ['started', job.startedAt],
@@ -100,6 +102,8 @@ function JobFields({ job }: { job: JobDTO }) {
           <dd>{v === null || v === '' ? '—' : String(v)}</dd>
         </Fragment>
       ))}
+      <dt>tags</dt>
+      <dd>{job.tags.length === 0 ? '—' : <JobTags tags={job.tags} />}</dd>
     </dl>
   );
 }
@@ -140,17 +144,18 @@ function AttemptsSection({ attempts }: { attempts: AttemptDTO[] }) {
 
 /** One ended attempt's row, and under it the error's detail when it has one. */
 function AttemptRows({ a }: { a: AttemptDTO }) {
+  const shown = attemptOutcomeText(a);
   return (
     <>
       <tr>
         <td className="num">{a.attempt}</td>
-        <td>{a.outcome}</td>
+        <td data-outcome={a.outcome}>{shown.outcome}</td>
         <td>{a.workerId ?? ''}</td>
         <td>{new Date(a.startedAt).toLocaleString()}</td>
         <td>{new Date(a.endedAt).toLocaleTimeString()}</td>
         <td className="num">{a.durationMs}</td>
         <td>{a.failureClass ?? ''}</td>
-        <td className="mono">{a.error ?? ''}</td>
+        <td className="mono">{shown.error}</td>
       </tr>
       {a.errorDetail && (
         <tr>
