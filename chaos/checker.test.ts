@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { claim, completeIfLeaseHeld, enqueue, enqueueMany } from '../db/queue/index.ts';
+import { claim, completeIfLeaseHeld, enqueue, enqueueMany, type UniqueMode } from '../db/queue/index.ts';
 import { useTestDatabase } from '../test/db.ts';
 import {
   blockedLoopFigures,
@@ -53,6 +53,9 @@ import {
   selfTestVerdict,
   verdicts,
   zombieFigures,
+  uniqueFigures,
+  type Checked,
+  type UniqueInputs,
   type Figure,
   type FigureId,
   type HeartbeatCutInputs,
@@ -79,7 +82,7 @@ async function reset(): Promise<void> {
   await t.pool.query(`DROP SCHEMA IF EXISTS chaos CASCADE`);
   await t.pool.query(
     `TRUNCATE leasehold.jobs, leasehold.ready_jobs, leasehold.job_attempts, leasehold.leases,
-              leasehold.finished_rollup, leasehold.dedupe_keys CASCADE`,
+              leasehold.finished_rollup, leasehold.dedupe_keys, leasehold.unique_keys CASCADE`,
   );
   await t.pool.query(SCHEMA);
 }
@@ -332,6 +335,50 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
   'cron-restart': async (broken) => cronCase(broken ? 'no-restart' : null),
   'rate-full': async (broken) =>
     rates(broken ? [RATED_MAX, 5, 5, 5, RATED_MAX] : [RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX, RATED_MAX]),
+  // One key of each mode, each handed on once (uniqueCase). Broken: a second job of the keep
+  // key written beside its waiting holder, past the key; no kept, replaced or debounced
+  // conflict; the debounce key never handed on; a kept conflict counted that no committed
+  // enqueue answered; the replaced job's payload back to the one before its replace; the
+  // debounce taken as a minute (its job started 120 ms after); no producer killed; an error.
+  'unique-overlap': async (broken) =>
+    (
+      await uniqueCase({
+        inject: broken
+          ? async () => {
+              await produce(U_KEYS.keep[0], 'keep', { v: 9 });
+              await insertJob({ options: JSON.stringify({ uniqueKey: U_KEYS.keep[0] }) });
+            }
+          : undefined,
+      })
+    ).figures,
+  'unique-kept': async (broken) => (await uniqueCase({ skip: broken ? 'kept' : undefined })).figures,
+  'unique-replaced': async (broken) => (await uniqueCase({ skip: broken ? 'replaced' : undefined })).figures,
+  'unique-debounced': async (broken) => (await uniqueCase({ skip: broken ? 'debounced' : undefined })).figures,
+  'unique-handed-on': async (broken) => (await uniqueCase({ skip: broken ? 'handed-on' : undefined })).figures,
+  'unique-answers-off': async (broken) =>
+    (
+      await uniqueCase({
+        inject: broken
+          ? () => t.pool.query(`UPDATE leasehold.unique_keys SET kept = kept + 1 WHERE key = $1`, [U_KEYS.keep[0]])
+          : undefined,
+      })
+    ).figures,
+  'unique-replace-payload': async (broken) =>
+    (
+      await uniqueCase({
+        inject: broken
+          ? () =>
+              t.pool.query(
+                `UPDATE leasehold.jobs SET payload = '{"v": 1}' WHERE options->>'uniqueKey' = $1 AND payload = '{"v": 2}'`,
+                [U_KEYS.replace[0]],
+              )
+          : undefined,
+      })
+    ).figures,
+  'unique-debounce-early': async (broken) =>
+    (await uniqueCase({ inputs: broken ? { debounceMs: 60_000 } : {} })).figures,
+  'producers-killed': async (broken) => (await uniqueCase({ inputs: { producersKilled: broken ? 0 : 2 } })).figures,
+  'producer-errors': async (broken) => (await uniqueCase({ inputs: { producerErrors: broken ? 1 : 0 } })).figures,
   'enqueue-rollbacks': async (broken) => duplicateEnqueue({ rolledBack: broken ? 0 : 12 }),
   'keys-committed': async (broken) => duplicateEnqueue({ keys: broken ? 0 : 3 }),
   'keys-missing': async (broken) =>
@@ -695,6 +742,107 @@ async function duplicateEnqueue(options: {
   return duplicateEnqueueFigures(t.pool, { rolledBack: options.rolledBack ?? 12 });
 }
 
+/** The unique scenario's keys in these tests: one of each mode, debounced by U_DEBOUNCE_MS. */
+const U_KEYS = { keep: ['u-keep'], replace: ['u-replace'], debounce: ['u-debounce'] } as const;
+const U_DEBOUNCE_MS = 50;
+
+/**
+ * An enqueue of `key` as a producer makes one (chaos/unique-producer.ts): in a transaction of its
+ * own, `while` all four states, its answer recorded in the same transaction; `before` runs in
+ * the transaction before the enqueue (the transaction has begun: its start is the job's
+ * created_at). Returns the answer.
+ */
+async function produce(
+  key: string,
+  mode: UniqueMode,
+  payload: Record<string, unknown>,
+  before?: () => Promise<void>,
+): Promise<{ id: string; unique: string | undefined }> {
+  const client = await t.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await before?.();
+    const answer = await enqueue(client, {
+      queue: 'chaos',
+      kind: 'chaos.work',
+      payload,
+      unique: {
+        key,
+        while: ['ready', 'scheduled', 'retrying', 'running'],
+        onConflict: mode,
+        ...(mode === 'debounce' ? { debounceMs: U_DEBOUNCE_MS } : {}),
+      },
+      ...(mode === 'replace' ? { runAt: new Date() } : {}),
+    });
+    await client.query(
+      'INSERT INTO chaos.unique_answers (key, mode, action, job_id, payload) VALUES ($1, $2, $3, $4, $5)',
+      [key, mode, answer.unique ?? 'none', answer.id, JSON.stringify(payload)],
+    );
+    await client.query('COMMIT');
+    return { id: answer.id, unique: answer.unique };
+  } finally {
+    client.release();
+  }
+}
+
+/** Claims the one due job (`id`) and completes it under its lease, as a worker would. */
+async function runOne(id: string): Promise<void> {
+  const [job] = await claim(t.db, { queues: ['chaos'], workerId: 'checker-test', limit: 1, leaseSeconds: 30 });
+  expect(job?.id).toBe(id);
+  expect(await completeIfLeaseHeld(t.db, job!)).toEqual({ applied: true });
+}
+
+/**
+ * One key of each mode through the queue, as the producers and workers of the unique scenario
+ * go: the keep key's holder kept once, then run; its second job enqueued by a transaction that
+ * began before the first job ended (so its created_at is earlier than that job's finished_at)
+ * and took the key after. The replace key's holder replaced once ({v: 1} by {v: 2}), run, and
+ * a second job. The debounce key's holder debounced once, run once due, and a second job.
+ * `skip` leaves out one conflict or the debounce key's second job; then `inject`, and the
+ * figures with `inputs` over the clean ones.
+ */
+async function uniqueCase(options: {
+  skip?: 'kept' | 'replaced' | 'debounced' | 'handed-on' | undefined;
+  inject?: (() => Promise<unknown>) | undefined;
+  inputs?: Partial<UniqueInputs>;
+}): Promise<Checked> {
+  await reset();
+  const [keep, replace, debounce] = [U_KEYS.keep[0], U_KEYS.replace[0], U_KEYS.debounce[0]];
+  const expectAnswer = async (made: Promise<{ id: string; unique: string | undefined }>, unique: string) => {
+    const answer = await made;
+    expect(answer.unique).toBe(unique);
+    return answer.id;
+  };
+  const a1 = await expectAnswer(produce(keep, 'keep', { v: 1 }), 'created');
+  if (options.skip !== 'kept') await expectAnswer(produce(keep, 'keep', { v: 2 }), 'kept');
+  const a2 = await expectAnswer(
+    produce(keep, 'keep', { v: 3 }, () => runOne(a1)),
+    'created',
+  );
+  await runOne(a2);
+  const r1 = await expectAnswer(produce(replace, 'replace', { v: 1 }), 'created');
+  if (options.skip !== 'replaced') await expectAnswer(produce(replace, 'replace', { v: 2 }), 'replaced');
+  await runOne(r1);
+  await runOne(await expectAnswer(produce(replace, 'replace', { v: 3 }), 'created'));
+  const d1 = await expectAnswer(produce(debounce, 'debounce', { v: 1 }), 'created');
+  if (options.skip !== 'debounced') await expectAnswer(produce(debounce, 'debounce', { v: 2 }), 'debounced');
+  await new Promise((r) => setTimeout(r, 2 * U_DEBOUNCE_MS + 20));
+  await runOne(d1);
+  if (options.skip !== 'handed-on') {
+    const d2 = await expectAnswer(produce(debounce, 'debounce', { v: 3 }), 'created');
+    await new Promise((r) => setTimeout(r, 2 * U_DEBOUNCE_MS + 20));
+    await runOne(d2);
+  }
+  await options.inject?.();
+  return uniqueFigures(t.pool, {
+    keys: U_KEYS,
+    debounceMs: U_DEBOUNCE_MS,
+    producersKilled: 2,
+    producerErrors: 0,
+    ...options.inputs,
+  });
+}
+
 const only = (figures: Figure[], id: FigureId): Figure => {
   const found = figures.filter((f) => f.id === id);
   expect(found, `the checker reported ${id} once`).toHaveLength(1);
@@ -727,6 +875,17 @@ describe('every figure fails the run when its violation is injected', () => {
     const figures = await ledgerCase(true, { inputs: { exclusionErrors: 1 } });
     expect(only(figures, 'overlap')).toMatchObject({ value: 1, pass: false });
     expect(exitCode([result(figures)])).toBe(1);
+  });
+});
+
+describe('unique: the holds, not the jobs’ own times', () => {
+  it('a job whose transaction began before the holder ended, and took the key after, overlaps nothing', async () => {
+    const { figures, observations } = await uniqueCase({});
+    expect(figures.filter((f) => !f.pass)).toEqual([]);
+    expect(only(figures, 'unique-overlap').value).toBe(0);
+    // The same history read from created_at (the transaction's start) and finished_at sees one.
+    const byOwnTimes = observations.find((o) => o.name.startsWith("by the jobs' own created_at"));
+    expect(byOwnTimes?.value).toBe(1);
   });
 });
 

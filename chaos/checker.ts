@@ -10,6 +10,7 @@
  * an observation: printed, never a verdict.
  */
 import type pg from 'pg';
+import type { UniqueMode } from '../db/queue/enqueue-spec.ts';
 import { TERMINAL_STATES } from '../db/states.ts';
 import { judge } from './judge.ts';
 
@@ -33,6 +34,7 @@ export const SCENARIOS = [
   'rates',
   'fair-groups',
   'cron',
+  'unique',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -88,6 +90,28 @@ export const FAIR_CAPPED_MAX = 2;
 export const CRON_SCHEDULE = 'chaos-every-second';
 export const CRON_MISSED_AFTER_MS = 5_000;
 export const CRON_EACH = 3;
+/**
+ * unique: the uniqueness keys the producers enqueue (chaos/unique-producer.ts), UNIQUE_KEYS_PER_MODE
+ * of each mode, each with `while` all four states. A keep key is enqueued at any time; a
+ * replace key in the first UNIQUE_REPLACE_OPEN_MS of each UNIQUE_REPLACE_CYCLE_MS, its run time
+ * UNIQUE_REPLACE_RUN_AT_MS into the cycle (every replace of a cycle names the same run time, so
+ * the holder comes due and runs); a debounce key in bursts, the first UNIQUE_DEBOUNCE_OPEN_MS of
+ * each UNIQUE_DEBOUNCE_CYCLE_MS, debounced by UNIQUE_DEBOUNCE_MS (the holder runs in the quiet
+ * after the burst). The keys' cycles are UNIQUE_KEY_OFFSET_MS apart.
+ */
+export const UNIQUE_KEYS_PER_MODE = 3;
+export const UNIQUE_REPLACE_CYCLE_MS = 1000;
+export const UNIQUE_REPLACE_OPEN_MS = 500;
+export const UNIQUE_REPLACE_RUN_AT_MS = 600;
+export const UNIQUE_DEBOUNCE_CYCLE_MS = 1200;
+export const UNIQUE_DEBOUNCE_OPEN_MS = 400;
+export const UNIQUE_DEBOUNCE_MS = 300;
+export const UNIQUE_KEY_OFFSET_MS = 333;
+export const UNIQUE_KEYS: Readonly<Record<UniqueMode, readonly string[]>> = {
+  keep: Array.from({ length: UNIQUE_KEYS_PER_MODE }, (_, i) => `chaos-unique:keep:${i}`),
+  replace: Array.from({ length: UNIQUE_KEYS_PER_MODE }, (_, i) => `chaos-unique:replace:${i}`),
+  debounce: Array.from({ length: UNIQUE_KEYS_PER_MODE }, (_, i) => `chaos-unique:debounce:${i}`),
+};
 /** rates: a whole interval of the backlog is full with at least this share of the rate's starts. */
 export const RATE_FULL_SHARE = 0.9;
 /**
@@ -264,6 +288,48 @@ export const FIGURES = {
     name: 'ticks due while the database was down, enqueued once it was back',
     rule: '> 0 (ticks across the restart)',
   },
+  // unique: uniqueness keys enqueued by producer processes under a kill storm, counted from the
+  // database (leasehold.unique_keys, the jobs, and chaos.unique_holds and chaos.unique_answers).
+  'unique-overlap': {
+    name: 'jobs that began to hold a uniqueness key while an earlier job of the key still held it (waiting or running)',
+    rule: '= 0',
+  },
+  'unique-kept': {
+    name: 'enqueues of keep keys that found a holder and kept it (unique_keys.kept)',
+    rule: '> 0 (the conflict happened)',
+  },
+  'unique-replaced': {
+    name: "enqueues of replace keys that replaced a waiting holder's payload and run time (unique_keys.replaced)",
+    rule: '> 0 (the conflict happened)',
+  },
+  'unique-debounced': {
+    name: "enqueues of debounce keys that pushed a waiting holder's run time (unique_keys.debounced)",
+    rule: '> 0 (the conflict happened)',
+  },
+  'unique-handed-on': {
+    name: 'fewest jobs of one key beyond its first (the key handed on once its holder ended)',
+    rule: '> 0 (every key handed on)',
+  },
+  'unique-answers-off': {
+    name: "committed enqueue answers off from the database: per key, unique_keys' counters and the jobs against the answers, and answers naming a job not of their key",
+    rule: '= 0',
+  },
+  'unique-replace-payload': {
+    name: "replace keys' jobs whose payload is not the one their last committed replace (or creation) sent",
+    rule: '= 0',
+  },
+  'unique-debounce-early': {
+    name: "debounce keys' attempts that started sooner than the debounce after the transaction start of the last committed enqueue that created or pushed the job before them",
+    rule: '= 0',
+  },
+  'producers-killed': {
+    name: 'producer processes SIGKILLed with a transaction open (pg_stat_activity just before the kill)',
+    rule: '> 0 (the fault happened)',
+  },
+  'producer-errors': {
+    name: 'producer enqueues that failed, and producer processes that exited on their own with an error',
+    rule: '= 0',
+  },
   // A scenario that threw.
   'harness-error': { name: 'harness error', rule: '= 0' },
 } as const satisfies Record<string, Entry>;
@@ -291,6 +357,14 @@ export const EVIDENCE: Record<Scenario, readonly FigureId[]> = {
   rates: ['workers-killed', 'rate-reached'],
   'fair-groups': ['workers-killed', 'fair-waiting', 'group-reached'],
   cron: ['workers-killed', 'cron-missed', 'cron-restart'],
+  unique: [
+    'workers-killed',
+    'producers-killed',
+    'unique-kept',
+    'unique-replaced',
+    'unique-debounced',
+    'unique-handed-on',
+  ],
 };
 
 export interface Figure {
@@ -1226,6 +1300,178 @@ export async function cronFigures(
       { name: 'ticks enqueued', value: handled },
       { name: 'ticks enqueued late (the policy chose them)', value: late },
       { name: 'missed ticks passed over', value: passed },
+    ],
+  };
+}
+
+/** What the unique scenario's figures read besides the database: its keys and the harness's counts. */
+export interface UniqueInputs {
+  keys: Readonly<Record<UniqueMode, readonly string[]>>;
+  /** The debounce the producers enqueue debounce keys with, in ms. */
+  debounceMs: number;
+  /** Producers SIGKILLed with a transaction open. */
+  producersKilled: number;
+  /** Producer enqueues that failed, and producers that exited on their own with an error. */
+  producerErrors: number;
+}
+
+/**
+ * unique: producers enqueue uniqueness keys in each mode (`keys`), every enqueue recording its
+ * answer in its own transaction (chaos.unique_answers), while workers are SIGKILLed. From the
+ * database:
+ * - no two jobs of one key waiting or running at once: the holds (chaos.unique_holds, each a
+ *   job's time as holder by the clock inside the statements that began and ended it; see
+ *   chaos/schema.sql) of one key, ordered by their start, each begin at or after the end of every
+ *   earlier one;
+ * - each mode's conflicts happened (the evidence): unique_keys.kept of the keep keys,
+ *   .replaced of the replace keys, .debounced of the debounce keys, each > 0; and every key
+ *   was handed on (more than one job of it);
+ * - the counters and jobs agree with the committed answers: per key, each counter equals the
+ *   answers of its kind and the jobs of the key the `created` answers, and every answer names a
+ *   job of its own key;
+ * - replace: each replace key's job holds the payload of its last committed `created` or
+ *   `replaced` answer (answers of one key are serialized by the key's row lock, so their
+ *   times are their order);
+ * - debounce: no attempt of a debounce key's job started sooner than the debounce after the
+ *   transaction start of the last `created` or `debounced` answer before it (that enqueue set
+ *   the run time, its statement's time plus the debounce, and the waiting job's rows stay locked
+ *   until it commits). Only the last: an enqueue that waited for the key's row lock sets its own
+ *   statement's start plus the debounce, which can be earlier than the run time an enqueue that
+ *   took the lock first set (reported: attempts sooner than the debounce after any such answer).
+ * Reported beside: the answers by kind, the keep answers on replace and debounce keys (a
+ * running holder is never changed), the jobs of each mode, the attempts of those jobs the
+ * reaper ended (a killed worker's holder waited and stayed the holder), and the same overlap
+ * counted from the jobs' own created_at and finished_at, which is not a sound test (created_at
+ * is the enqueue's transaction start; see chaos/schema.sql).
+ */
+export async function uniqueFigures(client: Queryable, inputs: UniqueInputs): Promise<Checked> {
+  const { keep, replace, debounce } = inputs.keys;
+  const all = [...keep, ...replace, ...debounce];
+  const overlap = await count(
+    client,
+    `SELECT count(*) FROM (
+       SELECT held_from, max(coalesce(held_until, 'infinity')) OVER (
+                PARTITION BY key ORDER BY held_from, job_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS earlier_until
+       FROM chaos.unique_holds) h
+     WHERE held_from < earlier_until`,
+  );
+  const counter = (column: 'kept' | 'replaced' | 'debounced', keys: readonly string[]) =>
+    count(client, `SELECT coalesce(sum(${column}), 0) FROM leasehold.unique_keys WHERE key = ANY($1::text[])`, [keys]);
+  const jobsOfKeys = `j AS (SELECT options->>'uniqueKey' AS key, count(*) AS n FROM leasehold.jobs WHERE options ? 'uniqueKey' GROUP BY 1)`;
+  const handedOn = await count(
+    client,
+    `WITH ${jobsOfKeys} SELECT coalesce(min(coalesce(j.n, 0)) - 1, -1) FROM unnest($1::text[]) AS k(key) LEFT JOIN j USING (key)`,
+    [all],
+  );
+  const answersOff = await count(
+    client,
+    `WITH a AS (
+       SELECT key, count(*) FILTER (WHERE action = 'created') AS created, count(*) FILTER (WHERE action = 'kept') AS kept,
+              count(*) FILTER (WHERE action = 'replaced') AS replaced, count(*) FILTER (WHERE action = 'debounced') AS debounced
+       FROM chaos.unique_answers GROUP BY key
+     ),
+     ${jobsOfKeys},
+     keys AS (SELECT key FROM a UNION SELECT key FROM j UNION SELECT key FROM leasehold.unique_keys)
+     SELECT coalesce(sum(abs(coalesce(u.kept, 0) - coalesce(a.kept, 0)) + abs(coalesce(u.replaced, 0) - coalesce(a.replaced, 0))
+                         + abs(coalesce(u.debounced, 0) - coalesce(a.debounced, 0)) + abs(coalesce(j.n, 0) - coalesce(a.created, 0))), 0)
+          + (SELECT count(*) FROM chaos.unique_answers x LEFT JOIN leasehold.jobs y ON y.id = x.job_id
+              WHERE y.options->>'uniqueKey' IS DISTINCT FROM x.key)
+     FROM keys LEFT JOIN a USING (key) LEFT JOIN j USING (key) LEFT JOIN leasehold.unique_keys u USING (key)`,
+  );
+  const replacePayload = await count(
+    client,
+    `WITH last AS (
+       SELECT DISTINCT ON (job_id) job_id, payload FROM chaos.unique_answers
+       WHERE key = ANY($1::text[]) AND action IN ('created', 'replaced') ORDER BY job_id, at DESC, seq DESC
+     )
+     SELECT count(*) FROM last JOIN leasehold.jobs j ON j.id = last.job_id WHERE j.payload IS DISTINCT FROM last.payload`,
+    [replace],
+  );
+  const debounceEarly = await count(
+    client,
+    `SELECT count(*) FROM chaos.lease_log l
+     CROSS JOIN LATERAL (
+       SELECT a.began FROM chaos.unique_answers a
+       WHERE a.job_id = l.job_id AND a.key = ANY($1::text[]) AND a.action IN ('created', 'debounced') AND a.at < lower(l.valid)
+       ORDER BY a.at DESC, a.seq DESC LIMIT 1
+     ) last
+     WHERE lower(l.valid) < last.began + make_interval(secs => $2::float8 / 1000)`,
+    [debounce, inputs.debounceMs],
+  );
+  const answered = (action: string) =>
+    count(client, `SELECT count(*) FROM chaos.unique_answers WHERE action = $1`, [action]);
+  const jobsOf = (keys: readonly string[]) =>
+    count(client, `SELECT count(*) FROM leasehold.jobs WHERE options->>'uniqueKey' = ANY($1::text[])`, [keys]);
+  const byOwnTimes = `
+    SELECT created_at, max(coalesce(finished_at, 'infinity')) OVER (
+             PARTITION BY options->>'uniqueKey' ORDER BY created_at, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS earlier_end
+    FROM leasehold.jobs WHERE options ? 'uniqueKey'`;
+  return {
+    figures: [
+      figure('unique-overlap', overlap),
+      figure('unique-kept', await counter('kept', keep)),
+      figure('unique-replaced', await counter('replaced', replace)),
+      figure('unique-debounced', await counter('debounced', debounce)),
+      figure('unique-handed-on', handedOn),
+      figure('unique-answers-off', answersOff),
+      figure('unique-replace-payload', replacePayload),
+      figure('unique-debounce-early', debounceEarly),
+      figure('producers-killed', inputs.producersKilled),
+      figure('producer-errors', inputs.producerErrors),
+    ],
+    observations: [
+      { name: 'committed enqueues answered created', value: await answered('created') },
+      { name: 'committed enqueues answered kept', value: await answered('kept') },
+      { name: 'committed enqueues answered replaced', value: await answered('replaced') },
+      { name: 'committed enqueues answered debounced', value: await answered('debounced') },
+      {
+        name: 'enqueues of replace and debounce keys answered kept (the holder was running)',
+        value: await counter('kept', [...replace, ...debounce]),
+      },
+      { name: 'jobs of keep keys', value: await jobsOf(keep) },
+      { name: 'jobs of replace keys', value: await jobsOf(replace) },
+      { name: 'jobs of debounce keys', value: await jobsOf(debounce) },
+      {
+        name: "debounce keys' attempts that started sooner than the debounce after the transaction start of any committed enqueue that created or pushed the job before them (a later enqueue that waited for the key set an earlier run time)",
+        value: await count(
+          client,
+          `SELECT count(DISTINCT l.token) FROM chaos.unique_answers a JOIN chaos.lease_log l ON l.job_id = a.job_id
+           WHERE a.key = ANY($1::text[]) AND a.action IN ('created', 'debounced')
+             AND lower(l.valid) > a.at AND lower(l.valid) < a.began + make_interval(secs => $2::float8 / 1000)`,
+          [debounce, inputs.debounceMs],
+        ),
+      },
+      {
+        name: 'the most ms by which such an attempt came sooner',
+        value: await count(
+          client,
+          `SELECT coalesce(round(max(extract(epoch FROM a.began + make_interval(secs => $2::float8 / 1000) - lower(l.valid)) * 1000)), 0)
+           FROM chaos.unique_answers a JOIN chaos.lease_log l ON l.job_id = a.job_id
+           WHERE a.key = ANY($1::text[]) AND a.action IN ('created', 'debounced')
+             AND lower(l.valid) > a.at AND lower(l.valid) < a.began + make_interval(secs => $2::float8 / 1000)`,
+          [debounce, inputs.debounceMs],
+        ),
+      },
+      {
+        name: "attempts of keyed jobs the reaper ended (a killed worker's holder, ready again and still the holder)",
+        value: await count(
+          client,
+          `SELECT count(*) FROM leasehold.job_attempts a JOIN leasehold.jobs j ON j.id = a.job_id
+           WHERE a.outcome = 'lease_expired' AND j.options ? 'uniqueKey'`,
+        ),
+      },
+      {
+        name: "by the jobs' own created_at and finished_at (not sound: created_at is the transaction's start): jobs created before an earlier job of the key finished",
+        value: await count(client, `SELECT count(*) FROM (${byOwnTimes}) o WHERE created_at < earlier_end`),
+      },
+      {
+        name: 'the most ms by which such a created_at preceded that finished_at',
+        value: await count(
+          client,
+          `SELECT coalesce(round(max(extract(epoch FROM earlier_end - created_at) * 1000)), 0)
+           FROM (${byOwnTimes}) o WHERE created_at < earlier_end AND isfinite(earlier_end)`,
+        ),
+      },
     ],
   };
 }

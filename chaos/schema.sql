@@ -85,3 +85,59 @@ CREATE TABLE IF NOT EXISTS chaos.sink (
 
 -- Enqueues that the harness believes committed (for the idempotency-key scenario).
 CREATE TABLE IF NOT EXISTS chaos.committed_keys (key text PRIMARY KEY);
+
+-- Uniqueness keys (the unique scenario): each job's time as its key's holder, by the database's
+-- clock read inside the statements that changed it. A hold begins when a job with a key is
+-- inserted (or comes back from an end: an operator's retry), after the enqueue's
+-- take_unique_key saw the previous holder's end committed; it ends when the job leaves ready
+-- and running (done, dead, cancelled), before that statement commits. So a key handed on
+-- properly leaves holds one after another, and two holds of one key that overlap are two jobs
+-- of it waiting or running at once. (A job's created_at is its transaction's start, and its
+-- finished_at its settlement's statement time: a producer whose transaction began before the
+-- holder ended, and that took the key after, has created_at < the holder's finished_at.) Every
+-- state a job waits or runs in is one of the four `while` states, so this models `while` = all
+-- four, as the scenario enqueues.
+CREATE TABLE IF NOT EXISTS chaos.unique_holds (
+  key text NOT NULL,
+  job_id uuid NOT NULL,
+  held_from timestamptz NOT NULL,
+  held_until timestamptz
+);
+CREATE INDEX IF NOT EXISTS unique_holds_open_idx ON chaos.unique_holds (job_id) WHERE held_until IS NULL;
+
+CREATE OR REPLACE FUNCTION chaos.track_unique_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' OR NEW.state IN ('ready', 'running') THEN
+    INSERT INTO chaos.unique_holds (key, job_id, held_from) VALUES (NEW.options->>'uniqueKey', NEW.id, clock_timestamp());
+  ELSE
+    UPDATE chaos.unique_holds SET held_until = clock_timestamp() WHERE job_id = NEW.id AND held_until IS NULL;
+  END IF;
+  RETURN NULL;
+END $$;
+
+DROP TRIGGER IF EXISTS chaos_unique_hold_insert ON leasehold.jobs;
+CREATE TRIGGER chaos_unique_hold_insert AFTER INSERT ON leasehold.jobs
+  FOR EACH ROW WHEN (NEW.options ? 'uniqueKey' AND NEW.state IN ('ready', 'running'))
+  EXECUTE FUNCTION chaos.track_unique_hold();
+-- Only a change into or out of ready and running (a claim, a retry after a failure or a reap, a
+-- replace or debounce of a waiting holder change nothing here).
+DROP TRIGGER IF EXISTS chaos_unique_hold_state ON leasehold.jobs;
+CREATE TRIGGER chaos_unique_hold_state AFTER UPDATE OF state ON leasehold.jobs
+  FOR EACH ROW WHEN (NEW.options ? 'uniqueKey'
+                     AND (OLD.state IN ('ready', 'running')) IS DISTINCT FROM (NEW.state IN ('ready', 'running')))
+  EXECUTE FUNCTION chaos.track_unique_hold();
+
+-- What each producer's enqueue with a uniqueness key answered, written in the enqueue's own
+-- transaction (so it commits or rolls back with it): the key, its mode, the answer and the job
+-- it named, the payload sent, and the transaction's start and this row's time.
+CREATE TABLE IF NOT EXISTS chaos.unique_answers (
+  seq bigserial PRIMARY KEY,
+  key text NOT NULL,
+  mode text NOT NULL,
+  action text NOT NULL,
+  job_id uuid NOT NULL,
+  payload jsonb NOT NULL,
+  began timestamptz NOT NULL DEFAULT now(),
+  at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX IF NOT EXISTS unique_answers_job_idx ON chaos.unique_answers (job_id);

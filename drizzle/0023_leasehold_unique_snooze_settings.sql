@@ -163,13 +163,15 @@ BEGIN
       CONTINUE; -- claimed, cancelled or moved meanwhile: read it again (the key row stays locked)
     END IF;
     IF p_mode = 'replace' THEN
-      next_run := coalesce(p_run_at, statement_timestamp() + coalesce(p_delay, interval '0'));
+      next_run := coalesce(p_run_at, clock_timestamp() + coalesce(p_delay, interval '0'));
       UPDATE leasehold.jobs x SET payload = p_payload, run_at = next_run, claim_at = next_run - (x.run_at - x.claim_at),
                                   updated_at = statement_timestamp()
       WHERE x.id = j.id;
       UPDATE leasehold.unique_keys u SET replaced = u.replaced + 1 WHERE u.key = p_key;
     ELSE
-      next_run := statement_timestamp() + p_debounce;
+      -- The clock now, not the statement's start: a call that waited on the key's lock behind
+      -- later ones must not move the run time back (and never earlier than it already is).
+      next_run := greatest(j.run_at, clock_timestamp() + p_debounce);
       UPDATE leasehold.jobs x SET run_at = next_run, claim_at = next_run - (x.run_at - x.claim_at),
                                   updated_at = statement_timestamp()
       WHERE x.id = j.id;

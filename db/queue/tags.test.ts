@@ -25,7 +25,10 @@ describe('tags', () => {
     expect((await getJob(t.db, many[0]!.id)).tags).toEqual(['acme']);
     expect((await getJob(t.db, many[1]!.id)).tags).toEqual([]);
     expect((await getJob(t.db, many[2]!.id)).tags).toEqual(['beta', 'acme']);
-    const untagged = await run<{ tags: string[] | null }>(t.db, sql`SELECT tags FROM leasehold.jobs WHERE id = ${many[1]!.id}`);
+    const untagged = await run<{ tags: string[] | null }>(
+      t.db,
+      sql`SELECT tags FROM leasehold.jobs WHERE id = ${many[1]!.id}`,
+    );
     expect(untagged[0]?.tags).toBeNull(); // no entry in the partial index
   });
 
@@ -33,7 +36,11 @@ describe('tags', () => {
     const queue = uniqueQueue();
     await enqueueMany(
       t.db,
-      Array.from({ length: 200 }, (_, i) => ({ queue, kind: 'tagged', ...(i % 50 === 0 ? { tags: [`t-${queue}`] } : {}) })),
+      Array.from({ length: 200 }, (_, i) => ({
+        queue,
+        kind: 'tagged',
+        ...(i % 50 === 0 ? { tags: [`t-${queue}`] } : {}),
+      })),
     );
     // On one connection: the planner's choice, then with sequential scans off.
     const client = await t.pool.connect();
@@ -72,7 +79,10 @@ describe('tags', () => {
       await expect(enqueue(t.db, spec)).rejects.toBeInstanceOf(LeaseholdInputError);
       await expect(enqueue(t.db, spec)).rejects.toThrow(says);
       await expect(enqueueMany(t.db, [spec])).rejects.toThrow(/jobs\[0\]\.tags/);
-      const rows = await run<{ n: number }>(t.db, sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue}`);
+      const rows = await run<{ n: number }>(
+        t.db,
+        sql`SELECT count(*)::int AS n FROM leasehold.jobs WHERE queue = ${queue}`,
+      );
       expect(rows[0]?.n).toBe(0);
     });
   }
