@@ -31,6 +31,7 @@ import {
 import { claimThroughput, dashboardTimes, historyDatabase } from './history.ts';
 import { HOT_TABLES, heldHorizon, priorityJump, steadyBacklog } from './horizon.ts';
 import { forkChild, median, percentile, round, sleep } from './lib.ts';
+import { waitLatencies } from './wait.ts';
 import { enqueueMany, setGroupLimit } from '../db/queue/index.ts';
 import {
   ANCHORS,
@@ -71,6 +72,8 @@ const RUNS = Math.max(1, Number(args.runs));
 const pick = (full: number, quick: number, smoke: number) => (SMOKE ? smoke : QUICK ? quick : full);
 const SIZE = {
   single: pick(10_000, 300, 50),
+  /** waitForJob latency samples (bench/wait.ts). */
+  waits: pick(500, 100, 20),
   bulk: pick(100_000, 2_000, 200),
   drain: pick(100_000, 2_000, 200),
   pickupMs: pick(20_000, 2_000, 300),
@@ -721,6 +724,29 @@ if (want('drain-grouped'))
     'drain-grouped',
     `in ${GROUPED_DRAIN.groups.toLocaleString('en')} fair groups, each group at most ${GROUPED_DRAIN.max} running (every process together)`,
   );
+
+if (want('wait')) {
+  // bench/wait.ts: from an awaitable job's acknowledgement to waitForJob's return.
+  const what =
+    "waitForJob: from the acknowledgement of an awaitable job (its statement returned) to the waiting caller's return with the result, one job at a time";
+  for (let rep = 0; rep < RUNS; rep++) {
+    const system = chosen(['leasehold'])[0];
+    if (!system) break;
+    log(`wait leasehold run ${rep + 1}`);
+    const db = await freshDatabase(system);
+    try {
+      const latencies = await measured('wait', perJob('ms', what), 'leasehold', () =>
+        waitLatencies(db.url, SIZE.waits),
+      );
+      if (latencies) {
+        record('wait-p50', perJob('ms', `p50 of ${what}`), 'leasehold', percentile(latencies, 50));
+        record('wait-p99', perJob('ms', `p99 of ${what}`), 'leasehold', percentile(latencies, 99));
+      }
+    } finally {
+      await db.drop();
+    }
+  }
+}
 
 if (want('fairness')) {
   // bench/fairness.ts: B…K's waits behind A's flood, with their groups and without.

@@ -171,6 +171,8 @@ BEGIN
     TO leasehold_producer;
   -- A per-job timeout or back-off is checked against the kind's bounds before anything is written.
   GRANT SELECT (kind, version, job_settings) ON leasehold.kinds TO leasehold_producer;
+  -- getJob and waitForJob read a job's result and progress (drizzle/0025).
+  GRANT SELECT ON leasehold.job_results, leasehold.job_progress TO leasehold_producer;
 
   -- Worker: the claim, the settlements and the reaper (db/queue/transitions.ts), retention
   -- (retention.ts), receipts (receipts.ts), the worker registry (worker-registry.ts), the kinds
@@ -181,6 +183,10 @@ BEGIN
                 started_at, lease_token, lease_until, finished_at, updated_at, options) ON leasehold.jobs TO leasehold_worker;
   -- Uniqueness keys (drizzle/0023): retention removes the keys of the jobs it removes.
   GRANT SELECT, DELETE ON leasehold.unique_keys TO leasehold_worker;
+  -- Results and progress (drizzle/0025): the acknowledgement stores a result (again, on a later
+  -- completing attempt), the attempt's progress reports upsert their row, retention removes both.
+  GRANT SELECT, INSERT, DELETE, UPDATE (attempt, result, marker, bytes, stored_at) ON leasehold.job_results TO leasehold_worker;
+  GRANT SELECT, INSERT, DELETE, UPDATE (attempt, fraction, message, updated_at) ON leasehold.job_progress TO leasehold_worker;
   -- The claim locks ready rows FOR UPDATE, which needs UPDATE on one column: `attempts`, a
   -- copy kept for the dashboard's split (the claim order and the link to the job stay fixed).
   GRANT SELECT, DELETE, UPDATE (attempts) ON leasehold.ready_jobs TO leasehold_worker;
@@ -253,7 +259,7 @@ BEGIN
     leasehold.limits, leasehold.limit_claims, leasehold.limit_starts,
     leasehold.grouped_ready_jobs, leasehold.ready_groups, leasehold.ready_rows,
     leasehold.group_limits, leasehold.group_claims, leasehold.schedules, leasehold.schedule_ticks,
-    leasehold.unique_keys
+    leasehold.unique_keys, leasehold.job_results, leasehold.job_progress
     TO leasehold_dashboard;
   -- An admin's schedule: create, change, pause, resume, reset to the code's, delete (drizzle/0022),
   -- each with its audit row.

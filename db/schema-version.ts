@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 18;
+export const SCHEMA_VERSION = 19;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -44,7 +44,7 @@ export const SCHEMA_VERSION = 18;
  * migration 0021); from 17 on: it declares its schedules and enqueues their ticks (schedules,
  * schedule_ticks and their functions: migration 0022), so the minimum is 17.
  */
-export const SUPPORTED_SCHEMA = { min: 18, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 19, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

@@ -71,6 +71,7 @@ export * from './schema-limits.ts';
 export * from './schema-groups.ts';
 export * from './schema-schedules.ts';
 export * from './schema-unique.ts';
+export * from './schema-results.ts';
 
 /**
  * The jobs. Laid out for HOT updates (docs/design/schema-v1.md): no B-tree here names a column

@@ -16,7 +16,12 @@ export type {
   JobEnqueueManyOptions,
 } from '../db/queue/enqueue.ts';
 export { DEFAULT_DEDUPE_WINDOW_SECONDS } from '../db/queue/enqueue-spec.ts';
-export type { EnqueueSpec } from '../db/queue/enqueue-spec.ts';
+export type { EnqueueSpec, UniqueAction, UniqueMode, UniqueState } from '../db/queue/enqueue-spec.ts';
+// A job's own settings and the bounds its kind allows (docs/jobs.md).
+export type { JobBackoff, KindSettings } from '../db/queue/job-options.ts';
+// What a handler returned, how far it got, and a wait for a job's end (docs/jobs.md).
+export { getJob, waitForJob } from '../db/queue/results.ts';
+export type { JobProgress, JobResult, JobWithResult, WaitOutcome } from '../db/queue/results.ts';
 export type { EnqueueOptions } from '../db/queue/wake.ts';
 // Every error Leasehold throws is a LeaseholdError with a stable `code` (docs/versioning.md).
 export { LeaseholdError } from '../db/errors.ts';
@@ -79,8 +84,16 @@ export {
   failIfLeaseHeld,
   heartbeatIfLeaseHeld,
   releaseIfLeaseHeld,
+  snoozeIfLeaseHeld,
 } from '../db/queue/settle.ts';
-export type { FailInput, FailOutcome, HeartbeatOutcome, HeartbeatSkipped } from '../db/queue/settle.ts';
+export type {
+  Completion,
+  FailInput,
+  FailOutcome,
+  HeartbeatOutcome,
+  HeartbeatSkipped,
+  SnoozeOutcome,
+} from '../db/queue/settle.ts';
 // What a failed attempt records besides its message (docs/contract.md §6), for clients that fail jobs themselves.
 export { errorDetail, redactedValues } from '../db/queue/error-detail.ts';
 export type { ErrorDetail, ErrorCause } from '../db/queue/error-detail.ts';

@@ -64,6 +64,9 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   schedule_ticks: ['tick_at', 'at'],
   // When a uniqueness key was last taken: moves with its holder's created_at.
   unique_keys: ['taken_at'],
+  // A result's and a progress report's times move with their job.
+  job_results: ['stored_at'],
+  job_progress: ['updated_at'],
 };
 
 /**
@@ -145,6 +148,8 @@ const SHIFT = `
   limit_starts AS (UPDATE leasehold.limit_starts s SET at = s.at - d.by FROM d RETURNING 1),
   group_limits AS (UPDATE leasehold.group_limits g SET set_at = g.set_at - d.by FROM d RETURNING 1),
   unique_keys AS (UPDATE leasehold.unique_keys u SET taken_at = u.taken_at - d.by FROM d RETURNING 1),
+  job_results AS (UPDATE leasehold.job_results r SET stored_at = r.stored_at - d.by FROM d RETURNING 1),
+  job_progress AS (UPDATE leasehold.job_progress p SET updated_at = p.updated_at - d.by FROM d RETURNING 1),
   -- ticks_after stays whole milliseconds: the pass hands it back as a JavaScript Date.
   schedules AS (
     UPDATE leasehold.schedules s SET ticks_after = date_trunc('milliseconds', s.ticks_after - d.by),
@@ -176,6 +181,7 @@ const SHIFT = `
          + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM redactions)
          + (SELECT count(*) FROM limits) + (SELECT count(*) FROM limit_starts) + (SELECT count(*) FROM group_limits)
          + (SELECT count(*) FROM schedules) + (SELECT count(*) FROM ticks_in) + (SELECT count(*) FROM unique_keys)
+         + (SELECT count(*) FROM job_results) + (SELECT count(*) FROM job_progress)
          + (SELECT count(*) FROM rollup_in)
          + (SELECT count(*) FROM stray_ready) + (SELECT count(*) FROM worker_leases) AS others`;
 

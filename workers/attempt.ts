@@ -29,6 +29,7 @@ import { MAX_ERROR_LENGTH } from '../db/queue/settle.ts';
 import type { FailureClass } from '../db/states.ts';
 import { classify } from './errors.ts';
 import { snoozeOf } from './snooze.ts';
+import { ProgressReporter } from './progress.ts';
 import { clamp } from '../db/queue/job-options.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { Handler, HandlerContext, HandlerRegistry } from './handler.ts';
@@ -65,7 +66,8 @@ export function leaseDeadlineFrom(sentAt: number, leaseSeconds: number): number 
 
 /** What came of an attempt; the completer turns it into a settlement (not db/states' stored outcomes). */
 export type AttemptResult =
-  | { kind: 'completed' }
+  /** `value`: what the handler returned (undefined: nothing). */
+  | { kind: 'completed'; value?: unknown }
   | {
       kind: 'failed';
       failureClass: FailureClass;
@@ -182,6 +184,8 @@ class AttemptContext implements HandlerContext<unknown> {
   readonly deliveryKey: string;
   private heartbeatFn: (() => Promise<void>) | null = null;
   private receiptFn: HandlerContext<unknown>['receipt'] | null = null;
+  /** Made on the first report: most handlers report none. */
+  reporter: ProgressReporter | null = null;
 
   constructor(
     private readonly entry: Attempt,
@@ -197,6 +201,10 @@ class AttemptContext implements HandlerContext<unknown> {
   get signal(): AbortSignal {
     return this.entry.signal;
   }
+
+  readonly progress = (fraction: number, message?: string): void => {
+    (this.reporter ??= new ProgressReporter(this.db, this.job, () => this.entry.log)).report(fraction, message);
+  };
 
   get scheduled(): { schedule: string; tickAt: Date } | null {
     return scheduledTick(this.job.idempotencyKey);
@@ -358,6 +366,7 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
   // covers an async schema too: its wait is stopped like the handler's.
   entry.timeoutAt = performance.now() + attemptTimeoutMs(job, handler);
   let result: { ok: true; returned: unknown } | { ok: false; error: unknown };
+  let context: AttemptContext | null = null;
   try {
     // The handler's Standard Schema, synchronous for most validators (then no extra turn of the
     // event loop per job). A validator that throws is the handler's failure, classified as one.
@@ -377,16 +386,19 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
       return permanent(boundedScrub(problems, MAX_ERROR_LENGTH, secretsOf(job, handler)).text);
     }
     const payload = checked.value;
-    const context = new AttemptContext(entry, payload, deps.db, deps.leaseSeconds);
+    const ctx = new AttemptContext(entry, payload, deps.db, deps.leaseSeconds);
+    context = ctx;
     // An isolated handler runs in a thread of its own, terminated when the attempt is stopped.
     let returned: unknown;
     await entry.run(async () => {
-      returned = await (handler.isolated ? runIsolated(handler, context, deps.isolation) : handler.handle(context));
+      returned = await (handler.isolated ? runIsolated(handler, ctx, deps.isolation) : handler.handle(ctx));
     });
     result = { ok: true, returned };
   } catch (error) {
     result = { ok: false, error };
   }
+  // The last progress report is written before the settlement (never after the job ended).
+  await context?.reporter?.finish();
   // The handler is over: from here on the attempt waits for its settlement (a batched
   // acknowledgement can take longer than the timeout), which the sweep must not abort.
   entry.timeoutAt = Number.POSITIVE_INFINITY;
@@ -409,7 +421,7 @@ export async function execute(entry: Attempt, deps: AttemptDeps): Promise<Attemp
   if (result.ok) {
     deps.failpoints?.hit('after_effect');
     metrics?.handlerDuration.observe({ queue: job.queue, kind: job.kind, outcome: 'completed' }, seconds);
-    return COMPLETED;
+    return result.returned === undefined ? COMPLETED : { kind: 'completed', value: result.returned };
   }
   // The failure path only: the payload is walked for its secrets when something was thrown.
   const { failureClass, message, retryAfterMs, detail } = classify(result.error, secretsOf(job, handler));

@@ -29,6 +29,7 @@ import {
 } from '../db/queue/index.ts';
 import type { FailureClass } from '../db/schema.ts';
 import { clamp, DEFAULT_SNOOZE_CAP } from '../db/queue/job-options.ts';
+import { DEFAULT_RESULT_MAX_BYTES, storableResult, type StorableResult } from '../db/queue/results.ts';
 import type { ErrorDetail } from '../db/queue/error-detail.ts';
 import type { Attempt, AttemptResult } from './attempt.ts';
 import type { WorkerEvents } from './events.ts';
@@ -108,6 +109,8 @@ export interface SettlementCounts {
 interface PendingAck {
   entry: Attempt;
   done: () => void;
+  /** What the attempt returned, made storable; null: nothing to store. */
+  result: StorableResult | null;
 }
 
 export class Completer {
@@ -127,7 +130,7 @@ export class Completer {
   settle(entry: Attempt, result: AttemptResult): Promise<void> {
     switch (result.kind) {
       case 'completed':
-        return this.acknowledge(entry);
+        return this.acknowledge(entry, result.value);
       case 'failed':
         return this.fail(entry, result.failureClass, result.message, result.retryAfterMs, result.detail ?? null);
       case 'released':
@@ -146,9 +149,10 @@ export class Completer {
   }
 
   /** Queues a completion for the next batched acknowledgement; resolves once it is through. */
-  private acknowledge(entry: Attempt): Promise<void> {
+  private acknowledge(entry: Attempt, value: unknown): Promise<void> {
+    const result = value === undefined ? null : this.storable(entry, value);
     return new Promise((done) => {
-      this.pending.push({ entry, done });
+      this.pending.push({ entry, done, result });
       if (this.pending.length >= ACK_BATCH || this.pending.length >= (this.deps.inFlight?.() ?? Infinity))
         void this.flush();
       else this.timer ??= setTimeout(() => void this.flush(), this.settings.ackFlushMs);
@@ -185,7 +189,12 @@ export class Completer {
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, ACK_BATCH);
       if (this.pending.length === 0) this.cancelTimer(); // what it was set for goes in this statement
-      const jobs = batch.map(({ entry }) => entry.job);
+      // A plain completion is its job itself; one with a result or an awaitable job says so.
+      const jobs = batch.map(({ entry, result }) =>
+        result || entry.job.awaitable
+          ? { id: entry.job.id, leaseToken: entry.job.leaseToken, result, awaitable: entry.job.awaitable }
+          : entry.job,
+      );
       // The latest local lease deadline in the batch, read at each retry: heartbeats go on
       // meanwhile (the attempts keep their slots) and move it. Not the earliest: one entry near
       // or past its end would give up the whole batch; each row is lease-guarded, so a retry
@@ -210,6 +219,16 @@ export class Completer {
         done();
       });
     }
+  }
+
+  /**
+   * A handler's return value as the acknowledgement stores it: plain JSON within its kind's cap,
+   * else a marker saying why (the attempt completes either way, and the log says so).
+   */
+  private storable(entry: Attempt, value: unknown): StorableResult | null {
+    const stored = storableResult(value, entry.handler?.resultMaxBytes ?? DEFAULT_RESULT_MAX_BYTES);
+    if (stored?.marker) entry.log.warn({ marker: stored.marker }, 'the handler returned a result that is not stored');
+    return stored;
   }
 
   /** After the acknowledgement: the completion is recorded, or the lease was gone by then. */

@@ -58,6 +58,12 @@ export interface HandlerContext<Payload> {
    * next attempt takes over (db/queue/receipts.ts).
    */
   receipt: <T>(effect: () => Promise<T>, key?: string) => Promise<T>;
+  /**
+   * Says how far the attempt got: `fraction` from 0 to 1 (else LeaseholdInputError at the call),
+   * `message` up to 200 characters (a longer one is cut). Written at most once a second, the
+   * latest report winning; shown on the job page while it runs and kept after (docs/jobs.md).
+   */
+  progress: (fraction: number, message?: string) => void;
 }
 
 export interface Handler<Payload = unknown, Kind extends string = string> {
@@ -107,6 +113,11 @@ export interface Handler<Payload = unknown, Kind extends string = string> {
    * settings against it. Without bounds for a setting, a job may not set its own.
    */
   jobSettings?: KindSettings | undefined;
+  /**
+   * The most JSON a handler's return value may take to be stored as the job's result (default
+   * 64 KiB, at most 256 KiB); a larger one is replaced by a marker (docs/jobs.md).
+   */
+  resultMaxBytes?: number | undefined;
   /** Set by loadHandlerFiles: the URL of the file the handler came from (an isolated handler's thread imports it). */
   [DEFINED_IN]?: string | undefined;
   handle(context: HandlerContext<Payload>): Promise<unknown>;
@@ -246,6 +257,8 @@ export interface HandlerOptions {
   limit?: HandlerLimit | undefined;
   /** The bounds of a job's own timeout and back-off, and the snooze cap (see Handler.jobSettings, docs/jobs.md). */
   jobSettings?: KindSettings | undefined;
+  /** The most JSON a result may take to be stored (see Handler.resultMaxBytes). */
+  resultMaxBytes?: number | undefined;
 }
 
 /**
@@ -302,6 +315,7 @@ export function defineHandler(
   if (options.isolated !== undefined) handler.isolated = options.isolated;
   if (options.limit !== undefined) handler.limit = options.limit;
   if (options.jobSettings !== undefined) handler.jobSettings = options.jobSettings;
+  if (options.resultMaxBytes !== undefined) handler.resultMaxBytes = options.resultMaxBytes;
   return handler;
 }
 

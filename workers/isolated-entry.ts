@@ -11,6 +11,7 @@ import pino from 'pino';
 import { scheduledTick } from '../db/queue/schedule-key.ts';
 import type { Handler, HandlerContext } from './handler.ts';
 import { SnoozeError, snoozeOf } from './snooze.ts';
+import { progressInput } from '../db/queue/results.ts';
 import { type FromThread, type IsolatedStart, reviveError, serializeError, type ToThread } from './isolated.ts';
 
 // In a thread, the parent port and workerData; in a child process (isolated: 'process'), IPC,
@@ -72,6 +73,11 @@ const context: HandlerContext<unknown> = {
   logger,
   heartbeat: async () => {
     await call({ op: 'heartbeat' });
+  },
+  // Checked here (a bad report throws in the handler), written by the main thread's reporter.
+  progress: (fraction: number, message?: string) => {
+    const report = progressInput(fraction, message);
+    post({ type: 'progress', fraction: report.fraction, message: report.message });
   },
   receipt: <T>(effect: () => Promise<T>, key: string = start.deliveryKey): Promise<T> => {
     const id = nextId++;

@@ -71,6 +71,7 @@ export type ToThread =
 
 export type FromThread =
   | { type: 'log'; line: string }
+  | { type: 'progress'; fraction: number; message: string | null }
   | { type: 'call'; id: number; op: 'heartbeat' }
   | { type: 'call'; id: number; op: 'receipt'; key: string; effect: number }
   | { type: 'effect-reply'; id: number; ok: true; value: unknown }
@@ -349,6 +350,9 @@ class IsolatedRun {
     switch (message.type) {
       case 'log':
         forwardLog(this.logger, message.line);
+        break;
+      case 'progress':
+        this.attempt.context.progress(message.fraction, message.message ?? undefined);
         break;
       case 'call':
         this.onCall(message);

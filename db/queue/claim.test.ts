@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { claim, completeManyIfLeaseHeld, enqueueMany, pauseQueue, resumeQueue } from '.';
 import { ClaimOptionsCache, claimStatement } from './claim.ts';
 import { reapStatement } from './reap.ts';
+import { storableResult, writeProgress } from './results.ts';
 import { preparedStatementNames, useTestDatabase } from '../../test/db.ts';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
 import { type PlanNode, planNodes, rowsRead } from '../../test/plans.ts';
@@ -456,7 +457,12 @@ describe('writes per job', () => {
       const before = await counters();
       const jobs = await claim(client, { queues: [queue], workerId: 'w', limit: 200, leaseSeconds: 60 });
       expect(jobs).toHaveLength(200);
-      const acks = await completeManyIfLeaseHeld(client, jobs);
+      // Half report progress and return a result (docs/jobs.md): their own tables, no job write.
+      for (const job of jobs.slice(0, 100)) expect(await writeProgress(client, job, 0.5, 'half')).toBe(true);
+      const completions = jobs.map((job, i) =>
+        i < 100 ? { id: job.id, leaseToken: job.leaseToken, result: storableResult({ rows: i }) } : job,
+      );
+      const acks = await completeManyIfLeaseHeld(client, completions);
       expect(acks.every((a) => a.applied)).toBe(true);
       const after = await counters();
       // Two updates per job, every one HOT. Fillfactor 25 leaves room for both new versions
@@ -464,6 +470,11 @@ describe('writes per job', () => {
       // version is HOT when pruning can run: docs/design/schema-v1.md).
       expect(after.updates - before.updates).toBe(400);
       expect(after.hot - before.hot).toBe(400);
+      const stored = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM leasehold.job_results WHERE job_id = ANY($1::uuid[])`,
+        [jobs.map((j) => j.id)],
+      );
+      expect(stored.rows[0]?.n).toBe(100);
     } finally {
       client.release();
     }

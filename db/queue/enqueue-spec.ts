@@ -103,6 +103,8 @@ const enqueueSpecSchema = z
     unique: uniqueSchema.optional(),
     /** At most 16 short strings, to find the job by (docs/jobs.md, "Tags"). */
     tags: z.array(tagSchema).max(MAX_TAGS, `at most ${MAX_TAGS} tags`).optional(),
+    /** Its end wakes waitForJob (docs/jobs.md, "Results, progress and waiting"). */
+    awaitable: z.boolean().optional(),
     /** The job's own handler timeout, within its kind's bounds. */
     timeoutMs: z.int().min(1).max(MAX_JOB_TIMEOUT_MS).optional(),
     /** The job's own retry back-off, within its kind's bounds. */
@@ -208,12 +210,13 @@ const PLAIN = Object.freeze({ unique: null, tags: null, optionsText: null, setti
 function extras(
   spec: z.output<typeof enqueueSpecSchema>,
 ): Pick<PreparedSpec, 'unique' | 'tags' | 'optionsText' | 'settings'> {
-  if (!spec.unique && !spec.tags && spec.timeoutMs === undefined && !spec.backoff) return PLAIN;
+  if (!spec.unique && !spec.tags && spec.timeoutMs === undefined && !spec.backoff && !spec.awaitable) return PLAIN;
   const u = spec.unique;
   const options = {
     ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
     ...(spec.backoff ? { backoff: { baseMs: spec.backoff.baseMs, maxMs: spec.backoff.maxMs } } : {}),
     ...(u ? { uniqueKey: u.key } : {}),
+    ...(spec.awaitable ? { awaitable: true } : {}),
   };
   const tags = spec.tags && spec.tags.length > 0 ? [...new Set(spec.tags)] : null;
   const settings =

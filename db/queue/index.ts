@@ -181,3 +181,15 @@ export type { Bounds, JobBackoff, KindSettings, SnoozeCap } from './job-options.
 export type { SnoozeOutcome } from './settle.ts';
 export { UNIQUE_STATES, UNIQUE_MODES, MAX_TAGS, MAX_TAG_LENGTH } from './enqueue-spec.ts';
 export type { UniqueAction, UniqueState, UniqueMode } from './enqueue-spec.ts';
+
+// Results, progress and waiting (docs/jobs.md, "Results, progress and waiting").
+export {
+  getJob,
+  waitForJob,
+  storableResult,
+  DEFAULT_RESULT_MAX_BYTES,
+  MAX_RESULT_BYTES,
+  MAX_PROGRESS_MESSAGE,
+  PROGRESS_EVERY_MS,
+} from './results.ts';
+export type { JobProgress, JobResult, JobWithResult, StorableResult, WaitOutcome } from './results.ts';

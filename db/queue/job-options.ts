@@ -21,6 +21,8 @@ export interface JobOptions {
   timeoutMs: number | null;
   backoff: JobBackoff | null;
   uniqueKey: string | null;
+  /** Enqueued `awaitable`: its end wakes waitForJob (docs/jobs.md, "Results, progress and waiting"). */
+  awaitable: boolean;
   /** Snoozes so far (docs/jobs.md, "Snooze"): not charged, left out of the back-off exponent. */
   snoozes: number;
   /** Their total length in milliseconds. */
@@ -31,6 +33,7 @@ export const NO_OPTIONS: JobOptions = Object.freeze({
   timeoutMs: null,
   backoff: null,
   uniqueKey: null,
+  awaitable: false,
   snoozes: 0,
   snoozedMs: 0,
 });
@@ -51,6 +54,7 @@ export function readJobOptions(value: unknown): JobOptions {
     timeoutMs: typeof timeoutMs === 'number' ? timeoutMs : null,
     backoff: backoff.baseMs > 0 && backoff.maxMs >= backoff.baseMs ? backoff : null,
     uniqueKey: typeof uniqueKey === 'string' ? uniqueKey : null,
+    awaitable: field(o, 'awaitable') === true,
     snoozes: numberOr(field(o, 'snoozes'), 0),
     snoozedMs: numberOr(field(o, 'snoozedMs'), 0),
   };

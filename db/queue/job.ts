@@ -48,6 +48,8 @@ export interface Job {
   timeoutMs: number | null;
   /** The job's own retry back-off, asked for at enqueue within its kind's bounds, or null. */
   backoff: JobBackoff | null;
+  /** Enqueued `awaitable: true`: its end wakes waitForJob. */
+  awaitable: boolean;
   /** Times the job snoozed (docs/jobs.md, "Snooze"): counted in `released`, not charged. */
   snoozes: number;
   /** The snoozes' total length, in milliseconds. */
@@ -191,7 +193,7 @@ export function mapJob(row: JobColumnsRow): Job {
 /** The fields of tags and options (one object spread: a plain job's are the shared constants). */
 function extras(
   row: CommonJobColumns,
-): Pick<Job, 'tags' | 'uniqueKey' | 'timeoutMs' | 'backoff' | 'snoozes' | 'snoozedMs'> {
+): Pick<Job, 'tags' | 'uniqueKey' | 'timeoutMs' | 'backoff' | 'awaitable' | 'snoozes' | 'snoozedMs'> {
   if ((row.options === null || row.options === undefined) && !row.tags) return PLAIN_EXTRAS;
   const o = readJobOptions(row.options);
   return {
@@ -199,6 +201,7 @@ function extras(
     uniqueKey: o.uniqueKey,
     timeoutMs: o.timeoutMs,
     backoff: o.backoff,
+    awaitable: o.awaitable,
     snoozes: o.snoozes,
     snoozedMs: o.snoozedMs,
   };
@@ -208,6 +211,7 @@ const PLAIN_EXTRAS = Object.freeze({
   uniqueKey: null,
   timeoutMs: null,
   backoff: null,
+  awaitable: false,
   snoozes: 0,
   snoozedMs: 0,
 });

@@ -139,6 +139,8 @@ export async function removeExpiredHistory(
       WHERE j.id = o.id AND j.state IN (${sql.raw(TERMINAL_STATES.map((t) => `'${t}'`).join(', '))})
       RETURNING j.id, j.idempotency_key, j.options->>'uniqueKey' AS unique_key
     ),
+    removed_results AS (DELETE FROM leasehold.job_results x USING removed_jobs r WHERE x.job_id = r.id RETURNING 1),
+    removed_progress AS (DELETE FROM leasehold.job_progress x USING removed_jobs r WHERE x.job_id = r.id RETURNING 1),
     removed_unique_keys AS (
       -- A uniqueness key goes with its holder (a key handed on to a newer job meanwhile stays).
       DELETE FROM leasehold.unique_keys u USING removed_jobs r

@@ -22,6 +22,7 @@ import { run, runText, toDate, type Executor, type PgTimestamp } from './executo
 import { APPLIED, LEASE_LOST, type LeaseLost, type LeaseRef, type SettleOutcome } from './job.ts';
 import {
   COMPLETE_MANY,
+  completeManyText,
   failStatement,
   heartbeatStatement,
   releaseStatement,
@@ -30,6 +31,7 @@ import {
 } from './transitions.ts';
 import { MAX_ATTEMPTS } from './attempt-cap.ts';
 import { MAX_SNOOZE_MS } from './job-options.ts';
+import type { StorableResult } from './results.ts';
 import { decideRetry, type RetryDecision, type RetryPolicy } from './retry-policy.ts';
 import { parseInput, storableText, UUID_PATTERN, uuidSchema } from './validate.ts';
 import { errorDetailSchema, type ErrorDetail } from './error-detail.ts';
@@ -69,7 +71,7 @@ export async function completeIfLeaseHeld(executor: Executor, lease: LeaseRef): 
  */
 export async function completeManyIfLeaseHeld(
   executor: Executor,
-  leases: readonly LeaseRef[],
+  leases: readonly Completion[],
 ): Promise<SettleOutcome[]> {
   if (!areLeaseRefs(leases)) parseInput('completeMany', leasesSchema, leases); // throws the clear error
   if (leases.length === 0) return [];
@@ -80,18 +82,63 @@ export async function completeManyIfLeaseHeld(
     else byToken.set(l.leaseToken, [l.id]);
   }
   const lost = new Set<string>();
+  // What some attempts returned, and the jobs enqueued awaitable, by token (most batches: none).
+  const extras = completionExtras(leases);
   for (const [token, ids] of byToken) {
-    const rows = await runText<{ id: string }>(
-      executor,
-      COMPLETE_MANY,
-      [`{${ids.join(',')}}`, token],
-      'leasehold_complete_many',
-    );
+    const extra = extras?.get(token);
+    const rows = extra
+      ? await runText<{ id: string }>(
+          executor,
+          completeManyText(extra.results.length > 0, extra.awaitable.length > 0),
+          [
+            `{${ids.join(',')}}`,
+            token,
+            ...(extra.results.length > 0 ? [`[${extra.results.join(',')}]`] : []),
+            ...(extra.awaitable.length > 0 ? [`{${extra.awaitable.join(',')}}`] : []),
+          ],
+          `leasehold_complete_many_${extra.results.length > 0 ? 'r' : ''}${extra.awaitable.length > 0 ? 'n' : ''}`,
+        )
+      : await runText<{ id: string }>(
+          executor,
+          COMPLETE_MANY,
+          [`{${ids.join(',')}}`, token],
+          'leasehold_complete_many',
+        );
     // By id and token: two attempts of one job (a stale one and a new one) can be in one batch.
     for (const r of rows) lost.add(`${r.id}/${token}`);
   }
   if (lost.size === 0) return leases.map(() => APPLIED);
   return leases.map((l) => (lost.has(`${l.id}/${l.leaseToken}`) ? LEASE_LOST : APPLIED));
+}
+
+/**
+ * A completion that carries what its attempt returned (`result`, stored in `job_results` by the
+ * acknowledgement that completes it) or whose job was enqueued `awaitable` (its end is announced).
+ */
+export interface Completion extends LeaseRef {
+  result?: StorableResult | null | undefined;
+  awaitable?: boolean | undefined;
+}
+
+/** Per token, the result rows (JSON objects as text) and the awaitable ids; null when no lease has either. */
+function completionExtras(
+  leases: readonly Completion[],
+): Map<string, { results: string[]; awaitable: string[] }> | null {
+  let extras: Map<string, { results: string[]; awaitable: string[] }> | null = null;
+  for (const l of leases) {
+    if (!l.result && !l.awaitable) continue;
+    extras ??= new Map();
+    let entry = extras.get(l.leaseToken);
+    if (!entry) extras.set(l.leaseToken, (entry = { results: [], awaitable: [] }));
+    if (l.result) {
+      const { json, marker, bytes } = l.result;
+      entry.results.push(
+        `{"id":"${l.id}","result":${json ?? 'null'},"marker":${JSON.stringify(marker)},"bytes":${bytes}}`,
+      );
+    }
+    if (l.awaitable) entry.awaitable.push(l.id);
+  }
+  return extras;
 }
 
 /** The batch acknowledgement's text ($1 ids, $2 token), exported for plan tests. */

@@ -48,7 +48,7 @@ export {
   type ClaimShape,
 } from './transitions/claim.ts';
 export { groupedClaimText } from './transitions/claim-grouped.ts';
-export { COMPLETE_MANY } from './transitions/settle.ts';
+export { COMPLETE_MANY, completeManyText, JOB_ENDED_CHANNEL } from './transitions/settle.ts';
 /** @internal: statement builders (drizzle fragments), kept out of the published declarations. */
 export {
   failStatement,

@@ -11,20 +11,57 @@ import { END_LEASE, leaseCountdown, leaseHeld, rollup, workerLeaseCovers } from 
 // ---------------------------------------------------------------------------------------------
 // running → done: the batch acknowledgement
 
+/** The channel a job enqueued `awaitable` is announced on when it ends (payload: ids joined by commas). */
+export const JOB_ENDED_CHANNEL = 'leasehold_job_ended';
+
+const STORE_RESULTS = `,
+  stored_results AS (
+    INSERT INTO leasehold.job_results AS r (job_id, attempt, result, marker, bytes, stored_at)
+    SELECT d.id, d.attempts, x.result, x.marker, x.bytes, statement_timestamp()
+    FROM done d JOIN jsonb_to_recordset($3::jsonb) AS x(id uuid, result jsonb, marker text, bytes int) ON x.id = d.id
+    ON CONFLICT (job_id) DO UPDATE SET attempt = excluded.attempt, result = excluded.result, marker = excluded.marker,
+                                       bytes = excluded.bytes, stored_at = excluded.stored_at
+    RETURNING 1
+  )`;
+
+/** A SELECT CTE runs only when read: the acknowledgement's filter reads it once (a one-time filter). */
+const NOTIFIED = '(SELECT n FROM ended_notified) IS NOT NULL AND ';
+
+/** One NOTIFY per 200 ended awaitable jobs of `cte` (payload under NOTIFY's 8,000 bytes). */
+const NOTIFY_ENDED = (cte: string, awaitable: string) => `,
+  ended_notified AS (
+    SELECT count(pg_notify('${JOB_ENDED_CHANNEL}', ids)) AS n FROM (
+      SELECT string_agg(e.id::text, ',') AS ids
+      FROM (SELECT c.id, (row_number() OVER ()) / 200 AS part FROM ${cte} c WHERE c.id = ANY(${awaitable})) e
+      GROUP BY e.part
+    ) parts
+  )`;
+
 /**
  * Completes the jobs `$1` leased under token `$2` whose lease still holds; returns the ids it
  * did not complete (normally none: reading back a thousand completed ids cost more client CPU
  * than the UPDATE cost the database). Found by primary key; the update is HOT (no index names
  * a column it sets), and the lease row is counted down once per statement.
  */
-export const COMPLETE_MANY = `
+export const COMPLETE_MANY = completeManyText(false, false);
+
+/**
+ * COMPLETE_MANY with what some completed attempts return (`results`: $3, a JSON array of
+ * `{ id, result, marker, bytes }`, stored in `job_results` for the jobs this statement completed,
+ * so a job is done with its result or not done) and a wake-up for the jobs enqueued `awaitable`
+ * (`notify`: $4 their ids, $3 without results; one NOTIFY on JOB_ENDED_CHANNEL per 200 ids, payload the ids joined
+ * by commas). Without either, the text is COMPLETE_MANY's, byte for byte.
+ */
+export function completeManyText(results: boolean, notify: boolean): string {
+  return `
   WITH done AS (
     UPDATE leasehold.jobs j SET state = 'done', ${END_LEASE},
                       finished_at = statement_timestamp(), updated_at = statement_timestamp()
     WHERE j.id = ANY($1::uuid[]) AND ${leaseHeld('j', '$2::uuid')}
     RETURNING j.id, j.queue, j.kind, j.state, j.attempts, $2::uuid AS token
-  ),${leaseCountdown('done', '$2::uuid')},${rollup('done')}
-  SELECT w.id FROM unnest($1::uuid[]) AS w(id) WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.id = w.id)`;
+  ),${leaseCountdown('done', '$2::uuid')},${rollup('done')}${results ? STORE_RESULTS : ''}${notify ? NOTIFY_ENDED('done', results ? '$4::uuid[]' : '$3::uuid[]') : ''}
+  SELECT w.id FROM unnest($1::uuid[]) AS w(id) WHERE ${notify ? NOTIFIED : ''}NOT EXISTS (SELECT 1 FROM done d WHERE d.id = w.id)`;
+}
 
 // ---------------------------------------------------------------------------------------------
 // running → ready | dead | cancelled: a failed attempt
@@ -70,11 +107,14 @@ export function failStatement(p: {
         updated_at = statement_timestamp()
       FROM (SELECT ${p.token}::uuid AS token) t
       WHERE j.id = ${p.id}::uuid AND ${sql.raw(leaseHeld('j', 't.token'))}
-      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.failure_class, j.run_at, t.token
+      RETURNING j.id, j.attempts, j.queue, j.kind, j.worker_id, j.started_at, j.state, j.failure_class, j.run_at, t.token,
+                j.options->'awaitable' = 'true'::jsonb AS awaitable
     ),
     history AS (${recordAttempts('failed', sql`s.token`, sql`s.failure_class`, sql`${p.error}`, sql`${p.detail}::jsonb`)}),
-    ${sql.raw(leaseCountdown('settled'))},${sql.raw(rollup('settled'))}
-    SELECT state, failure_class, run_at FROM settled`;
+    ${sql.raw(leaseCountdown('settled'))},${sql.raw(rollup('settled'))},
+    -- A job enqueued awaitable that ended here wakes its waiters (waitForJob).
+    ended AS (SELECT count(pg_notify('${sql.raw(JOB_ENDED_CHANNEL)}', id::text)) AS n FROM settled WHERE state <> 'ready' AND awaitable)
+    SELECT state, failure_class, run_at, (SELECT n FROM ended) AS notified FROM settled`;
 }
 
 // ---------------------------------------------------------------------------------------------
