@@ -13,6 +13,7 @@ import { jobInState, uniqueQueue } from '../test/factories.ts';
 import { workerSettings } from '../test/workers.ts';
 import { until } from '../test/wait.ts';
 import { defineHandler, type Handler, HandlerRegistry } from './handler.ts';
+import { progressInput } from '../db/queue/results.ts';
 import { Worker } from './worker.ts';
 
 let t: TestDatabase;
@@ -110,7 +111,31 @@ describe('progress', () => {
   });
 });
 
+describe('a progress report', () => {
+  it('cuts a message over 200 characters and refuses a fraction outside 0..1 or not a number', () => {
+    const long = progressInput(0.5, 'm'.repeat(250));
+    expect(long.message).toHaveLength(200);
+    expect(long.message?.endsWith('…')).toBe(true);
+    for (const bad of [-0.1, 1.01, Number.NaN, '0.5'])
+      expect(() => progressInput(bad)).toThrow(/fraction: expected a number from 0 to 1/);
+    expect(() => progressInput(0.5, 42)).toThrow(/message: expected a string/);
+  });
+});
+
 describe('waitForJob', () => {
+  it('is woken when an awaitable job ends dead', async () => {
+    const queue = uniqueQueue();
+    const kind = `wait-dead-${queue}`;
+    const { id } = await enqueue(t.db, { queue, kind, awaitable: true, maxAttempts: 1 });
+    const waiting = waitForJob(t.db, id, { timeoutMs: 15_000 });
+    const started = performance.now();
+    await withWorker(queue, [handler(kind, async () => Promise.reject(new Error('boom')))], async () => {
+      const outcome = await waiting;
+      expect(outcome).toMatchObject({ ended: true, job: { state: 'dead', lastError: expect.stringMatching(/boom/) } });
+    });
+    expect(performance.now() - started).toBeLessThan(8_000);
+  });
+
   it('returns the end state and result of an awaitable job, woken by its acknowledgement', async () => {
     const queue = uniqueQueue();
     const kind = `wait-${queue}`;
