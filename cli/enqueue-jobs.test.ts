@@ -1,8 +1,9 @@
-/** `leasehold enqueue` and `leasehold jobs` on a migrated database; bad input writes nothing. */
+/** `leasehold enqueue` and `leasehold jobs` (the list, one job) on a migrated database; bad input writes nothing. */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { run } from '../db/queue/executor.ts';
-import { enqueueMany } from '../db/queue/index.ts';
+import { claim, completeManyIfLeaseHeld, enqueueMany, storableResult } from '../db/queue/index.ts';
+import { writeProgress } from '../db/queue/results.ts';
 import { registerKinds } from '../db/queue/kinds.ts';
 import { useTestDatabase } from '../test/db.ts';
 import { uniqueQueue } from '../test/factories.ts';
@@ -201,5 +202,79 @@ describe('leasehold jobs', () => {
     const limit = await cli(['jobs', '--limit', '0'], { env: env() });
     expect(limit.code).toBe(2);
     expect(limit.stderr).toMatch(/--limit: /);
+  });
+});
+
+describe('leasehold jobs <id>', () => {
+  /** A job of `queue` claimed, with a progress report (its message holding an escape sequence). */
+  async function runningJob(queue: string) {
+    const [job] = await enqueueMany(t.db, [
+      { queue, kind: 'report.build', payload: { day: '2026-11-01' }, tags: ['nightly'] },
+    ]);
+    const [lease] = await claim(t.db, { queues: [queue], workerId: 'cli-test', limit: 1 });
+    await writeProgress(t.db, lease!, 0.75, 'three quarters \u001b[31mred');
+    return { id: job!.id, lease: lease! };
+  }
+
+  it('prints one job with its progress line, and its result once it completes', async () => {
+    const queue = uniqueQueue('cli-one');
+    const { id, lease } = await runningJob(queue);
+    const running = await cli(['jobs', id], { env: env() });
+    expect(running.stderr).toBe('');
+    expect(running.code).toBe(0);
+    const lines = running.stdout.trim().split('\n');
+    expect(lines[0]).toBe(`job ${id}`);
+    expect(running.stdout).toMatch(new RegExp(`\\n  queue\\s+${queue}\\n`));
+    expect(running.stdout).toMatch(/\n {2}kind\s+report\.build v1\n/);
+    expect(running.stdout).toMatch(/\n {2}state\s+running\n/);
+    expect(running.stdout).toMatch(/\n {2}tags\s+nightly\n/);
+    expect(running.stdout).toMatch(/\n {2}result\s+none yet\n/);
+    // The escape is spelled out, not sent to the terminal.
+    expect(lines.at(-1)).toMatch(
+      /^ {2}progress\s+75 % three quarters \\u001b\[31mred \(attempt 1, updated \d{4}-\d\d-\d\dT[\d:.]+Z\)$/,
+    );
+    expect(running.stdout).not.toContain('\u001b');
+
+    await completeManyIfLeaseHeld(t.db, [{ ...lease, result: storableResult({ rows: 42, file: 'out.csv' }) }]);
+    const done = await cli(['jobs', id], { env: env() });
+    expect(done.code).toBe(0);
+    expect(done.stdout).toMatch(/\n {2}state\s+done\n/);
+    expect(done.stdout).toMatch(
+      // As jsonb keeps it: its keys in its own order.
+      /\n {2}result\s+\{"file":"out\.csv","rows":42\} \(attempt 1, 28 bytes, stored \d{4}-[\d-]+T[\d:.]+Z\)\n/,
+    );
+    expect(done.stdout).toMatch(/\n {2}progress\s+75 % three quarters/);
+  });
+
+  it('prints the marker of a result that was not stored, and says when a handler returned nothing', async () => {
+    const queue = uniqueQueue('cli-marker');
+    const { id, lease } = await runningJob(queue);
+    await completeManyIfLeaseHeld(t.db, [{ ...lease, result: storableResult({ big: 'x'.repeat(100) }, 50) }]);
+    const marker = await cli(['jobs', id], { env: env() });
+    expect(marker.stdout).toMatch(
+      /\n {2}result\s+not stored: 110 bytes of JSON, more than the kind's cap of 50 \(attempt 1, 110 bytes/,
+    );
+
+    const other = await runningJob(uniqueQueue('cli-nothing'));
+    await completeManyIfLeaseHeld(t.db, [other.lease]);
+    const nothing = await cli(['jobs', other.id], { env: env() });
+    expect(nothing.stdout).toMatch(/\n {2}result\s+none \(its handler returned nothing\)\n/);
+  });
+
+  it('refuses an id that is not a UUID, another argument or a filter with it; a missing job exits 1', async () => {
+    for (const [args, sentence] of [
+      [['jobs', 'not-an-id'], /"not-an-id" is not a job id/],
+      [['jobs', '0190a000-0000-7000-8000-000000000000', 'more'], /unexpected argument "more"/],
+      [['jobs', '0190a000-0000-7000-8000-000000000000', '--state', 'done'], /a job's id takes no --state/],
+    ] as const) {
+      const run = await cli([...args], { env: env() });
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr).toMatch(sentence);
+      expect(run.stdout).toBe('');
+    }
+    const missing = await cli(['jobs', '0190a000-0000-7000-8000-000000000000'], { env: env() });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/no job 0190a000-0000-7000-8000-000000000000/);
+    expect((await cli(['jobs', '--help'], { env: env() })).stdout).toMatch(/leasehold jobs <id>/);
   });
 });

@@ -1,22 +1,26 @@
 import type { ReactNode } from 'react';
 
 /**
- * A payload as redaction left it (the job page's and a schedule's): the sentence when it is
- * hidden whole, the masked fields, the JSON; `children` after it (the job page's reveal button).
+ * A payload as redaction left it (the job page's and a schedule's), or a job's result masked the
+ * same way: the sentence when it is hidden whole, the masked fields, the JSON; `children` after
+ * it (the job page's reveal button). `title` names the section (default "Payload").
  */
 export function MaskedPayload(props: {
   payload: unknown;
   redactedPaths: readonly string[];
   payloadHidden: string | null;
   testId: string;
+  title?: string;
+  /** The test id of the hidden-whole sentence (default `payload-hidden`). */
+  hiddenTestId?: string;
   children?: ReactNode;
 }) {
-  const { payload, redactedPaths, payloadHidden } = props;
+  const { payload, redactedPaths, payloadHidden, title = 'Payload', hiddenTestId = 'payload-hidden' } = props;
   return (
     <>
-      <h2>Payload</h2>
+      <h2>{title}</h2>
       {payloadHidden && (
-        <p className="muted" data-testid="payload-hidden">
+        <p className="muted" data-testid={hiddenTestId}>
           {payloadHidden}
         </p>
       )}

@@ -3,15 +3,19 @@
  * React Query keys, fetchers and polling intervals, in one place. Polling pauses while the tab
  * is hidden (refetchIntervalInBackground stays false).
  */
-import type { ActionResultDTO, BulkPreviewDTO, OverviewDTO } from '../lib/dto.ts';
+import type { ActionResultDTO, BulkPreviewDTO, JobLiveDTO, OverviewDTO } from '../lib/dto.ts';
 import { withBasePath } from './base-path.ts';
 
 export const POLL = {
   overview: 5_000,
+  /** A job's progress on its page, while the job runs (the worker writes it at most once a second). */
+  jobProgress: 1_500,
 } as const;
 
 export const queryKeys = {
   overview: ['overview'] as const,
+  /** A job's live state and progress, per server render of its page (`readAt` names the render). */
+  jobLive: (id: string, readAt: string) => ['job-live', id, readAt] as const,
 };
 
 /** GETs `path` (the dashboard's own, `/api/…`: under the base path). */
@@ -42,6 +46,7 @@ export async function postJson<T = ActionResultDTO>(
 }
 
 export const fetchOverview = () => getJson<OverviewDTO>('/api/overview');
+export const fetchJobLive = (id: string) => getJson<JobLiveDTO>(`/api/jobs/${encodeURIComponent(id)}/progress`);
 export const previewBulk = (body: unknown) => postJson<BulkPreviewDTO>('/api/bulk/preview', body);
 export const previewGroup = (body: unknown) => postJson<BulkPreviewDTO>('/api/failures/preview', body);
 export const applyBulk = (body: unknown) => postJson('/api/bulk/apply', body);

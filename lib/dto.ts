@@ -79,12 +79,63 @@ export interface AuditDTO {
   reason: string | null;
 }
 
+/**
+ * What the job's completing attempt returned (docs/jobs.md, "Results, progress and waiting"):
+ * the value masked as the payload is (lib/redaction.ts: the kind version's paths, the configured
+ * ones, the well-known secret keys; hidden whole when the version is not registered), its text
+ * scrubbed of the payload's masked values (lib/dal/scrub.ts); or, when it was not kept, the
+ * marker saying why.
+ */
+export interface JobResultDTO {
+  attempt: number;
+  /** The value as masking left it; null when `marker` says it was not kept. */
+  value: unknown;
+  /** Why the value was not kept (`not stored: …`), scrubbed; null when it was. */
+  marker: string | null;
+  /** The paths masked, as they occur in this value. */
+  redactedPaths: string[];
+  /** Why the value is hidden whole (its kind version is not registered), or null. */
+  hidden: string | null;
+  /** Its size as stored JSON (or as it would have been, over the cap). */
+  bytes: number;
+  storedAt: string;
+}
+
+/** A job's latest progress report (its handler's `ctx.progress`), its message scrubbed as error text is. */
+export interface JobProgressDTO {
+  /** The attempt that reported it. */
+  attempt: number;
+  /** From 0 to 1. */
+  fraction: number;
+  /** `fraction` as a whole percentage, 0 to 100. */
+  percent: number;
+  message: string | null;
+  updatedAt: string;
+}
+
+/** What the job page polls while the job runs (GET /api/jobs/[id]/progress). */
+export interface JobLiveDTO {
+  state: JobState;
+  subState: SubState;
+  /** Attempts started: a progress report of an earlier one is said so. */
+  attempts: number;
+  progress: JobProgressDTO | null;
+  /** When the server read it (it names the snapshot a page was rendered with). */
+  readAt: string;
+}
+
 export interface JobDetailDTO {
   job: JobDTO;
   payload: unknown;
   redactedPaths: string[];
   /** Why the payload is hidden whole (its kind version is not registered), or null. */
   payloadHidden: string | null;
+  /** The stored result, or null when there is none (not completed, or its handler returned nothing). */
+  result: JobResultDTO | null;
+  /** What the page shows where there is no result. */
+  noResult: string;
+  /** The job's state and progress, which the page keeps polling while the job runs. */
+  live: JobLiveDTO;
   attempts: AttemptDTO[];
   audit: AuditDTO[];
   retryPlan: string;

@@ -169,6 +169,28 @@ export function payloadHiddenMessage(kind: string, version: number): string {
   );
 }
 
+/** Why a job page shows no result at all: as for its payload (payloadHiddenMessage). */
+export function resultHiddenMessage(kind: string, version: number): string {
+  return (
+    `The result is hidden: no worker has registered ${kind} v${version}, so the dashboard does not know which of its fields are secret. ` +
+    `It shows once a worker that runs this kind version has started; an admin may reveal it with the payload now (recorded in the audit log).`
+  );
+}
+
+/** What a job page says where it has no result, by the job's state. */
+export function noResultText(state: Job['state']): string {
+  switch (state) {
+    case 'done':
+      return 'No result: its handler returned nothing (or the job completed before results were kept).';
+    case 'dead':
+    case 'cancelled':
+      return 'No result: the job did not complete.';
+    case 'ready':
+    case 'running':
+      return 'No result yet: the job has not completed.';
+  }
+}
+
 /** What adding an admin's redacted path did, or why it was refused. */
 export function addRedactionMessage(kind: string, path: string, outcome: AddRedactedPathOutcome): string {
   if (outcome.applied) {

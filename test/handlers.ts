@@ -42,6 +42,25 @@ export const handlers = [
       return { snoozes: job.snoozes };
     },
   }),
+  // Reports progress(0.25, 'a quarter'), waits `stepMs`, reports progress(0.75, 'three
+  // quarters'), waits `stepMs` again and returns a small result that quotes its payload's
+  // customer, at the redacted path and in text: e2e/results-progress.spec.ts watches the job page's
+  // bar move without a reload, then the result appear, masked as the payload is.
+  defineHandler({
+    kind: 'test.progress',
+    versions: [1],
+    schema: z.object({ stepMs: z.int().min(0).max(20_000), customer: z.object({ email: z.string() }) }),
+    redact: ['customer.email'],
+    timeoutMs: 60_000,
+    async handle({ payload, signal, progress }) {
+      progress(0.25, 'a quarter');
+      await sleep(payload.stepMs, signal);
+      progress(0.75, 'three quarters');
+      await sleep(payload.stepMs, signal);
+      const { email } = payload.customer;
+      return { rows: 42, file: 'out.csv', customer: { email }, note: `sent to ${email}` };
+    },
+  }),
   // Echoes its payload, secrets and all, into its error, a cause and the stack, as a handler
   // that quotes a provider's refusal does: e2e/redaction.spec.ts checks none of it shows.
   defineHandler({

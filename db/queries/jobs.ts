@@ -11,6 +11,7 @@ import { attemptBudget, type AttemptBudget } from '../queue/attempt-cap.ts';
 import { attemptHistory, type AttemptRow } from '../queue/history.ts';
 import { JOB_COLUMNS, mapJob, type Job, type JobColumnsRow } from '../queue/job.ts';
 import { MAX_TAG_LENGTH } from '../queue/enqueue-spec.ts';
+import type { JobProgress, JobResult } from '../queue/results.ts';
 import { nameSchema, uuidSchema } from '../queue/validate.ts';
 import { inListState } from './sub-states.ts';
 
@@ -176,12 +177,52 @@ export interface AuditEntry {
   detail: Record<string, unknown>;
 }
 
+/**
+ * A job's stored result and its latest progress report (db/queue/results.ts, drizzle/0025), as
+ * two JSON columns beside the job's: each a primary-key look-up, in the job's own statement.
+ */
+const RESULT_COLUMNS = `(SELECT json_build_object('attempt', r.attempt, 'value', r.result, 'marker', r.marker, 'bytes', r.bytes, 'storedAt', r.stored_at)
+    FROM leasehold.job_results r WHERE r.job_id = jobs.id) AS result_json,
+  (SELECT json_build_object('attempt', p.attempt, 'fraction', p.fraction, 'message', p.message, 'updatedAt', p.updated_at)
+    FROM leasehold.job_progress p WHERE p.job_id = jobs.id) AS progress_json`;
+
+/** RESULT_COLUMNS as they arrive (json: the times are ISO text). */
+interface ResultColumnsRow {
+  result_json: { attempt: number; value: unknown; marker: string | null; bytes: number; storedAt: string } | null;
+  progress_json: { attempt: number; fraction: number; message: string | null; updatedAt: string } | null;
+}
+
+/** A job as its page shows it: with what its handler returned, and how far it got. */
+export type JobWithOutcome = { job: JobView; result: JobResult | null; progress: JobProgress | null };
+
+function mapJobWithOutcome(row: JobViewRow & ResultColumnsRow): JobWithOutcome {
+  const r = row.result_json;
+  const p = row.progress_json;
+  return {
+    job: mapJobView(row),
+    result: r && { attempt: r.attempt, value: r.value, marker: r.marker, bytes: r.bytes, storedAt: toDate(r.storedAt) },
+    progress: p && { attempt: p.attempt, fraction: p.fraction, message: p.message, updatedAt: toDate(p.updatedAt) },
+  };
+}
+
+const JOB_WITH_OUTCOME = (id: string) =>
+  sql`SELECT ${sql.raw(VIEW_COLUMNS)}, ${sql.raw(RESULT_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`;
+
+/**
+ * One job with its result and progress, without its history: what the job page polls while the
+ * job runs (one statement, by primary key). Null when there is no such job.
+ */
+export async function jobWithOutcome(executor: Executor, id: string): Promise<JobWithOutcome | null> {
+  const [row] = await run<JobViewRow & ResultColumnsRow>(executor, JOB_WITH_OUTCOME(id));
+  return row ? mapJobWithOutcome(row) : null;
+}
+
 export async function jobDetail(
   executor: Executor,
   id: string,
-): Promise<{ job: JobView; attempts: AttemptRow[]; audit: AuditEntry[] } | null> {
+): Promise<(JobWithOutcome & { attempts: AttemptRow[]; audit: AuditEntry[] }) | null> {
   const [jobs, attempts, audit] = await Promise.all([
-    run<JobViewRow>(executor, sql`SELECT ${sql.raw(VIEW_COLUMNS)} FROM leasehold.jobs WHERE id = ${id}::uuid`),
+    run<JobViewRow & ResultColumnsRow>(executor, JOB_WITH_OUTCOME(id)),
     attemptHistory(executor, id),
     run<AuditLogRow>(
       executor,
@@ -190,7 +231,7 @@ export async function jobDetail(
   ]);
   if (!jobs[0]) return null;
   return {
-    job: mapJobView(jobs[0]),
+    ...mapJobWithOutcome(jobs[0]),
     attempts,
     audit: audit.map(mapAudit),
   };

@@ -1,19 +1,29 @@
 import 'server-only';
-/** Reading jobs: the list, one job's detail, its unredacted payload, the failure groups. */
+/**
+ * Reading jobs: the list, one job's detail (with its result and progress), its live progress,
+ * its unredacted payload and result, the failure groups.
+ */
 import { redactedValues, scrubDetail } from '../../db/queue/error-detail.ts';
 import { type Job, whyWaiting } from '../../db/queue/index.ts';
 import { uuidSchema } from '../../db/queue/validate.ts';
-import { failureGroups, jobDetail, jobListSchema, listJobs, recordPayloadReveal } from '../../db/queries/jobs.ts';
+import {
+  failureGroups,
+  jobDetail,
+  jobListSchema,
+  jobWithOutcome,
+  listJobs,
+  recordPayloadReveal,
+} from '../../db/queries/jobs.ts';
 import { CANCELLABLE_FROM, RETRYABLE_FROM } from '../../db/states.ts';
 import { database } from '../db.ts';
-import type { FailureGroupDTO, JobDetailDTO, JobDTO } from '../dto.ts';
+import type { FailureGroupDTO, JobDetailDTO, JobDTO, JobLiveDTO } from '../dto.ts';
 import { InputError } from '../errors.ts';
-import { JOB_GONE, payloadHiddenMessage, retryPlan } from '../present.ts';
+import { JOB_GONE, noResultText, payloadHiddenMessage, retryPlan } from '../present.ts';
 import { redact } from '../redaction.ts';
 import { dropEmpty } from '../search-params.ts';
 import { parse } from './input.ts';
 import { redactionRulesFor } from './kinds.ts';
-import { auditDto, iso, jobDto, scrubAuditDto } from './mappers.ts';
+import { auditDto, iso, jobDto, jobLiveDto, resultDto, scrubAuditDto } from './mappers.ts';
 import { scrubFor, scrubJobDto, scrubPatterns, scrubsFor, scrubsForIds } from './scrub.ts';
 import { authorize, permits } from './policy.ts';
 
@@ -70,6 +80,10 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   const scrubOne = scrubFor(job.payload, paths);
   const scrub = (text: string | null) => (text === null ? null : scrubOne(text));
   const waiting = job.state === 'ready' ? ((await whyWaiting(database(), [job.id])).get(job.id) ?? []) : [];
+  // The result is masked as the payload is (the same paths, for every role: admins reveal it
+  // with the payload), and its text scrubbed of the payload's masked values, which a handler
+  // can echo into what it returns; a progress message is scrubbed as error text is.
+  const result = detail.result && resultDto(detail.result, job, paths, scrubOne);
   const dto = {
     ...scrubJobDto(jobDto(job, permits(user, 'cancelJob')), scrubOne),
     waiting: waiting.map((r) => scrubPatterns(r.text)),
@@ -79,6 +93,9 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
     payload: masked.payload,
     redactedPaths: masked.redacted,
     payloadHidden: masked.hidden ? payloadHiddenMessage(job.kind, job.kindVersion) : null,
+    result,
+    noResult: noResultText(job.state),
+    live: jobLiveDto(job, detail.progress, scrubOne),
     attempts: detail.attempts.map((a) => ({
       attempt: a.attempt,
       workerId: a.workerId,
@@ -95,13 +112,31 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
     can: {
       retry: permits(user, 'retryJob') && RETRYABLE_FROM.includes(job.state),
       cancel: permits(user, 'cancelJob') && CANCELLABLE_FROM.includes(job.state),
-      reveal: permits(user, 'revealPayload') && (masked.hidden || masked.redacted.length > 0),
+      reveal:
+        permits(user, 'revealPayload') &&
+        (masked.hidden || masked.redacted.length > 0 || (result !== null && result.redactedPaths.length > 0)),
     },
   };
 }
 
-/** Admin: the unredacted payload (a POST, so a link cannot do it), recorded in the audit log. */
-export async function revealPayload(id: string): Promise<{ payload: unknown }> {
+/**
+ * The job's state and progress, for the job page's poll while the job runs (GET
+ * /api/jobs/[id]/progress): one statement by primary key, the message scrubbed as on the page.
+ */
+export async function getJobProgress(id: string): Promise<JobLiveDTO> {
+  await authorize('getJobProgress');
+  const jobId = parse(uuidSchema, id, 'job id');
+  const found = await jobWithOutcome(database(), jobId);
+  if (!found) throw new InputError(JOB_GONE);
+  const paths = await redactionRulesFor(database(), found.job.kind, found.job.kindVersion);
+  return jobLiveDto(found.job, found.progress, scrubFor(found.job.payload, paths));
+}
+
+/**
+ * Admin: the unredacted payload, and the stored result when there is one (a POST, so a link
+ * cannot do it), recorded in the audit log as the payload's reveal.
+ */
+export async function revealPayload(id: string): Promise<{ payload: unknown; result?: unknown }> {
   const user = await authorize('revealPayload');
   const jobId = parse(uuidSchema, id, 'job id');
   const detail = await jobDetail(database(), jobId);
@@ -109,7 +144,8 @@ export async function revealPayload(id: string): Promise<{ payload: unknown }> {
   const auditId = await recordPayloadReveal(database(), { actor: user.email, jobId, role: user.role });
   // Gone between the read and the audit row: nothing is shown unaudited.
   if (auditId === null) throw new InputError(JOB_GONE);
-  return { payload: detail.job.payload };
+  const { result } = detail;
+  return { payload: detail.job.payload, ...(result && result.marker === null ? { result: result.value } : {}) };
 }
 
 export async function getFailureGroups(): Promise<{ groups: FailureGroupDTO[]; can: { retry: boolean } }> {

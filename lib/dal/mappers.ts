@@ -1,10 +1,12 @@
 import 'server-only';
 /** Row-model → DTO mappers: every Date becomes an ISO string, lease tokens only when asked. */
 import type { AuditEntry, JobView } from '../../db/queries/jobs.ts';
-import { attemptLine } from '../present.ts';
+import type { JobProgress, JobResult } from '../../db/queue/index.ts';
+import { attemptLine, resultHiddenMessage } from '../present.ts';
 import { subStateOf } from '../../db/states.ts';
-import type { AuditDTO, JobDTO } from '../dto.ts';
-import { scrubByAll, type Scrub } from './scrub.ts';
+import type { AuditDTO, JobDTO, JobLiveDTO, JobResultDTO } from '../dto.ts';
+import { redact } from '../redaction.ts';
+import { scrubByAll, scrubValue, type Scrub } from './scrub.ts';
 
 export const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -59,4 +61,46 @@ export function auditDto(a: AuditEntry): AuditDTO {
 /** An audit row with its reason scrubbed by its jobs' payloads (lib/dal/scrub.ts) and the secret-looking pairs. */
 export function scrubAuditDto(a: AuditDTO, scrubs: readonly Scrub[]): AuditDTO {
   return { ...a, reason: a.reason === null ? null : scrubByAll(a.reason, scrubs) };
+}
+
+/**
+ * A stored result as the job page shows it: masked by the kind version's `paths` as the payload
+ * is (null: not registered, hidden whole), then every string in it (keys too) scrubbed with the
+ * job's `scrub`; a marker scrubbed likewise.
+ */
+export function resultDto(
+  result: JobResult,
+  job: Pick<JobView, 'kind' | 'kindVersion'>,
+  paths: string[] | null,
+  scrub: Scrub,
+): JobResultDTO {
+  const masked = result.marker === null ? redact(result.value, paths) : null;
+  return {
+    attempt: result.attempt,
+    value: masked ? scrubValue(masked.payload, scrub) : null,
+    marker: result.marker === null ? null : scrub(result.marker),
+    // A path names the keys on the way, which a handler's result can make of its payload's values.
+    redactedPaths: masked ? masked.redacted.map(scrub) : [],
+    hidden: masked?.hidden ? resultHiddenMessage(job.kind, job.kindVersion) : null,
+    bytes: result.bytes,
+    storedAt: result.storedAt.toISOString(),
+  };
+}
+
+/** The job's state and latest progress report, its message scrubbed with the job's `scrub`. */
+export function jobLiveDto(job: JobView, progress: JobProgress | null, scrub: Scrub): JobLiveDTO {
+  const now = new Date();
+  return {
+    state: job.state,
+    subState: subStateOf(job, now),
+    attempts: job.attempts,
+    progress: progress && {
+      attempt: progress.attempt,
+      fraction: progress.fraction,
+      percent: Math.round(progress.fraction * 100),
+      message: progress.message === null ? null : scrub(progress.message),
+      updatedAt: progress.updatedAt.toISOString(),
+    },
+    readAt: now.toISOString(),
+  };
 }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
 import { useTestDatabase } from '../../test/db.ts';
 import { createSchedule, declareLimits, enqueueMany, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
+import { writeProgress } from '../../db/queue/results.ts';
 import { ROLES, type Role } from '../../db/schema.ts';
 import { upsertUser } from '../../db/users.ts';
 import { closeDatabase } from '../db.ts';
@@ -128,6 +129,22 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
           job: { id: job.id, state: 'dead' },
           payload: { orderId: 'o1', apiKey: MASK },
           redactedPaths: ['apiKey'],
+        }),
+    };
+  },
+  getJobProgress: async () => {
+    // A running job whose handler reported progress quoting a masked payload value.
+    const own = uniqueQueue('policy-progress');
+    const job = await addJob(t.db, { queue: own, payload: { orderId: 'o1', apiKey: 'k-secret' } });
+    const lease = await claimOne(t.db, own);
+    await writeProgress(t.db, lease, 0.5, 'halfway, as k-secret');
+    return {
+      call: () => dal.getJobProgress(job.id),
+      allowed: (result) =>
+        expect(result).toMatchObject({
+          state: 'running',
+          attempts: 1,
+          progress: { attempt: 1, fraction: 0.5, percent: 50, message: `halfway, as ${MASK}` },
         }),
     };
   },

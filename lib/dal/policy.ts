@@ -25,6 +25,7 @@ export const POLICY = {
   getMetrics: 'metrics-token',
   getJobs: 'viewer',
   getJobDetail: 'viewer',
+  getJobProgress: 'viewer',
   getFailureGroups: 'viewer',
   getAudit: 'viewer',
   getKinds: 'viewer',

@@ -16,6 +16,7 @@ import {
   failIfLeaseHeld,
   registerKinds,
 } from '../../db/queue/index.ts';
+import { writeProgress } from '../../db/queue/results.ts';
 import { upsertUser } from '../../db/users.ts';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
 import { useRoleDatabase } from '../../test/roles.ts';
@@ -98,6 +99,17 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
   getJobDetail: async () => {
     const job = await deadJob();
     expect(await dal.getJobDetail(job.id)).toMatchObject({ job: { id: job.id, state: 'dead' } });
+  },
+  getJobProgress: async () => {
+    // Read through job_progress, which the dashboard's role must be granted.
+    const queue = uniqueQueue('roles-progress');
+    const job = await addJob(admin.db, { queue });
+    const lease = await claimOne(admin.db, queue);
+    await writeProgress(admin.db, lease, 0.25, 'a quarter');
+    expect(await dal.getJobProgress(job.id)).toMatchObject({
+      state: 'running',
+      progress: { percent: 25, message: 'a quarter' },
+    });
   },
   getFailureGroups: async () => {
     await deadJob();

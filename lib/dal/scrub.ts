@@ -1,7 +1,8 @@
 import 'server-only';
 /**
  * What the dashboard shows of text that can quote a payload: error messages and stacks,
- * idempotency keys, trace ids, tags, failure-group examples and audit reasons. Each is scrubbed of
+ * idempotency keys, trace ids, tags, failure-group examples, audit reasons, and a job's result
+ * and progress message. Each is scrubbed of
  * the values its job's payload masks (the kind version's rules: redactionRulesFor; every value
  * when the version is not registered) and of the values of secret-looking keys the text spells
  * out itself (db/queue/redaction-rules.ts). For every role, admins too: the one way to see a
@@ -65,6 +66,20 @@ export function scrubJobDto(dto: JobDTO, scrub: Scrub): JobDTO {
     // A producer's text, as the key is: `customer:alice@example.com` can quote a masked value.
     tags: dto.tags.map(scrub),
   };
+}
+
+/**
+ * A JSON value with every string in it, keys and values, scrubbed: a handler's result can quote
+ * its payload anywhere. Called on a value lib/redaction.ts has masked, which is at most
+ * MAX_PAYLOAD_DEPTH + 1 levels deep (TOO_DEEP below that), so the recursion is bounded.
+ */
+export function scrubValue(value: unknown, scrub: Scrub): unknown {
+  if (typeof value === 'string') return scrub(value);
+  if (Array.isArray(value)) return value.map((v) => scrubValue(v, scrub));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, v]) => [scrub(key), scrubValue(v, scrub)]));
+  }
+  return value;
 }
 
 /** Text about several jobs (an audit reason): scrubbed by each of their payloads in turn. */

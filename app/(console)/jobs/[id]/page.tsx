@@ -2,12 +2,13 @@ import { notFound } from 'next/navigation';
 import { TableScroll } from '../../../../components/table-scroll.tsx';
 import { Fragment } from 'react';
 import { JobActions } from '../../../../components/job-actions.tsx';
+import { JobProgress } from '../../../../components/job-progress.tsx';
 import { JobTags } from '../../../../components/job-tags.tsx';
 import { MaskedPayload } from '../../../../components/masked-payload.tsx';
 import { RevealPayload } from '../../../../components/reveal-payload.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
 import { StateBadge } from '../../../../components/state-badge.tsx';
-import type { AttemptDTO, AuditDTO, JobDTO } from '../../../../lib/dto.ts';
+import type { AttemptDTO, AuditDTO, JobDetailDTO, JobDTO } from '../../../../lib/dto.ts';
 import { getJobDetail } from '../../../../lib/dal/index.ts';
 import { load } from '../../../../lib/page.ts';
 import { attemptOutcomeText, errorDetailSummary, errorDetailText, snoozeLine } from '../../../../lib/present.ts';
@@ -47,6 +48,7 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
           </ul>
         </>
       )}
+      <JobProgress id={job.id} initial={loaded.value.live} />
       {job.lastError && (
         <>
           <h2>Last error</h2>
@@ -69,6 +71,7 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
       >
         {can.reveal && <RevealPayload id={job.id} />}
       </MaskedPayload>
+      <ResultSection result={loaded.value.result} noResult={loaded.value.noResult} />
       <AttemptsSection attempts={attempts} />
       <AuditSection audit={audit} />
     </>
@@ -105,6 +108,40 @@ function JobFields({ job }: { job: JobDTO }) {
       <dt>tags</dt>
       <dd>{job.tags.length === 0 ? '—' : <JobTags tags={job.tags} />}</dd>
     </dl>
+  );
+}
+
+/** What the completing attempt returned, masked as the payload is; or why it was not kept; or that there is none. */
+function ResultSection({ result, noResult }: Pick<JobDetailDTO, 'result' | 'noResult'>) {
+  if (result && result.marker === null) {
+    return (
+      <MaskedPayload
+        title="Result"
+        payload={result.value}
+        redactedPaths={result.redactedPaths}
+        payloadHidden={result.hidden}
+        testId="result"
+        hiddenTestId="result-hidden"
+      >
+        <p className="muted">
+          Returned by attempt {result.attempt}, stored {result.storedAt} ({result.bytes} bytes of JSON).
+        </p>
+      </MaskedPayload>
+    );
+  }
+  return (
+    <>
+      <h2>Result</h2>
+      {result ? (
+        <p data-testid="result-marker">
+          {result.marker} (attempt {result.attempt}, {result.storedAt})
+        </p>
+      ) : (
+        <p className="muted" data-testid="result-none">
+          {noResult}
+        </p>
+      )}
+    </>
   );
 }
 
