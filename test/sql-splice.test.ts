@@ -142,6 +142,7 @@ const STRING_BUILT: Record<string, string> = {
   'cli/database-select.ts': 'CREATE and DROP DATABASE of names the tool made, escaped: DDL takes no parameters',
   'testing/database.ts': 'CREATE and DROP DATABASE of the test databases it names, quoted: DDL takes no parameters',
   'workers/listener.ts': 'LISTEN on the wake channel, escaped by escapeIdentifier: LISTEN takes no parameters',
+  'db/queue/results.ts': 'LISTEN and UNLISTEN on JOB_ENDED_CHANNEL, a constant name: LISTEN takes no parameters',
   'db/queue/executor.ts': 'sqlText itself: the conversion of a fixed $n text into a drizzle SQL object',
   'db/queue/claim.ts': "claimStatement: the claim's fixed text as a drizzle SQL object (sqlText), for EXPLAIN",
 };

@@ -119,7 +119,8 @@ describe('one attempt', () => {
 
   it('takes a handler that returns a plain value or throws before returning a promise', async () => {
     const plain = { ...handler(async () => {}), handle: () => 'done' as unknown as Promise<unknown> };
-    expect(await run(attemptOf(claimed(), plain), plain)).toEqual({ kind: 'completed' });
+    // What it returned comes with the completion: the job's result (docs/jobs.md).
+    expect(await run(attemptOf(claimed(), plain), plain)).toEqual({ kind: 'completed', value: 'done' });
     const sync: Handler = {
       ...handler(async () => {}),
       handle: () => {
