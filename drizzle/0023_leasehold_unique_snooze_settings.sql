@@ -43,7 +43,7 @@ BEGIN
          OR EXISTS (SELECT 1 FROM unnest(NEW.tags) t WHERE length(t) NOT BETWEEN 1 AND 64 OR t ~ '[[:cntrl:]]')
          OR (SELECT count(DISTINCT t) FROM unnest(NEW.tags) t) <> cardinality(NEW.tags)) THEN 'jobs_tags_check'
     WHEN NEW.options IS NOT NULL AND (jsonb_typeof(NEW.options) <> 'object'
-         OR EXISTS (SELECT 1 FROM jsonb_object_keys(NEW.options) k WHERE k NOT IN ('timeoutMs', 'backoff', 'uniqueKey'))
+         OR EXISTS (SELECT 1 FROM jsonb_object_keys(NEW.options) k WHERE k NOT IN ('timeoutMs', 'backoff', 'uniqueKey', 'awaitable'))
          OR (NEW.options ? 'timeoutMs' AND (jsonb_typeof(NEW.options->'timeoutMs') <> 'number'
              OR (NEW.options->>'timeoutMs')::numeric NOT BETWEEN 1 AND 86400000))
          OR (NEW.options ? 'backoff' AND (jsonb_typeof(NEW.options->'backoff') <> 'object'
@@ -52,7 +52,9 @@ BEGIN
              OR (NEW.options->'backoff'->>'baseMs')::numeric NOT BETWEEN 1 AND 86400000
              OR (NEW.options->'backoff'->>'maxMs')::numeric NOT BETWEEN (NEW.options->'backoff'->>'baseMs')::numeric AND 604800000))
          OR (NEW.options ? 'uniqueKey' AND (jsonb_typeof(NEW.options->'uniqueKey') <> 'string'
-             OR length(NEW.options->>'uniqueKey') NOT BETWEEN 1 AND 512))) THEN 'jobs_options_check'
+             OR length(NEW.options->>'uniqueKey') NOT BETWEEN 1 AND 512))
+         -- `awaitable` (drizzle/0025's waitForJob): true or absent.
+         OR (NEW.options ? 'awaitable' AND NEW.options->'awaitable' <> 'true'::jsonb)) THEN 'jobs_options_check'
   END;
   IF failed IS NOT NULL THEN
     RAISE EXCEPTION 'new row for relation "jobs" violates check constraint "%"', failed

@@ -121,6 +121,19 @@ export function failStatement(p: {
 // running → ready: a release (graceful shutdown)
 
 /**
+ * What a release and a snooze set alike: `ready` after `delaySeconds`, the attempt not charged
+ * (`released` grows by one), the sort key moved with the run time.
+ */
+function handedBack(delaySeconds: number): SQL {
+  const at = sql`statement_timestamp() + make_interval(secs => ${delaySeconds}::float8)`;
+  return sql`
+        state = 'ready',
+        released = j.released + 1,
+        run_at = ${at},
+        claim_at = ${at} - (j.run_at - j.claim_at),`;
+}
+
+/**
  * Gives the job back: `ready` after `delaySeconds`, the attempt not charged (`released` grows
  * by one, so the budget `attempts - released` is what it was before the claim, while the
  * attempt number, the fence, still only grows). Never refused for the budget: the job was
@@ -129,14 +142,9 @@ export function failStatement(p: {
  * @internal
  */
 export function releaseStatement(p: { id: string; token: string; delaySeconds: number; reason: string }): SQL {
-  const at = sql`statement_timestamp() + make_interval(secs => ${p.delaySeconds}::float8)`;
   return sql`
     WITH settled AS (
-      UPDATE leasehold.jobs j SET
-        state = 'ready',
-        released = j.released + 1,
-        run_at = ${at},
-        claim_at = ${at} - (j.run_at - j.claim_at),
+      UPDATE leasehold.jobs j SET${handedBack(p.delaySeconds)}
         ${sql.raw(END_LEASE)}, updated_at = statement_timestamp()
       FROM (SELECT ${p.token}::uuid AS token) t
       WHERE j.id = ${p.id}::uuid AND ${sql.raw(leaseHeld('j', 't.token'))}
@@ -155,8 +163,9 @@ export function releaseStatement(p: { id: string; token: string; delaySeconds: n
  * grows by one (the budget `attempts - released` is what it was before the claim), and the
  * job's snooze counters (`options.snoozes`, `options.snoozedMs`) grow, which the back-off
  * exponent leaves out. Refused, and nothing written, when the snooze would pass the cap
- * (`maxCount` snoozes, `maxTotalMs` in all): `capped` is then true, and the caller fails the
- * attempt instead. `held` false: the lease was lost.
+ * (`maxCount` snoozes, `maxTotalMs` in all): `held` is then true with no row settled, and the
+ * caller fails the attempt instead (snoozeIfLeaseHeld's `snooze_cap`). `held` false: the lease
+ * was lost.
  *
  * @internal
  */
@@ -167,16 +176,11 @@ export function snoozeStatement(p: {
   maxCount: number;
   maxTotalMs: number;
 }): SQL {
-  const at = sql`statement_timestamp() + make_interval(secs => ${p.ms / 1000}::float8)`;
   const snoozes = sql`coalesce((j.options->>'snoozes')::int, 0)`;
   const snoozedMs = sql`coalesce((j.options->>'snoozedMs')::bigint, 0)`;
   return sql`
     WITH settled AS (
-      UPDATE leasehold.jobs j SET
-        state = 'ready',
-        released = j.released + 1,
-        run_at = ${at},
-        claim_at = ${at} - (j.run_at - j.claim_at),
+      UPDATE leasehold.jobs j SET${handedBack(p.ms / 1000)}
         options = coalesce(j.options, '{}'::jsonb)
                   || jsonb_build_object('snoozes', ${snoozes} + 1, 'snoozedMs', ${snoozedMs} + ${p.ms}::bigint),
         ${sql.raw(END_LEASE)}, updated_at = statement_timestamp()
