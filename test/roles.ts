@@ -55,7 +55,21 @@ export async function roleDatabase(options: { fresh?: boolean } = {}): Promise<R
     const admin = new pg.Client({ connectionString: serverUrl });
     await admin.connect();
     try {
-      for (const login of Object.values(logins)) await admin.query(`DROP ROLE IF EXISTS ${login}`);
+      // Another file's run of the roles script sets every Leasehold login's timeouts, this
+      // file's too (ALTER ROLE … IN DATABASE, cluster-wide): a DROP that meets one fails with
+      // "tuple concurrently updated/deleted" (XX000), and is tried again.
+      for (const login of Object.values(logins)) {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await admin.query(`DROP ROLE IF EXISTS ${login}`);
+            break;
+          } catch (error) {
+            const raced = error instanceof Error && /tuple concurrently (updated|deleted)/.test(error.message);
+            if (!raced || attempt >= 10) throw error;
+            await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+          }
+        }
+      }
     } finally {
       await admin.end();
     }
