@@ -12,6 +12,7 @@ const INCLUDE = [
   'demo/**/*.test.ts',
   'chaos/**/*.test.ts',
   'bench/**/*.test.ts',
+  'deploy/**/*.test.ts',
 ];
 /** Test files whose assertions count the CPU time a process got: run alone, after the others. */
 const ALONE = ['bench/server-cpu.test.ts'];

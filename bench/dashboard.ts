@@ -4,7 +4,7 @@
  * with payloads of 1 to 4 kB of incompressible text, one attempt row per failed attempt),
  * vacuums it, then times every query the dashboard runs: median of 7 runs after a warm-up, in
  * milliseconds of round trip on this machine. Prints a table and JSON; exits 1 if any median is
- * over the 250 ms budget. The server: the embedded PostgreSQL 18, or the one DATABASE_URL names
+ * over its budget (250 ms; the health read, 50 ms). The server: the embedded PostgreSQL 18, or the one DATABASE_URL names
  * (e.g. the machine's PostgreSQL 15: DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres).
  *
  *   npm run bench:dashboard -- --jobs 1000000 [--payload-bytes 1000-4000] [--out DIR]
@@ -59,8 +59,15 @@ try {
   console.error(`[bench] seeded and vacuumed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
   const cases = await dashboardQueries(db);
-  const results: { name: string; medianMs: number; minMs: number; maxMs: number; withinBudget: boolean }[] = [];
-  for (const [label, work] of cases) {
+  const results: {
+    name: string;
+    medianMs: number;
+    minMs: number;
+    maxMs: number;
+    budgetMs: number;
+    withinBudget: boolean;
+  }[] = [];
+  for (const [label, work, budget = BUDGET_MS] of cases) {
     const times = await timeRuns(work);
     const median = times[3]!;
     results.push({
@@ -68,7 +75,8 @@ try {
       medianMs: round(median),
       minMs: round(times[0]!),
       maxMs: round(times[6]!),
-      withinBudget: median <= BUDGET_MS,
+      budgetMs: budget,
+      withinBudget: median <= budget,
     });
   }
   const [{ version, payloadBytes, jobsMb }] = (await run(
@@ -78,11 +86,13 @@ try {
                round(pg_total_relation_size('leasehold.jobs') / 1e6) AS "jobsMb"`,
   )) as [{ version: string; payloadBytes: string; jobsMb: string }];
   console.log(
-    `\nDashboard queries at ${total.toLocaleString('en')} jobs (PostgreSQL ${version}; payloads ${payloadBytes} bytes on average, jobs ${jobsMb} MB with its indexes and TOAST), median of 7, budget ${BUDGET_MS} ms\n`,
+    `\nDashboard queries at ${total.toLocaleString('en')} jobs (PostgreSQL ${version}; payloads ${payloadBytes} bytes on average, jobs ${jobsMb} MB with its indexes and TOAST), median of 7, budget ${BUDGET_MS} ms unless the row says\n`,
   );
-  console.log('| query | median ms | min | max | ≤ 250 ms |\n|---|---:|---:|---:|---|');
+  console.log('| query | median ms | min | max | budget ms | within |\n|---|---:|---:|---:|---:|---|');
   for (const r of results)
-    console.log(`| ${r.name} | ${r.medianMs} | ${r.minMs} | ${r.maxMs} | ${r.withinBudget ? 'yes' : '**no**'} |`);
+    console.log(
+      `| ${r.name} | ${r.medianMs} | ${r.minMs} | ${r.maxMs} | ${r.budgetMs} | ${r.withinBudget ? 'yes' : '**no**'} |`,
+    );
   if (values.out) {
     mkdirSync(values.out, { recursive: true });
     writeFileSync(

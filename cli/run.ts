@@ -63,6 +63,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./schedules.ts')).schedulesCommand,
   },
   {
+    name: 'health',
+    summary: 'PostgreSQL health (what holds the xmin horizon, dead rows, autovacuum) and backlog alerts; exit 0/1/2',
+    load: async () => (await import('./health.ts')).healthCommand,
+  },
+  {
     name: 'users',
     summary: 'add, disable or list the dashboard’s users',
     load: async () => (await import('./users.ts')).usersCommand,

@@ -232,7 +232,7 @@ BEGIN
   GRANT SELECT, INSERT, DELETE ON leasehold.job_attempts TO leasehold_worker;
   GRANT SELECT, DELETE ON leasehold.dedupe_keys TO leasehold_worker;
   GRANT SELECT ON leasehold.queues TO leasehold_worker;
-  GRANT SELECT, INSERT, DELETE, UPDATE (host, pid, queues, concurrency, version, code_version, last_seen_at)
+  GRANT SELECT, INSERT, DELETE, UPDATE (host, pid, queues, concurrency, version, code_version, schema_from, last_seen_at)
     ON leasehold.workers TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.receipts TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (job_id, attempt, lease_token, claimed_at)
@@ -259,8 +259,28 @@ BEGIN
     leasehold.limits, leasehold.limit_claims, leasehold.limit_starts,
     leasehold.grouped_ready_jobs, leasehold.ready_groups, leasehold.ready_rows,
     leasehold.group_limits, leasehold.group_claims, leasehold.schedules, leasehold.schedule_ticks,
-    leasehold.unique_keys, leasehold.job_results, leasehold.job_progress
+    leasehold.unique_keys, leasehold.job_results, leasehold.job_progress, leasehold.queue_alerts
     TO leasehold_dashboard;
+  -- An admin's backlog-alert threshold (drizzle/0026), with its audit row.
+  GRANT EXECUTE ON FUNCTION leasehold.set_queue_alert(text, text, double precision, text, text) TO leasehold_dashboard;
+  -- The health page (db/queries/health.ts) reads every session's transaction start and xmin,
+  -- the replication slots and the prepared transactions: pg_monitor's pg_read_all_stats part.
+  -- pg_read_all_stats, not all of pg_monitor: the page needs no pg_read_all_settings (it reads
+  -- only autovacuum and max_connections, which everyone may) and no pg_stat_scan_tables.
+  -- Granting it takes a superuser (or, from PostgreSQL 16, ADMIN OPTION on it): without one the
+  -- rest still applies, and the page marks those checks "not readable with this role's grants".
+  -- Granted once: the membership is the cluster's, shared by every database's run of this script.
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members m
+                 WHERE m.roleid = 'pg_read_all_stats'::regrole AND m.member = 'leasehold_dashboard'::regrole) THEN
+    BEGIN
+      GRANT pg_read_all_stats TO leasehold_dashboard;
+    EXCEPTION
+      WHEN insufficient_privilege THEN
+        RAISE NOTICE 'leasehold: pg_read_all_stats not granted to leasehold_dashboard (%): the health page cannot say how long the session holding the horizon has been open; a superuser runs GRANT pg_read_all_stats TO leasehold_dashboard', SQLERRM;
+      WHEN unique_violation THEN
+        NULL; -- another database's run granted it meanwhile
+    END;
+  END IF;
   -- An admin's schedule: create, change, pause, resume, reset to the code's, delete (drizzle/0022),
   -- each with its audit row.
   GRANT EXECUTE ON FUNCTION leasehold.set_schedule(text, text, jsonb, text, text) TO leasehold_dashboard;

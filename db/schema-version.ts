@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 19;
+export const SCHEMA_VERSION = 20;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -42,9 +42,12 @@ export const SCHEMA_VERSION = 19;
  * ready_groups: migration 0020) and enqueues with a group key; from 16 on: its grouped claims
  * lock and count their queues' group limits (group_limits, group_claims, lock_group_limits:
  * migration 0021); from 17 on: it declares its schedules and enqueues their ticks (schedules,
- * schedule_ticks and their functions: migration 0022), so the minimum is 17.
+ * schedule_ticks and their functions: migration 0022); from 18 on: uniqueness, tags and a job's
+ * own settings (migration 0023); from 19 on: results and progress (migration 0025); from 20 on:
+ * a worker records the oldest schema its code reads (workers.schema_from) and the dashboard reads
+ * the run-time alert thresholds (queue_alerts: migration 0026), so the minimum is 20.
  */
-export const SUPPORTED_SCHEMA = { min: 19, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 20, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

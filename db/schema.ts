@@ -72,6 +72,7 @@ export * from './schema-groups.ts';
 export * from './schema-schedules.ts';
 export * from './schema-unique.ts';
 export * from './schema-results.ts';
+export * from './schema-alerts.ts';
 
 /**
  * The jobs. Laid out for HOT updates (docs/design/schema-v1.md): no B-tree here names a column
@@ -456,6 +457,8 @@ export const workers = leasehold.table(
      * while it is live (db/queue/limits.ts).
      */
     codeVersion: integer('code_version'),
+    /** The oldest schema version its code reads (SUPPORTED_SCHEMA.min; drizzle/0026), NULL before 20. */
+    schemaFrom: integer('schema_from'),
     startedAt: tstz('started_at').notNull().defaultNow(),
     lastSeenAt: tstz('last_seen_at').notNull().defaultNow(),
   },

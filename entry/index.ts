@@ -38,6 +38,12 @@ export { migrateDatabase, pendingMigrationsSql, MigrationFailed, MigrationRefuse
 export type { MigrateOptions, MigrateResult } from '../db/migrate/index.ts';
 export { SCHEMA_VERSION, SUPPORTED_SCHEMA, schemaCompatibility } from '../db/schema-version.ts';
 
+// PostgreSQL's health and the queues' backlog alerts (docs/operations.md, "Reading the health page").
+export { readHealth } from '../db/queries/health.ts';
+export type { Health, HealthCheck, HorizonHolder, TableHealth } from '../db/queries/health.ts';
+export { listQueueAlerts, setQueueAlert } from '../db/queue/alerts.ts';
+export type { AlertFigure, QueueAlertOutcome, StoredAlert } from '../db/queue/alerts.ts';
+
 // Concurrency limits across every worker process: declare, set at run time (audited), list
 // (docs/flow-control.md).
 export {

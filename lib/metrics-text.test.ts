@@ -16,6 +16,43 @@ const queue = {
   waitingForKind: 10,
 };
 
+/** No alerts and a health with nothing to show but autovacuum: the families print their headers only. */
+const noHealth = {
+  checks: [],
+  tables: [],
+  horizonAgeSeconds: null,
+  horizonXidAge: null,
+  autovacuum: true,
+  connections: [],
+};
+
+/** The alert and health families' headers, with autovacuum's one sample. */
+const EMPTY_ALERT_AND_HEALTH = [
+  "# HELP leasehold_queue_alert_threshold A queue's backlog alert threshold in force (LEASEHOLD_QUEUE_ALERTS, or an admin's).",
+  '# TYPE leasehold_queue_alert_threshold gauge',
+  "# HELP leasehold_queue_alert_firing Whether the queue's figure is at or over the alert's threshold.",
+  '# TYPE leasehold_queue_alert_firing gauge',
+  "# HELP leasehold_health_check_state A health check's state: 0 ok, 1 warning, 2 critical (absent: not readable).",
+  '# TYPE leasehold_health_check_state gauge',
+  '# HELP leasehold_pg_table_live_tuples Live tuples of a Leasehold table (the statistics’ estimate).',
+  '# TYPE leasehold_pg_table_live_tuples gauge',
+  '# HELP leasehold_pg_table_dead_tuples Dead tuples of a Leasehold table, not yet vacuumed.',
+  '# TYPE leasehold_pg_table_dead_tuples gauge',
+  '# HELP leasehold_pg_table_bytes Size of a Leasehold table with its indexes and TOAST.',
+  '# TYPE leasehold_pg_table_bytes gauge',
+  '# HELP leasehold_pg_table_bloat_bytes Estimated bytes of a Leasehold table that dead tuples take.',
+  '# TYPE leasehold_pg_table_bloat_bytes gauge',
+  '# HELP leasehold_pg_horizon_age_seconds Seconds the transaction holding the oldest xmin has been open (absent: none, or not readable).',
+  '# TYPE leasehold_pg_horizon_age_seconds gauge',
+  '# HELP leasehold_pg_horizon_xid_age Transactions between the oldest xmin held and now (absent: not readable).',
+  '# TYPE leasehold_pg_horizon_xid_age gauge',
+  '# HELP leasehold_pg_autovacuum_enabled Whether the server runs autovacuum.',
+  '# TYPE leasehold_pg_autovacuum_enabled gauge',
+  'leasehold_pg_autovacuum_enabled 1',
+  '# HELP leasehold_pg_connections Connections to the server by application name.',
+  '# TYPE leasehold_pg_connections gauge',
+];
+
 describe('Prometheus text for /api/metrics', () => {
   it('renders every family in the order and spelling scrapers query', () => {
     expect(
@@ -36,6 +73,8 @@ describe('Prometheus text for /api/metrics', () => {
           { schedule: 'nightly', lastTickAgeSeconds: 3600.5, overdueSeconds: 0, paused: false },
           { schedule: 'new"one', lastTickAgeSeconds: null, overdueSeconds: 12.5, paused: true },
         ],
+        alerts: [],
+        health: noHealth,
       }),
     ).toBe(
       [
@@ -117,6 +156,7 @@ describe('Prometheus text for /api/metrics', () => {
         '# TYPE leasehold_schedule_paused gauge',
         'leasehold_schedule_paused{schedule="nightly"} 0',
         'leasehold_schedule_paused{schedule="new\\"one"} 1',
+        ...EMPTY_ALERT_AND_HEALTH,
         '',
       ].join('\n'),
     );
@@ -130,9 +170,90 @@ describe('Prometheus text for /api/metrics', () => {
       limits: [],
       groups: [],
       schedules: [],
+      alerts: [],
+      health: noHealth,
     });
     expect(text).toContain('leasehold_queue_paused{queue="a\\"b\\\\c\\nd"} 0\n');
     expect(text).toContain('leasehold_queue_oldest_ready_age_seconds{queue="a\\"b\\\\c\\nd"} 0\n');
     expect(text).toContain('# TYPE leasehold_dead_jobs gauge\n# HELP leasehold_notify_queue_usage');
+  });
+
+  it('renders the alerts and the health after the rest: thresholds, states, tables, horizon, connections', () => {
+    const text = metricsText({
+      queues: [],
+      dead: [],
+      notifyQueueUsage: 0,
+      limits: [],
+      groups: [],
+      schedules: [],
+      alerts: [
+        { queue: 'mail', alert: 'oldest_ready_age_seconds', threshold: 300, firing: true },
+        { queue: 'mail', alert: 'dead', threshold: 10, firing: false },
+        { queue: 'a"b', alert: 'waiting_for_kind', threshold: 1.5, firing: false },
+      ],
+      health: {
+        checks: [
+          { check: 'horizon', state: 'critical' },
+          { check: 'autovacuum', state: 'ok' },
+          { check: 'bloat', state: 'warning' },
+          { check: 'connections', state: 'unreadable' },
+        ],
+        tables: [{ table: 'jobs', liveTuples: 1200, deadTuples: 34, bytes: 819200, bloatBytes: 8192 }],
+        horizonAgeSeconds: 412.5,
+        horizonXidAge: 9001,
+        autovacuum: false,
+        connections: [
+          { application: 'leasehold-worker', count: 8 },
+          { application: '', count: 2 },
+        ],
+      },
+    });
+    const tail = text.slice(text.indexOf('# HELP leasehold_queue_alert_threshold'));
+    expect(tail).toBe(
+      [
+        "# HELP leasehold_queue_alert_threshold A queue's backlog alert threshold in force (LEASEHOLD_QUEUE_ALERTS, or an admin's).",
+        '# TYPE leasehold_queue_alert_threshold gauge',
+        'leasehold_queue_alert_threshold{queue="mail",alert="oldest_ready_age_seconds"} 300',
+        'leasehold_queue_alert_threshold{queue="mail",alert="dead"} 10',
+        'leasehold_queue_alert_threshold{queue="a\\"b",alert="waiting_for_kind"} 1.5',
+        "# HELP leasehold_queue_alert_firing Whether the queue's figure is at or over the alert's threshold.",
+        '# TYPE leasehold_queue_alert_firing gauge',
+        'leasehold_queue_alert_firing{queue="mail",alert="oldest_ready_age_seconds"} 1',
+        'leasehold_queue_alert_firing{queue="mail",alert="dead"} 0',
+        'leasehold_queue_alert_firing{queue="a\\"b",alert="waiting_for_kind"} 0',
+        "# HELP leasehold_health_check_state A health check's state: 0 ok, 1 warning, 2 critical (absent: not readable).",
+        '# TYPE leasehold_health_check_state gauge',
+        'leasehold_health_check_state{check="horizon"} 2',
+        'leasehold_health_check_state{check="autovacuum"} 0',
+        'leasehold_health_check_state{check="bloat"} 1',
+        '# HELP leasehold_pg_table_live_tuples Live tuples of a Leasehold table (the statistics’ estimate).',
+        '# TYPE leasehold_pg_table_live_tuples gauge',
+        'leasehold_pg_table_live_tuples{table="jobs"} 1200',
+        '# HELP leasehold_pg_table_dead_tuples Dead tuples of a Leasehold table, not yet vacuumed.',
+        '# TYPE leasehold_pg_table_dead_tuples gauge',
+        'leasehold_pg_table_dead_tuples{table="jobs"} 34',
+        '# HELP leasehold_pg_table_bytes Size of a Leasehold table with its indexes and TOAST.',
+        '# TYPE leasehold_pg_table_bytes gauge',
+        'leasehold_pg_table_bytes{table="jobs"} 819200',
+        '# HELP leasehold_pg_table_bloat_bytes Estimated bytes of a Leasehold table that dead tuples take.',
+        '# TYPE leasehold_pg_table_bloat_bytes gauge',
+        'leasehold_pg_table_bloat_bytes{table="jobs"} 8192',
+        '# HELP leasehold_pg_horizon_age_seconds Seconds the transaction holding the oldest xmin has been open (absent: none, or not readable).',
+        '# TYPE leasehold_pg_horizon_age_seconds gauge',
+        'leasehold_pg_horizon_age_seconds 412.5',
+        '# HELP leasehold_pg_horizon_xid_age Transactions between the oldest xmin held and now (absent: not readable).',
+        '# TYPE leasehold_pg_horizon_xid_age gauge',
+        'leasehold_pg_horizon_xid_age 9001',
+        '# HELP leasehold_pg_autovacuum_enabled Whether the server runs autovacuum.',
+        '# TYPE leasehold_pg_autovacuum_enabled gauge',
+        'leasehold_pg_autovacuum_enabled 0',
+        '# HELP leasehold_pg_connections Connections to the server by application name.',
+        '# TYPE leasehold_pg_connections gauge',
+        'leasehold_pg_connections{application="leasehold-worker"} 8',
+        'leasehold_pg_connections{application=""} 2',
+        '',
+      ].join('\n'),
+    );
+    expect(text).not.toContain('check="connections"');
   });
 });

@@ -1,10 +1,19 @@
 /**
  * Prometheus text exposition (format 0.0.4) of the metrics DTO: depth by queue and (sub-)state,
  * completions in the last hour, oldest ready age, paused flags, jobs waiting for a kind no live
- * worker runs, dead jobs by class, the NOTIFY queue's usage. The names,
- * order and label spelling are what scrapers and dashboards already query: change none lightly.
+ * worker runs, dead jobs by class, the NOTIFY queue's usage, limits, fair groups, schedules,
+ * the backlog alerts' thresholds and states, and PostgreSQL's health. The names, order and
+ * label spelling are what scrapers, dashboards and deploy/prometheus/leasehold-rules.yml already
+ * query: change none lightly (deploy/prometheus/rules.test.ts fails when a rule's metric is gone).
  */
-import type { GroupMetricsDTO, MetricsDTO, QueueDTO, ScheduleMetricsDTO } from './dto.ts';
+import type {
+  AlertMetricsDTO,
+  GroupMetricsDTO,
+  HealthMetricsDTO,
+  MetricsDTO,
+  QueueDTO,
+  ScheduleMetricsDTO,
+} from './dto.ts';
 
 const label = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
@@ -19,7 +28,16 @@ const STATE_LABELS = [
   ['cancelled', 'cancelled'],
 ] as const satisfies readonly (readonly [keyof QueueDTO, string])[];
 
-export function metricsText({ queues, dead, notifyQueueUsage, limits, groups, schedules }: MetricsDTO): string {
+export function metricsText({
+  queues,
+  dead,
+  notifyQueueUsage,
+  limits,
+  groups,
+  schedules,
+  alerts,
+  health,
+}: MetricsDTO): string {
   const lines = [
     '# HELP leasehold_queue_jobs Jobs by queue and (sub-)state.',
     '# TYPE leasehold_queue_jobs gauge',
@@ -67,6 +85,10 @@ export function metricsText({ queues, dead, notifyQueueUsage, limits, groups, sc
     ...limits.map((l) => `leasehold_limit_paused{limit="${label(l.limit)}"} ${l.paused ? 1 : 0}`),
     ...groupLines(groups),
     ...scheduleLines(schedules),
+    ...alertLines(alerts),
+    ...healthLines(health),
+    ...tableLines(health.tables),
+    ...serverLines(health),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -116,5 +138,70 @@ function scheduleLines(schedules: readonly ScheduleMetricsDTO[]): string[] {
     '# HELP leasehold_schedule_paused Whether an admin paused the schedule.',
     '# TYPE leasehold_schedule_paused gauge',
     ...schedules.map((s) => `leasehold_schedule_paused{${name(s)}} ${s.paused ? 1 : 0}`),
+  ];
+}
+
+/** The backlog alerts' series, per queue and alert: the threshold in force and whether it is reached. */
+function alertLines(alerts: readonly AlertMetricsDTO[]): string[] {
+  const labels = (a: AlertMetricsDTO) => `queue="${label(a.queue)}",alert="${label(a.alert)}"`;
+  return [
+    "# HELP leasehold_queue_alert_threshold A queue's backlog alert threshold in force (LEASEHOLD_QUEUE_ALERTS, or an admin's).",
+    '# TYPE leasehold_queue_alert_threshold gauge',
+    ...alerts.map((a) => `leasehold_queue_alert_threshold{${labels(a)}} ${a.threshold}`),
+    "# HELP leasehold_queue_alert_firing Whether the queue's figure is at or over the alert's threshold.",
+    '# TYPE leasehold_queue_alert_firing gauge',
+    ...alerts.map((a) => `leasehold_queue_alert_firing{${labels(a)}} ${a.firing ? 1 : 0}`),
+  ];
+}
+
+/** A health check's state as a number; `unreadable` has none (no series). */
+const CHECK_STATES = { ok: 0, warning: 1, critical: 2, unreadable: null } as const;
+
+/** The health checks' states, one series per check the role could read. */
+function healthLines({ checks }: HealthMetricsDTO): string[] {
+  return [
+    "# HELP leasehold_health_check_state A health check's state: 0 ok, 1 warning, 2 critical (absent: not readable).",
+    '# TYPE leasehold_health_check_state gauge',
+    ...checks.flatMap((c) => {
+      const state = CHECK_STATES[c.state];
+      return state === null ? [] : [`leasehold_health_check_state{check="${label(c.check)}"} ${state}`];
+    }),
+  ];
+}
+
+/** Each Leasehold table's tuples, size and estimated bloat. */
+function tableLines(tables: HealthMetricsDTO['tables']): string[] {
+  const name = (t: HealthMetricsDTO['tables'][number]) => `table="${label(t.table)}"`;
+  return [
+    '# HELP leasehold_pg_table_live_tuples Live tuples of a Leasehold table (the statistics’ estimate).',
+    '# TYPE leasehold_pg_table_live_tuples gauge',
+    ...tables.map((t) => `leasehold_pg_table_live_tuples{${name(t)}} ${t.liveTuples}`),
+    '# HELP leasehold_pg_table_dead_tuples Dead tuples of a Leasehold table, not yet vacuumed.',
+    '# TYPE leasehold_pg_table_dead_tuples gauge',
+    ...tables.map((t) => `leasehold_pg_table_dead_tuples{${name(t)}} ${t.deadTuples}`),
+    '# HELP leasehold_pg_table_bytes Size of a Leasehold table with its indexes and TOAST.',
+    '# TYPE leasehold_pg_table_bytes gauge',
+    ...tables.map((t) => `leasehold_pg_table_bytes{${name(t)}} ${t.bytes}`),
+    '# HELP leasehold_pg_table_bloat_bytes Estimated bytes of a Leasehold table that dead tuples take.',
+    '# TYPE leasehold_pg_table_bloat_bytes gauge',
+    ...tables.map((t) => `leasehold_pg_table_bloat_bytes{${name(t)}} ${t.bloatBytes}`),
+  ];
+}
+
+/** The server's figures: the xmin horizon (absent when not readable), autovacuum, connections. */
+function serverLines({ horizonAgeSeconds, horizonXidAge, autovacuum, connections }: HealthMetricsDTO): string[] {
+  return [
+    '# HELP leasehold_pg_horizon_age_seconds Seconds the transaction holding the oldest xmin has been open (absent: none, or not readable).',
+    '# TYPE leasehold_pg_horizon_age_seconds gauge',
+    ...(horizonAgeSeconds === null ? [] : [`leasehold_pg_horizon_age_seconds ${horizonAgeSeconds}`]),
+    '# HELP leasehold_pg_horizon_xid_age Transactions between the oldest xmin held and now (absent: not readable).',
+    '# TYPE leasehold_pg_horizon_xid_age gauge',
+    ...(horizonXidAge === null ? [] : [`leasehold_pg_horizon_xid_age ${horizonXidAge}`]),
+    '# HELP leasehold_pg_autovacuum_enabled Whether the server runs autovacuum.',
+    '# TYPE leasehold_pg_autovacuum_enabled gauge',
+    `leasehold_pg_autovacuum_enabled ${autovacuum ? 1 : 0}`,
+    '# HELP leasehold_pg_connections Connections to the server by application name.',
+    '# TYPE leasehold_pg_connections gauge',
+    ...connections.map((c) => `leasehold_pg_connections{application="${label(c.application)}"} ${c.count}`),
   ];
 }

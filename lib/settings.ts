@@ -10,6 +10,8 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { type AlertThresholds, parseAlertConfig } from '../db/queue/alerts.ts';
+import { LeaseholdInputError } from '../db/queue/errors.ts';
 import { redactedPathSchema } from '../db/queue/kinds.ts';
 import { ROLES, type Role } from '../db/schema.ts';
 import { NO_TRUSTED_PROXIES, parseTrustedProxies, type TrustedProxies } from './client-address.ts';
@@ -110,6 +112,10 @@ export const WEB_SETTINGS = {
   LEASEHOLD_METRICS_TOKEN: {
     default: 'none (`/api/metrics` off)',
     help: 'the bearer token `/api/metrics` takes: at least 32 random characters',
+  },
+  LEASEHOLD_QUEUE_ALERTS: {
+    default: 'none',
+    help: 'backlog-alert thresholds per queue (`*`: every queue), as JSON: `{"*": {"oldestReadyAge": "5m", "dead": 100, "waitingForKind": 1}}`; an admin’s run-time threshold wins (docs/operations.md)',
   },
   LEASEHOLD_REDACT_PATHS: {
     default: 'none',
@@ -248,6 +254,7 @@ const schema = z.object({
   LEASEHOLD_DEMO_USERS: flag,
   LEASEHOLD_BUILTIN_USERS: flag,
   LEASEHOLD_REDACT_PATHS: pathListSchema.optional(),
+  LEASEHOLD_QUEUE_ALERTS: z.string().max(100_000).optional(),
   LEASEHOLD_OIDC_ISSUER: z
     .url({ protocol: /^https?$/, error: 'LEASEHOLD_OIDC_ISSUER must be an http(s) URL' })
     .optional(),
@@ -304,6 +311,8 @@ export interface WebEnv {
   redactPaths: string[];
   /** Peers whose X-Forwarded-For names the client (lib/client-address.ts); none by default. */
   trustedProxies: TrustedProxies;
+  /** LEASEHOLD_QUEUE_ALERTS: the configured backlog-alert thresholds, by queue (`*`: every queue). */
+  queueAlerts: Map<string, AlertThresholds>;
 }
 
 /** The settings in `env` (process.env), or an Error whose message says every problem. */
@@ -348,6 +357,13 @@ export function parseWebEnv(env: Record<string, string | undefined>): WebEnv {
   const oidc = parseOidc(e);
   const trustedProxies = trustedProxiesOf(e.LEASEHOLD_TRUSTED_PROXIES);
   const builtinUsers = isOn(e.LEASEHOLD_BUILTIN_USERS, true);
+  let queueAlerts: Map<string, AlertThresholds>;
+  try {
+    queueAlerts = parseAlertConfig(e.LEASEHOLD_QUEUE_ALERTS);
+  } catch (error) {
+    const problems = error instanceof LeaseholdInputError ? error.problems.join('; ') : String(error);
+    throw new Error(`Leasehold dashboard: LEASEHOLD_QUEUE_ALERTS: ${problems}`);
+  }
   if (!builtinUsers && !oidc) {
     throw new Error(
       'Leasehold dashboard: LEASEHOLD_BUILTIN_USERS=false leaves no way to sign in: configure single sign-on (LEASEHOLD_OIDC_ISSUER, LEASEHOLD_OIDC_CLIENT_ID, LEASEHOLD_OIDC_CLIENT_SECRET) or turn built-in users back on',
@@ -364,6 +380,7 @@ export function parseWebEnv(env: Record<string, string | undefined>): WebEnv {
     oidc,
     redactPaths: [...new Set(e.LEASEHOLD_REDACT_PATHS ?? [])],
     trustedProxies,
+    queueAlerts,
   };
 }
 

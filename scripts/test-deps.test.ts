@@ -20,8 +20,8 @@ function deps(env: Record<string, string>) {
 }
 
 describe('scripts/test-deps.sh', () => {
-  it('passes quietly when Chromium, PgBouncer and faketime are there', () => {
-    const run = deps({ CHROMIUM_PATH: '/bin/sh', PGBOUNCER: '/bin/sh', FAKETIME: '/bin/sh' });
+  it('passes quietly when Chromium, PgBouncer, faketime and promtool are there', () => {
+    const run = deps({ CHROMIUM_PATH: '/bin/sh', PGBOUNCER: '/bin/sh', FAKETIME: '/bin/sh', PROMTOOL: '/bin/sh' });
     expect(run.status).toBe(0);
     expect(run.stdout + run.stderr).toBe('');
   });
@@ -31,12 +31,25 @@ describe('scripts/test-deps.sh', () => {
       CHROMIUM_PATH: '/nonexistent/chromium',
       PGBOUNCER: '/bin/sh',
       FAKETIME: '/nonexistent/faketime',
+      PROMTOOL: '/bin/sh',
     });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain("npm test needs Debian's chromium faketime");
     expect(run.stderr).toContain(
       "Install them as root:  sudo sh -c 'apt-get update && apt-get install -y chromium faketime'",
     );
+  });
+
+  it("names Debian's prometheus package when promtool is missing", () => {
+    const run = deps({
+      CHROMIUM_PATH: '/bin/sh',
+      PGBOUNCER: '/bin/sh',
+      FAKETIME: '/bin/sh',
+      PROMTOOL: '/nonexistent/promtool',
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain("npm test needs Debian's prometheus (");
+    expect(run.stderr).toContain("Install them as root:  sudo sh -c 'apt-get update && apt-get install -y prometheus'");
   });
 
   it('is what npm test runs first and what .ci/run calls instead of a list of its own', () => {

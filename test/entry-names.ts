@@ -64,6 +64,9 @@ export const ENTRIES: Record<'index' | 'worker' | 'testing', { values: string[];
       'getJob',
       'waitForJob',
       'snoozeIfLeaseHeld',
+      'readHealth',
+      'listQueueAlerts',
+      'setQueueAlert',
     ],
     types: [
       'ActionRefusal',
@@ -128,6 +131,13 @@ export const ENTRIES: Record<'index' | 'worker' | 'testing', { values: string[];
       'WaitOutcome',
       'Completion',
       'SnoozeOutcome',
+      'Health',
+      'HealthCheck',
+      'HorizonHolder',
+      'TableHealth',
+      'AlertFigure',
+      'QueueAlertOutcome',
+      'StoredAlert',
     ],
   },
   worker: {

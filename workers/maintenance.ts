@@ -9,7 +9,7 @@
  */
 import os from 'node:os';
 import type { Logger } from 'pino';
-import { SCHEMA_VERSION } from '../db/schema-version.ts';
+import { SCHEMA_VERSION, SUPPORTED_SCHEMA } from '../db/schema-version.ts';
 import {
   DEFAULT_UNKNOWN_KIND_GRACE_MS,
   deadIfKindUnrun,
@@ -131,6 +131,7 @@ export class Maintenance {
       concurrency: s.concurrency,
       version: this.deps.version ?? null,
       codeVersion: SCHEMA_VERSION,
+      schemaFrom: SUPPORTED_SCHEMA.min,
       kinds: (this.deps.kinds ?? []).map((k) => ({ kind: k.kind, version: k.version })),
     };
   }

@@ -23,6 +23,8 @@ export interface WorkerInfo {
   version?: string | null;
   /** The schema version of the Leasehold code it runs (SCHEMA_VERSION); a worker passes its own. */
   codeVersion?: number | null;
+  /** The oldest schema version its code reads (SUPPORTED_SCHEMA.min); a worker passes its own. */
+  schemaFrom?: number | null;
   /** The kind versions it runs (its handlers'). */
   kinds?: readonly { kind: string; version: number }[] | undefined;
 }
@@ -33,11 +35,12 @@ export async function registerWorker(executor: Executor, info: WorkerInfo): Prom
   await run(
     executor,
     sql`WITH entry AS (
-          INSERT INTO leasehold.workers (id, host, pid, queues, concurrency, version, code_version)
+          INSERT INTO leasehold.workers (id, host, pid, queues, concurrency, version, code_version, schema_from)
           VALUES (${info.id}, ${info.host}, ${info.pid}, ${sql.param(info.queues)}::text[], ${info.concurrency}, ${info.version ?? null},
-                  ${info.codeVersion ?? null}::int)
+                  ${info.codeVersion ?? null}::int, ${info.schemaFrom ?? null}::int)
           ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
             concurrency = excluded.concurrency, version = excluded.version, code_version = excluded.code_version,
+            schema_from = excluded.schema_from,
             last_seen_at = statement_timestamp()
           RETURNING id
         ),
@@ -73,6 +76,10 @@ export async function removeStaleWorkers(executor: Executor, staleAfterSeconds: 
   return rows.length;
 }
 
+/**
+ * Workers seen within `seenWithinSeconds`, oldest first: each with the schema range its code
+ * reads (code_version back to schema_from; null for older code) and the kind versions it runs.
+ */
 export async function listWorkers(executor: Executor, seenWithinSeconds: number) {
   const rows = await run<{
     id: string;
@@ -81,12 +88,18 @@ export async function listWorkers(executor: Executor, seenWithinSeconds: number)
     queues: string[];
     concurrency: number;
     version: string | null;
+    code_version: number | null;
+    schema_from: number | null;
+    kinds: { kind: string; version: number }[];
     started_at: PgTimestamp;
     last_seen_at: PgTimestamp;
   }>(
     executor,
-    sql`SELECT id, host, pid, queues, concurrency, version, started_at, last_seen_at FROM leasehold.workers
-        WHERE last_seen_at >= statement_timestamp() - make_interval(secs => ${seenWithinSeconds}::float8) ORDER BY started_at`,
+    sql`SELECT w.id, w.host, w.pid, w.queues, w.concurrency, w.version, w.code_version, w.schema_from, w.started_at, w.last_seen_at,
+          coalesce((SELECT jsonb_agg(jsonb_build_object('kind', k.kind, 'version', k.version) ORDER BY k.kind, k.version)
+                    FROM leasehold.worker_kinds k WHERE k.worker_id = w.id), '[]'::jsonb) AS kinds
+        FROM leasehold.workers w
+        WHERE w.last_seen_at >= statement_timestamp() - make_interval(secs => ${seenWithinSeconds}::float8) ORDER BY w.started_at`,
   );
   return rows.map((r) => ({
     id: r.id,
@@ -95,6 +108,9 @@ export async function listWorkers(executor: Executor, seenWithinSeconds: number)
     queues: r.queues,
     concurrency: r.concurrency,
     version: r.version,
+    codeVersion: r.code_version,
+    schemaFrom: r.schema_from,
+    kinds: r.kinds,
     startedAt: toDate(r.started_at),
     lastSeenAt: toDate(r.last_seen_at),
   }));
