@@ -12,6 +12,8 @@ const LINKS = [
   { href: '/kinds', label: 'Kinds' },
   { href: '/limits', label: 'Limits' },
   { href: '/schedules', label: 'Schedules' },
+  { href: '/workers', label: 'Workers' },
+  { href: '/health', label: 'Health' },
   { href: '/audit', label: 'Audit log' },
 ];
 

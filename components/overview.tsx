@@ -13,9 +13,10 @@ import {
   XAxis,
   YAxis,
 } from 'recharts';
-import type { OverviewDTO, QueueDTO } from '../lib/dto.ts';
+import type { OverviewDTO, QueueAlertDTO, QueueDTO } from '../lib/dto.ts';
 import { fetchOverview, POLL, postJson, queryKeys } from './queries.ts';
 import { withBasePath } from './base-path.ts';
+import { ALERT_LABEL } from './queue-alerts.tsx';
 import { TableScroll } from './table-scroll.tsx';
 
 const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
@@ -123,12 +124,13 @@ function BacklogSection({ data, onToggle }: { data: OverviewDTO; onToggle: Toggl
           </BarChart>
         </ResponsiveContainer>
       </div>
-      <BacklogTable queues={data.queues} canPause={data.can.pause} onToggle={onToggle} />
+      <BacklogTable queues={data.queues} alerts={data.alerts} canPause={data.can.pause} onToggle={onToggle} />
     </section>
   );
 }
 
-function BacklogTable({ queues, canPause, onToggle }: { queues: QueueDTO[]; canPause: boolean; onToggle: Toggle }) {
+function BacklogTable(props: { queues: QueueDTO[]; alerts: QueueAlertDTO[]; canPause: boolean; onToggle: Toggle }) {
+  const { queues, canPause, onToggle } = props;
   return (
     <TableScroll label="Backlog by queue">
       <table data-testid="backlog-table">
@@ -147,7 +149,13 @@ function BacklogTable({ queues, canPause, onToggle }: { queues: QueueDTO[]; canP
         </thead>
         <tbody>
           {queues.map((q) => (
-            <BacklogRow key={q.queue} q={q} canPause={canPause} onToggle={onToggle} />
+            <BacklogRow
+              key={q.queue}
+              q={q}
+              alerts={props.alerts.filter((a) => a.queue === q.queue)}
+              canPause={canPause}
+              onToggle={onToggle}
+            />
           ))}
           {queues.length === 0 && (
             <tr>
@@ -160,12 +168,23 @@ function BacklogTable({ queues, canPause, onToggle }: { queues: QueueDTO[]; canP
   );
 }
 
-function BacklogRow({ q, canPause, onToggle }: { q: QueueDTO; canPause: boolean; onToggle: Toggle }) {
+function BacklogRow(props: { q: QueueDTO; alerts: QueueAlertDTO[]; canPause: boolean; onToggle: Toggle }) {
+  const { q, canPause, onToggle } = props;
   return (
-    <tr>
+    <tr data-testid={`backlog-${q.queue}`}>
       <td>
         <a href={withBasePath(`/jobs?queue=${encodeURIComponent(q.queue)}`)}>{q.queue}</a>
-        {q.paused && <span className="badge paused">paused</span>}{' '}
+        {q.paused && <span className="badge paused">paused</span>}
+        {props.alerts.map((a) => (
+          <span
+            key={a.alert}
+            className="badge health-critical"
+            title={a.sentence ?? undefined}
+            data-testid="over-alert"
+          >
+            over alert: {ALERT_LABEL[a.alert].short} {a.valueText} ≥ {a.thresholdText}
+          </span>
+        ))}{' '}
         <a className="muted" href={withBasePath(`/queues/${encodeURIComponent(q.queue)}`)}>
           groups<span className="visually-hidden"> of queue {q.queue}</span>
         </a>

@@ -3,17 +3,34 @@
  * React Query keys, fetchers and polling intervals, in one place. Polling pauses while the tab
  * is hidden (refetchIntervalInBackground stays false).
  */
-import type { ActionResultDTO, BulkPreviewDTO, JobLiveDTO, OverviewDTO } from '../lib/dto.ts';
+import type {
+  ActionResultDTO,
+  BulkPreviewDTO,
+  HealthDTO,
+  JobLiveDTO,
+  OverviewDTO,
+  QueueAlertsDTO,
+  WorkersDTO,
+} from '../lib/dto.ts';
 import { withBasePath } from './base-path.ts';
 
 export const POLL = {
   overview: 5_000,
+  /** The Health page: the checks, what holds the horizon, the tables. */
+  health: 5_000,
+  /** The backlog alerts (on the Health page). */
+  alerts: 5_000,
+  /** The Workers page. */
+  workers: 5_000,
   /** A job's progress on its page, while the job runs (the worker writes it at most once a second). */
   jobProgress: 1_500,
 } as const;
 
 export const queryKeys = {
   overview: ['overview'] as const,
+  health: ['health'] as const,
+  alerts: ['alerts'] as const,
+  workers: ['workers'] as const,
   /** A job's live state and progress, per server render of its page (`readAt` names the render). */
   jobLive: (id: string, readAt: string) => ['job-live', id, readAt] as const,
 };
@@ -46,6 +63,9 @@ export async function postJson<T = ActionResultDTO>(
 }
 
 export const fetchOverview = () => getJson<OverviewDTO>('/api/overview');
+export const fetchHealth = () => getJson<HealthDTO>('/api/health');
+export const fetchQueueAlerts = () => getJson<QueueAlertsDTO>('/api/alerts');
+export const fetchWorkers = () => getJson<WorkersDTO>('/api/workers');
 export const fetchJobLive = (id: string) => getJson<JobLiveDTO>(`/api/jobs/${encodeURIComponent(id)}/progress`);
 export const previewBulk = (body: unknown) => postJson<BulkPreviewDTO>('/api/bulk/preview', body);
 export const previewGroup = (body: unknown) => postJson<BulkPreviewDTO>('/api/failures/preview', body);

@@ -20,6 +20,7 @@ import {
   registerKinds,
   setGroupLimit,
 } from '../db/queue/index.ts';
+import { setQueueAlert } from '../db/queue/alerts.ts';
 import { db, deadJob, expect, FROM_DASHBOARD, login, test, tickedSchedule, uniqueQueue } from './fixtures.ts';
 import { expectVisibleFocus, loginByKeyboard, tabTo } from './keyboard-kit.ts';
 
@@ -215,6 +216,30 @@ const PAGES: Record<string, PageCase> = {
       },
     ],
   },
+  '/health': {
+    url: () => '/health',
+    ready: async (page, seed) => {
+      await expect(page.getByTestId('check-horizon').getByTestId('check-state')).toBeVisible();
+      await expect(page.getByTestId(`alert-${seed.queue}-dead`).getByTestId('alert-firing')).toHaveText('firing');
+    },
+    dialogs: [
+      {
+        name: 'set-alert',
+        open: async (page) => {
+          await page.getByRole('button', { name: 'Set a backlog alert' }).click();
+          const dialog = page.getByRole('dialog', { name: 'Set a backlog alert' });
+          await expect(dialog.getByLabel('Queue')).toBeFocused();
+          return dialog;
+        },
+      },
+    ],
+  },
+  '/workers': {
+    url: () => '/workers',
+    ready: async (page) => {
+      await expect(page.getByTestId('live-workers-table')).toContainText('e2e-work');
+    },
+  },
   '/audit': {
     url: () => '/audit',
     ready: async (page, seed) => {
@@ -224,7 +249,8 @@ const PAGES: Record<string, PageCase> = {
 };
 
 /**
- * A dead job (with a failed attempt) in a queue of its own, audit rows on that queue, a ready
+ * A dead job (with a failed attempt) in a queue of its own (a backlog alert on its dead jobs
+ * firing), audit rows on that queue, a ready
  * job in another queue (the jobs page's bulk cancel finds none in the first), a limit, and a
  * paused schedule that has ticked.
  */
@@ -263,6 +289,8 @@ async function seed(page: Page): Promise<Seed> {
   ]);
   const { name: schedule } = await tickedSchedule(scheduled, { scope: 'all', apiKey: 'a11y-seed-key' });
   await pauseSchedule(db(), schedule, { actor: 'admin@example.com', reason: 'a11y seed' });
+  // A backlog alert firing on the dead job's queue: the Health page's alerts and the overview's mark.
+  await setQueueAlert(db(), { queue, alert: 'dead', threshold: 1, actor: 'admin@example.com' });
   // Audit rows: the admin pauses and resumes the queue (the page's session is the admin's).
   for (const action of ['pause', 'resume']) {
     const answer = await page.request.post(`/api/queues/${queue}/${action}`, { headers: FROM_DASHBOARD });
@@ -464,6 +492,8 @@ test.describe('keyboard', () => {
       ['Kinds', /\/kinds$/],
       ['Limits', /\/limits$/],
       ['Schedules', /\/schedules$/],
+      ['Workers', /\/workers$/],
+      ['Health', /\/health$/],
       ['Audit log', /\/audit$/],
       ['Overview', /\/$/],
     ] as const) {

@@ -6,6 +6,7 @@
 import type { AttemptBudget } from '../db/queue/attempt-cap.ts';
 import type { AttemptRow, failureGroups } from '../db/queries/jobs.ts';
 import type { KindEntry } from '../db/queries/kinds.ts';
+import type { Health, HorizonHolder } from '../db/queries/health.ts';
 import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview.ts';
 import type { Role } from '../db/schema.ts';
 import type { FailureClass, JobState, LimitScope, ListState } from '../db/states.ts';
@@ -190,6 +191,62 @@ export interface LimitsDTO {
   can: { set: boolean };
 }
 
+/** What holds the horizon back (db/queries/health.ts), with its sentence (`holderText`). */
+export type HorizonHolderDTO = Jsonified<HorizonHolder> & { text: string };
+
+/**
+ * PostgreSQL's health as the dashboard's role reads it (db/queries/health.ts): the checks with
+ * their states and sentences, the tables, the horizon's holders (a session's client address and
+ * query for admins only, else null), NOTIFY, connections, autovacuum. Times as ISO strings.
+ */
+export type HealthDTO = Omit<Jsonified<Health>, 'holders'> & {
+  holders: HorizonHolderDTO[];
+  /** Whether the holding sessions' client addresses and queries are read (admins). */
+  sessionDetail: boolean;
+};
+
+/** A live worker (db/queue/worker-registry.ts, listWorkers): versions, schema range, kind versions. */
+export type WorkerDTO = OverviewDTO['workers'][number];
+
+/** The Workers page: the live workers, and per queue the ready jobs of a kind none of them runs. */
+export interface WorkersDTO {
+  generatedAt: string;
+  /** A worker is live while it reported within this many seconds. */
+  liveWithinSeconds: number;
+  workers: WorkerDTO[];
+  /** Queues with ready, scheduled or retrying jobs whose kind version no live worker runs. */
+  waitingForKind: { queue: string; jobs: number }[];
+}
+
+/**
+ * A queue's backlog alert in force (db/queue/alerts.ts, evaluateAlerts): its threshold (seconds
+ * for the age, else a count) and where it comes from, the figure now, and whether it fires.
+ */
+export interface QueueAlertDTO {
+  queue: string;
+  alert: 'oldest_ready_age_seconds' | 'dead' | 'waiting_for_kind';
+  threshold: number;
+  source: 'run time' | 'configuration';
+  value: number;
+  /** The threshold and the figure as the page says them: `5 min` for the age, `100` for a count. */
+  thresholdText: string;
+  valueText: string;
+  firing: boolean;
+  /** Set while firing: `emails: oldest ready job’s age 7 min is at or over its threshold of 5 min`. */
+  sentence: string | null;
+  /** Who set a run-time threshold, and when (null for a configured one). */
+  setBy: string | null;
+  setAt: string | null;
+}
+
+export interface QueueAlertsDTO {
+  generatedAt: string;
+  alerts: QueueAlertDTO[];
+  /** The queues the backlog knows (with jobs or a queue row): the form offers them. */
+  queues: string[];
+  can: { set: boolean };
+}
+
 /** One group of a queue on its page (db/queue/group-limits.ts, listGroups). */
 export interface GroupDTO {
   group: string;
@@ -277,7 +334,11 @@ export interface ScheduleDetailDTO {
 /** Per-queue backlog: already a plain, serialisable shape in the read model. */
 export type QueueDTO = QueueBacklog;
 
-export type OverviewDTO = Jsonified<Overview> & { can: { pause: boolean } };
+export type OverviewDTO = Jsonified<Overview> & {
+  /** The backlog alerts firing now: the backlog table marks their queues. */
+  alerts: QueueAlertDTO[];
+  can: { pause: boolean };
+};
 
 /** What /api/metrics renders as Prometheus text (lib/metrics-text.ts); never sent to a browser. */
 export interface MetricsDTO {
@@ -291,6 +352,33 @@ export interface MetricsDTO {
   groups: GroupMetricsDTO[];
   /** Every schedule (docs/scheduling.md). */
   schedules: ScheduleMetricsDTO[];
+  /** Per queue, each backlog alert's threshold in force and whether the queue is at or over it. */
+  alerts: AlertMetricsDTO[];
+  /** PostgreSQL's health as the dashboard's role reads it (db/queries/health.ts). */
+  health: HealthMetricsDTO;
+}
+
+/** A queue's backlog alert (db/queue/alerts.ts): fires when the figure is at or over the threshold. */
+export interface AlertMetricsDTO {
+  queue: string;
+  alert: 'oldest_ready_age_seconds' | 'dead' | 'waiting_for_kind';
+  threshold: number;
+  firing: boolean;
+}
+
+/** The health figures the metrics expose (db/queries/health.ts). */
+export interface HealthMetricsDTO {
+  /** Each check's state; a check the role cannot read is `unreadable` (no series). */
+  checks: { check: string; state: 'ok' | 'warning' | 'critical' | 'unreadable' }[];
+  /** Each Leasehold table: its tuples, its size with its indexes, and the estimated bloat. */
+  tables: { table: string; liveTuples: number; deadTuples: number; bytes: number; bloatBytes: number }[];
+  /** Seconds the transaction holding the oldest xmin has been open (null: none, or not readable). */
+  horizonAgeSeconds: number | null;
+  /** Transactions between the oldest xmin held and now (null: not readable). */
+  horizonXidAge: number | null;
+  autovacuum: boolean;
+  /** Connections to the server by application name ('' for none). */
+  connections: { application: string; count: number }[];
 }
 
 /** A schedule as the metrics show it. */

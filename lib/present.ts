@@ -18,6 +18,8 @@ import {
   type SingleActionOutcome,
 } from '../db/queue/index.ts';
 import { rateText } from '../db/queue/limit-rate.ts';
+import { ALERT_FIGURE_TEXT, type AlertFigure, type QueueAlertOutcome } from '../db/queue/alerts.ts';
+import { duration } from '../db/queries/health.ts';
 import type { AttemptOutcome } from '../db/states.ts';
 
 export type OperatorAction = 'retry' | 'cancel';
@@ -303,6 +305,30 @@ export function setLimitMessage(
 /** A run-time change of a limit refused, by the dashboard or by the queue: nothing was written. */
 export function limitRefusedMessage(key: string, problems: string[]): string {
   return `${key} was not changed: ${problems.join('; ')}.`;
+}
+
+/** A backlog alert's threshold as a sentence says it: `5 min` for the age, `100` for a count. */
+export function alertThresholdText(alert: AlertFigure, threshold: number | null): string {
+  if (threshold === null) return 'none';
+  return alert === 'oldest_ready_age_seconds' ? duration(threshold) : threshold.toLocaleString('en-US');
+}
+
+const alertName = (queue: string, alert: AlertFigure) =>
+  `the alert of queue ${queue} on the ${ALERT_FIGURE_TEXT[alert].text}`;
+
+/** What an admin's run-time threshold of a backlog alert did (setQueueAlert's outcome). */
+export function setQueueAlertMessage(queue: string, alert: AlertFigure, outcome: QueueAlertOutcome): string {
+  const was = `was ${alertThresholdText(alert, outcome.before)}`;
+  return outcome.after === null
+    ? `Cleared ${alertName(queue, alert)} (${was}): a configured threshold applies again, if there is one. Recorded in the audit log.`
+    : `Saved ${alertName(queue, alert)}: it fires at ${alertThresholdText(alert, outcome.after)} or more (${was}). Recorded in the audit log.`;
+}
+
+/** A backlog alert's change refused, by the dashboard or by the queue: nothing was written. */
+export function queueAlertRefusedMessage(queue: string, alert: AlertFigure, problems: string[]): string {
+  const said = problems.map((p) => p.replace(/\.$/, '')).join('; ');
+  const name = alertName(queue, alert);
+  return `${name.charAt(0).toUpperCase()}${name.slice(1)} was not changed: ${said}. Nothing was written.`;
 }
 
 /** Why a schedule's change was refused, by its verdict (db/queue/schedule-admin.ts, ScheduleChange). */

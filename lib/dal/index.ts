@@ -11,6 +11,7 @@ export { getFailureGroups, getJobDetail, getJobProgress, getJobs, revealPayload 
 export { getAudit } from './audit.ts';
 export { addKindRedaction, getKinds, removeKindRedaction } from './kinds.ts';
 export { getLimits, setLimitValues } from './limits.ts';
+export { getHealth, getQueueAlerts, getWorkers, setQueueAlertValue } from './health.ts';
 export { getQueueGroups, setGroupMax, setGroupPaused } from './groups.ts';
 export { getScheduleDetail, getSchedules, setScheduleCron, setSchedulePaused } from './schedules.ts';
 export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions.ts';

@@ -5,13 +5,18 @@ import 'server-only';
  */
 import { groupedQueueNames, listGroups, listLimits, listSchedules } from '../../db/queue/index.ts';
 import { backlog, deadByClass, notifyQueueUsage, overview } from '../../db/queries/overview.ts';
+import { evaluateAlerts, listQueueAlerts } from '../../db/queue/alerts.ts';
+import { readHealth } from '../../db/queries/health.ts';
 import { database } from '../db.ts';
+import { webEnv } from '../env.ts';
 import type { GroupMetricsDTO, MetricsDTO, OverviewDTO } from '../dto.ts';
+import { queueAlertsOf } from './health.ts';
 import { authorize, authorizeMetricsToken, permits } from './policy.ts';
 
 export async function getOverview(): Promise<OverviewDTO> {
   const user = await authorize('getOverview');
   const o = await overview(database());
+  const alerts = await queueAlertsOf(o.queues);
   return {
     generatedAt: o.generatedAt.toISOString(),
     queues: o.queues,
@@ -24,6 +29,7 @@ export async function getOverview(): Promise<OverviewDTO> {
       lastSeenAt: w.lastSeenAt.toISOString(),
     })),
     waitingForKind: o.waitingForKind,
+    alerts: alerts.filter((a) => a.firing),
     can: { pause: permits(user, 'setQueuePaused') },
   };
 }
@@ -31,13 +37,16 @@ export async function getOverview(): Promise<OverviewDTO> {
 /** For a scraper: `authorization` is the request's Authorization header (`Bearer <token>`). */
 export async function getMetrics(authorization: string | null): Promise<MetricsDTO> {
   authorizeMetricsToken('getMetrics', authorization);
-  const [queues, dead, notifyUsage, limits, schedules] = await Promise.all([
+  const [queues, dead, notifyUsage, limits, schedules, stored, health] = await Promise.all([
     backlog(database()),
     deadByClass(database()),
     notifyQueueUsage(database()),
     listLimits(database()),
     listSchedules(database()),
+    listQueueAlerts(database()),
+    readHealth(database(), { admin: false }),
   ]);
+  const holder = health.holders[0];
   return {
     queues,
     dead,
@@ -57,6 +66,26 @@ export async function getMetrics(authorization: string | null): Promise<MetricsD
       overdueSeconds: s.overdueMs / 1000,
       paused: s.paused,
     })),
+    alerts: evaluateAlerts(queues, webEnv().queueAlerts, stored).map((a) => ({
+      queue: a.queue,
+      alert: a.alert,
+      threshold: a.threshold,
+      firing: a.firing,
+    })),
+    health: {
+      checks: health.checks.map((c) => ({ check: c.check, state: c.state })),
+      tables: health.tables.map((t) => ({
+        table: t.table,
+        liveTuples: t.liveTuples,
+        deadTuples: t.deadTuples,
+        bytes: t.tableBytes + t.indexBytes,
+        bloatBytes: t.bloatBytes,
+      })),
+      horizonAgeSeconds: holder?.ageSeconds ?? null,
+      horizonXidAge: holder ? holder.xidAge : health.activityReadable ? 0 : null,
+      autovacuum: health.autovacuum,
+      connections: health.connections,
+    },
   };
 }
 

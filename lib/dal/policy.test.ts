@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
 import { useTestDatabase } from '../../test/db.ts';
 import { createSchedule, declareLimits, enqueueMany, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
+import { setQueueAlert } from '../../db/queue/alerts.ts';
+import { registerWorker } from '../../db/queue/worker-registry.ts';
 import { writeProgress } from '../../db/queue/results.ts';
 import { ROLES, type Role } from '../../db/schema.ts';
 import { upsertUser } from '../../db/users.ts';
@@ -80,7 +82,7 @@ async function stateOf(id: string) {
   return rows[0]?.state;
 }
 
-/** Everything a DAL function could write: jobs, queues, kinds, redaction rules, limits, schedules and the audit log, as one fingerprint. */
+/** Everything a DAL function could write: jobs, queues, kinds, redaction rules, limits, schedules, backlog alerts and the audit log, as one fingerprint. */
 async function snapshot() {
   const { rows } = await t.pool.query(`
     SELECT (SELECT count(*) FROM leasehold.audit_log) AS audit,
@@ -89,7 +91,8 @@ async function snapshot() {
            (SELECT md5(coalesce(string_agg(kind || version || redacted_paths::text, ',' ORDER BY kind, version), '')) FROM leasehold.kinds) AS kinds,
            (SELECT md5(coalesce(string_agg(kind || ':' || path, ',' ORDER BY kind, path), '')) FROM leasehold.kind_redactions) AS rules,
            (SELECT md5(coalesce(string_agg(row(key, set_max, set_rate, set_per_ms, set_by)::text, ',' ORDER BY key), '')) FROM leasehold.limits) AS limits,
-           (SELECT md5(coalesce(string_agg(row(name, cron, timezone, paused, paused_reason, overridden, updated_at)::text, ',' ORDER BY name), '')) FROM leasehold.schedules) AS schedules`);
+           (SELECT md5(coalesce(string_agg(row(name, cron, timezone, paused, paused_reason, overridden, updated_at)::text, ',' ORDER BY name), '')) FROM leasehold.schedules) AS schedules,
+           (SELECT md5(coalesce(string_agg(row(queue, alert, threshold, set_by)::text, ',' ORDER BY queue, alert), '')) FROM leasehold.queue_alerts) AS alerts`);
   return rows[0];
 }
 
@@ -347,6 +350,110 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
         expect(result).toMatchObject({ ok: true });
         const { rows } = await t.pool.query('SELECT cron, timezone FROM leasehold.schedules WHERE name = $1', [name]);
         expect(rows).toEqual([{ cron: '0 0 2 1 *', timezone: 'Europe/Berlin' }]);
+      },
+    };
+  },
+  getHealth: async () => {
+    // A session of its own holding a transaction (an xid): named as a holder, its client address
+    // and query only for an admin.
+    const holder = await t.pool.connect();
+    await holder.query(`SET application_name = 'policy-holder'`);
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_current_xact_id()');
+    const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const pid = rows[0]!.pid;
+    return {
+      call: async () => {
+        try {
+          return await dal.getHealth();
+        } finally {
+          await holder.query('COMMIT');
+          holder.release();
+        }
+      },
+      allowed: (result, session) => {
+        const health = result as {
+          checks: { check: string }[];
+          holders: Record<string, unknown>[];
+          sessionDetail: boolean;
+        };
+        expect(health.checks.map((c) => c.check)).toEqual(
+          expect.arrayContaining(['autovacuum', 'horizon', 'dead_tuples', 'notify_queue', 'connections']),
+        );
+        const held = health.holders.find((h) => h.holder === 'session' && h.pid === pid);
+        expect(held).toMatchObject({ application: 'policy-holder', transactionStart: expect.any(String) });
+        expect(health.sessionDetail).toBe(session === 'admin');
+        if (session === 'admin') expect(held!.query).toBe('SELECT pg_backend_pid() AS pid');
+        else expect(held).toMatchObject({ clientAddress: null, query: null });
+      },
+    };
+  },
+  getWorkers: async () => {
+    const id = uniqueQueue('policy-worker');
+    const queue = uniqueQueue('policy-unrun');
+    await registerWorker(t.db, {
+      id,
+      host: 'policy-host',
+      pid: 4711,
+      queues: [queue],
+      concurrency: 3,
+      version: '9.9.9-policy',
+      codeVersion: 20,
+      schemaFrom: 19,
+      kinds: [{ kind: 'test.noop', version: 1 }],
+    });
+    await enqueueMany(t.db, [{ queue, kind: 'policy.unrun' }]);
+    return {
+      call: () => dal.getWorkers(),
+      allowed: (result) => {
+        const workers = result as { workers: { id: string }[]; waitingForKind: { queue: string; jobs: number }[] };
+        expect(workers.workers.find((w) => w.id === id)).toMatchObject({
+          version: '9.9.9-policy',
+          codeVersion: 20,
+          schemaFrom: 19,
+          kinds: [{ kind: 'test.noop', version: 1 }],
+          queues: [queue],
+          concurrency: 3,
+          lastSeenAt: expect.any(String),
+        });
+        expect(workers.waitingForKind).toContainEqual({ queue, jobs: 1 });
+      },
+    };
+  },
+  getQueueAlerts: async () => {
+    const queue = uniqueQueue('policy-alerts');
+    await addJob(t.db, { queue });
+    await setQueueAlert(t.db, { queue, alert: 'dead', threshold: 5, actor: 'seed@policy.example.com' });
+    return {
+      call: () => dal.getQueueAlerts(),
+      allowed: (result, session) => {
+        const alerts = result as { alerts: unknown[]; can: { set: boolean } };
+        expect(alerts.alerts).toContainEqual(
+          expect.objectContaining({
+            queue,
+            alert: 'dead',
+            threshold: 5,
+            source: 'run time',
+            value: 0,
+            firing: false,
+            setBy: 'seed@policy.example.com',
+          }),
+        );
+        expect(alerts.can.set).toBe(session === 'admin');
+      },
+    };
+  },
+  setQueueAlertValue: async () => {
+    const queue = uniqueQueue('policy-set-alert');
+    await addJob(t.db, { queue });
+    return {
+      call: () => dal.setQueueAlertValue({ queue, alert: 'oldest_ready_age_seconds', threshold: '5m', reason: 'slo' }),
+      allowed: async (result, session) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query('SELECT threshold, set_by FROM leasehold.queue_alerts WHERE queue = $1', [
+          queue,
+        ]);
+        expect(rows).toEqual([{ threshold: 300, set_by: email(session!) }]);
       },
     };
   },

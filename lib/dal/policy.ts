@@ -47,6 +47,10 @@ export const POLICY = {
   getScheduleDetail: 'viewer',
   setSchedulePaused: 'admin',
   setScheduleCron: 'admin',
+  getHealth: 'viewer',
+  getWorkers: 'viewer',
+  getQueueAlerts: 'viewer',
+  setQueueAlertValue: 'admin',
 } as const satisfies Record<string, Rule>;
 
 export type DalFunction = keyof typeof POLICY;

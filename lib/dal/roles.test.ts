@@ -17,6 +17,7 @@ import {
   registerKinds,
 } from '../../db/queue/index.ts';
 import { writeProgress } from '../../db/queue/results.ts';
+import { registerWorker } from '../../db/queue/worker-registry.ts';
 import { upsertUser } from '../../db/users.ts';
 import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
 import { useRoleDatabase } from '../../test/roles.ts';
@@ -252,6 +253,48 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
     const name = await schedule();
     expect(await dal.setScheduleCron({ name, cron: '0 0 2 1 *' })).toMatchObject({ ok: true });
     expect((await dal.getScheduleDetail({ name }))?.schedule).toMatchObject({ cron: '0 0 2 1 *', overridden: true });
+  },
+  getHealth: async () => {
+    // Every check read, none refused: the role reads other sessions' transactions (pg_read_all_stats).
+    const health = await dal.getHealth();
+    expect(health.checks.map((c) => c.check)).toEqual(
+      expect.arrayContaining(['autovacuum', 'horizon', 'dead_tuples', 'notify_queue', 'connections']),
+    );
+    expect(health.tables.map((t) => t.table)).toContain('jobs');
+    expect(health.activityReadable).toBe(true);
+  },
+  getWorkers: async () => {
+    const id = uniqueQueue('roles-worker');
+    await registerKinds(admin.db, [
+      { kind: id, version: 2, defaultQueue: 'default', displayName: id, redactedPaths: [], rerunSafe: false },
+    ]);
+    await registerWorker(admin.db, {
+      id,
+      host: 'roles-host',
+      pid: 1,
+      queues: ['roles-q'],
+      concurrency: 1,
+      version: '9.9.9-roles',
+      codeVersion: 20,
+      schemaFrom: 20,
+      kinds: [{ kind: id, version: 2 }],
+    });
+    expect((await dal.getWorkers()).workers.find((w) => w.id === id)).toMatchObject({
+      version: '9.9.9-roles',
+      kinds: [{ kind: id, version: 2 }],
+    });
+  },
+  getQueueAlerts: async () => {
+    expect(await dal.getQueueAlerts()).toMatchObject({ alerts: expect.any(Array), can: { set: true } });
+  },
+  setQueueAlertValue: async () => {
+    // set_queue_alert, and queue_alerts read back.
+    const queue = uniqueQueue('roles-alert');
+    await addJob(admin.db, { queue });
+    expect(await dal.setQueueAlertValue({ queue, alert: 'dead', threshold: '3' })).toMatchObject({ ok: true });
+    expect((await dal.getQueueAlerts()).alerts).toContainEqual(
+      expect.objectContaining({ queue, alert: 'dead', threshold: 3, source: 'run time', setBy: ADMIN }),
+    );
   },
   setQueuePaused: async () => {
     const queue = uniqueQueue('roles-pause');
