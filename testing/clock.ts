@@ -70,14 +70,16 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /**
- * Time columns deliberately left alone, not queue time: when migrations were applied, and the
+ * Time columns deliberately left alone, not queue time: when migrations were applied, the
  * dashboard's sign-in state (failed guesses and session versions are security bookkeeping a
- * test of the queue's clock has no business moving).
+ * test of the queue's clock has no business moving), and when an admin set an alert threshold.
  */
 export const UNSHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   migrations: ['applied_at'],
   sign_in_throttle: ['first_failure_at', 'last_failure_at', 'blocked_until', 'audit_minute'],
   session_versions: ['updated_at'],
+  // When an admin set a backlog-alert threshold: shown beside it, read by nothing that runs jobs.
+  queue_alerts: ['set_at'],
 };
 
 /** A CTE shifting the rows of a ready table (`ready_jobs`, `grouped_ready_jobs`) whose job is not ready with them. */

@@ -61,8 +61,12 @@ function start(queue: string, options: { leaseSeconds?: number; jobs?: Handler[]
 }
 
 /** The thread the worker started for the next isolated attempt, with a promise of its exit code. */
-async function nextThread(): Promise<{ thread: Isolate; exited: Promise<number | null> }> {
-  const thread = await until('an isolated handler’s thread started', async () => [...isolatedThreads()][0]);
+async function nextThread(mode?: Isolate['mode']): Promise<{ thread: Isolate; exited: Promise<number | null> }> {
+  // With `mode`, an isolate of that mode: a thread an earlier test's worker started may still be
+  // on its way out when the next test's starts (seen on a loaded CI run).
+  const thread = await until(`an isolated handler’s ${mode ?? 'thread'} started`, async () =>
+    [...isolatedThreads()].find((t) => mode === undefined || t.mode === mode),
+  );
   return { thread, exited: new Promise((resolve) => thread.once('exit', resolve)) };
 }
 
@@ -202,7 +206,7 @@ describe('isolated handlers in a child process', () => {
     const { worker, lines } = start(queue);
     const job = await enqueue(t.db, { queue, kind: 'iso.spin-process', maxAttempts: 1 });
     await worker.start();
-    const { thread, exited } = await nextThread();
+    const { thread, exited } = await nextThread('process');
     expect(thread.mode).toBe('process');
     const spinning = await until('the handler is in its loop', async () => lines.find((l) => l.msg === 'spinning'));
     expect(spinning.childPid).not.toBe(process.pid);
