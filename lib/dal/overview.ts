@@ -4,11 +4,9 @@ import 'server-only';
  * the metrics /api/metrics renders from the same read models.
  */
 import { groupedQueueNames, listGroups, listLimits, listSchedules } from '../../db/queue/index.ts';
-import { backlog, deadByClass, notifyQueueUsage, overview } from '../../db/queries/overview.ts';
-import { evaluateAlerts, listQueueAlerts } from '../../db/queue/alerts.ts';
+import { backlog, deadByClass, overview } from '../../db/queries/overview.ts';
 import { readHealth } from '../../db/queries/health.ts';
 import { database } from '../db.ts';
-import { webEnv } from '../env.ts';
 import type { GroupMetricsDTO, MetricsDTO, OverviewDTO } from '../dto.ts';
 import { queueAlertsOf } from './health.ts';
 import { authorize, authorizeMetricsToken, permits } from './policy.ts';
@@ -37,20 +35,19 @@ export async function getOverview(): Promise<OverviewDTO> {
 /** For a scraper: `authorization` is the request's Authorization header (`Bearer <token>`). */
 export async function getMetrics(authorization: string | null): Promise<MetricsDTO> {
   authorizeMetricsToken('getMetrics', authorization);
-  const [queues, dead, notifyUsage, limits, schedules, stored, health] = await Promise.all([
+  // The health read has the NOTIFY queue's usage too: not read a second time.
+  const [queues, dead, limits, schedules, health] = await Promise.all([
     backlog(database()),
     deadByClass(database()),
-    notifyQueueUsage(database()),
     listLimits(database()),
     listSchedules(database()),
-    listQueueAlerts(database()),
     readHealth(database(), { admin: false }),
   ]);
   const holder = health.holders[0];
   return {
     queues,
     dead,
-    notifyQueueUsage: notifyUsage,
+    notifyQueueUsage: health.notifyQueueUsage,
     limits: limits.map((l) => ({
       limit: l.key,
       max: l.max,
@@ -66,7 +63,7 @@ export async function getMetrics(authorization: string | null): Promise<MetricsD
       overdueSeconds: s.overdueMs / 1000,
       paused: s.paused,
     })),
-    alerts: evaluateAlerts(queues, webEnv().queueAlerts, stored).map((a) => ({
+    alerts: (await queueAlertsOf(queues)).map((a) => ({
       queue: a.queue,
       alert: a.alert,
       threshold: a.threshold,
