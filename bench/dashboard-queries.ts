@@ -5,14 +5,9 @@
 import { sql } from 'drizzle-orm';
 import { readHealth } from '../db/queries/health.ts';
 import type { Db } from '../db/client.ts';
-import {
-  attemptsHistogram,
-  backlog,
-  deadByClass,
-  failureClassesSince,
-  overview,
-  throughputLastHour,
-} from '../db/queries/overview.ts';
+import { attemptsHistogram, backlog, deadByClass, failureClassesSince, overview } from '../db/queries/overview.ts';
+import { queueHistory } from '../db/queries/history.ts';
+import { recordQueueHistory } from '../db/queue/queue-history.ts';
 import { auditListSchema, failureGroups, jobDetail, jobListSchema, listAudit, listJobs } from '../db/queries/jobs.ts';
 import { run } from '../db/queue/executor.ts';
 
@@ -103,6 +98,27 @@ export async function seedHistory(
     SELECT id, attempts, queue, kind, 'w1', gen_random_uuid(), started_at, finished_at, 'failed', failure_class, last_error, 1000
     FROM leasehold.jobs WHERE state = 'dead'`,
   );
+  // The per-minute rollup the finishing statements write (7 days of it), and the queues'
+  // history the maintenance records from it: recorded once as the first round after an upgrade
+  // would (7 days recounted), plus 83 older days of hours as 90 days of rounds would leave.
+  await run(
+    db,
+    sql`
+    INSERT INTO leasehold.finished_rollup (minute, queue, kind, state, attempts, shard, jobs)
+    SELECT date_trunc('minute', finished_at), queue, kind, state, attempts, 0, count(*)::int
+    FROM leasehold.jobs WHERE state IN ('done', 'dead', 'cancelled') GROUP BY 1, 2, 3, 4, 5`,
+  );
+  const started = performance.now();
+  await recordQueueHistory(db);
+  console.error(`[bench] first history round (7 days recounted): ${Math.round(performance.now() - started)} ms`);
+  await run(
+    db,
+    sql`
+    INSERT INTO leasehold.queue_hours (hour, queue, done, dead, failed_attempts, ready, running, oldest_ready_seconds)
+    SELECT date_bin('1 hour', now(), '2000-01-01 00:00:00+00'::timestamptz) - h * interval '1 hour', q, 200 + h % 50, h % 7,
+           h % 13, 50 + h % 40, 8, (h % 90)::float8
+    FROM generate_series(7 * 24 + 1, 90 * 24 - 1) h, unnest(ARRAY['receipts','emails','webhooks','reports']) q`,
+  );
   await run(
     db,
     sql`
@@ -125,7 +141,11 @@ export async function dashboardQueries(db: Db): Promise<[string, () => Promise<u
     // Labels lose their parentheses in case names: these two must differ outside them.
     ['  failure classes, last hour', () => failureClassesSince(db, '1 hour')],
     ['  failure classes, last 24 h', () => failureClassesSince(db, '1 day')],
-    ['  throughput per minute (1 h)', () => throughputLastHour(db)],
+    ['history 1 h, every queue (per minute)', () => queueHistory(db, '1h')],
+    ['history 24 h, every queue (per 15 min)', () => queueHistory(db, '24h')],
+    ['history 7 d, one queue (per hour)', () => queueHistory(db, '7d', 'emails')],
+    ['history 90 d, every queue (per day)', () => queueHistory(db, '90d')],
+    ['history round (maintenance, once a minute)', () => recordQueueHistory(db)],
     ['dead jobs by class (/api/metrics)', () => deadByClass(db)],
     ['jobs list: newest', list({})],
     ['jobs list: dead in one queue', list({ state: 'dead', queue: 'emails' })],

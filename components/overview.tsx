@@ -1,23 +1,14 @@
 'use client';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import {
-  Area,
-  AreaChart,
-  Bar,
-  BarChart,
-  CartesianGrid,
-  Legend,
-  ResponsiveContainer,
-  Tooltip,
-  XAxis,
-  YAxis,
-} from 'recharts';
+import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import type { OverviewDTO, QueueAlertDTO, QueueDTO } from '../lib/dto.ts';
 import { fetchOverview, POLL, postJson, queryKeys } from './queries.ts';
 import { withBasePath } from './base-path.ts';
 import { ALERT_LABEL } from './queue-alerts.tsx';
 import { TableScroll } from './table-scroll.tsx';
+import { AXIS, TOOLTIP, age, legendText } from './chart-theme.tsx';
+import { HistorySection } from './history.tsx';
 
 const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
   { key: 'ready', label: 'ready', color: 'var(--chart-ready)' },
@@ -29,25 +20,6 @@ const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
   { key: 'cancelled', label: 'cancelled', color: 'var(--chart-cancelled)' },
   { key: 'doneLastHour', label: 'done (last hour)', color: 'var(--chart-done)' },
 ];
-
-/** Axes and tooltips in the theme's colours (globals.css): readable on light and dark alike. */
-const AXIS = { tick: { fill: 'var(--chart-text)' }, stroke: 'var(--chart-grid)' };
-const TOOLTIP = {
-  contentStyle: { background: 'var(--surface)', border: '1px solid var(--border)', color: 'var(--text)' },
-  labelStyle: { color: 'var(--text)' },
-  cursor: { fill: 'var(--surface-2)' },
-};
-
-/** Legend labels in the text colour (recharts colours them as their series: too pale to read). */
-const legendText = (value: string) => <span className="legend-text">{value}</span>;
-
-export function age(seconds: number | null): string {
-  if (seconds === null) return '—';
-  if (seconds < 60) return `${Math.round(seconds)} s`;
-  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
-  if (seconds < 86400) return `${(seconds / 3600).toFixed(1)} h`;
-  return `${(seconds / 86400).toFixed(1)} d`;
-}
 
 export function OverviewPanel() {
   const { data, error, isPending } = useQuery({
@@ -85,7 +57,7 @@ function OverviewView({ data }: { data: OverviewDTO }) {
       )}
 
       <BacklogSection data={data} onToggle={toggle} />
-      <ThroughputSection throughput={data.throughput} />
+      <HistorySection queues={data.queues.map((q) => q.queue)} />
 
       <div className="two">
         <AttemptsSection attempts={data.attempts} />
@@ -99,6 +71,41 @@ function OverviewView({ data }: { data: OverviewDTO }) {
 
 type Toggle = (queue: string, paused: boolean) => Promise<void>;
 
+/** Live work apart from outcomes: a few hundred done jobs must not hide a growing ready backlog. */
+const LIVE_STATES = new Set<keyof QueueDTO>(['ready', 'scheduled', 'retrying', 'running', 'leaseExpired']);
+
+function QueueChart(props: { testId: string; title: string; states: typeof STATES; queues: QueueDTO[] }) {
+  return (
+    <figure className="history-figure">
+      <figcaption>
+        <h3>{props.title}</h3>
+      </figcaption>
+      {/* The same counts are in the table below, per queue. */}
+      <div className="chart" data-testid={props.testId}>
+        <ResponsiveContainer width="100%" height={240}>
+          <BarChart data={props.queues}>
+            <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
+            <XAxis dataKey="queue" {...AXIS} />
+            <YAxis allowDecimals={false} {...AXIS} />
+            <Tooltip {...TOOLTIP} />
+            <Legend formatter={legendText} />
+            {props.states.map((st) => (
+              <Bar
+                key={st.key}
+                dataKey={st.key}
+                name={st.label}
+                stackId="a"
+                fill={st.color}
+                isAnimationActive={false}
+              />
+            ))}
+          </BarChart>
+        </ResponsiveContainer>
+      </div>
+    </figure>
+  );
+}
+
 /** The backlog per queue and state: a stacked chart, then the same counts as a table with pause buttons. */
 function BacklogSection({ data, onToggle }: { data: OverviewDTO; onToggle: Toggle }) {
   return (
@@ -110,19 +117,19 @@ function BacklogSection({ data, onToggle }: { data: OverviewDTO; onToggle: Toggl
           runs: start a worker with a handler for it (they end dead after the grace period).
         </p>
       )}
-      <div className="chart" data-testid="chart-backlog">
-        <ResponsiveContainer width="100%" height={260}>
-          <BarChart data={data.queues}>
-            <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
-            <XAxis dataKey="queue" {...AXIS} />
-            <YAxis allowDecimals={false} {...AXIS} />
-            <Tooltip {...TOOLTIP} />
-            <Legend formatter={legendText} />
-            {STATES.map((s) => (
-              <Bar key={s.key} dataKey={s.key} name={s.label} stackId="a" fill={s.color} isAnimationActive={false} />
-            ))}
-          </BarChart>
-        </ResponsiveContainer>
+      <div className="two">
+        <QueueChart
+          testId="chart-backlog"
+          title="Live work by queue"
+          states={STATES.filter((st) => LIVE_STATES.has(st.key))}
+          queues={data.queues}
+        />
+        <QueueChart
+          testId="chart-outcomes"
+          title="Outcomes by queue (dead and cancelled kept, done in the last hour)"
+          states={STATES.filter((st) => !LIVE_STATES.has(st.key))}
+          queues={data.queues}
+        />
       </div>
       <BacklogTable queues={data.queues} alerts={data.alerts} canPause={data.can.pause} onToggle={onToggle} />
     </section>
@@ -209,51 +216,6 @@ function BacklogRow(props: { q: QueueDTO; alerts: QueueAlertDTO[]; canPause: boo
         )}
       </td>
     </tr>
-  );
-}
-
-function ThroughputSection({ throughput }: { throughput: OverviewDTO['throughput'] }) {
-  const totals = throughput.reduce((t, m) => ({ completed: t.completed + m.completed, failed: t.failed + m.failed }), {
-    completed: 0,
-    failed: 0,
-  });
-  return (
-    <section>
-      <h2>Throughput, last hour</h2>
-      <p>
-        {totals.completed} completed, {totals.failed} failed attempts in the last 60 minutes.
-      </p>
-      <div className="chart" data-testid="chart-throughput">
-        <ResponsiveContainer width="100%" height={220}>
-          <AreaChart
-            data={throughput.map((m) => ({
-              ...m,
-              time: new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }),
-            }))}
-          >
-            <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
-            <XAxis dataKey="time" minTickGap={30} {...AXIS} />
-            <YAxis allowDecimals={false} {...AXIS} />
-            <Tooltip {...TOOLTIP} />
-            <Legend formatter={legendText} />
-            <Area
-              type="monotone"
-              dataKey="completed"
-              stroke="var(--chart-done)"
-              fill="var(--chart-completed-fill)"
-              isAnimationActive={false}
-            />
-            <Area
-              type="monotone"
-              dataKey="failed"
-              stroke="var(--chart-dead)"
-              fill="var(--chart-failed-fill)"
-              isAnimationActive={false}
-            />
-          </AreaChart>
-        </ResponsiveContainer>
-      </div>
-    </section>
   );
 }
 

@@ -7,6 +7,7 @@ import type {
   ActionResultDTO,
   BulkPreviewDTO,
   HealthDTO,
+  HistoryDTO,
   JobLiveDTO,
   OverviewDTO,
   QueueAlertsDTO,
@@ -22,6 +23,9 @@ export const POLL = {
   alerts: 5_000,
   /** The Workers page. */
   workers: 5_000,
+  /** The overview's history charts over the last hour (minutes); longer ranges every minute. */
+  historyHour: 15_000,
+  historyLonger: 60_000,
   /** A job's progress on its page, while the job runs (the worker writes it at most once a second). */
   jobProgress: 1_500,
 } as const;
@@ -31,6 +35,7 @@ export const queryKeys = {
   health: ['health'] as const,
   alerts: ['alerts'] as const,
   workers: ['workers'] as const,
+  history: (range: string, queue: string | null) => ['history', range, queue] as const,
   /** A job's live state and progress, per server render of its page (`readAt` names the render). */
   jobLive: (id: string, readAt: string) => ['job-live', id, readAt] as const,
 };
@@ -66,6 +71,10 @@ export const fetchOverview = () => getJson<OverviewDTO>('/api/overview');
 export const fetchHealth = () => getJson<HealthDTO>('/api/health');
 export const fetchQueueAlerts = () => getJson<QueueAlertsDTO>('/api/alerts');
 export const fetchWorkers = () => getJson<WorkersDTO>('/api/workers');
+export const fetchHistory = (range: string, queue: string | null) =>
+  getJson<HistoryDTO>(
+    `/api/history?range=${encodeURIComponent(range)}${queue ? `&queue=${encodeURIComponent(queue)}` : ''}`,
+  );
 export const fetchJobLive = (id: string) => getJson<JobLiveDTO>(`/api/jobs/${encodeURIComponent(id)}/progress`);
 export const previewBulk = (body: unknown) => postJson<BulkPreviewDTO>('/api/bulk/preview', body);
 export const previewGroup = (body: unknown) => postJson<BulkPreviewDTO>('/api/failures/preview', body);

@@ -230,6 +230,10 @@ BEGIN
   GRANT EXECUTE ON FUNCTION leasehold.effective_lease_until(timestamptz, uuid, text) TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (jobs) ON leasehold.finished_rollup TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.job_attempts TO leasehold_worker;
+  -- The maintenance loop samples each queue's history and folds it per hour (drizzle/0027).
+  -- It samples live work with the overview's own read (db/queries/overview.ts backlog).
+  GRANT SELECT, INSERT, UPDATE, DELETE ON leasehold.queue_minutes, leasehold.queue_hours TO leasehold_worker;
+  GRANT SELECT ON leasehold.ready_rows TO leasehold_worker;
   GRANT SELECT, DELETE ON leasehold.dedupe_keys TO leasehold_worker;
   GRANT SELECT ON leasehold.queues TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE, UPDATE (host, pid, queues, concurrency, version, code_version, schema_from, last_seen_at)
@@ -259,7 +263,8 @@ BEGIN
     leasehold.limits, leasehold.limit_claims, leasehold.limit_starts,
     leasehold.grouped_ready_jobs, leasehold.ready_groups, leasehold.ready_rows,
     leasehold.group_limits, leasehold.group_claims, leasehold.schedules, leasehold.schedule_ticks,
-    leasehold.unique_keys, leasehold.job_results, leasehold.job_progress, leasehold.queue_alerts
+    leasehold.unique_keys, leasehold.job_results, leasehold.job_progress, leasehold.queue_alerts,
+    leasehold.queue_minutes, leasehold.queue_hours
     TO leasehold_dashboard;
   -- An admin's backlog-alert threshold (drizzle/0026), with its audit row.
   GRANT EXECUTE ON FUNCTION leasehold.set_queue_alert(text, text, double precision, text, text) TO leasehold_dashboard;

@@ -531,7 +531,7 @@ describe('the dashboard', () => {
       ...MIXED_FIXTURE_COUNTS,
       doneLastHour: 1,
     });
-    expect((await overview(as.dashboard.db)).throughput).toHaveLength(60);
+    expect((await overview(as.dashboard.db)).queues.find((q) => q.queue === queue)).toBeDefined();
     const listed = await Promise.all(
       LIST_STATES.map(async (state) => [
         state,

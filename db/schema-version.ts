@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 20;
+export const SCHEMA_VERSION = 21;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -45,9 +45,11 @@ export const SCHEMA_VERSION = 20;
  * schedule_ticks and their functions: migration 0022); from 18 on: uniqueness, tags and a job's
  * own settings (migration 0023); from 19 on: results and progress (migration 0025); from 20 on:
  * a worker records the oldest schema its code reads (workers.schema_from) and the dashboard reads
- * the run-time alert thresholds (queue_alerts: migration 0026), so the minimum is 20.
+ * the run-time alert thresholds (queue_alerts: migration 0026); from 21 on: the maintenance loop
+ * records each queue's history and the dashboard charts it (queue_minutes, queue_hours: migration
+ * 0027), so the minimum is 21.
  */
-export const SUPPORTED_SCHEMA = { min: 20, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 21, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

@@ -73,6 +73,7 @@ export * from './schema-schedules.ts';
 export * from './schema-unique.ts';
 export * from './schema-results.ts';
 export * from './schema-alerts.ts';
+export * from './schema-history.ts';
 
 /**
  * The jobs. Laid out for HOT updates (docs/design/schema-v1.md): no B-tree here names a column

@@ -581,13 +581,13 @@ test.describe('dark theme', () => {
   const background = (page: Page) => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
   const barFill = (page: Page) =>
     page
-      .getByTestId('chart-backlog')
+      .getByTestId('chart-outcomes')
       .locator('.recharts-bar-rectangle path')
       .first()
       .evaluate((el) => getComputedStyle(el).fill);
   const tickFill = (page: Page) =>
     page
-      .getByTestId('chart-backlog')
+      .getByTestId('chart-outcomes')
       .locator('.recharts-cartesian-axis-tick-value')
       .first()
       .evaluate((el) => getComputedStyle(el).fill);
@@ -595,7 +595,7 @@ test.describe('dark theme', () => {
   test('follows the system setting, charts included', async ({ page }) => {
     await deadJob(uniqueQueue('theme'));
     await login(page, 'viewer');
-    await expect(page.getByTestId('chart-backlog').locator('.recharts-bar-rectangle').first()).toBeVisible();
+    await expect(page.getByTestId('chart-outcomes').locator('.recharts-bar-rectangle').first()).toBeVisible();
     await page.emulateMedia({ colorScheme: 'light' });
     expect(await background(page)).toBe(LIGHT_BG);
     const light = { bar: await barFill(page), tick: await tickFill(page) };

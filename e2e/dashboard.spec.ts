@@ -182,10 +182,16 @@ test.describe('pages with data', () => {
     await deadJob(uniqueQueue('chart'));
     await login(page, 'viewer');
     await page.goto('/');
-    for (const chart of ['chart-backlog', 'chart-throughput', 'chart-attempts', 'chart-failures']) {
+    for (const chart of [
+      'chart-backlog',
+      'chart-outcomes',
+      'chart-history-outcomes',
+      'chart-attempts',
+      'chart-failures',
+    ]) {
       await expect(page.getByTestId(chart).locator('svg.recharts-surface[role="application"]')).toBeVisible();
     }
-    await expect(page.getByTestId('chart-backlog').locator('.recharts-bar-rectangle').first()).toBeVisible();
+    await expect(page.getByTestId('chart-outcomes').locator('.recharts-bar-rectangle').first()).toBeVisible();
     await expect(page.getByTestId('backlog-table')).toContainText('e2e-work');
     await expect(page.getByTestId('workers-table')).toContainText('e2e-work');
     await page.screenshot({ path: 'test-results/screenshots/overview.png', fullPage: true });

@@ -92,6 +92,9 @@ export default async function globalSetup() {
     '4',
     '--reap-interval-ms',
     '500',
+    // History every second (a minute by default): e2e/history.spec.ts waits for its rows.
+    '--history-interval-ms',
+    '1000',
     '--log-level',
     'warn',
   ]);

@@ -208,6 +208,34 @@ export type HealthDTO = Omit<Jsonified<Health>, 'holders'> & {
 /** A live worker (db/queue/worker-registry.ts, listWorkers): versions, schema range, kind versions. */
 export type WorkerDTO = OverviewDTO['workers'][number];
 
+/** One interval of a queue's history (db/queries/history.ts HistoryPoint, its time as ISO text). */
+export interface HistoryPointDTO {
+  at: string;
+  done: number;
+  dead: number;
+  cancelled: number;
+  failedAttempts: number;
+  /** failed attempts ÷ (failed attempts + completions); null when neither happened. */
+  failureRate: number | null;
+  /** Live work at the interval's highest sample; null where no sample was taken. */
+  ready: number | null;
+  scheduled: number | null;
+  retrying: number | null;
+  running: number | null;
+  leaseExpired: number | null;
+  oldestReadySeconds: number | null;
+}
+
+/** The overview's history charts: every interval of the range, oldest first. */
+export interface HistoryDTO {
+  generatedAt: string;
+  range: '1h' | '24h' | '7d' | '90d';
+  bucketSeconds: number;
+  /** The queue, or null for every queue together. */
+  queue: string | null;
+  points: HistoryPointDTO[];
+}
+
 /** The Workers page: the live workers, and per queue the ready jobs of a kind none of them runs. */
 export interface WorkersDTO {
   generatedAt: string;

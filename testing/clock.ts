@@ -18,7 +18,8 @@
  *   deadlines and changes nothing;
  * - the attempt history, dedupe keys (their window ends sooner), receipts and their claims, kinds, workers
  *   (their last_seen_at: a worker not seen for a while looks stale), queues, users, the audit
- *   log; the per-minute rollup is rebuilt on its earlier minutes.
+ *   log; the per-minute rollup and a queue's history (minutes, hours) are rebuilt on their earlier
+ *   minutes and hours.
  * It does not shift the migrations journal, the application's own tables, or times inside
  * payloads, nor anything inserted after the call (a job enqueued after `advance` with
  * `delayMs: 3_600_000` is still an hour away).
@@ -50,6 +51,9 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   audit_log: ['at'],
   kind_redactions: ['added_at'],
   finished_rollup: ['minute'],
+  // A queue's history (db/queue/queue-history.ts): rebuilt on earlier minutes and hours, as the rollup.
+  queue_minutes: ['minute'],
+  queue_hours: ['hour'],
   // A rate's window and a RateLimitedError's pause are queue time; the declared and set times move along.
   limits: ['declared_at', 'set_at', 'paused_until'],
   limit_starts: ['at'],
@@ -89,6 +93,24 @@ const strayReady = (name: string, table: string) => `${name} AS (
       SELECT 1 FROM leasehold.jobs j
       WHERE j.id = r.id AND j.state = 'ready' AND j.queue = r.queue AND j.claim_at = r.claim_at
     )
+    RETURNING 1
+  )`;
+
+/**
+ * A queue's history table (queue_minutes, queue_hours): taken out and put back on the earlier
+ * whole minute or hour (its key and CHECK), summing outcomes and keeping the highest sample.
+ */
+const historyShift = (table: 'minutes' | 'hours', column: 'minute' | 'hour') => `${table}_out AS (
+    DELETE FROM leasehold.queue_${table} RETURNING *
+  ),
+  ${table}_in AS (
+    INSERT INTO leasehold.queue_${table} (${column}, queue, done, dead, cancelled, failed_attempts,
+      ready, scheduled, retrying, running, lease_expired, oldest_ready_seconds)
+    SELECT date_bin('1 ${column}', o.${column} - d.by, '2000-01-01 00:00:00+00'::timestamptz), o.queue, sum(o.done),
+      sum(o.dead), sum(o.cancelled), sum(o.failed_attempts), max(o.ready), max(o.scheduled), max(o.retrying),
+      max(o.running), max(o.lease_expired), max(o.oldest_ready_seconds)
+    FROM ${table}_out o, d
+    GROUP BY 1, 2
     RETURNING 1
   )`;
 
@@ -176,7 +198,9 @@ const SHIFT = `
     FROM rollup_out o, d
     GROUP BY 1, 2, 3, 4, 5, 6
     RETURNING 1
-  )
+  ),
+  ${historyShift('minutes', 'minute')},
+  ${historyShift('hours', 'hour')}
   SELECT (SELECT count(*) FROM jobs)::int AS jobs, (SELECT count(*) FROM leases)::int AS leases,
          (SELECT count(*) FROM attempts) + (SELECT count(*) FROM dedupe) + (SELECT count(*) FROM receipts)
          + (SELECT count(*) FROM receipt_claims) + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
@@ -184,7 +208,7 @@ const SHIFT = `
          + (SELECT count(*) FROM limits) + (SELECT count(*) FROM limit_starts) + (SELECT count(*) FROM group_limits)
          + (SELECT count(*) FROM schedules) + (SELECT count(*) FROM ticks_in) + (SELECT count(*) FROM unique_keys)
          + (SELECT count(*) FROM job_results) + (SELECT count(*) FROM job_progress)
-         + (SELECT count(*) FROM rollup_in)
+         + (SELECT count(*) FROM rollup_in) + (SELECT count(*) FROM minutes_in) + (SELECT count(*) FROM hours_in)
          + (SELECT count(*) FROM stray_ready) + (SELECT count(*) FROM worker_leases) AS others`;
 
 export interface AdvanceResult {

@@ -298,6 +298,7 @@ export function parseWorkerConfig(argv: string[], env: Readonly<Record<string, s
         enabled: c.maintenance,
         reapIntervalMs: c.reapIntervalMs,
         retentionIntervalMs: c.retentionIntervalMs,
+        historyIntervalMs: c.historyIntervalMs,
         retention,
         unknownKindGraceMs: c.unknownKindGraceMs,
       },

@@ -173,6 +173,8 @@ export interface WorkerInternals {
   /** `--reap-interval-ms`, `--retention-interval-ms`, `--unknown-kind-grace-ms` (default: the table's). */
   reapIntervalMs?: number | undefined;
   retentionIntervalMs?: number | undefined;
+  /** `--history-interval-ms` (default: the table's). */
+  historyIntervalMs?: number | undefined;
   unknownKindGraceMs?: number | undefined;
   /** Test-only crash points (LEASEHOLD_FAILPOINTS, the failure harness). */
   failpoints?: Failpoints | undefined;
@@ -544,6 +546,7 @@ export function parseOptions(options: CreateWorkerOptions, internal: WorkerInter
         // Not options of createWorker: the CLI's (WorkerInternals), else their defaults.
         reapIntervalMs: internal.reapIntervalMs ?? WORKER_SETTINGS.reapIntervalMs.default,
         retentionIntervalMs: internal.retentionIntervalMs ?? WORKER_SETTINGS.retentionIntervalMs.default,
+        historyIntervalMs: internal.historyIntervalMs ?? WORKER_SETTINGS.historyIntervalMs.default,
         retention: options.retention ?? {},
         ...(internal.unknownKindGraceMs === undefined ? {} : { unknownKindGraceMs: internal.unknownKindGraceMs }),
       },

@@ -112,6 +112,27 @@ describe('maintenance', () => {
     await m.deregister();
     expect(await entry(workerId)).toBeUndefined();
   });
+
+  it('records each queue’s history every historyIntervalMs while started', async () => {
+    const queue = uniqueQueue('maintenance-history');
+    await addJob(t.db, { queue });
+    await completeIfLeaseHeld(t.db, await claimOne(t.db, queue));
+    await addJob(t.db, { queue });
+    const { maintenance: m } = maintenance({ historyIntervalMs: 100 });
+    m.start();
+    try {
+      const row = await until('the history round recorded the queue', async () => {
+        const [r] = await run<{ done: number; ready: number | null }>(
+          t.db,
+          sql`SELECT sum(done)::int AS done, max(ready) AS ready FROM leasehold.queue_minutes WHERE queue = ${queue}`,
+        );
+        return r && r.done === 1 && r.ready !== null ? r : undefined;
+      });
+      expect(row).toEqual({ done: 1, ready: 1 });
+    } finally {
+      await m.stop();
+    }
+  });
 });
 
 describe('the unknown-kind round', () => {

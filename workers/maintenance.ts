@@ -42,6 +42,7 @@ import type { Failpoints } from './failpoints.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { Loops } from './timing.ts';
 import { declareSchedules, runDueSchedules, type ScheduleDeclaration } from '../db/queue/schedules.ts';
+import { HISTORY_INTERVAL_MS, recordQueueHistory } from '../db/queue/queue-history.ts';
 
 /** Most expired leases one reap statement ends. */
 const REAP_BATCH = 500;
@@ -70,6 +71,8 @@ export interface MaintenanceRounds {
    * `dead` (class `permanent`); default 24 h. Checked every `retentionIntervalMs`.
    */
   unknownKindGraceMs?: number | undefined;
+  /** How often each queue's history is recorded (db/queue/queue-history.ts); default a minute. */
+  historyIntervalMs?: number | undefined;
 }
 
 export interface MaintenanceSettings {
@@ -179,6 +182,7 @@ export class Maintenance {
       this.loops.every(m.reapIntervalMs, () => this.groupSweepRound(), 'group sweep');
       this.loops.every(m.retentionIntervalMs, () => this.retentionRound(), 'retention');
       this.loops.every(m.retentionIntervalMs, () => this.unknownKindRound(), 'unknown kinds');
+      this.loops.every(m.historyIntervalMs ?? HISTORY_INTERVAL_MS, () => this.historyRound(), 'history');
     }
   }
 
@@ -268,6 +272,15 @@ export class Maintenance {
       }
       if (dead.length < UNKNOWN_KIND_BATCH) return;
     }
+  }
+
+  /**
+   * Records each queue's history: recent minutes' outcomes and failed attempts, live work now,
+   * the hours folded, old rows removed (db/queue/queue-history.ts). One process per database.
+   */
+  async historyRound(): Promise<void> {
+    const outcome = await withMaintenanceLock(this.deps.db, 'history', (tx) => recordQueueHistory(tx));
+    if (outcome.ran) this.deps.logger.debug(outcome.result, 'queue history recorded');
   }
 
   /** Removes expired history, receipts and stale registry entries in bounded batches. */

@@ -319,6 +319,7 @@ export function workerOptionsOf(
       asyncClaims: config.asyncClaims,
       reapIntervalMs: maintenance.reapIntervalMs,
       retentionIntervalMs: maintenance.retentionIntervalMs,
+      historyIntervalMs: maintenance.historyIntervalMs,
       unknownKindGraceMs: maintenance.unknownKindGraceMs,
       failpoints,
       notStartedUntilStarted: true,

@@ -287,6 +287,16 @@ export const WORKER_SETTINGS = {
     arg: 'N',
     help: 'retention period',
   },
+  historyIntervalMs: {
+    type: 'int',
+    min: 1000,
+    max: 3_600_000,
+    default: 60_000,
+    flag: 'history-interval-ms',
+    env: 'LEASEHOLD_HISTORY_INTERVAL_MS',
+    arg: 'N',
+    help: "how often each queue's history is recorded for the dashboard's charts (a minute is its resolution)",
+  },
   retentionDone: {
     type: 'text',
     default: days(DEFAULT_RETENTION.doneAfterSeconds),

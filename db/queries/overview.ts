@@ -6,7 +6,7 @@
  * millions of finished jobs (figures: docs/operations.md).
  */
 import { sql } from 'drizzle-orm';
-import { run, toDate, type Executor, type PgTimestamp } from '../queue/executor.ts';
+import { run, type Executor } from '../queue/executor.ts';
 import { LIVE_WORKER_SECONDS, listWorkers } from '../queue/worker-registry.ts';
 import { readyRowIn } from './sub-states.ts';
 
@@ -40,7 +40,6 @@ export interface Overview {
     lastDay: { failureClass: string; count: number }[];
   };
   /** Per minute over the last hour: attempts completed and failed (including lost leases). */
-  throughput: { minute: Date; completed: number; failed: number }[];
   workers: Awaited<ReturnType<typeof listWorkers>>;
   /** Of all queues: jobs waiting for a kind version no live worker runs (QueueBacklog.waitingForKind). */
   waitingForKind: number;
@@ -157,36 +156,12 @@ export async function attemptsHistogram(executor: Executor) {
   return rows.map((r) => ({ attempts: r.attempts, jobs: r.jobs }));
 }
 
-/** Every minute of the last hour, zeros included, so the chart's time axis is honest. */
-export async function throughputLastHour(executor: Executor) {
-  // Completions are counted in the rollup as they happen; failures are attempt rows.
-  const rows = await run<{ minute: PgTimestamp; completed: number; failed: number }>(
-    executor,
-    sql`
-    SELECT minute, sum(completed)::int AS completed, sum(failed)::int AS failed FROM (
-      SELECT minute, sum(jobs) AS completed, 0 AS failed
-      FROM leasehold.finished_rollup WHERE state = 'done' AND minute > now() - interval '1 hour' GROUP BY 1
-      UNION ALL
-      SELECT date_trunc('minute', ended_at), 0, count(*)
-      FROM leasehold.job_attempts WHERE ended_at > now() - interval '1 hour' AND outcome IN ('failed', 'lease_expired') GROUP BY 1
-    ) t GROUP BY 1 ORDER BY 1`,
-  );
-  const perMinute = new Map(rows.map((r) => [toDate(r.minute).getTime(), r]));
-  const start = Math.floor(Date.now() / 60_000) * 60_000 - 59 * 60_000;
-  return Array.from({ length: 60 }, (_, i) => {
-    const minute = start + i * 60_000;
-    const row = perMinute.get(minute);
-    return { minute: new Date(minute), completed: row?.completed ?? 0, failed: row?.failed ?? 0 };
-  });
-}
-
 export async function overview(executor: Executor): Promise<Overview> {
-  const [queues, attempts, lastHour, lastDay, throughput, workers] = await Promise.all([
+  const [queues, attempts, lastHour, lastDay, workers] = await Promise.all([
     backlog(executor),
     attemptsHistogram(executor),
     failureClassesSince(executor, '1 hour'),
     failureClassesSince(executor, '1 day'),
-    throughputLastHour(executor),
     listWorkers(executor, LIVE_WORKER_SECONDS),
   ]);
   const waitingForKind = queues.reduce((n, q) => n + q.waitingForKind, 0);
@@ -195,7 +170,6 @@ export async function overview(executor: Executor): Promise<Overview> {
     queues,
     attempts,
     failureClasses: { lastHour, lastDay },
-    throughput,
     workers,
     waitingForKind,
   };

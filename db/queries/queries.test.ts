@@ -40,10 +40,8 @@ describe('overview read model', () => {
     expect(row.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(0);
   });
 
-  it('reports attempts, failure classes and throughput from history', async () => {
+  it('reports attempts and failure classes from history', async () => {
     const o = await overview(t.db);
-    expect(o.throughput).toHaveLength(60);
-    expect(o.throughput.reduce((n, m) => n + m.completed, 0)).toBeGreaterThanOrEqual(1);
     expect(o.failureClasses.lastHour.map((c) => c.failureClass)).toEqual(
       expect.arrayContaining(['permanent', 'transient']),
     );

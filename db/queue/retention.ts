@@ -17,8 +17,11 @@ import { run, type Executor } from './executor.ts';
 import { NAME_PATTERN, parseInput } from './validate.ts';
 
 const DAY = 24 * 3600;
-/** The dashboard's time windows reach a day back; the rollup keeps two. */
-export const ROLLUP_KEPT_SECONDS = 2 * DAY;
+/**
+ * The per-minute rollup is kept 7 days: the overview's windows reach a day back, and the history
+ * (db/queue/queue-history.ts) recounts its minutes from it.
+ */
+export const ROLLUP_KEPT_SECONDS = 7 * DAY;
 
 /** Audit rows are kept at least this long (leasehold.remove_old_audit refuses less) … */
 export const MIN_AUDIT_DAYS = 90;

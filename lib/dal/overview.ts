@@ -1,6 +1,6 @@
 import 'server-only';
 /**
- * The overview (backlog per queue, throughput, attempts, failure classes, live workers) and
+ * The overview (backlog per queue, attempts, failure classes, live workers) and
  * the metrics /api/metrics renders from the same read models.
  */
 import { groupedQueueNames, listGroups, listLimits, listSchedules } from '../../db/queue/index.ts';
@@ -20,7 +20,6 @@ export async function getOverview(): Promise<OverviewDTO> {
     queues: o.queues,
     attempts: o.attempts,
     failureClasses: o.failureClasses,
-    throughput: o.throughput.map((t) => ({ ...t, minute: t.minute.toISOString() })),
     workers: o.workers.map((w) => ({
       ...w,
       startedAt: w.startedAt.toISOString(),

@@ -110,7 +110,11 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
   }),
   getOverview: async () => ({
     call: () => dal.getOverview(),
-    allowed: (result) => expect(result).toMatchObject({ queues: expect.any(Array), throughput: expect.any(Array) }),
+    allowed: (result) => expect(result).toMatchObject({ queues: expect.any(Array), attempts: expect.any(Array) }),
+  }),
+  getHistory: async () => ({
+    call: () => dal.getHistory({ range: '24h' }),
+    allowed: (result) => expect(result).toMatchObject({ range: '24h', bucketSeconds: 900, points: expect.any(Array) }),
   }),
   getMetrics: async () => ({
     call: (authorization) => dal.getMetrics(authorization),

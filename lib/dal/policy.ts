@@ -22,6 +22,7 @@ export type Rule = Role | 'anyone' | 'metrics-token';
 export const POLICY = {
   getViewer: 'anyone',
   getOverview: 'viewer',
+  getHistory: 'viewer',
   getMetrics: 'metrics-token',
   getJobs: 'viewer',
   getJobDetail: 'viewer',

@@ -19,7 +19,8 @@ import {
 import { writeProgress } from '../../db/queue/results.ts';
 import { registerWorker } from '../../db/queue/worker-registry.ts';
 import { upsertUser } from '../../db/users.ts';
-import { addJob, claimOne, getJob, uniqueQueue } from '../../test/factories.ts';
+import { addJob, claimOne, getJob, mixedFixture, uniqueQueue } from '../../test/factories.ts';
+import { recordQueueHistory } from '../../db/queue/queue-history.ts';
 import { useRoleDatabase } from '../../test/roles.ts';
 import { closeDatabase } from '../db.ts';
 import * as dal from './index.ts';
@@ -83,7 +84,16 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
     expect(await dal.getViewer()).toEqual({ email: ADMIN, role: 'admin' });
   },
   getOverview: async () => {
-    expect(await dal.getOverview()).toMatchObject({ queues: expect.any(Array), throughput: expect.any(Array) });
+    expect(await dal.getOverview()).toMatchObject({ queues: expect.any(Array), attempts: expect.any(Array) });
+  },
+  getHistory: async () => {
+    // A round as the worker's maintenance would run it, then the dashboard's role reads it.
+    const queue = uniqueQueue('roles-history');
+    await mixedFixture(admin.db, queue);
+    await recordQueueHistory(admin.db);
+    const history = await dal.getHistory({ range: '7d', queue });
+    expect(history.points).toHaveLength(168);
+    expect(history.points.reduce((n, p) => n + p.done, 0)).toBe(1);
   },
   getMetrics: async () => {
     // A queue with a group: its series read ready_groups, group_limits, grouped_ready_jobs and leases.
