@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { claim, completeIfLeaseHeld, enqueue, enqueueMany, type UniqueMode } from '../db/queue/index.ts';
+import { recordQueueHistory } from '../db/queue/queue-history.ts';
 import { useTestDatabase } from '../test/db.ts';
 import {
   blockedLoopFigures,
@@ -28,6 +29,7 @@ import {
   harnessError,
   injectedFigure,
   ledgerFigures,
+  historyFigures,
   clockSkewFigures,
   heartbeatCutFigures,
   listenCutFigures,
@@ -137,6 +139,22 @@ async function ledgerCase(
   return (await ledgerFigures(t.pool, inputs)).figures;
 }
 
+/**
+ * The history figures of the baseline after a round as a worker runs it: clean; `off`, with an
+ * older minute counting a job no one finished (no later round recounts it); `unsampled`, with
+ * no round before the check.
+ */
+async function historyCase(broken: boolean, violation: 'off' | 'unsampled'): Promise<Figure[]> {
+  await baseline(JOBS);
+  await t.pool.query('TRUNCATE leasehold.queue_minutes, leasehold.queue_hours');
+  if (!(broken && violation === 'unsampled')) await recordQueueHistory(t.db);
+  if (broken && violation === 'off')
+    await t.pool.query(
+      `INSERT INTO leasehold.queue_minutes (minute, queue, done) VALUES (date_trunc('minute', now()) - interval '10 minutes', 'chaos', 1)`,
+    );
+  return (await historyFigures(t.pool)).figures;
+}
+
 const oneDoneJob = async () =>
   (await t.pool.query<{ id: string }>(`SELECT id FROM leasehold.jobs WHERE state = 'done' LIMIT 1`)).rows[0]!.id;
 
@@ -234,6 +252,8 @@ const violations: Record<FigureId, (broken: boolean) => Promise<Figure[]>> = {
         );
       },
     }),
+  'history-off': (broken) => historyCase(broken, 'off'),
+  'history-sampled': (broken) => historyCase(broken, 'unsampled'),
   'leases-still-counting': (broken) =>
     ledgerCase(broken, {
       inject: async () => {

@@ -12,6 +12,7 @@
 import type pg from 'pg';
 import type { UniqueMode } from '../db/queue/enqueue-spec.ts';
 import { TERMINAL_STATES } from '../db/states.ts';
+import { recordQueueHistory } from '../db/queue/queue-history.ts';
 import { judge } from './judge.ts';
 
 export const SCENARIOS = [
@@ -145,6 +146,11 @@ export const FIGURES = {
     name: 'finished_rollup jobs off from the terminal jobs (per queue, kind, state, attempts)',
     rule: '= 0',
   },
+  'history-off': {
+    name: 'history outcomes off from the terminal jobs (per queue and state), after one more round',
+    rule: '= 0',
+  },
+  'history-sampled': { name: 'queue minutes the workers’ history rounds sampled', rule: '> 0 (the rounds ran)' },
   'leases-still-counting': {
     name: 'lease rows still counting running jobs a lease and two reaper rounds later',
     rule: '= 0',
@@ -556,6 +562,32 @@ export async function layoutFigures(
     figures.push(figure('leases-still-counting', counting));
   }
   return { figures, observations };
+}
+
+/**
+ * A queue's history (db/queue/queue-history.ts) after a run whose workers recorded it every
+ * second while the harness killed them: each round recounts minutes instead of adding to them,
+ * whichever worker ran it, so once one more round has run (the checker's: the minutes since the
+ * workers' last rounds), the history's done, dead and cancelled per queue equal the terminal
+ * jobs. The minutes before that round were the workers' alone. Evidence: the minutes the
+ * workers' rounds sampled before this check.
+ */
+export async function historyFigures(client: Queryable): Promise<Checked> {
+  const sampled = await count(client, `SELECT count(*) FROM leasehold.queue_minutes WHERE ready IS NOT NULL`);
+  await recordQueueHistory(client);
+  const off = await count(
+    client,
+    `WITH h AS (
+       SELECT m.queue, o.state, sum(o.n) AS n FROM leasehold.queue_minutes m,
+         LATERAL (VALUES ('done', m.done), ('dead', m.dead), ('cancelled', m.cancelled)) o(state, n)
+       GROUP BY 1, 2
+     ), t AS (
+       SELECT queue, state, count(*) AS n FROM leasehold.jobs WHERE state = ANY($1::text[]) GROUP BY 1, 2
+     )
+     SELECT coalesce(sum(abs(coalesce(h.n, 0) - coalesce(t.n, 0))), 0) FROM h FULL JOIN t USING (queue, state)`,
+    [TERMINAL_STATES],
+  );
+  return { figures: [figure('history-sampled', sampled), figure('history-off', off)], observations: [] };
 }
 
 /** What the ledger figures read besides the database: the harness's own counts and times. */

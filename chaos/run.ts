@@ -69,6 +69,7 @@ import {
   injectedFigure,
   layoutFigures,
   ledgerFigures,
+  historyFigures,
   limitFigures,
   LIMITED_MAX,
   listenCutFigures,
@@ -250,6 +251,9 @@ class Fleet {
         String(REAP_MS),
         '--poll-ms',
         String(POLL_MS),
+        // The queue history every second: historyFigures checks what the rounds recorded.
+        '--history-interval-ms',
+        '1000',
         ...this.args,
       ],
       {
@@ -506,8 +510,8 @@ async function workersRegistered(client: pg.Client, n: number): Promise<void> {
   while ((await count(client, 'SELECT count(*) FROM leasehold.workers')) < n && Date.now() < upBy) await sleep(50);
 }
 
-/** The ledger figures of `fleet`'s run on `client`'s database. */
-function ledger(
+/** The ledger figures of `fleet`'s run on `client`'s database, and its queue history's. */
+async function ledger(
   client: pg.Client,
   fleet: Fleet,
   enqueued: number,
@@ -515,7 +519,7 @@ function ledger(
   bound = RECOVERY_BOUND_MS,
   recoverySince = 0,
 ): Promise<Checked> {
-  return ledgerFigures(client, {
+  const figures = await ledgerFigures(client, {
     enqueued,
     exclusionErrors: fleet.exclusionErrors,
     crashes: fleet.crashes,
@@ -523,6 +527,11 @@ function ledger(
     bound,
     recoverySince,
   });
+  const history = await historyFigures(client);
+  return {
+    figures: [...figures.figures, ...history.figures],
+    observations: [...figures.observations, ...history.observations],
+  };
 }
 
 /** A scenario's checked figures and observations, as its Result carries them. */
