@@ -18,6 +18,7 @@ import { fetchOverview, POLL, postJson, queryKeys } from './queries.ts';
 import { withBasePath } from './base-path.ts';
 import { ALERT_LABEL } from './queue-alerts.tsx';
 import { TableScroll } from './table-scroll.tsx';
+import { Time, useTimeLabels } from './time.tsx';
 
 const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
   { key: 'ready', label: 'ready', color: 'var(--chart-ready)' },
@@ -76,7 +77,7 @@ function OverviewView({ data }: { data: OverviewDTO }) {
   return (
     <div className="overview">
       <p className="muted">
-        Updated {new Date(data.generatedAt).toLocaleTimeString()} · refreshes every {POLL.overview / 1000} s
+        Updated <Time at={data.generatedAt} /> · refreshes every {POLL.overview / 1000} s
       </p>
       {message && (
         <p className="notice" role="status">
@@ -213,6 +214,7 @@ function BacklogRow(props: { q: QueueDTO; alerts: QueueAlertDTO[]; canPause: boo
 }
 
 function ThroughputSection({ throughput }: { throughput: OverviewDTO['throughput'] }) {
+  const labels = useTimeLabels();
   const totals = throughput.reduce((t, m) => ({ completed: t.completed + m.completed, failed: t.failed + m.failed }), {
     completed: 0,
     failed: 0,
@@ -223,12 +225,13 @@ function ThroughputSection({ throughput }: { throughput: OverviewDTO['throughput
       <p>
         {totals.completed} completed, {totals.failed} failed attempts in the last 60 minutes.
       </p>
+      <p className="muted">Minutes in {labels.zone}.</p>
       <div className="chart" data-testid="chart-throughput">
         <ResponsiveContainer width="100%" height={220}>
           <AreaChart
             data={throughput.map((m) => ({
               ...m,
-              time: new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }),
+              time: labels.timeOfDay(m.minute),
             }))}
           >
             <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
@@ -330,8 +333,12 @@ function WorkersSection({ workers }: { workers: OverviewDTO['workers'] }) {
                 <td className="num">{w.pid}</td>
                 <td>{w.queues.join(', ')}</td>
                 <td className="num">{w.concurrency}</td>
-                <td>{new Date(w.startedAt).toLocaleString()}</td>
-                <td>{new Date(w.lastSeenAt).toLocaleTimeString()}</td>
+                <td>
+                  <Time at={w.startedAt} />
+                </td>
+                <td>
+                  <Time at={w.lastSeenAt} />
+                </td>
               </tr>
             ))}
             {workers.length === 0 && (
