@@ -231,7 +231,7 @@ describe('leasehold jobs <id>', () => {
     expect(running.stdout).toMatch(/\n {2}result\s+none yet\n/);
     // The escape is spelled out, not sent to the terminal.
     expect(lines.at(-1)).toMatch(
-      /^ {2}progress\s+75 % three quarters \\u001b\[31mred \(attempt 1, updated \d{4}-\d\d-\d\dT[\d:.]+Z\)$/,
+      /^ {2}progress\s+75 % three quarters \\u001b\[31mred \(attempt 1, updated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((just now|\d+ min ago)\)\)$/,
     );
     expect(running.stdout).not.toContain('\u001b');
 
@@ -241,9 +241,24 @@ describe('leasehold jobs <id>', () => {
     expect(done.stdout).toMatch(/\n {2}state\s+done\n/);
     expect(done.stdout).toMatch(
       // As jsonb keeps it: its keys in its own order.
-      /\n {2}result\s+\{"file":"out\.csv","rows":42\} \(attempt 1, 28 bytes, stored \d{4}-[\d-]+T[\d:.]+Z\)\n/,
+      /\n {2}result\s+\{"file":"out\.csv","rows":42\} \(attempt 1, 28 bytes, stored \d{4}-[\d-]+ [\d:]+ UTC \((just now|\d+ min ago)\)\)\n/,
     );
     expect(done.stdout).toMatch(/\n {2}progress\s+75 % three quarters/);
+  });
+
+  it('prints its times in the machine’s zone, which TZ names, absolute then relative', async () => {
+    const queue = uniqueQueue('cli-zone');
+    const { id } = await runningJob(queue);
+    const auckland = await cli(['jobs', id], { env: { ...env(), TZ: 'Pacific/Auckland' } });
+    expect(auckland.code, auckland.stderr).toBe(0);
+    expect(auckland.stdout).toMatch(
+      /\n {2}created\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\+1[23] \((just now|\d+ min ago)\)\n/,
+    );
+    expect(auckland.stdout).toMatch(/\n {2}finished\s+-\n/);
+    const utc = await cli(['jobs', id], { env: { ...env(), TZ: 'UTC' } });
+    expect(utc.stdout).toMatch(/\n {2}created\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((just now|\d+ min ago)\)\n/);
+    const list = await cli(['jobs', '--queue', queue], { env: { ...env(), TZ: 'Pacific/Auckland' } });
+    expect(list.stdout).toMatch(/ UTC\+1[23] \((just now|\d+ min ago)\)\s+\d{4}-/);
   });
 
   it('prints the marker of a result that was not stored, and says when a handler returned nothing', async () => {

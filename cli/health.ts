@@ -10,6 +10,7 @@ import { healthExitCode, readHealth } from '../db/queries/health.ts';
 import { backlog } from '../db/queries/overview.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, textTable, UsageError } from './command.ts';
 import { withDb } from './database.ts';
+import { systemTimeZone, whenText } from '../lib/time-format.ts';
 
 const HELP = `usage: leasehold health [--json]
 
@@ -70,6 +71,8 @@ export const healthCommand: Command = {
       textTable([['CHECK', 'STATE', 'WHAT'], ...health.checks.map((c) => [c.title, MARK[c.state], c.sentence])]),
     );
     console.log('');
+    const zone = systemTimeZone();
+    const now = Date.now();
     console.log(
       textTable([
         ['TABLE', 'LIVE', 'DEAD', 'LAST VACUUM', 'LAST AUTOVACUUM', 'SIZE', 'INDEXES', 'BLOAT (EST.)'],
@@ -77,8 +80,8 @@ export const healthCommand: Command = {
           t.table,
           String(t.liveTuples),
           String(t.deadTuples),
-          t.lastVacuum?.toISOString() ?? '-',
-          t.lastAutovacuum?.toISOString() ?? '-',
+          whenText(t.lastVacuum, zone, now),
+          whenText(t.lastAutovacuum, zone, now),
           bytes(t.tableBytes),
           bytes(t.indexBytes),
           bytes(t.bloatBytes),

@@ -8,6 +8,7 @@ import { problemsOf, uuidSchema } from '../db/queue/validate.ts';
 import { subStateOf } from '../db/states.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, textTable, UsageError } from './command.ts';
 import { withDb } from './database.ts';
+import { systemTimeZone, whenText } from '../lib/time-format.ts';
 
 const HELP = `usage: leasehold jobs [--state STATE] [--queue QUEUE] [--kind KIND] [--tag TAG] [--limit N]
        leasehold jobs <id>
@@ -69,6 +70,7 @@ export const jobsCommand: Command = {
       return 0;
     }
     const now = Date.now();
+    const zone = systemTimeZone();
     const rows = [
       ['ID', 'QUEUE', 'KIND', 'STATE', 'ATTEMPTS', 'CAP BY', 'UNCHARGED', 'CREATED', 'RUN AT', 'TAGS'],
       ...jobs.map((j) => [
@@ -79,8 +81,8 @@ export const jobsCommand: Command = {
         `${j.budget.charged}/${j.budget.cap}`,
         j.budget.source,
         String(j.budget.released),
-        j.createdAt.toISOString(),
-        j.runAt.toISOString(),
+        whenText(j.createdAt, zone, now),
+        whenText(j.runAt, zone, now),
         j.tags.join(','),
       ]),
     ];
@@ -105,8 +107,6 @@ function printable(text: string): string {
   return out;
 }
 
-const when = (d: Date | null) => (d === null ? '-' : d.toISOString());
-
 /** `leasehold jobs <id>`: one job, its result (or marker, or none) and its progress line. */
 async function showJob(
   positionals: string[],
@@ -129,7 +129,9 @@ async function showJob(
 }
 
 /** One job as `leasehold jobs <id>` prints it: a line per field, the result and the progress last. */
-export function jobText({ job, result, progress }: JobWithOutcome, now = Date.now()): string {
+export function jobText({ job, result, progress }: JobWithOutcome, now = Date.now(), zone = systemTimeZone()): string {
+  // The machine's zone (TZ=UTC for UTC), the absolute time first: `2026-12-07 14:03:27 UTC+13 (3 min ago)`.
+  const when = (d: Date | null) => whenText(d, zone, now);
   const fields: [string, string][] = [
     ['queue', job.queue],
     ['kind', `${job.kind} v${job.kindVersion}`],

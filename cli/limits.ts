@@ -3,6 +3,7 @@ import { type LimitRate, type LimitValues, listLimits, MAX_LIMIT, setLimit } fro
 import { parseRate, rateText } from '../db/queue/limit-rate.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, textTable, UsageError } from './command.ts';
 import { withDb } from './database.ts';
+import { systemTimeZone, whenText } from '../lib/time-format.ts';
 
 const HELP = `usage: leasehold limits [list]
        leasehold limits set <queue|kind|resource> <name> [<max>] [--rate N/INTERVAL] --actor WHO [--reason TEXT]
@@ -74,7 +75,7 @@ export const limitsCommand: Command = {
             rateText(l.rate),
             String(l.running),
             String(l.waiting),
-            l.pausedUntil?.toISOString() ?? '-',
+            whenText(l.pausedUntil, systemTimeZone(), Date.now()),
             l.setBy ?? '-',
           ]),
         ]),
@@ -126,7 +127,7 @@ export const limitsCommand: Command = {
     );
     console.log(
       action === 'resume'
-        ? `${scope}:${name}: pause lifted${outcome.pausedBefore ? ` (it ran until ${outcome.pausedBefore.toISOString()})` : ' (it was not paused)'}; audit ${outcome.auditId}`
+        ? `${scope}:${name}: pause lifted${outcome.pausedBefore ? ` (it ran until ${whenText(outcome.pausedBefore, systemTimeZone(), Date.now())})` : ' (it was not paused)'}; audit ${outcome.auditId}`
         : `${scope}:${name}: run-time ${action === 'clear' ? 'values cleared' : 'values set'}: ${valuesText(outcome.after)} (was ${valuesText(outcome.before)}; audit ${outcome.auditId})`,
     );
     return 0;

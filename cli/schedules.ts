@@ -15,6 +15,7 @@ import {
 } from '../db/queue/index.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, textTable, UsageError } from './command.ts';
 import { withDb } from './database.ts';
+import { systemTimeZone, whenText } from '../lib/time-format.ts';
 
 const HELP = `usage: leasehold schedules
        leasehold schedules show <name> [--ticks N]
@@ -84,7 +85,8 @@ const SETTING_FLAGS = [
   'start-within-ms',
 ] as const;
 
-const when = (d: Date | null) => (d === null ? '-' : d.toISOString());
+/** A time in the machine's zone (TZ=UTC for UTC), absolute then relative (docs/cli.md, "Times"). */
+const when = (d: Date | null) => whenText(d, systemTimeZone(), Date.now());
 
 const VERDICTS: Record<Exclude<ScheduleChange['verdict'], 'applied'>, string> = {
   exists: 'a schedule of that name exists (change it instead)',
@@ -137,7 +139,7 @@ export const schedulesCommand: Command = {
           textTable([
             ['TICK', 'OUTCOME', 'JOB', 'STATE'],
             ...ticks.map((t) => [
-              t.tickAt.toISOString(),
+              when(t.tickAt),
               t.outcome === 'missed' ? `missed (${t.missedCount})` : t.outcome,
               t.jobId ?? '-',
               t.jobState ?? '-',

@@ -20,11 +20,3 @@ export function age(seconds: number | null): string {
   if (seconds < 86400) return `${(seconds / 3600).toFixed(1)} h`;
   return `${(seconds / 86400).toFixed(1)} d`;
 }
-
-/** A chart interval's label: its time of day, with the day for a range over days; the date for a day. */
-export function intervalLabel(iso: string, bucketSeconds: number): string {
-  const at = new Date(iso);
-  if (bucketSeconds >= 86_400) return at.toLocaleDateString([], { month: 'short', day: 'numeric' });
-  if (bucketSeconds >= 3600) return at.toLocaleString([], { weekday: 'short', hour: '2-digit', minute: '2-digit' });
-  return at.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-}

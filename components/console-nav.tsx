@@ -4,6 +4,7 @@ import { usePathname } from 'next/navigation';
 import { useState } from 'react';
 import { SignOut } from './sign-out.tsx';
 import { ThemeToggle } from './theme-toggle.tsx';
+import { UtcToggle } from './utc-toggle.tsx';
 
 const LINKS = [
   { href: '/', label: 'Overview' },
@@ -22,7 +23,7 @@ function current(pathname: string, href: string) {
 }
 
 /**
- * The signed-in header: the pages, who is signed in, the theme and sign-out. On a narrow window
+ * The signed-in header: the pages, who is signed in, the theme, the UTC setting for times and sign-out. On a narrow window
  * (globals.css) the navigation collapses behind a menu button (aria-expanded), which a page
  * change closes again.
  */
@@ -59,6 +60,7 @@ export function ConsoleNav({ who }: { who: string }) {
           {who}
         </span>
         <ThemeToggle />
+        <UtcToggle />
         <SignOut />
       </nav>
     </header>

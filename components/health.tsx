@@ -3,26 +3,12 @@ import { useQuery } from '@tanstack/react-query';
 import type { HealthDTO, HorizonHolderDTO } from '../lib/dto.ts';
 import { fetchHealth, POLL, queryKeys } from './queries.ts';
 import { TableScroll } from './table-scroll.tsx';
+import { Time } from './time.tsx';
 
 type CheckState = HealthDTO['checks'][number]['state'];
 
 const none = '—';
 const count = (n: number) => n.toLocaleString('en-US');
-
-/** A time as UTC, the same on the server's render and in the browser (no hydration mismatch). */
-export function utc(iso: string | null): string {
-  return iso === null ? none : `${iso.slice(0, 19).replace('T', ' ')} UTC`;
-}
-
-export function Time({ iso, testId }: { iso: string | null; testId?: string }) {
-  return iso === null ? (
-    <>{none}</>
-  ) : (
-    <time dateTime={iso} data-testid={testId}>
-      {utc(iso)}
-    </time>
-  );
-}
 
 /** Seconds in words: `45 s`, `7 min`, `2.5 h`, `3 days`. */
 export function seconds(s: number | null): string {
@@ -70,7 +56,7 @@ export function HealthPanel({ initial }: { initial: HealthDTO }) {
   return (
     <div className="health">
       <p className="muted">
-        Read <Time iso={data.generatedAt} testId="health-read" /> · refreshes every {POLL.health / 1000} s
+        Read <Time at={data.generatedAt} testId="health-read" /> · refreshes every {POLL.health / 1000} s
       </p>
       {error && (
         <p className="error" role="alert">
@@ -201,7 +187,7 @@ function HolderRow({ h, detail }: { h: HorizonHolderDTO; detail: boolean }) {
       <td>{cells.user ?? none}</td>
       <td>{cells.state ?? none}</td>
       <td>
-        <Time iso={cells.since} />
+        <Time at={cells.since} />
       </td>
       <td className="num">{seconds(h.ageSeconds)}</td>
       <td className="num">{count(h.xidAge)}</td>
@@ -246,16 +232,16 @@ function TablesSection({ tables }: { tables: HealthDTO['tables'] }) {
                 <td className="num">{count(t.liveTuples)}</td>
                 <td className="num">{count(t.deadTuples)}</td>
                 <td>
-                  <Time iso={t.lastVacuum} />
+                  <Time at={t.lastVacuum} />
                 </td>
                 <td>
-                  <Time iso={t.lastAutovacuum} />
+                  <Time at={t.lastAutovacuum} />
                 </td>
                 <td>
-                  <Time iso={t.lastAnalyze} />
+                  <Time at={t.lastAnalyze} />
                 </td>
                 <td>
-                  <Time iso={t.lastAutoanalyze} />
+                  <Time at={t.lastAutoanalyze} />
                 </td>
                 <td className="num">{size(t.tableBytes)}</td>
                 <td className="num">{size(t.indexBytes)}</td>

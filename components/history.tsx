@@ -22,13 +22,15 @@ import {
 import type { HistoryDTO, HistoryPointDTO } from '../lib/dto.ts';
 import { fetchHistory, POLL, queryKeys } from './queries.ts';
 import { TableScroll } from './table-scroll.tsx';
-import { AXIS, TOOLTIP, age, intervalLabel, legendText } from './chart-theme.tsx';
+import { AXIS, TOOLTIP, age, legendText } from './chart-theme.tsx';
+import { useTimeLabels } from './time.tsx';
+import { dayLabel } from '../lib/time-format.ts';
 
 const RANGES = [
   { key: '1h', label: '1 hour', per: 'minute' },
   { key: '24h', label: '24 hours', per: '15 minutes' },
   { key: '7d', label: '7 days', per: 'hour' },
-  { key: '90d', label: '90 days', per: 'day' },
+  { key: '90d', label: '90 days', per: 'day (UTC)' },
 ] as const;
 type Range = (typeof RANGES)[number]['key'];
 
@@ -102,34 +104,30 @@ export function HistorySection({ queues }: { queues: string[] }) {
 
 function HistoryCharts({ data, per }: { data: HistoryDTO; per: string }) {
   const tableId = useId();
+  const labels = useTimeLabels();
+  // An interval's label in the viewer's zone: its time of day, with the day over days. A day is
+  // a UTC day (the buckets are whole UTC days): labelled in UTC, or it would name the wrong day
+  // west of Greenwich.
+  const intervalLabel = (at: string) =>
+    data.bucketSeconds >= 86_400
+      ? dayLabel(at, 'UTC')
+      : data.bucketSeconds >= 3600
+        ? `${labels.day(at)} ${labels.timeOfDay(at)}`
+        : labels.timeOfDay(at);
   const rows = data.points.map((p) => ({
     ...p,
-    label: intervalLabel(p.at, data.bucketSeconds),
+    label: intervalLabel(p.at),
     failurePercent: p.failureRate === null ? null : Math.round(p.failureRate * 1000) / 10,
   }));
-  const totals = data.points.reduce(
-    (t, p) => ({
-      done: t.done + p.done,
-      dead: t.dead + p.dead,
-      cancelled: t.cancelled + p.cancelled,
-      failed: t.failed + p.failedAttempts,
-    }),
-    { done: 0, dead: 0, cancelled: 0, failed: 0 },
-  );
-  const overall = totals.failed + totals.done === 0 ? null : totals.failed / (totals.failed + totals.done);
-  const worstAge = data.points.reduce<number | null>(
-    (m, p) => (p.oldestReadySeconds === null ? m : Math.max(m ?? 0, p.oldestReadySeconds)),
-    null,
-  );
-  const last = data.points.findLast((p) => p.ready !== null);
   const scope = data.queue === null ? 'every queue' : `queue ${data.queue}`;
+  const said = summaries(data, scope);
   return (
     <>
       <div className="two">
         <HistoryFigure
           testId="chart-history-outcomes"
           title={`Finished per ${per}`}
-          summary={`${scope}: ${count(totals.done)} done, ${count(totals.dead)} dead, ${count(totals.cancelled)} cancelled in this range.`}
+          summary={said.outcomes}
           tableId={tableId}
         >
           <BarChart data={rows}>
@@ -146,7 +144,7 @@ function HistoryCharts({ data, per }: { data: HistoryDTO; per: string }) {
         <HistoryFigure
           testId="chart-history-failure-rate"
           title="Failure rate"
-          summary={`${scope}: ${count(totals.failed)} failed attempts, a failure rate of ${percent(overall)} over the range.`}
+          summary={said.failureRate}
           tableId={tableId}
         >
           <LineChart data={rows}>
@@ -165,12 +163,7 @@ function HistoryCharts({ data, per }: { data: HistoryDTO; per: string }) {
         </HistoryFigure>
       </div>
       <div className="two">
-        <HistoryFigure
-          testId="chart-history-lag"
-          title="Oldest ready job’s age"
-          summary={`${scope}: the oldest due ready job waited at most ${age(worstAge)} in this range${last ? `; ${age(last.oldestReadySeconds)} at the last sample` : ''}.`}
-          tableId={tableId}
-        >
+        <HistoryFigure testId="chart-history-lag" title="Oldest ready job’s age" summary={said.lag} tableId={tableId}>
           <LineChart data={rows}>
             <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
             <XAxis dataKey="label" minTickGap={30} {...AXIS} />
@@ -185,16 +178,7 @@ function HistoryCharts({ data, per }: { data: HistoryDTO; per: string }) {
             />
           </LineChart>
         </HistoryFigure>
-        <HistoryFigure
-          testId="chart-history-live"
-          title="Live work"
-          summary={
-            last
-              ? `${scope} at the last sample: ${LIVE.map((l) => `${count(last[l.key])} ${l.label}`).join(', ')}.`
-              : `${scope}: no sample of live work in this range (no worker ran the maintenance).`
-          }
-          tableId={tableId}
-        >
+        <HistoryFigure testId="chart-history-live" title="Live work" summary={said.live} tableId={tableId}>
           <LineChart data={rows}>
             <CartesianGrid strokeDasharray="3 3" stroke="var(--chart-grid)" />
             <XAxis dataKey="label" minTickGap={30} {...AXIS} />
@@ -214,9 +198,40 @@ function HistoryCharts({ data, per }: { data: HistoryDTO; per: string }) {
           </LineChart>
         </HistoryFigure>
       </div>
+      <p className="muted" data-testid="history-zone">
+        Times in {labels.zone}
+        {data.bucketSeconds >= 86_400 ? '; days are UTC days' : ''}.
+      </p>
       <HistoryTable id={tableId} rows={rows} scope={scope} />
     </>
   );
+}
+
+/** Each chart's sentence: the range's totals, what a screen reader reads before the table. */
+function summaries(data: HistoryDTO, scope: string) {
+  const totals = data.points.reduce(
+    (t, p) => ({
+      done: t.done + p.done,
+      dead: t.dead + p.dead,
+      cancelled: t.cancelled + p.cancelled,
+      failed: t.failed + p.failedAttempts,
+    }),
+    { done: 0, dead: 0, cancelled: 0, failed: 0 },
+  );
+  const overall = totals.failed + totals.done === 0 ? null : totals.failed / (totals.failed + totals.done);
+  const worstAge = data.points.reduce<number | null>(
+    (m, p) => (p.oldestReadySeconds === null ? m : Math.max(m ?? 0, p.oldestReadySeconds)),
+    null,
+  );
+  const last = data.points.findLast((p) => p.ready !== null);
+  return {
+    outcomes: `${scope}: ${count(totals.done)} done, ${count(totals.dead)} dead, ${count(totals.cancelled)} cancelled in this range.`,
+    failureRate: `${scope}: ${count(totals.failed)} failed attempts, a failure rate of ${percent(overall)} over the range.`,
+    lag: `${scope}: the oldest due ready job waited at most ${age(worstAge)} in this range${last ? `; ${age(last.oldestReadySeconds)} at the last sample` : ''}.`,
+    live: last
+      ? `${scope} at the last sample: ${LIVE.map((l) => `${count(last[l.key])} ${l.label}`).join(', ')}.`
+      : `${scope}: no sample of live work in this range (no worker ran the maintenance).`,
+  };
 }
 
 function HistoryFigure(props: {

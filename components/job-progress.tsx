@@ -4,6 +4,7 @@ import { useRouter } from 'next/navigation';
 import { useEffect } from 'react';
 import type { JobLiveDTO } from '../lib/dto.ts';
 import { fetchJobLive, POLL, queryKeys } from './queries.ts';
+import { Time } from './time.tsx';
 
 const isRunning = (live: JobLiveDTO | undefined) => live?.state === 'running';
 
@@ -49,7 +50,7 @@ export function JobProgress({ id, initial }: { id: string; initial: JobLiveDTO }
             )}
           </p>
           <p className="muted">
-            Updated <time dateTime={p.updatedAt}>{p.updatedAt}</time>
+            Updated <Time at={p.updatedAt} />
             {p.attempt === data.attempts ? ` by attempt ${p.attempt}` : ` by attempt ${p.attempt}, an earlier one`}
             {running ? ` · refreshes every ${POLL.jobProgress / 1000} s while the job runs` : ''}
           </p>

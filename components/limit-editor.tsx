@@ -5,6 +5,7 @@ import type { LimitDTO } from '../lib/dto.ts';
 import { DialogFormEnd, ReasonField } from './dialog-form.tsx';
 import { ModalDialog } from './modal-dialog.tsx';
 import { postJson } from './queries.ts';
+import { Time } from './time.tsx';
 
 const shown = (value: number | string | null) => (value === null ? 'none' : String(value));
 
@@ -129,7 +130,7 @@ function ResumeField(props: { pausedUntil: string; checked: boolean; onChange: (
         checked={props.checked}
         onChange={(event) => props.onChange(event.target.checked)}
       />
-      Lift the pause (a handler&apos;s RateLimitedError paused it until {new Date(props.pausedUntil).toLocaleString()})
+      Lift the pause (a handler&apos;s RateLimitedError paused it until <Time at={props.pausedUntil} />)
     </label>
   );
 }

@@ -9,6 +9,7 @@ import { ALERT_LABEL } from './queue-alerts.tsx';
 import { TableScroll } from './table-scroll.tsx';
 import { AXIS, TOOLTIP, age, legendText } from './chart-theme.tsx';
 import { HistorySection } from './history.tsx';
+import { Time } from './time.tsx';
 
 const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
   { key: 'ready', label: 'ready', color: 'var(--chart-ready)' },
@@ -48,7 +49,7 @@ function OverviewView({ data }: { data: OverviewDTO }) {
   return (
     <div className="overview">
       <p className="muted">
-        Updated {new Date(data.generatedAt).toLocaleTimeString()} · refreshes every {POLL.overview / 1000} s
+        Updated <Time at={data.generatedAt} /> · refreshes every {POLL.overview / 1000} s
       </p>
       {message && (
         <p className="notice" role="status">
@@ -292,8 +293,12 @@ function WorkersSection({ workers }: { workers: OverviewDTO['workers'] }) {
                 <td className="num">{w.pid}</td>
                 <td>{w.queues.join(', ')}</td>
                 <td className="num">{w.concurrency}</td>
-                <td>{new Date(w.startedAt).toLocaleString()}</td>
-                <td>{new Date(w.lastSeenAt).toLocaleTimeString()}</td>
+                <td>
+                  <Time at={w.startedAt} />
+                </td>
+                <td>
+                  <Time at={w.lastSeenAt} />
+                </td>
               </tr>
             ))}
             {workers.length === 0 && (

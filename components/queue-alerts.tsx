@@ -3,7 +3,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useRef, useState, type FormEvent, type RefObject } from 'react';
 import type { QueueAlertDTO, QueueAlertsDTO } from '../lib/dto.ts';
 import { DialogFormEnd, ReasonField } from './dialog-form.tsx';
-import { Time } from './health.tsx';
+import { Time } from './time.tsx';
 import { ModalDialog } from './modal-dialog.tsx';
 import { fetchQueueAlerts, POLL, postJson, queryKeys } from './queries.ts';
 import { TableScroll } from './table-scroll.tsx';
@@ -98,7 +98,7 @@ export function QueueAlertsPanel({ initial }: { initial: QueueAlertsDTO }) {
                   {a.setBy !== null && (
                     <>
                       {' '}
-                      (by {a.setBy}, <Time iso={a.setAt} />)
+                      (by {a.setBy}, <Time at={a.setAt} />)
                     </>
                   )}
                 </td>

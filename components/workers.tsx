@@ -2,9 +2,10 @@
 import { useQuery } from '@tanstack/react-query';
 import type { WorkerDTO, WorkersDTO } from '../lib/dto.ts';
 import { withBasePath } from './base-path.ts';
-import { seconds, Time } from './health.tsx';
+import { seconds } from './health.tsx';
 import { fetchWorkers, POLL, queryKeys } from './queries.ts';
 import { TableScroll } from './table-scroll.tsx';
+import { Time } from './time.tsx';
 
 const none = '—';
 
@@ -40,7 +41,7 @@ export function WorkersPanel({ initial }: { initial: WorkersDTO }) {
   return (
     <div>
       <p className="muted">
-        Read <Time iso={data.generatedAt} /> · refreshes every {POLL.workers / 1000} s · a worker is live while it
+        Read <Time at={data.generatedAt} /> · refreshes every {POLL.workers / 1000} s · a worker is live while it
         reported within {data.liveWithinSeconds} s
       </p>
       {error && (
@@ -79,11 +80,10 @@ export function WorkersPanel({ initial }: { initial: WorkersDTO }) {
                   <td>{w.queues.join(', ')}</td>
                   <td className="num">{w.concurrency}</td>
                   <td>
-                    <Time iso={w.startedAt} />
+                    <Time at={w.startedAt} />
                   </td>
                   <td>
-                    <Time iso={w.lastSeenAt} /> ({seconds(Math.max(0, (read - Date.parse(w.lastSeenAt)) / 1000))}{' '}
-                    before)
+                    <Time at={w.lastSeenAt} /> ({seconds(Math.max(0, (read - Date.parse(w.lastSeenAt)) / 1000))} before)
                   </td>
                 </tr>
               ))}

@@ -50,7 +50,12 @@ test('the job page shows the progress bar move live, then the job done with its 
   await expect(bar).toHaveAttribute('max', '100');
   await expect(page.getByTestId('progress-percent')).toHaveText('25 %');
   await expect(page.getByTestId('progress-message')).toHaveText('a quarter');
-  await expect(page.getByTestId('job-progress')).toContainText(/Updated \d{4}-\d\d-\d\dT[\d:.]+Z by attempt 1/);
+  // A relative time (components/time.tsx), its instant in dateTime.
+  await expect(page.getByTestId('job-progress')).toContainText(/Updated (just now|\d+ min ago) by attempt 1/);
+  await expect(page.getByTestId('job-progress').locator('time')).toHaveAttribute(
+    'datetime',
+    /^\d{4}-\d\d-\d\dT[\d:.]+Z$/,
+  );
   await expect(page.getByTestId('result-none')).toHaveText('No result yet: the job has not completed.');
 
   // The second report, without a reload.

@@ -19,7 +19,6 @@ import {
   scheduleStateText,
   scheduleTimingMessage,
   schedulePauseText,
-  tickTimeText,
 } from './present.ts';
 
 const bulk = (requested: number, affected: number): ActionResult => ({
@@ -194,10 +193,6 @@ describe('sentences about schedules', () => {
     expect(scheduleRefusedMessage('nightly', 'not_found')).toBe(
       'Schedule nightly was not changed: no schedule has that name any more (an admin may have deleted it since you looked).',
     );
-  });
-
-  it('writes a tick in UTC to the second', () => {
-    expect(tickTimeText('2027-01-01T00:00:00.000Z')).toBe('2027-01-01 00:00:00 UTC');
   });
 });
 

@@ -18,6 +18,7 @@ import {
   type SingleActionOutcome,
 } from '../db/queue/index.ts';
 import { rateText } from '../db/queue/limit-rate.ts';
+import { absoluteTime } from './time-format.ts';
 import { ALERT_FIGURE_TEXT, type AlertFigure, type QueueAlertOutcome } from '../db/queue/alerts.ts';
 import { duration } from '../db/queries/health.ts';
 import type { AttemptOutcome } from '../db/states.ts';
@@ -295,7 +296,8 @@ export function setLimitMessage(
     changed.rate ? limitChange('rate', rate(before.rate), rate(after.rate)) : null,
     changed.resume
       ? outcome.pausedBefore
-        ? `the pause is lifted (it ran until ${outcome.pausedBefore.toISOString()})`
+        ? // A sentence made on the server, which does not know the reader's zone: UTC, and says so.
+          `the pause is lifted (it ran until ${absoluteTime(outcome.pausedBefore, 'UTC')})`
         : 'it was not paused'
       : null,
   ].filter((p) => p !== null);
@@ -388,11 +390,6 @@ export function schedulePayloadHiddenMessage(kind: string, version: number): str
     `The payload is hidden: no worker has registered ${kind} v${version}, so the dashboard does not know which of its fields are secret. ` +
     'It shows once a worker that runs this kind version has started.'
   );
-}
-
-/** A tick's time as the schedule pages show it: UTC, to the second (`2027-01-01 00:00:00 UTC`). */
-export function tickTimeText(iso: string): string {
-  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
 }
 
 /** Whether a schedule is paused (with its reason) or active, in words. */

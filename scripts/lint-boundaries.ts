@@ -54,7 +54,8 @@ export interface Boundary {
 export const BOUNDARIES: Boundary[] = [
   {
     folder: 'components',
-    may: ['lib/dto'],
+    // lib/time-format: the one wording of times, pure (no server-only, no React, no data).
+    may: ['lib/dto', 'lib/time-format'],
     packages: ['pg', 'drizzle-orm'],
     packageReason: 'components render data that lib/dal fetched; they never query',
     maxDepth: 3,
@@ -93,8 +94,9 @@ export const BOUNDARIES: Boundary[] = [
   {
     folder: 'cli',
     // lib/settings: the dashboard's own parser of its settings, checked before the server starts
-    // (it reads no environment by itself and imports only db/ and zod).
-    may: ['db', 'workers', 'lib/settings'],
+    // (it reads no environment by itself and imports only db/ and zod); lib/time-format: the
+    // dashboard's wording of times, pure, so the CLI's human output says times the same way.
+    may: ['db', 'workers', 'lib/settings', 'lib/time-format'],
     testsMay: ['test'],
     packages: NOT_IN_WORKERS,
     packageReason: 'the CLI runs from a worker-only install; it starts Next.js as a process, never imports it',

@@ -27,8 +27,9 @@ export interface CliProcess {
   exited: Promise<CliRun>;
 }
 
+/** TZ=UTC: the CLI prints times in the machine's zone (docs/cli.md, "Times"); a test names another itself. */
 function baseEnv(): Record<string, string> {
-  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir() };
+  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), TZ: 'UTC' };
 }
 
 export interface CliOptions {

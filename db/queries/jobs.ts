@@ -353,7 +353,7 @@ export async function failureGroups(executor: Executor, days = 7) {
                  id, queue, kind, finished_at, last_error
           FROM latest
         ), per_day AS (
-          SELECT failure_class, fingerprint, date_trunc('day', finished_at) AS day, count(*)::int AS n FROM d GROUP BY 1, 2, 3
+          SELECT failure_class, fingerprint, date_trunc('day', finished_at, 'UTC') AS day, count(*)::int AS n FROM d GROUP BY 1, 2, 3
         )
         SELECT g.*, md5(g.fingerprint) AS group_key, (SELECT json_agg(json_build_object('day', p.day, 'count', p.n) ORDER BY p.day) FROM per_day p
                      WHERE p.failure_class = g.failure_class AND p.fingerprint = g.fingerprint) AS trend

@@ -11,6 +11,7 @@ import { dalSession } from '../../test/dal-session.ts';
 import { uniqueQueue } from '../../test/factories.ts';
 import { AuthError, InputError, toUserMessage } from '../errors.ts';
 import { getAudit, getJobs, getLimits, setLimitValues } from './index.ts';
+import { absoluteTime } from '../time-format.ts';
 
 vi.mock('next-auth', () => ({ getServerSession: vi.fn<() => Promise<unknown>>() }));
 
@@ -136,7 +137,7 @@ describe('the limits in the dashboard', () => {
     signIn('admin');
     const lifted = await setLimitValues({ scope: 'kind', name: kind, resume: true, reason: 'upstream back' });
     expect(lifted.message).toBe(
-      `Saved ${key}: the pause is lifted (it ran until ${until!.toISOString()}). The next claim of the limit uses it (recorded in the audit log).`,
+      `Saved ${key}: the pause is lifted (it ran until ${absoluteTime(until!, 'UTC')}). The next claim of the limit uses it (recorded in the audit log).`,
     );
     expect((await limitOf(key))?.pausedUntil).toBeNull();
     signIn('admin');

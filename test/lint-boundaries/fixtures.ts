@@ -29,7 +29,7 @@ const sideEffect = (from: string) => `import '${from}';\n`;
 export const FORBIDDEN: Arrow[] = [
   {
     name: 'components -> lib/dal',
-    message: 'components/ may import only components/ and lib/dto',
+    message: 'components/ may import only components/, lib/dto and lib/time-format',
     forbidden: [
       { file: 'components/job-table.tsx', from: '../lib/dal' },
       { file: 'components/job-table.tsx', from: '@/lib/dal' },
@@ -38,7 +38,7 @@ export const FORBIDDEN: Arrow[] = [
   },
   {
     name: 'components -> db',
-    message: 'components/ may import only components/ and lib/dto',
+    message: 'components/ may import only components/, lib/dto and lib/time-format',
     forbidden: [
       { file: 'components/job-table.tsx', from: '../db/schema' },
       { file: 'components/job-table.tsx', from: '@/db/schema' },
@@ -225,7 +225,7 @@ export const FORBIDDEN: Arrow[] = [
   // the CLI and the demo need from there lives in cli/ (database-select.ts, build-state.ts).
   {
     name: 'components -> scripts',
-    message: 'components/ may import only components/ and lib/dto',
+    message: 'components/ may import only components/, lib/dto and lib/time-format',
     forbidden: [
       { file: 'components/overview.tsx', from: '../scripts/build-state' },
       { file: 'components/charts/line.tsx', from: '@/scripts/lint-boundaries' },
@@ -241,7 +241,7 @@ export const FORBIDDEN: Arrow[] = [
   },
   {
     name: 'cli -> scripts',
-    message: 'cli/ may import only cli/, db/, workers/ and lib/settings',
+    message: 'cli/ may import only cli/, db/, workers/, lib/settings and lib/time-format',
     forbidden: [
       { file: 'cli/workers.ts', from: '../scripts/database' },
       { file: 'cli/dashboard.ts', from: '../scripts/build-state.ts' },
@@ -249,8 +249,18 @@ export const FORBIDDEN: Arrow[] = [
     ],
   },
   {
+    // lib/time-format opens lib/ to the CLI and the components by that one module only.
+    name: 'cli, components -> the rest of lib',
+    message: 'may import only',
+    forbidden: [
+      { file: 'cli/jobs.ts', from: '../lib/present' },
+      { file: 'cli/jobs.ts', from: '../lib/time-format-extra' },
+      { file: 'components/time.tsx', from: '../lib/present.ts' },
+    ],
+  },
+  {
     name: 'cli -> scripts (in *.test.ts too)',
-    message: 'cli/ may import only cli/, db/, workers/, lib/settings and test/',
+    message: 'cli/ may import only cli/, db/, workers/, lib/settings, lib/time-format and test/',
     forbidden: [{ file: 'cli/workers.test.ts', from: '../scripts/workers' }],
   },
   {
@@ -314,6 +324,9 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
       { file: 'components/charts/line.tsx', from: '../db/colors' },
       { file: 'components/overview.tsx', from: 'recharts' },
       { file: 'components/overview.tsx', from: 'react' },
+      // The one wording of times (pure), beside the DTOs.
+      { file: 'components/time.tsx', from: '../lib/time-format' },
+      { file: 'components/charts/line.tsx', from: '@/lib/time-format.ts' },
     ],
   },
   {
@@ -385,6 +398,7 @@ export const ALLOWED: { folder: string; fixtures: Fixture[] }[] = [
       { file: 'cli/database.ts', from: '../db/migrate/index.ts' },
       { file: 'cli/workers.ts', from: '@/workers/config' },
       { file: 'cli/dashboard.ts', from: '../lib/settings' },
+      { file: 'cli/jobs.ts', from: '../lib/time-format.ts' },
       { file: 'cli/database-select.test.ts', from: '../test/scratch-database' },
     ],
   },

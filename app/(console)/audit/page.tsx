@@ -1,5 +1,6 @@
 import { PageError } from '../../../components/page-error.tsx';
 import { TableScroll } from '../../../components/table-scroll.tsx';
+import { Time } from '../../../components/time.tsx';
 import { getAudit } from '../../../lib/dal/index.ts';
 import { load } from '../../../lib/page.ts';
 import { dropEmpty } from '../../../lib/search-params.ts';
@@ -46,7 +47,9 @@ export default async function AuditPage({
               <tbody>
                 {loaded.value.entries.map((a) => (
                   <tr key={a.id}>
-                    <td>{new Date(a.at).toLocaleString()}</td>
+                    <td>
+                      <Time at={a.at} />
+                    </td>
                     <td>{a.actor}</td>
                     <td>{a.action}</td>
                     <td className="mono">

@@ -1,8 +1,10 @@
 import { BulkActions, BulkResults } from '../../../components/bulk-actions.tsx';
 import { TableScroll } from '../../../components/table-scroll.tsx';
+import { Time } from '../../../components/time.tsx';
 import { PageError } from '../../../components/page-error.tsx';
 import { getFailureGroups } from '../../../lib/dal/index.ts';
 import { load } from '../../../lib/page.ts';
+import { dayLabel } from '../../../lib/time-format.ts';
 import { withBasePath } from '../../../components/base-path.ts';
 
 export default async function FailuresPage() {
@@ -25,7 +27,7 @@ export default async function FailuresPage() {
                 <th>error</th>
                 <th>queue / kind</th>
                 <th className="num">jobs</th>
-                <th>per day</th>
+                <th>per day (UTC)</th>
                 <th>last seen</th>
                 <th>
                   <span className="visually-hidden">actions</span>
@@ -49,15 +51,8 @@ export default async function FailuresPage() {
                       {g.count}
                     </a>
                   </td>
-                  <td className="mono">
-                    {g.trend
-                      .map(
-                        (t) =>
-                          `${new Date(t.day).toLocaleDateString([], { month: 'short', day: 'numeric' })}: ${t.count}`,
-                      )
-                      .join(' · ')}
-                  </td>
-                  <td>{g.lastSeen ? new Date(g.lastSeen).toLocaleString() : ''}</td>
+                  <td className="mono">{g.trend.map((t) => `${dayLabel(t.day, 'UTC')}: ${t.count}`).join(' · ')}</td>
+                  <td>{g.lastSeen ? <Time at={g.lastSeen} /> : ''}</td>
                   <td>
                     {can.retry && (
                       <BulkActions

@@ -1,5 +1,6 @@
 import Link from 'next/link';
 import { TableScroll } from '../../../components/table-scroll.tsx';
+import { Time } from '../../../components/time.tsx';
 import { BulkActions } from '../../../components/bulk-actions.tsx';
 import { JobTags } from '../../../components/job-tags.tsx';
 import { PageError } from '../../../components/page-error.tsx';
@@ -125,8 +126,12 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
                       {j.budget.released > 0 ? ` +${j.budget.released} uncharged` : ''}
                     </td>
                     <td>{j.failureClass ?? ''}</td>
-                    <td>{new Date(j.createdAt).toLocaleString()}</td>
-                    <td>{new Date(j.runAt).toLocaleString()}</td>
+                    <td>
+                      <Time at={j.createdAt} />
+                    </td>
+                    <td>
+                      <Time at={j.runAt} />
+                    </td>
                   </tr>
                 ))}
                 {loaded.value.jobs.length === 0 && (

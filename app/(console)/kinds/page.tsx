@@ -1,5 +1,6 @@
 import { KindRedaction } from '../../../components/kind-redaction.tsx';
 import { TableScroll } from '../../../components/table-scroll.tsx';
+import { Time } from '../../../components/time.tsx';
 import { PageError } from '../../../components/page-error.tsx';
 import { getKinds } from '../../../lib/dal/index.ts';
 import { load } from '../../../lib/page.ts';
@@ -52,7 +53,9 @@ export default async function KindsPage() {
                       k.addedPaths.join(', ') || '—'
                     )}
                   </td>
-                  <td>{new Date(k.lastSeenAt).toLocaleString()}</td>
+                  <td>
+                    <Time at={k.lastSeenAt} />
+                  </td>
                 </tr>
               ))}
               {loaded.value.kinds.length === 0 && (

@@ -1,6 +1,8 @@
+import type { ReactNode } from 'react';
 import { LimitEditor } from '../../../components/limit-editor.tsx';
 import { PageError } from '../../../components/page-error.tsx';
 import { TableScroll } from '../../../components/table-scroll.tsx';
+import { Time } from '../../../components/time.tsx';
 import { getLimits } from '../../../lib/dal/index.ts';
 import type { LimitDTO } from '../../../lib/dto.ts';
 import { load } from '../../../lib/page.ts';
@@ -8,23 +10,38 @@ import { load } from '../../../lib/page.ts';
 const none = '—';
 const count = (n: number) => n.toLocaleString('en');
 const value = (v: number | string | null) => (v === null ? none : typeof v === 'number' ? count(v) : v);
-const when = (iso: string) => new Date(iso).toLocaleString();
-
 /** Who set the run-time values, and when; none while only the declaration applies. */
-function setBy(l: LimitDTO): string {
+function setBy(l: LimitDTO): ReactNode {
   if (l.set.max === null && l.set.rate === null) return none;
-  return [l.setBy, l.setAt === null ? null : when(l.setAt)].filter(Boolean).join(', ') || none;
+  if (l.setAt === null) return l.setBy ?? none;
+  return l.setBy ? (
+    <>
+      {l.setBy}, <Time at={l.setAt} />
+    </>
+  ) : (
+    <Time at={l.setAt} />
+  );
 }
 
 /** Starts in the rate's current window, and when the next may start while the window is full. */
-function started(l: LimitDTO): string {
+function started(l: LimitDTO): ReactNode {
   if (l.enforced.rate === null) return none;
-  return l.nextStartAt === null ? count(l.started) : `${count(l.started)} (full; next start ${when(l.nextStartAt)})`;
+  if (l.nextStartAt === null) return count(l.started);
+  return (
+    <>
+      {count(l.started)} (full; next start <Time at={l.nextStartAt} />)
+    </>
+  );
 }
 
-function paused(l: LimitDTO): string {
+function paused(l: LimitDTO): ReactNode {
   if (l.pausedUntil === null) return none;
-  return `${when(l.pausedUntil)}${l.pausedReason ? ` (${l.pausedReason})` : ''}`;
+  return (
+    <>
+      <Time at={l.pausedUntil} />
+      {l.pausedReason ? ` (${l.pausedReason})` : ''}
+    </>
+  );
 }
 
 export default async function LimitsPage() {

@@ -2,9 +2,10 @@ import Link from 'next/link';
 import { withBasePath } from '../../../components/base-path.ts';
 import { PageError } from '../../../components/page-error.tsx';
 import { TableScroll } from '../../../components/table-scroll.tsx';
+import { Time } from '../../../components/time.tsx';
 import { getSchedules } from '../../../lib/dal/index.ts';
 import { load } from '../../../lib/page.ts';
-import { scheduleStateText, tickTimeText } from '../../../lib/present.ts';
+import { scheduleStateText } from '../../../lib/present.ts';
 
 const none = '—';
 
@@ -15,8 +16,9 @@ export default async function SchedulesPage() {
       <h1>Schedules</h1>
       <p className="muted">
         Recurring jobs: each schedule enqueues a job of its kind at every tick of its cron expression, read in its time
-        zone (times here are UTC). Schedules are declared in code beside their handler, or made at run time; an admin
-        pauses, resumes or changes one on its page (recorded in the audit log).
+        zone (times here are in your browser’s zone, or UTC with “Times in UTC”; hover one for its zone). Schedules are
+        declared in code beside their handler, or made at run time; an admin pauses, resumes or changes one on its page
+        (recorded in the audit log).
       </p>
       {!loaded.ok ? (
         <PageError message={loaded.message} />
@@ -48,8 +50,12 @@ export default async function SchedulesPage() {
                   <td data-testid="cron">
                     <span className="mono">{s.cron}</span> in {s.timezone}
                   </td>
-                  <td data-testid="next-tick">{s.nextTickAt === null ? none : tickTimeText(s.nextTickAt)}</td>
-                  <td data-testid="last-tick">{s.lastTickAt === null ? none : tickTimeText(s.lastTickAt)}</td>
+                  <td data-testid="next-tick">
+                    <Time at={s.nextTickAt} variant="absolute" />
+                  </td>
+                  <td data-testid="last-tick">
+                    <Time at={s.lastTickAt} variant="absolute" />
+                  </td>
                   <td data-testid="last-job">
                     {s.lastJobId === null ? (
                       none

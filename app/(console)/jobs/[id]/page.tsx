@@ -1,6 +1,6 @@
 import { notFound } from 'next/navigation';
 import { TableScroll } from '../../../../components/table-scroll.tsx';
-import { Fragment } from 'react';
+import { Fragment, type ReactNode } from 'react';
 import { JobActions } from '../../../../components/job-actions.tsx';
 import { JobProgress } from '../../../../components/job-progress.tsx';
 import { JobTags } from '../../../../components/job-tags.tsx';
@@ -8,6 +8,7 @@ import { MaskedPayload } from '../../../../components/masked-payload.tsx';
 import { RevealPayload } from '../../../../components/reveal-payload.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
 import { StateBadge } from '../../../../components/state-badge.tsx';
+import { Time } from '../../../../components/time.tsx';
 import type { AttemptDTO, AuditDTO, JobDetailDTO, JobDTO } from '../../../../lib/dto.ts';
 import { getJobDetail } from '../../../../lib/dal/index.ts';
 import { load } from '../../../../lib/page.ts';
@@ -80,29 +81,30 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
 
 /** The job's columns as a description list, an empty value as a dash. */
 function JobFields({ job }: { job: JobDTO }) {
-  const fields: [string, string | number | null][] = [
+  const at = (iso: string | null) => (iso === null ? null : <Time at={iso} />);
+  const fields: [string, ReactNode][] = [
     ['queue', job.queue],
     ['kind', `${job.kind} v${job.kindVersion}`],
     ['priority', job.priority],
     ['attempts', job.attemptLine],
     ['snoozed', snoozeLine(job)],
-    ['run at', job.runAt],
-    ['created', job.createdAt],
-    ['started', job.startedAt],
-    ['finished', job.finishedAt],
-    ['lease until', job.leaseUntil],
+    ['run at', at(job.runAt)],
+    ['created', at(job.createdAt)],
+    ['started', at(job.startedAt)],
+    ['finished', at(job.finishedAt)],
+    ['lease until', at(job.leaseUntil)],
     ['worker', job.workerId],
     ['failure class', job.failureClass],
     ['idempotency key', job.idempotencyKey],
     ['trace id', job.traceId],
-    ['updated', job.updatedAt],
+    ['updated', at(job.updatedAt)],
   ];
   return (
     <dl className="fields" data-testid="job-fields">
       {fields.map(([k, v]) => (
         <Fragment key={k}>
           <dt>{k}</dt>
-          <dd>{v === null || v === '' ? '—' : String(v)}</dd>
+          <dd>{v === null || v === '' ? '—' : v}</dd>
         </Fragment>
       ))}
       <dt>tags</dt>
@@ -124,7 +126,7 @@ function ResultSection({ result, noResult }: Pick<JobDetailDTO, 'result' | 'noRe
         hiddenTestId="result-hidden"
       >
         <p className="muted">
-          Returned by attempt {result.attempt}, stored {result.storedAt} ({result.bytes} bytes of JSON).
+          Returned by attempt {result.attempt}, stored <Time at={result.storedAt} /> ({result.bytes} bytes of JSON).
         </p>
       </MaskedPayload>
     );
@@ -134,7 +136,7 @@ function ResultSection({ result, noResult }: Pick<JobDetailDTO, 'result' | 'noRe
       <h2>Result</h2>
       {result ? (
         <p data-testid="result-marker">
-          {result.marker} (attempt {result.attempt}, {result.storedAt})
+          {result.marker} (attempt {result.attempt}, <Time at={result.storedAt} />)
         </p>
       ) : (
         <p className="muted" data-testid="result-none">
@@ -188,8 +190,12 @@ function AttemptRows({ a }: { a: AttemptDTO }) {
         <td className="num">{a.attempt}</td>
         <td data-outcome={a.outcome}>{shown.outcome}</td>
         <td>{a.workerId ?? ''}</td>
-        <td>{new Date(a.startedAt).toLocaleString()}</td>
-        <td>{new Date(a.endedAt).toLocaleTimeString()}</td>
+        <td>
+          <Time at={a.startedAt} />
+        </td>
+        <td>
+          <Time at={a.endedAt} />
+        </td>
         <td className="num">{a.durationMs}</td>
         <td>{a.failureClass ?? ''}</td>
         <td className="mono">{shown.error}</td>
@@ -228,7 +234,9 @@ function AuditSection({ audit }: { audit: AuditDTO[] }) {
           <tbody>
             {audit.map((a) => (
               <tr key={a.id}>
-                <td>{new Date(a.at).toLocaleString()}</td>
+                <td>
+                  <Time at={a.at} />
+                </td>
                 <td>{a.actor}</td>
                 <td>{a.action}</td>
                 <td>{a.outcome}</td>

@@ -6,10 +6,11 @@ import { MaskedPayload } from '../../../../components/masked-payload.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
 import { SchedulePause, ScheduleTimingEditor } from '../../../../components/schedule-forms.tsx';
 import { TableScroll } from '../../../../components/table-scroll.tsx';
+import { Time } from '../../../../components/time.tsx';
 import { getScheduleDetail } from '../../../../lib/dal/index.ts';
 import type { ScheduleDetailDTO, ScheduleTickDTO } from '../../../../lib/dto.ts';
 import { load } from '../../../../lib/page.ts';
-import { schedulePauseText, tickTimeText } from '../../../../lib/present.ts';
+import { schedulePauseText } from '../../../../lib/present.ts';
 
 const none = '—';
 const count = (n: number) => n.toLocaleString('en');
@@ -79,7 +80,8 @@ export default async function SchedulePage(props: { params: Promise<{ name: stri
       </h1>
       <p className="muted">
         It enqueues a job of {s.kind} v{s.kindVersion} on queue {s.queue} at every tick of its cron expression (times
-        here are UTC). <Link href="/schedules">Every schedule</Link>;{' '}
+        here are in your browser’s zone, or UTC with “Times in UTC”; hover one for its zone).{' '}
+        <Link href="/schedules">Every schedule</Link>;{' '}
         <Link href={`/jobs?queue=${encodeURIComponent(s.queue)}&kind=${encodeURIComponent(s.kind)}`}>its jobs</Link>.
       </p>
       {(can.pause || can.change) && (
@@ -109,9 +111,9 @@ function ScheduleFields({ schedule: s }: { schedule: Schedule }) {
     [
       'next tick',
       'next-tick',
-      s.nextTickAt === null ? (s.paused ? `${none} (paused)` : none) : tickTimeText(s.nextTickAt),
+      <Time key="next" at={s.nextTickAt} variant="absolute" fallback={s.paused ? `${none} (paused)` : none} />,
     ],
-    ['last tick', 'last-tick', s.lastTickAt === null ? none : tickTimeText(s.lastTickAt)],
+    ['last tick', 'last-tick', <Time key="last" at={s.lastTickAt} variant="absolute" />],
     [
       'last job',
       'last-job',
@@ -123,7 +125,7 @@ function ScheduleFields({ schedule: s }: { schedule: Schedule }) {
     ['horizon', 'horizon', `${duration(s.horizonMs)} (missed ticks older than this are not counted)`],
     ['priority', 'priority', String(s.priority)],
     ['max attempts', 'max-attempts', count(s.maxAttempts)],
-    ['declared', 'declared', s.declaredAt === null ? none : tickTimeText(s.declaredAt)],
+    ['declared', 'declared', <Time key="declared" at={s.declaredAt} />],
   ];
   return (
     <dl className="fields" data-testid="schedule-fields">
@@ -154,7 +156,9 @@ function TicksSection({ ticks }: { ticks: ScheduleTickDTO[] }) {
           <tbody>
             {ticks.map((t) => (
               <tr key={`${t.tickAt}-${t.outcome}`}>
-                <td>{tickTimeText(t.tickAt)}</td>
+                <td>
+                  <Time at={t.tickAt} variant="absolute" />
+                </td>
                 <td data-testid="outcome">{outcomeText(t)}</td>
                 <td className="mono">
                   <JobLink id={t.jobId} state={t.jobState} label={t.jobId ?? ''} />
