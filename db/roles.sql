@@ -242,7 +242,7 @@ BEGIN
   GRANT SELECT, INSERT, DELETE, UPDATE (job_id, attempt, lease_token, claimed_at)
     ON leasehold.receipt_claims TO leasehold_worker;
   GRANT SELECT, INSERT, UPDATE (default_queue, display_name, rerun_safe, redacted_paths, last_seen_at, live_at,
-    max_attempts, payload_schema, job_settings) ON leasehold.kinds TO leasehold_worker;
+    max_attempts, payload_schema, job_settings, searchable_paths) ON leasehold.kinds TO leasehold_worker;
   GRANT SELECT, INSERT, DELETE ON leasehold.worker_kinds TO leasehold_worker;
   GRANT SELECT ON leasehold.migrations TO leasehold_worker;
   -- Maintenance locks its task's row FOR UPDATE (db/queue/maintenance.ts), which needs UPDATE on
@@ -264,7 +264,7 @@ BEGIN
     leasehold.grouped_ready_jobs, leasehold.ready_groups, leasehold.ready_rows,
     leasehold.group_limits, leasehold.group_claims, leasehold.schedules, leasehold.schedule_ticks,
     leasehold.unique_keys, leasehold.job_results, leasehold.job_progress, leasehold.queue_alerts,
-    leasehold.queue_minutes, leasehold.queue_hours
+    leasehold.queue_minutes, leasehold.queue_hours, leasehold.kind_search_paths
     TO leasehold_dashboard;
   -- An admin's backlog-alert threshold (drizzle/0026), with its audit row.
   GRANT EXECUTE ON FUNCTION leasehold.set_queue_alert(text, text, double precision, text, text) TO leasehold_dashboard;
@@ -305,6 +305,10 @@ BEGIN
   -- declared in kinds.redacted_paths is theirs alone, so the dashboard cannot unmask it.
   GRANT EXECUTE ON FUNCTION leasehold.add_redacted_path(text, text, text, text),
     leasehold.remove_added_redacted_path(text, text, text, text) TO leasehold_dashboard;
+  -- Search: an admin adds and removes searchable paths of its own (kind_search_paths, drizzle/0028);
+  -- what the workers declared in kinds.searchable_paths is theirs.
+  GRANT EXECUTE ON FUNCTION leasehold.add_search_path(text, text, text, text),
+    leasehold.remove_search_path(text, text, text, text) TO leasehold_dashboard;
   -- An admin's payload reveal is recorded (its audit row) before the payload is shown.
   GRANT EXECUTE ON FUNCTION leasehold.record_payload_reveal(text, uuid, text) TO leasehold_dashboard;
   -- Sign-out ends the sessions: a session version only rises.

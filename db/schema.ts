@@ -74,6 +74,7 @@ export * from './schema-unique.ts';
 export * from './schema-results.ts';
 export * from './schema-alerts.ts';
 export * from './schema-history.ts';
+export * from './schema-search.ts';
 
 /**
  * The jobs. Laid out for HOT updates (docs/design/schema-v1.md): no B-tree here names a column
@@ -93,6 +94,8 @@ export const jobs = leasehold.table(
     kind: text('kind').notNull(),
     kindVersion: integer('kind_version').notNull().default(1),
     idempotencyKey: text('idempotency_key'),
+    /** The done job this one re-runs (an operator's re-run enqueues a copy: drizzle/0028). */
+    rerunOf: uuid('rerun_of'),
     priority: integer('priority').notNull().default(0),
     traceId: text('trace_id'),
     /** After this moment a failed job is not retried again (the kind's max age). */
@@ -293,6 +296,13 @@ export const kinds = leasehold.table(
     displayName: text('display_name').notNull(),
     redactedPaths: text('redacted_paths').array().notNull().default(sql`'{}'::text[]`),
     rerunSafe: boolean('rerun_safe').notNull().default(false),
+    /**
+     * The payload paths (`orderId`, `customer.email`) the handler declares searchable: the
+     * dashboard searches them, each through an index of its own on this kind's jobs
+     * (drizzle/0028; docs/dashboard.md, "Search"). Only grows per kind and version, as
+     * redacted_paths; an admin adds more at run time in kind_search_paths.
+     */
+    searchablePaths: text('searchable_paths').array().notNull().default(sql`'{}'::text[]`),
     firstSeenAt: tstz('first_seen_at').notNull().defaultNow(),
     lastSeenAt: tstz('last_seen_at').notNull().defaultNow(),
     /**

@@ -50,6 +50,7 @@ export const SHIFTED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   users: ['created_at', 'updated_at'],
   audit_log: ['at'],
   kind_redactions: ['added_at'],
+  kind_search_paths: ['added_at'],
   finished_rollup: ['minute'],
   // A queue's history (db/queue/queue-history.ts): rebuilt on earlier minutes and hours, as the rollup.
   queue_minutes: ['minute'],
@@ -164,6 +165,7 @@ const SHIFT = `
   ),
   audit AS (UPDATE leasehold.audit_log a SET at = a.at - d.by FROM d RETURNING 1),
   redactions AS (UPDATE leasehold.kind_redactions r SET added_at = r.added_at - d.by FROM d RETURNING 1),
+  search_paths AS (UPDATE leasehold.kind_search_paths r SET added_at = r.added_at - d.by FROM d RETURNING 1),
   limits AS (
     UPDATE leasehold.limits m SET declared_at = m.declared_at - d.by, set_at = m.set_at - d.by,
       paused_until = m.paused_until - d.by FROM d
@@ -204,7 +206,7 @@ const SHIFT = `
   SELECT (SELECT count(*) FROM jobs)::int AS jobs, (SELECT count(*) FROM leases)::int AS leases,
          (SELECT count(*) FROM attempts) + (SELECT count(*) FROM dedupe) + (SELECT count(*) FROM receipts)
          + (SELECT count(*) FROM receipt_claims) + (SELECT count(*) FROM kinds) + (SELECT count(*) FROM workers) + (SELECT count(*) FROM queues)
-         + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM redactions)
+         + (SELECT count(*) FROM users) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM redactions) + (SELECT count(*) FROM search_paths)
          + (SELECT count(*) FROM limits) + (SELECT count(*) FROM limit_starts) + (SELECT count(*) FROM group_limits)
          + (SELECT count(*) FROM schedules) + (SELECT count(*) FROM ticks_in) + (SELECT count(*) FROM unique_keys)
          + (SELECT count(*) FROM job_results) + (SELECT count(*) FROM job_progress)
