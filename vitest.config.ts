@@ -28,7 +28,13 @@ const resolve = {
   },
 };
 // Each test file gets its own database cloned from a migrated template (test/db.ts).
-const shared = { pool: 'forks', testTimeout: 60_000, hookTimeout: 60_000 } as const;
+// Each test starts with the dashboard's live cache empty (test/live-cache-reset.ts).
+const shared = {
+  pool: 'forks' as const,
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+  setupFiles: ['./test/live-cache-reset.ts'],
+};
 
 export default defineConfig({
   resolve,

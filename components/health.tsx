@@ -1,7 +1,7 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
 import type { HealthDTO, HorizonHolderDTO } from '../lib/dto.ts';
-import { fetchHealth, POLL, queryKeys } from './queries.ts';
+import { fetchHealth, poll, POLL, queryKeys } from './queries.ts';
 import { TableScroll } from './table-scroll.tsx';
 import { Time } from './time.tsx';
 
@@ -51,7 +51,7 @@ export function HealthPanel({ initial }: { initial: HealthDTO }) {
     queryFn: fetchHealth,
     initialData: initial,
     initialDataUpdatedAt: Date.parse(initial.generatedAt),
-    refetchInterval: POLL.health,
+    refetchInterval: poll(POLL.health),
   });
   return (
     <div className="health">

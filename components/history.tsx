@@ -20,7 +20,7 @@ import {
   YAxis,
 } from 'recharts';
 import type { HistoryDTO, HistoryPointDTO } from '../lib/dto.ts';
-import { fetchHistory, POLL, queryKeys } from './queries.ts';
+import { fetchHistory, poll, POLL, queryKeys } from './queries.ts';
 import { TableScroll } from './table-scroll.tsx';
 import { AXIS, TOOLTIP, age, legendText } from './chart-theme.tsx';
 import { useTimeLabels } from './time.tsx';
@@ -58,7 +58,7 @@ export function HistorySection({ queues }: { queues: string[] }) {
   const { data, error } = useQuery({
     queryKey: queryKeys.history(range, queue),
     queryFn: () => fetchHistory(range, queue),
-    refetchInterval: range === '1h' ? POLL.historyHour : POLL.historyLonger,
+    refetchInterval: poll(range === '1h' ? POLL.historyHour : POLL.historyLonger),
   });
   const per = RANGES.find((r) => r.key === range)?.per ?? 'interval';
   return (

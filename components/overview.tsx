@@ -3,7 +3,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import type { OverviewDTO, QueueAlertDTO, QueueDTO } from '../lib/dto.ts';
-import { fetchOverview, POLL, postJson, queryKeys } from './queries.ts';
+import { fetchOverview, poll, POLL, postJson, queryKeys } from './queries.ts';
 import { withBasePath } from './base-path.ts';
 import { ALERT_LABEL } from './queue-alerts.tsx';
 import { TableScroll } from './table-scroll.tsx';
@@ -26,7 +26,7 @@ export function OverviewPanel() {
   const { data, error, isPending } = useQuery({
     queryKey: queryKeys.overview,
     queryFn: fetchOverview,
-    refetchInterval: POLL.overview,
+    refetchInterval: poll(POLL.overview),
   });
   if (isPending) return <p>Loading…</p>;
   if (error)

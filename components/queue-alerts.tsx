@@ -5,7 +5,7 @@ import type { QueueAlertDTO, QueueAlertsDTO } from '../lib/dto.ts';
 import { DialogFormEnd, ReasonField } from './dialog-form.tsx';
 import { Time } from './time.tsx';
 import { ModalDialog } from './modal-dialog.tsx';
-import { fetchQueueAlerts, POLL, postJson, queryKeys } from './queries.ts';
+import { fetchQueueAlerts, poll, POLL, postJson, queryKeys } from './queries.ts';
 import { TableScroll } from './table-scroll.tsx';
 
 type Figure = QueueAlertDTO['alert'];
@@ -43,7 +43,7 @@ export function QueueAlertsPanel({ initial }: { initial: QueueAlertsDTO }) {
     queryFn: fetchQueueAlerts,
     initialData: initial,
     initialDataUpdatedAt: Date.parse(initial.generatedAt),
-    refetchInterval: POLL.alerts,
+    refetchInterval: poll(POLL.alerts),
   });
   const saved = async (message: string) => {
     setResult(message);

@@ -3,9 +3,9 @@ import { useQuery } from '@tanstack/react-query';
 import type { WorkerDTO, WorkersDTO } from '../lib/dto.ts';
 import { withBasePath } from './base-path.ts';
 import { seconds } from './health.tsx';
-import { fetchWorkers, POLL, queryKeys } from './queries.ts';
-import { TableScroll } from './table-scroll.tsx';
+import { fetchWorkers, poll, POLL, queryKeys } from './queries.ts';
 import { Time } from './time.tsx';
+import { TableScroll } from './table-scroll.tsx';
 
 const none = '—';
 
@@ -35,7 +35,7 @@ export function WorkersPanel({ initial }: { initial: WorkersDTO }) {
     queryFn: fetchWorkers,
     initialData: initial,
     initialDataUpdatedAt: Date.parse(initial.generatedAt),
-    refetchInterval: POLL.workers,
+    refetchInterval: poll(POLL.workers),
   });
   const read = Date.parse(data.generatedAt);
   return (

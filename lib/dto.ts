@@ -114,15 +114,45 @@ export interface JobProgressDTO {
   updatedAt: string;
 }
 
-/** What the job page polls while the job runs (GET /api/jobs/[id]/progress). */
+/** An ended attempt as the job page shows it, its words (lib/present.ts) made on the server. */
+export interface AttemptViewDTO extends AttemptDTO {
+  outcomeText: string;
+  errorText: string;
+  /** The error's detail in one line and in full, or null when it has none. */
+  detailSummary: string | null;
+  detailText: string | null;
+}
+
+/**
+ * What the job page polls while the job is not finished (GET /api/jobs/[id]/progress): its
+ * state, progress, ended attempts, result and last error, and the actions the viewer may take.
+ */
 export interface JobLiveDTO {
   state: JobState;
   subState: SubState;
+  /** done, dead or cancelled: nothing more to poll. */
+  finished: boolean;
   /** Attempts started: a progress report of an earlier one is said so. */
   attempts: number;
   progress: JobProgressDTO | null;
+  attemptRows: AttemptViewDTO[];
+  result: JobResultDTO | null;
+  /** What the page shows where there is no result. */
+  noResult: string;
+  /** Scrubbed as on the page. */
+  lastError: string | null;
+  /** Only for a viewer who may cancel (a cancel of a running job presents it). */
+  leaseToken: string | null;
+  can: { retry: boolean; cancel: boolean };
   /** When the server read it (it names the snapshot a page was rendered with). */
   readAt: string;
+}
+
+/** How many jobs matching a list's filter are newer than its newest row (GET /api/jobs/new). */
+export interface NewJobsDTO {
+  count: number;
+  /** More than `count` (the count stops at NEW_JOBS_CAP). */
+  more: boolean;
 }
 
 export interface JobDetailDTO {

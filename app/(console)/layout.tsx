@@ -1,6 +1,7 @@
 import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
 import { ConsoleNav } from '../../components/console-nav.tsx';
+import { SessionEnded } from '../../components/session-ended.tsx';
 import { getViewer } from '../../lib/dal/index.ts';
 
 export const dynamic = 'force-dynamic';
@@ -13,6 +14,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
     <>
       <ConsoleNav who={`${user.email} · ${user.role}`} />
       <main id="main" tabIndex={-1}>
+        <SessionEnded />
         {children}
       </main>
     </>

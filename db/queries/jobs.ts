@@ -162,6 +162,37 @@ export async function listJobs(
   return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };
 }
 
+/** The most jobs `countNewerJobs` counts: the marker says "100+" past it. */
+export const NEW_JOBS_CAP = 100;
+
+/** The list's filter and its cursor: the newest job it shows, or (it shows none) when it was read. */
+export const newJobsSchema = jobFilterSchema.extend({
+  newerThan: uuidSchema.optional(),
+  /** Milliseconds since the epoch. */
+  since: z.coerce.number().int().min(0).optional(),
+});
+
+/**
+ * How many jobs match `filter` above `newerThan` in the list's newest-first order (ids are
+ * UUIDv7: newer), up to `cap` (`more` says there are others): what the job list's "n new jobs"
+ * marker polls. The walk starts at the cursor's end of the primary key, so its cost grows with
+ * the new jobs, not with the table; the cap stops it there.
+ */
+export async function countNewerJobs(
+  executor: Executor,
+  query: JobFilter & { newerThan: string },
+  cap: number = NEW_JOBS_CAP,
+): Promise<{ count: number; more: boolean }> {
+  const [row] = await run<{ n: number }>(
+    executor,
+    sql`SELECT count(*)::int AS n FROM (
+          SELECT 1 FROM leasehold.jobs WHERE ${filterSql(query)} AND id > ${query.newerThan}::uuid ORDER BY id LIMIT ${cap + 1}
+        ) newer`,
+  );
+  const n = row?.n ?? 0;
+  return { count: Math.min(n, cap), more: n > cap };
+}
+
 export type { AttemptRow } from '../queue/history.ts';
 
 export interface AuditEntry {

@@ -29,3 +29,12 @@ export function newJobId(): string {
   }
   return v7({ random, msecs: lastMs, seq });
 }
+
+/**
+ * The smallest job id made at or after `ms` (a UUIDv7's first 48 bits are its millisecond):
+ * a cursor for "jobs made since" on the primary key, which `ORDER BY id` walks in time order.
+ */
+export function jobIdFloor(ms: number): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
+  return `${hex.slice(0, 8)}-${hex.slice(8)}-0000-0000-000000000000`;
+}

@@ -25,6 +25,7 @@ import {
 } from '../../db/queries/jobs.ts';
 import { database } from '../db.ts';
 import type { ActionResultDTO, BulkPreviewDTO } from '../dto.ts';
+import { invalidateLive } from '../live-cache.ts';
 import { actionOutcomeMessage, bulkOutcomeMessage, queuePauseMessage } from '../present.ts';
 import { parse, reasonSchema } from './input.ts';
 import { authorize } from './policy.ts';
@@ -40,6 +41,8 @@ export async function retryJob(input: unknown): Promise<ActionResultDTO> {
   const user = await authorize('retryJob');
   const { id, reason } = parse(retryInput, input, 'retry request');
   const outcome = await retryIfTerminal(database(), { id, actor: user.email, ...(reason ? { reason } : {}) });
+  // The operator's own change shows at once, not after the live cache's freshness.
+  invalidateLive('jobLive', 'overview', 'failures');
   return { ok: outcome.applied, message: actionOutcomeMessage('retry', outcome) };
 }
 
@@ -52,6 +55,7 @@ export async function cancelJob(input: unknown): Promise<ActionResultDTO> {
     actor: user.email,
     ...(reason ? { reason } : {}),
   });
+  invalidateLive('jobLive', 'overview', 'failures');
   return { ok: outcome.applied, message: actionOutcomeMessage('cancel', outcome) };
 }
 
@@ -103,6 +107,7 @@ export async function applyBulk(input: unknown): Promise<ActionResultDTO> {
           ...(reason ? { reason } : {}),
         })
       : await cancelManyIfUnchanged(database(), { jobs, actor: user.email, ...(reason ? { reason } : {}) });
+  invalidateLive('jobLive', 'overview', 'failures');
   return { ok: result.affected > 0, message: bulkOutcomeMessage(action, result) };
 }
 
@@ -113,5 +118,6 @@ export async function setQueuePaused(input: unknown, paused: boolean): Promise<A
   const user = await authorize('setQueuePaused');
   const { queue } = parse(queueInput, input, 'queue');
   const outcome = await (paused ? pauseQueue : resumeQueue)(database(), { queue, actor: user.email });
+  invalidateLive('overview');
   return { ok: outcome.applied, message: queuePauseMessage(queue, paused, outcome.applied) };
 }

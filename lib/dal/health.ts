@@ -37,6 +37,7 @@ import { webEnv } from '../env.ts';
 import { InputError } from '../errors.ts';
 import { alertThresholdText, queueAlertRefusedMessage, setQueueAlertMessage } from '../present.ts';
 import { parse, reasonSchema } from './input.ts';
+import { invalidateLive, liveQuery, type LiveRead } from '../live-cache.ts';
 import { authorize, permits } from './policy.ts';
 import { scrubPatterns } from './scrub.ts';
 
@@ -61,13 +62,25 @@ function holderDto(h: HorizonHolder): HorizonHolderDTO {
 }
 
 /**
+ * The health read, cached per kind of viewer: an admin's (with the holding sessions' addresses
+ * and queries) and everyone else's are two entries, so no one is served the other's.
+ */
+const healthRead = liveQuery('health', (admin: boolean) => readHealth(database(), { admin }));
+
+/** The live workers and the queues' backlog, the same for every role. */
+const workersRead = liveQuery('workers', async () => {
+  const [workers, queues] = await Promise.all([listWorkers(database(), LIVE_WORKER_SECONDS), backlog(database())]);
+  return { workers, queues, readAt: new Date() };
+});
+
+/**
  * The health read, every role: the same checks for all; a holding session's client address and
  * the start of its query only for admins (null for the others).
  */
-export async function getHealth(): Promise<HealthDTO> {
+export async function getHealth({ fresh = false }: LiveRead = {}): Promise<HealthDTO> {
   const user = await authorize('getHealth');
   const admin = user.role === 'admin';
-  const h = await readHealth(database(), { admin });
+  const h = await (fresh ? healthRead.refresh(admin) : healthRead.read(admin));
   return {
     ...h,
     sessionDetail: admin,
@@ -84,11 +97,11 @@ export async function getHealth(): Promise<HealthDTO> {
 }
 
 /** The live workers (reported within LIVE_WORKER_SECONDS), and the queues whose jobs wait for a kind none runs. */
-export async function getWorkers(): Promise<WorkersDTO> {
+export async function getWorkers({ fresh = false }: LiveRead = {}): Promise<WorkersDTO> {
   await authorize('getWorkers');
-  const [workers, queues] = await Promise.all([listWorkers(database(), LIVE_WORKER_SECONDS), backlog(database())]);
+  const { workers, queues, readAt } = await (fresh ? workersRead.refresh() : workersRead.read());
   return {
-    generatedAt: new Date().toISOString(),
+    generatedAt: readAt.toISOString(),
     liveWithinSeconds: LIVE_WORKER_SECONDS,
     workers: workers.map((w) => ({
       ...w,
@@ -165,6 +178,7 @@ export async function setQueueAlertValue(input: unknown): Promise<ActionResultDT
       actor: user.email,
       ...(reason ? { reason } : {}),
     });
+    invalidateLive('overview');
     return { ok: true, message: setQueueAlertMessage(parsed.queue, parsed.alert, outcome) };
   } catch (error) {
     if (error instanceof LeaseholdInputError) {

@@ -7,6 +7,7 @@ import { database } from '../db.ts';
 import type { HistoryDTO } from '../dto.ts';
 import { parse } from './input.ts';
 import { authorize } from './policy.ts';
+import { liveQuery } from '../live-cache.ts';
 
 const RANGES = ['1h', '24h', '7d', '90d'] as const satisfies readonly (keyof typeof HISTORY_RANGES)[];
 
@@ -14,6 +15,13 @@ const historyInput = z.strictObject({
   range: z.enum(RANGES, { error: 'one of 1h, 24h, 7d, 90d' }).default('1h'),
   queue: z.string().regex(NAME_PATTERN, 'not a queue name').optional(),
 });
+
+/** Every viewer sees the same history: one cached read per range and queue (lib/live-cache.ts). */
+const historyRead = liveQuery(
+  'history',
+  (range: (typeof RANGES)[number], queue: string | null) => queueHistory(database(), range, queue),
+  { maxEntries: 256 },
+);
 
 /** `range` (1h, 24h, 7d, 90d; 1h by default) of `queue`'s history, or every queue's without one. */
 export async function getHistory(input: { range?: string | null; queue?: string | null }): Promise<HistoryDTO> {
@@ -23,7 +31,7 @@ export async function getHistory(input: { range?: string | null; queue?: string 
     { ...(input.range ? { range: input.range } : {}), ...(input.queue ? { queue: input.queue } : {}) },
     'history',
   );
-  const history = await queueHistory(database(), range, queue ?? null);
+  const history = await historyRead.read(range, queue ?? null);
   return {
     generatedAt: new Date().toISOString(),
     range,

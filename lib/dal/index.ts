@@ -8,7 +8,7 @@ import 'server-only';
 export { getViewer } from './session.ts';
 export { getMetrics, getOverview } from './overview.ts';
 export { getHistory } from './history.ts';
-export { getFailureGroups, getJobDetail, getJobProgress, getJobs, revealPayload } from './jobs.ts';
+export { getFailureGroups, getJobDetail, getJobProgress, getJobs, getNewJobCount, revealPayload } from './jobs.ts';
 export { getAudit } from './audit.ts';
 export { addKindRedaction, getKinds, removeKindRedaction } from './kinds.ts';
 export { getLimits, setLimitValues } from './limits.ts';

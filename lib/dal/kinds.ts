@@ -16,7 +16,11 @@ import type { ActionResultDTO, KindsDTO } from '../dto.ts';
 import { webEnv } from '../env.ts';
 import { addRedactionMessage, removeRedactionMessage } from '../present.ts';
 import { parse, reasonSchema } from './input.ts';
+import { invalidateLive, liveQuery, type LiveRead } from '../live-cache.ts';
 import { authorize, permits } from './policy.ts';
+
+/** The kinds registry, the same for every role (only `can` is the viewer's). */
+const kindsRead = liveQuery('kinds', () => listKinds(database()));
 
 /**
  * Every path masked in a job of this kind version: declared, admin-added and configured; null
@@ -28,9 +32,9 @@ export async function redactionRulesFor(executor: Executor, kind: string, versio
   return paths === null ? null : [...new Set([...paths, ...webEnv().redactPaths])];
 }
 
-export async function getKinds(): Promise<KindsDTO> {
+export async function getKinds({ fresh = false }: LiveRead = {}): Promise<KindsDTO> {
   const user = await authorize('getKinds');
-  const kinds = await listKinds(database());
+  const kinds = await (fresh ? kindsRead.refresh() : kindsRead.read());
   return {
     kinds: kinds.map((k) => ({
       ...k,
@@ -53,6 +57,8 @@ export async function addKindRedaction(input: unknown): Promise<ActionResultDTO>
   const user = await authorize('addKindRedaction');
   const { kind, path, reason } = parse(pathInput, input, 'redaction');
   const outcome = await addRedactedPath(database(), { kind, path, actor: user.email, ...(reason ? { reason } : {}) });
+  // A path masked now is masked in the next poll of every page, not after the cache's freshness.
+  invalidateLive('kinds', 'jobLive', 'failures');
   return { ok: outcome.applied, message: addRedactionMessage(kind, path, outcome) };
 }
 
@@ -66,5 +72,6 @@ export async function removeKindRedaction(input: unknown): Promise<ActionResultD
     actor: user.email,
     ...(reason ? { reason } : {}),
   });
+  invalidateLive('kinds', 'jobLive', 'failures');
   return { ok: outcome.applied, message: removeRedactionMessage(kind, path, outcome) };
 }

@@ -88,7 +88,11 @@ export function resultDto(
 }
 
 /** The job's state and latest progress report, its message scrubbed with the job's `scrub`. */
-export function jobLiveDto(job: JobView, progress: JobProgress | null, scrub: Scrub): JobLiveDTO {
+export function jobLiveDto(
+  job: JobView,
+  progress: JobProgress | null,
+  scrub: Scrub,
+): Pick<JobLiveDTO, 'state' | 'subState' | 'attempts' | 'progress' | 'readAt'> {
   const now = new Date();
   return {
     state: job.state,

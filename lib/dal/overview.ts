@@ -9,12 +9,18 @@ import { readHealth } from '../../db/queries/health.ts';
 import { database } from '../db.ts';
 import type { GroupMetricsDTO, MetricsDTO, OverviewDTO } from '../dto.ts';
 import { queueAlertsOf } from './health.ts';
+import { liveQuery } from '../live-cache.ts';
 import { authorize, authorizeMetricsToken, permits } from './policy.ts';
+
+/** The overview's read, the same for every role (only `can` is the viewer's): shared by every tab. */
+const overviewRead = liveQuery('overview', async () => {
+  const o = await overview(database());
+  return { o, alerts: await queueAlertsOf(o.queues) };
+});
 
 export async function getOverview(): Promise<OverviewDTO> {
   const user = await authorize('getOverview');
-  const o = await overview(database());
-  const alerts = await queueAlertsOf(o.queues);
+  const { o, alerts } = await overviewRead.read();
   return {
     generatedAt: o.generatedAt.toISOString(),
     queues: o.queues,

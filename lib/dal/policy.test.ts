@@ -155,6 +155,14 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
         }),
     };
   },
+  getNewJobCount: async () => {
+    const first = await addJob(t.db, { queue: uniqueQueue('policy-new') });
+    await addJob(t.db, { queue: first.queue });
+    return {
+      call: () => dal.getNewJobCount({ queue: first.queue, newerThan: first.id }),
+      allowed: (result) => expect(result).toEqual({ count: 1, more: false }),
+    };
+  },
   getFailureGroups: async () => {
     await deadJob();
     return {

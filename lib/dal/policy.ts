@@ -27,6 +27,7 @@ export const POLICY = {
   getJobs: 'viewer',
   getJobDetail: 'viewer',
   getJobProgress: 'viewer',
+  getNewJobCount: 'viewer',
   getFailureGroups: 'viewer',
   getAudit: 'viewer',
   getKinds: 'viewer',

@@ -112,6 +112,10 @@ describe.each(['viewer', 'operator'] as const)('as %s', (role) => {
       const detail = await dal.getJobDetail(id);
       expect(detail?.attempts).toHaveLength(1);
       expectClean(detail);
+      // The job page's poll: its attempts, last error and result as the page shows them.
+      const live = await dal.getJobProgress(id);
+      expect(live.attemptRows).toHaveLength(1);
+      expectClean(live);
     }
     const detail = (await dal.getJobDetail(retried.id))!;
     expect(detail.audit).toMatchObject([{ action: 'retry', reason: `customer ${MASK} asked` }]);
@@ -145,6 +149,7 @@ describe.each(['viewer', 'operator'] as const)('as %s', (role) => {
   it('shows a tag that quotes a masked value scrubbed, and a filter by it answers as a missing tag', async () => {
     const queue = uniqueQueue(`redaction-tags-${role}`);
     const quoting = `to:${EMAIL}`;
+    const before = await addJob(t.db, { kind: KIND, queue, payload: payload() });
     const job = await addJob(t.db, { kind: KIND, queue, payload: payload(), tags: [`plain-${queue}`, quoting] });
     signIn(role);
     const list = await dal.getJobs({ tag: `plain-${queue}` });
@@ -153,6 +158,12 @@ describe.each(['viewer', 'operator'] as const)('as %s', (role) => {
     expect((await dal.getJobDetail(job.id))?.job.tags).toEqual([`plain-${queue}`, `to:${MASK}`]);
     expect(await dal.getJobs({ tag: quoting })).toEqual(await dal.getJobs({ tag: 'to:nobody@example.com' }));
     expect((await dal.getJobs({ tag: quoting })).jobs).toEqual([]);
+    // The list's "n new jobs" count leaves it out as the list does; a tag quoting nothing counts it.
+    expect(await dal.getNewJobCount({ queue, tag: quoting, newerThan: before.id })).toEqual({ count: 0, more: false });
+    expect(await dal.getNewJobCount({ queue, tag: `plain-${queue}`, newerThan: before.id })).toEqual({
+      count: 1,
+      more: false,
+    });
   });
 });
 
@@ -168,6 +179,10 @@ describe('as admin', () => {
     expect((await dal.getJobs({ tag: `to:${EMAIL}:${queue}` })).jobs.map((j) => [j.id, j.tags])).toEqual([
       [tagged.id, [`to:${MASK}:${queue}`]],
     ]);
+    expect(await dal.getNewJobCount({ tag: `to:${EMAIL}:${queue}`, newerThan: job.id })).toEqual({
+      count: 1,
+      more: false,
+    });
     const revealed = JSON.stringify(await dal.revealPayload(job.id));
     for (const c of CANARIES) expect(revealed).toContain(c);
   });

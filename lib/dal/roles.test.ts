@@ -122,6 +122,11 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
       progress: { percent: 25, message: 'a quarter' },
     });
   },
+  getNewJobCount: async () => {
+    const first = await addJob(admin.db, { queue: uniqueQueue('roles-new') });
+    await addJob(admin.db, { queue: first.queue });
+    expect(await dal.getNewJobCount({ queue: first.queue, newerThan: first.id })).toEqual({ count: 1, more: false });
+  },
   getFailureGroups: async () => {
     await deadJob();
     expect((await dal.getFailureGroups()).groups.length).toBeGreaterThan(0);

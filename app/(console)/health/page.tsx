@@ -5,7 +5,7 @@ import { getHealth, getQueueAlerts } from '../../../lib/dal/index.ts';
 import { load } from '../../../lib/page.ts';
 
 export default async function HealthPage() {
-  const [health, alerts] = await Promise.all([load(() => getHealth()), load(() => getQueueAlerts())]);
+  const [health, alerts] = await Promise.all([load(() => getHealth({ fresh: true })), load(() => getQueueAlerts())]);
   return (
     <>
       <h1>Health</h1>

@@ -3,6 +3,7 @@ import { TableScroll } from '../../../components/table-scroll.tsx';
 import { Time } from '../../../components/time.tsx';
 import { BulkActions } from '../../../components/bulk-actions.tsx';
 import { JobTags } from '../../../components/job-tags.tsx';
+import { NewJobsMarker } from '../../../components/new-jobs.tsx';
 import { PageError } from '../../../components/page-error.tsx';
 import { StateBadge } from '../../../components/state-badge.tsx';
 import { getJobs } from '../../../lib/dal/index.ts';
@@ -80,6 +81,8 @@ function JobFilters({ params }: { params: Record<string, string> }) {
 
 export default async function JobsPage({ searchParams }: { searchParams: Promise<Params> }) {
   const params = dropEmpty(await searchParams);
+  // When the list was read: the new-jobs marker's cursor when it shows no job.
+  const since = Date.now();
   const loaded = await load(() => getJobs(params));
   const { after: _after, ...filterParams } = params;
   const { sort: _sort, limit: _limit, ...filter } = filterParams;
@@ -92,6 +95,14 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
       ) : (
         <>
           {loaded.value.can.bulk && <BulkActions source={{ kind: 'filter', filter }} actions={['retry', 'cancel']} />}
+          {/* New jobs land on the first page of newest first: only there is the marker offered. */}
+          {!params.after && (params.sort ?? 'newest') === 'newest' && (
+            <NewJobsMarker
+              key={loaded.value.newest ?? since}
+              filter={filter}
+              cursor={loaded.value.newest === null ? { since: String(since) } : { newerThan: loaded.value.newest }}
+            />
+          )}
           <TableScroll label="Jobs">
             <table data-testid="jobs-table">
               <thead>

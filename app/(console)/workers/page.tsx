@@ -4,7 +4,7 @@ import { getWorkers } from '../../../lib/dal/index.ts';
 import { load } from '../../../lib/page.ts';
 
 export default async function WorkersPage() {
-  const loaded = await load(() => getWorkers());
+  const loaded = await load(() => getWorkers({ fresh: true }));
   return (
     <>
       <h1>Workers</h1>

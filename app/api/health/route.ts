@@ -5,5 +5,5 @@ export const dynamic = 'force-dynamic';
 
 /** PostgreSQL's health as the dashboard's role reads it (polled by the Health page). */
 export function GET() {
-  return respond(getHealth);
+  return respond(() => getHealth());
 }

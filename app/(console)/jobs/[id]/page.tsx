@@ -1,18 +1,23 @@
 import { notFound } from 'next/navigation';
 import { TableScroll } from '../../../../components/table-scroll.tsx';
 import { Fragment, type ReactNode } from 'react';
-import { JobActions } from '../../../../components/job-actions.tsx';
+import {
+  LiveAttempts,
+  LiveJobActions,
+  LiveLastError,
+  LiveResult,
+  LiveStateBadge,
+} from '../../../../components/job-live.tsx';
 import { JobProgress } from '../../../../components/job-progress.tsx';
 import { JobTags } from '../../../../components/job-tags.tsx';
 import { MaskedPayload } from '../../../../components/masked-payload.tsx';
 import { RevealPayload } from '../../../../components/reveal-payload.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
-import { StateBadge } from '../../../../components/state-badge.tsx';
 import { Time } from '../../../../components/time.tsx';
-import type { AttemptDTO, AuditDTO, JobDetailDTO, JobDTO } from '../../../../lib/dto.ts';
+import type { AuditDTO, JobDTO } from '../../../../lib/dto.ts';
 import { getJobDetail } from '../../../../lib/dal/index.ts';
 import { load } from '../../../../lib/page.ts';
-import { attemptOutcomeText, errorDetailSummary, errorDetailText, snoozeLine } from '../../../../lib/present.ts';
+import { snoozeLine } from '../../../../lib/present.ts';
 
 export default async function JobPage(props: { params: Promise<{ id: string }> }) {
   const { id } = await props.params;
@@ -25,19 +30,15 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
       </>
     );
   if (!loaded.value) notFound();
-  const { job, attempts, audit, retryPlan, can } = loaded.value;
+  // The state, progress, attempts, result, last error and actions follow the job while it is
+  // not finished (components/job-live.tsx), without a reload; the rest is as it was at render.
+  const { job, audit, retryPlan, can, live } = loaded.value;
   return (
     <>
       <h1>
-        Job <span className="mono">{job.id}</span> <StateBadge state={job.subState} />
+        Job <span className="mono">{job.id}</span> <LiveStateBadge id={job.id} initial={live} />
       </h1>
-      <JobActions
-        id={job.id}
-        leaseToken={job.leaseToken}
-        canRetry={can.retry}
-        canCancel={can.cancel}
-        state={job.state}
-      />
+      <LiveJobActions id={job.id} initial={live} />
       <JobFields job={job} />
       {job.waiting.length > 0 && (
         <>
@@ -49,15 +50,8 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
           </ul>
         </>
       )}
-      <JobProgress id={job.id} initial={loaded.value.live} />
-      {job.lastError && (
-        <>
-          <h2>Last error</h2>
-          <pre data-testid="last-error" tabIndex={0}>
-            {job.lastError}
-          </pre>
-        </>
-      )}
+      <JobProgress id={job.id} initial={live} />
+      <LiveLastError id={job.id} initial={live} />
       {can.retry && (
         <>
           <h2>What a retry will do</h2>
@@ -72,8 +66,8 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
       >
         {can.reveal && <RevealPayload id={job.id} />}
       </MaskedPayload>
-      <ResultSection result={loaded.value.result} noResult={loaded.value.noResult} />
-      <AttemptsSection attempts={attempts} />
+      <LiveResult id={job.id} initial={live} />
+      <LiveAttempts id={job.id} initial={live} />
       <AuditSection audit={audit} />
     </>
   );
@@ -110,109 +104,6 @@ function JobFields({ job }: { job: JobDTO }) {
       <dt>tags</dt>
       <dd>{job.tags.length === 0 ? '—' : <JobTags tags={job.tags} />}</dd>
     </dl>
-  );
-}
-
-/** What the completing attempt returned, masked as the payload is; or why it was not kept; or that there is none. */
-function ResultSection({ result, noResult }: Pick<JobDetailDTO, 'result' | 'noResult'>) {
-  if (result && result.marker === null) {
-    return (
-      <MaskedPayload
-        title="Result"
-        payload={result.value}
-        redactedPaths={result.redactedPaths}
-        payloadHidden={result.hidden}
-        testId="result"
-        hiddenTestId="result-hidden"
-      >
-        <p className="muted">
-          Returned by attempt {result.attempt}, stored <Time at={result.storedAt} /> ({result.bytes} bytes of JSON).
-        </p>
-      </MaskedPayload>
-    );
-  }
-  return (
-    <>
-      <h2>Result</h2>
-      {result ? (
-        <p data-testid="result-marker">
-          {result.marker} (attempt {result.attempt}, <Time at={result.storedAt} />)
-        </p>
-      ) : (
-        <p className="muted" data-testid="result-none">
-          {noResult}
-        </p>
-      )}
-    </>
-  );
-}
-
-function AttemptsSection({ attempts }: { attempts: AttemptDTO[] }) {
-  return (
-    <>
-      <h2>Attempts</h2>
-      <TableScroll label="Attempts">
-        <table data-testid="attempts-table">
-          <thead>
-            <tr>
-              <th className="num">#</th>
-              <th>outcome</th>
-              <th>worker</th>
-              <th>started</th>
-              <th>ended</th>
-              <th className="num">ms</th>
-              <th>class</th>
-              <th>error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {attempts.map((a) => (
-              <AttemptRows key={`${a.attempt}-${a.startedAt}`} a={a} />
-            ))}
-            {attempts.length === 0 && (
-              <tr>
-                <td colSpan={8}>No attempt has ended yet.</td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </TableScroll>
-    </>
-  );
-}
-
-/** One ended attempt's row, and under it the error's detail when it has one. */
-function AttemptRows({ a }: { a: AttemptDTO }) {
-  const shown = attemptOutcomeText(a);
-  return (
-    <>
-      <tr>
-        <td className="num">{a.attempt}</td>
-        <td data-outcome={a.outcome}>{shown.outcome}</td>
-        <td>{a.workerId ?? ''}</td>
-        <td>
-          <Time at={a.startedAt} />
-        </td>
-        <td>
-          <Time at={a.endedAt} />
-        </td>
-        <td className="num">{a.durationMs}</td>
-        <td>{a.failureClass ?? ''}</td>
-        <td className="mono">{shown.error}</td>
-      </tr>
-      {a.errorDetail && (
-        <tr>
-          <td colSpan={8}>
-            <details data-testid={`attempt-detail-${a.attempt}`}>
-              <summary>
-                Attempt {a.attempt}: {errorDetailSummary(a.errorDetail)}
-              </summary>
-              <pre tabIndex={0}>{errorDetailText(a.errorDetail)}</pre>
-            </details>
-          </td>
-        </tr>
-      )}
-    </>
   );
 }
 
