@@ -309,6 +309,8 @@ BEGIN
   -- what the workers declared in kinds.searchable_paths is theirs.
   GRANT EXECUTE ON FUNCTION leasehold.add_search_path(text, text, text, text),
     leasehold.remove_search_path(text, text, text, text) TO leasehold_dashboard;
+  -- A CSV export of a search is recorded (its audit row) before the file is sent.
+  GRANT EXECUTE ON FUNCTION leasehold.record_jobs_export(text, jsonb, integer, text) TO leasehold_dashboard;
   -- An admin's payload reveal is recorded (its audit row) before the payload is shown.
   GRANT EXECUTE ON FUNCTION leasehold.record_payload_reveal(text, uuid, text) TO leasehold_dashboard;
   -- Sign-out ends the sessions: a session version only rises.

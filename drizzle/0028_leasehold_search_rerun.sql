@@ -6,7 +6,8 @@
 -- written only by add_search_path / remove_search_path with their audit rows. Each path is
 -- indexed on its kind's jobs alone by `leasehold search-index` (CREATE INDEX CONCURRENTLY, as the
 -- migrator): other kinds' enqueues write nothing more. `jobs.rerun_of`: the done job an
--- operator's re-run copies (a done job itself never changes again).
+-- operator's re-run copies (a done job itself never changes again). `record_jobs_export`: the
+-- audit row of a CSV export of a search.
 -- Expanding: an older worker records no searchable paths and never sets rerun_of.
 CREATE TABLE "leasehold"."kind_search_paths" (
 	"kind" text NOT NULL,
@@ -85,6 +86,31 @@ BEGIN
   SELECT (SELECT id FROM audit), (SELECT removed FROM facts), (SELECT declared FROM facts);
 END
 $$;
+--> statement-breakpoint
+-- A CSV export of a job search (the dashboard's), recorded before the file is sent: who, the
+-- search (filter), how many rows, and the optional reason. Refused: a filter that is not a JSON
+-- object of at most 4 kB, rows outside 0 to 10,000.
+CREATE FUNCTION "leasehold"."record_jobs_export"(p_actor text, p_filter jsonb, p_rows integer, p_reason text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $$
+DECLARE
+  audit_id bigint;
+BEGIN
+  PERFORM leasehold.check_operator_input('export_jobs', ARRAY['export_jobs'], p_actor, p_reason, NULL);
+  IF p_filter IS NULL OR jsonb_typeof(p_filter) <> 'object' OR length(p_filter::text) > 4096
+     OR p_rows IS NULL OR p_rows NOT BETWEEN 0 AND 10000 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'leasehold: the export_jobs action was refused: a filter (a JSON object of at most 4 kB) and 0 to 10,000 rows are needed.',
+      HINT = 'Nothing was written.';
+  END IF;
+  INSERT INTO leasehold.audit_log (actor, action, requested, affected, outcome, detail)
+  VALUES (p_actor, 'export_jobs', p_rows, p_rows, 'applied', jsonb_build_object('filter', p_filter, 'reason', p_reason))
+  RETURNING id INTO audit_id;
+  RETURN audit_id;
+END
+$$;
+--> statement-breakpoint
+REVOKE ALL ON FUNCTION "leasehold"."record_jobs_export"(text, jsonb, integer, text) FROM PUBLIC;
 --> statement-breakpoint
 REVOKE ALL ON FUNCTION "leasehold"."add_search_path"(text, text, text, text) FROM PUBLIC;
 --> statement-breakpoint
