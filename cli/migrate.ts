@@ -4,11 +4,13 @@ import { migrateDatabase, MIGRATIONS_FOLDER, pendingMigrationsSql, readMigration
 import { JOURNAL_TABLE, journalName, pendingAfter, selectJournal, type JournalRow } from '../db/migrate/journal.ts';
 import { type Command, EMBEDDED_HELP, parseCommandArgs, wholeNumber } from './command.ts';
 import { commandDatabase } from './database.ts';
+import { searchIndexLine } from './search-index.ts';
 
 const HELP = `usage: leasehold migrate [--print-sql | --check] [options]
 
 Applies Leasehold's migrations to the database DATABASE_URL names, into its own schema
-"leasehold" (journal leasehold.migrations); nothing outside that schema is touched. Safe to run
+"leasehold" (journal leasehold.migrations); nothing outside that schema is touched. Then builds
+the search indexes, as \`leasehold search-index\` does. Safe to run
 from two processes at once (an advisory lock). Run it on a direct connection, not a pooler.
 
   --print-sql           print the pending migrations as SQL instead, for your own migration tools
@@ -78,7 +80,7 @@ export const migrateCommand: Command = {
         );
         return pending.length === 0 ? 0 : 1;
       }
-      const { applied } = await migrateDatabase(database.url, {
+      const { applied, searchIndexes } = await migrateDatabase(database.url, {
         lockTimeoutMs,
         ...(lockWaitMs !== undefined ? { lockWaitMs } : {}),
         allowProxy: values['allow-proxy'] === true,
@@ -89,6 +91,10 @@ export const migrateCommand: Command = {
           ? 'migrations: nothing to apply'
           : `migrations applied: ${applied.length} (${applied.join(', ')})`,
       );
+      // The search indexes' line when the run built, rebuilt or dropped one.
+      const changed =
+        searchIndexes && searchIndexes.created.length + searchIndexes.rebuilt.length + searchIndexes.dropped.length;
+      if (searchIndexes && changed) console.log(searchIndexLine(searchIndexes));
       return 0;
     } finally {
       await database.stop();

@@ -72,6 +72,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     summary: 'add, disable or list the dashboard’s users',
     load: async () => (await import('./users.ts')).usersCommand,
   },
+  {
+    name: 'search-index',
+    summary: 'build the search indexes of the searchable payload paths, drop the ones no longer searchable',
+    load: async () => (await import('./search-index.ts')).searchIndexCommand,
+  },
 ];
 
 export function versionLine(version: string): string {

@@ -139,6 +139,8 @@ describe('the splice rule (oxlint no-restricted-properties)', () => {
 const STRING_BUILT: Record<string, string> = {
   'db/migrate/index.ts':
     'DROP INDEX CONCURRENTLY of a leftover index, its name quoted by quoteIdent: DDL takes no parameters',
+  'db/migrate/search-indexes.ts':
+    'CREATE and DROP INDEX CONCURRENTLY of the search indexes: names, kinds and paths checked against their patterns, DDL takes no parameters',
   'cli/database-select.ts': 'CREATE and DROP DATABASE of names the tool made, escaped: DDL takes no parameters',
   'testing/database.ts': 'CREATE and DROP DATABASE of the test databases it names, quoted: DDL takes no parameters',
   'workers/listener.ts': 'LISTEN on the wake channel, escaped by escapeIdentifier: LISTEN takes no parameters',

@@ -13,6 +13,7 @@ describe('defineHandler with a job contract', () => {
       maxAttempts: 4,
       displayName: 'Receipt',
       redact: ['email'],
+      searchable: ['orderId', 'customer.region'],
       rerunSafe: true,
       retry: { baseDelayMs: 10 },
       jobSettings: { timeoutMs: [1_000, 120_000], snooze: { maxCount: 5, maxTotalMs: 60_000 } },
@@ -26,6 +27,7 @@ describe('defineHandler with a job contract', () => {
       maxAttempts: 4,
       displayName: 'Receipt',
       redact: ['email'],
+      searchable: ['orderId', 'customer.region'],
       rerunSafe: true,
       retry: { baseDelayMs: 10 },
       jobSettings: { timeoutMs: [1_000, 120_000], snooze: { maxCount: 5, maxTotalMs: 60_000 } },
@@ -39,6 +41,7 @@ describe('defineHandler with a job contract', () => {
         defaultQueue: 'receipts',
         displayName: 'Receipt',
         redactedPaths: ['email'],
+        searchablePaths: ['orderId', 'customer.region'],
         rerunSafe: true,
         maxAttempts: 4,
         // The payload's JSON Schema, from the contract's zod schema (a run-time schedule's payload must fit it).

@@ -89,6 +89,13 @@ export interface Handler<Payload = unknown, Kind extends string = string> {
    */
   redact?: readonly string[];
   /**
+   * Payload paths the dashboard may search this kind's jobs by (docs/dashboard.md, "Search"):
+   * object keys joined by dots, `orderId`, `customer.email` (no arrays; at most 20). Each is
+   * recorded in the kinds registry when the worker starts and indexed on this kind's jobs alone
+   * by `leasehold search-index` (or `leasehold migrate`), so other kinds' enqueues write no more.
+   */
+  searchable?: readonly string[];
+  /**
    * Whether running a job of this kind again after it succeeded does no harm (default false):
    * what an operator reads before re-running one.
    */
@@ -158,6 +165,7 @@ export function kindRegistrations(handler: Handler): KindRegistration[] {
     defaultQueue: handler.defaultQueue ?? 'default',
     displayName: handler.displayName ?? handler.kind,
     redactedPaths: [...(handler.redact ?? [])],
+    searchablePaths: [...(handler.searchable ?? [])],
     rerunSafe: handler.rerunSafe ?? false,
     // The reaper applies the same cap as the worker's fail path (docs/contract.md, "Attempts").
     maxAttempts: handler.maxAttempts === undefined ? null : Math.min(handler.maxAttempts, MAX_ATTEMPTS),
@@ -244,6 +252,8 @@ export interface HandlerOptions {
   displayName?: string | undefined;
   /** Payload paths the dashboard masks (see Handler.redact). */
   redact?: readonly string[] | undefined;
+  /** Payload paths the dashboard may search by, each indexed on this kind's jobs (see Handler.searchable). */
+  searchable?: readonly string[] | undefined;
   /** Whether running a succeeded job again does no harm (default false). */
   rerunSafe?: boolean | undefined;
   /**
@@ -311,6 +321,7 @@ export function defineHandler(
   if (options.retry !== undefined) handler.retry = options.retry;
   if (options.displayName !== undefined) handler.displayName = options.displayName;
   if (options.redact !== undefined) handler.redact = options.redact;
+  if (options.searchable !== undefined) handler.searchable = options.searchable;
   if (options.rerunSafe !== undefined) handler.rerunSafe = options.rerunSafe;
   if (options.isolated !== undefined) handler.isolated = options.isolated;
   if (options.limit !== undefined) handler.limit = options.limit;
@@ -354,7 +365,7 @@ export class HandlerRegistry {
     const moduleUrl = isolatedModule(handler);
     const problem = moduleUrl === undefined ? undefined : isolatedLoadingOf(moduleUrl).problem;
     if (problem !== undefined) throw new Error(`Leasehold workers: handler ${handler.kind}: isolated: ${problem}`);
-    // A bad redact path or display name fails here, when the handlers load, not at start.
+    // A bad redact or searchable path or display name fails here, when the handlers load, not at start.
     parseKindRegistrations(kindRegistrations(handler));
     if (handler.limit !== undefined) {
       const problems =

@@ -104,4 +104,36 @@ describe('the handler registry', () => {
   it('refuses a handler with a redacted path the dashboard could not match, when the handlers load', () => {
     expect(() => new HandlerRegistry([mailer('bad.paths', ['email', 'a..b'])])).toThrow(/redactedPaths/);
   });
+
+  it('refuses a searchable path the index could not spell (an array, a bad key, too many), when the handlers load', () => {
+    for (const searchable of [
+      ['items[].sku'],
+      ['customer..email'],
+      ['1st'],
+      Array.from({ length: 21 }, (_, i) => `p${i}`),
+    ]) {
+      expect(() => new HandlerRegistry([mailer('bad.search', [], { searchable })]), searchable[0]).toThrow(
+        /searchablePaths/,
+      );
+    }
+  });
+});
+
+describe('searchable paths', () => {
+  it("records the worker's declaration per kind version, the last starting worker's winning", async () => {
+    const kind = uniqueQueue('invoice.mail');
+    await startWorker(uniqueQueue('kinds'), [mailer(kind, [], { searchable: ['orderId', 'customer.email'] })]);
+    expect((await kindsOf(kind)).map((k) => k.searchPaths.map((p) => [p.path, p.added, p.index]))).toEqual([
+      [
+        ['customer.email', false, 'missing'],
+        ['orderId', false, 'missing'],
+      ],
+      [
+        ['customer.email', false, 'missing'],
+        ['orderId', false, 'missing'],
+      ],
+    ]);
+    await startWorker(uniqueQueue('kinds'), [mailer(kind, [], { searchable: ['orderId'] })]);
+    expect((await kindsOf(kind)).map((k) => k.searchPaths.map((p) => p.path))).toEqual([['orderId'], ['orderId']]);
+  });
 });

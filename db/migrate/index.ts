@@ -27,6 +27,7 @@ import { field, runText } from '../queue/executor.ts';
 import { refuseIndirectConnection } from './connection.ts';
 import { MIGRATIONS_FOLDER, readMigrations, type Migration } from './files.ts';
 import { INVALID_INDEXES_SQL, planRepairs, quoteIdent, type InvalidIndex } from './indexes.ts';
+import { syncSearchIndexes, type SearchIndexResult } from './search-indexes.ts';
 import {
   bootstrapStatements,
   checkedLockTimeout,
@@ -35,6 +36,7 @@ import {
   journalName,
   journalValues,
   LEASEHOLD_SCHEMA,
+  MigrationRefused,
   pendingAfter,
   selectJournal,
   setLockTimeout,
@@ -50,6 +52,7 @@ export {
   type Migration,
 } from './files.ts';
 export { pendingMigrationsSql } from './print.ts';
+export type { SearchIndexResult } from './search-indexes.ts';
 
 export interface MigrateOptions {
   /** Folder of drizzle-kit migrations (default: the queue's own `drizzle/`). */
@@ -109,6 +112,8 @@ export interface MigrateResult {
   applied: string[];
   /** What it did about invalid indexes, as sentences. */
   repairs: string[];
+  /** What it did to the search indexes (the queue's own migrations only; else null). */
+  searchIndexes: SearchIndexResult | null;
 }
 
 /** A migration whose statement failed; what of it stays applied depends on `transaction`. */
@@ -150,33 +155,12 @@ export async function migrateDatabase(url: string, options: MigrateOptions = {})
   await client.connect();
   try {
     if (!options.allowProxy) await refuseIndirectConnection(client);
-    // Polled, not waited for: a runner waiting inside pg_advisory_lock is a running statement,
-    // which the other runner's CREATE INDEX CONCURRENTLY waits for in turn (a deadlock). Not
-    // for ever: any login may take this lock, so after lockWaitMs the run names the holder.
-    const waitUntil = Date.now() + lockWaitMs;
-    while (
-      !(
-        await runText<{ locked: boolean }>(client, 'SELECT pg_try_advisory_lock($1, $2) AS locked', [
-          LEASEHOLD_LOCK_CLASS,
-          MIGRATION_LOCK_KEY,
-        ])
-      )[0]?.locked
-    ) {
-      if (Date.now() >= waitUntil) {
-        throw new MigrationLockBusy(
-          `Leasehold will not migrate: another session has held the migration lock ` +
-            `(pg_advisory_lock(${LEASEHOLD_LOCK_CLASS}, ${MIGRATION_LOCK_KEY})) for the ${lockWaitMs} ms this run waited: ` +
-            `${await lockHolder(client)}. Let that migration finish, or end that session ` +
-            `(SELECT pg_terminate_backend(pid)) if it is not one, then run again; nothing was applied.`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await takeMigrationLock(client, lockWaitMs);
     try {
       await createJournal(client, table);
       const journal = await runText<JournalRow>(client, selectJournal(table), []);
       const pending = pendingAfter(migrations, journal);
-      const result: MigrateResult = { applied: [], repairs: [] };
+      const result: MigrateResult = { applied: [], repairs: [], searchIndexes: null };
       result.repairs.push(...(await repairInvalidIndexes(client, pending, lockTimeoutMs, log)));
       for (const [index, migration] of pending.entries()) {
         if (migration.transaction) await applyInTransaction(client, migration, table, lockTimeoutMs);
@@ -188,7 +172,94 @@ export async function migrateDatabase(url: string, options: MigrateOptions = {})
         log(`applied migration ${migration.name}`);
         result.applied.push(migration.name);
       }
+      // The queue's own schema: its search indexes follow the searchable paths (search-indexes.ts).
+      if (folder === MIGRATIONS_FOLDER && table === JOURNAL_TABLE) {
+        try {
+          result.searchIndexes = await syncSearchIndexes(client, { lockTimeoutMs, log });
+        } catch (error) {
+          throw new MigrationFailed(
+            `Leasehold migrations are applied, but building the search indexes failed: ${describe(error)}. ` +
+              'Run `leasehold search-index` (or migrate again) to go on; an index left invalid is built again.' +
+              hint(error, lockTimeoutMs),
+            { cause: error },
+          );
+        }
+      }
       return result;
+    } finally {
+      await runText(client, 'SELECT pg_advisory_unlock($1, $2)', [LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY]).catch(
+        () => {},
+      );
+    }
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Takes the migration lock on `client`, polled, not waited for: a runner waiting inside
+ * pg_advisory_lock is a running statement, which the other runner's CREATE INDEX CONCURRENTLY
+ * waits for in turn (a deadlock). Not for ever: any login may take this lock, so after
+ * `lockWaitMs` the run names the holder.
+ */
+async function takeMigrationLock(client: pg.Client, lockWaitMs: number): Promise<void> {
+  const waitUntil = Date.now() + lockWaitMs;
+  while (
+    !(
+      await runText<{ locked: boolean }>(client, 'SELECT pg_try_advisory_lock($1, $2) AS locked', [
+        LEASEHOLD_LOCK_CLASS,
+        MIGRATION_LOCK_KEY,
+      ])
+    )[0]?.locked
+  ) {
+    if (Date.now() >= waitUntil) {
+      throw new MigrationLockBusy(
+        `Leasehold will not migrate: another session has held the migration lock ` +
+          `(pg_advisory_lock(${LEASEHOLD_LOCK_CLASS}, ${MIGRATION_LOCK_KEY})) for the ${lockWaitMs} ms this run waited: ` +
+          `${await lockHolder(client)}. Let that migration finish, or end that session ` +
+          `(SELECT pg_terminate_backend(pid)) if it is not one, then run again; nothing was applied.`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * `leasehold search-index`: builds, rebuilds and drops the search indexes (search-indexes.ts)
+ * on the database at `url`, as the migrator, under the migration lock (the last step of
+ * `migrateDatabase` too). Refuses (MigrationFailed) while migrations are pending up to the
+ * schema that has the searchable paths: run `leasehold migrate`, which does this step as well.
+ */
+export async function buildSearchIndexes(
+  url: string,
+  options: Pick<MigrateOptions, 'lockTimeoutMs' | 'lockWaitMs' | 'allowProxy' | 'log'> = {},
+): Promise<SearchIndexResult> {
+  const lockTimeoutMs = checkedLockTimeout(options.lockTimeoutMs);
+  const client = new pg.Client({ connectionString: url, application_name: 'leasehold-search-index' });
+  client.on('error', () => {});
+  client.on('notice', () => {});
+  await client.connect();
+  try {
+    if (!options.allowProxy) await refuseIndirectConnection(client);
+    await takeMigrationLock(client, options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
+    try {
+      const [ready] = await runText<{ ready: boolean }>(
+        client,
+        `SELECT to_regclass('leasehold.kind_search_paths') IS NOT NULL AS ready`,
+        [],
+      );
+      if (!ready?.ready) {
+        throw new MigrationRefused(
+          'Leasehold will not build search indexes: this database has no searchable paths yet (schema version 22); run `leasehold migrate`, which builds them too.',
+        );
+      }
+      return await syncSearchIndexes(client, { lockTimeoutMs, ...(options.log ? { log: options.log } : {}) });
+    } catch (error) {
+      if (error instanceof LeaseholdError) throw error;
+      throw new MigrationFailed(
+        `Leasehold search-index failed: ${describe(error)}. What it built before stays; run it again to go on (an index left invalid is built again).${hint(error, lockTimeoutMs)}`,
+        { cause: error },
+      );
     } finally {
       await runText(client, 'SELECT pg_advisory_unlock($1, $2)', [LEASEHOLD_LOCK_CLASS, MIGRATION_LOCK_KEY]).catch(
         () => {},

@@ -8,7 +8,8 @@
  * - drops one that a pending step builds (the step then builds it again, from scratch);
  * - drops one whose name ends in `_ccnew`/`_ccold` (the half of a failed REINDEX CONCURRENTLY);
  * - rebuilds any other with `REINDEX INDEX CONCURRENTLY` (an applied migration's index).
- * Schemas other than `leasehold` are the application's: never touched.
+ * Schemas other than `leasehold` are the application's: never touched. The search indexes
+ * (`jobs_search_*`) are search-indexes.ts's: it drops and builds an invalid one itself.
  */
 import type { Migration } from './files.ts';
 import { concurrentIndexNames } from './files.ts';
@@ -31,7 +32,7 @@ FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
 JOIN pg_class t ON t.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = '${LEASEHOLD_SCHEMA}' AND NOT i.indisvalid
+WHERE n.nspname = '${LEASEHOLD_SCHEMA}' AND NOT i.indisvalid AND c.relname NOT LIKE 'jobs\\_search\\_%'
 ORDER BY c.relname`;
 
 const LEFTOVER = /_cc(?:new|old)\d*$/;

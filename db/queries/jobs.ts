@@ -13,6 +13,8 @@ import { JOB_COLUMNS, mapJob, type Job, type JobColumnsRow } from '../queue/job.
 import { MAX_TAG_LENGTH } from '../queue/enqueue-spec.ts';
 import type { JobProgress, JobResult } from '../queue/results.ts';
 import { nameSchema, uuidSchema } from '../queue/validate.ts';
+import { SEARCH_PATH_PATTERN } from '../queue/kinds.ts';
+import { searchExpression, searchKindCondition } from '../migrate/search-indexes.ts';
 import { inListState } from './sub-states.ts';
 
 export { LIST_STATES };
@@ -47,6 +49,19 @@ export const tagFilterSchema = z
   .refine((s) => s.length > 0 && characters(s) <= MAX_TAG_LENGTH, `a tag is 1 to ${MAX_TAG_LENGTH} characters`)
   .refine((s) => !hasControl(s), 'a tag holds no control characters');
 
+/** A time of the created-time range: ISO 8601 (`2026-05-01T09:30`, taken as UTC without a zone). */
+export function filterTime(text: string): Date | null {
+  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?$/.test(text)) return null;
+  const zoned = /(Z|[+-]\d{2}:\d{2})$/.test(text) || !text.includes('T') ? text : `${text}Z`;
+  const at = new Date(text.includes('T') ? zoned : `${text}T00:00:00Z`);
+  return Number.isNaN(at.getTime()) ? null : at;
+}
+
+const timeFilterSchema = z
+  .string()
+  .max(40)
+  .refine((s) => filterTime(s) !== null, 'expected a time such as 2026-05-01T09:30 (UTC) or 2026-05-01T09:30+02:00');
+
 export const jobFilterSchema = z.strictObject({
   state: z.enum(LIST_STATES).optional(),
   queue: nameSchema.optional(),
@@ -62,8 +77,34 @@ export const jobFilterSchema = z.strictObject({
     .optional(),
   /** Jobs that carry this tag (among others). */
   tag: tagFilterSchema.optional(),
+  /** A searchable payload path (`customer.email`), with `value`: jobs whose payload has it there (searchList). */
+  path: z
+    .string()
+    .max(200, 'a payload path is at most 200 characters')
+    .regex(SEARCH_PATH_PATTERN, 'a payload path is keys joined by dots, such as orderId or customer.email')
+    .optional(),
+  /** The value at `path`, as text (`42` finds the number 42 too). */
+  value: z
+    .string()
+    .max(512, 'a value to search for is at most 512 characters')
+    .refine((s) => !s.includes('\u0000'), 'invalid character')
+    .optional(),
+  /** Created at or after this time (ISO 8601; without a zone, UTC). */
+  from: timeFilterSchema.optional(),
+  /** Created at or before this time. */
+  to: timeFilterSchema.optional(),
 });
 export type JobFilter = z.infer<typeof jobFilterSchema>;
+
+/**
+ * A payload search as the data-access layer resolved it: the path and value of the filter, and
+ * the kinds it runs in (each has the path searchable and its index ready), at least one.
+ */
+export interface PayloadSearch {
+  path: string;
+  value: string;
+  kinds: readonly string[];
+}
 
 export const jobListSchema = jobFilterSchema.extend({
   sort: z.enum(LIST_SORTS).default('newest'),
@@ -96,8 +137,30 @@ function mapJobView(row: JobViewRow): JobView {
   return { ...job, budget: attemptBudget(job, row.handler_max_attempts) };
 }
 
-export function filterSql(filter: JobFilter): SQL {
+/** One kind's part of a payload search, as its partial index spells it (db/migrate/search-indexes.ts). */
+const searchIn = (kind: string, search: PayloadSearch) =>
+  sql`${searchKindCondition(kind)} AND ${searchExpression(search.path)} = ${search.value}::text`;
+
+/**
+ * The filter's condition on jobs. A payload path in the filter matches through `search` alone
+ * (the kinds the data-access layer resolved): without it, nothing.
+ */
+export function filterSql(filter: JobFilter, search?: PayloadSearch): SQL {
   const parts: SQL[] = [sql`true`];
+  if (filter.path !== undefined) {
+    parts.push(
+      search && search.kinds.length > 0
+        ? sql`(${sql.join(
+            search.kinds.map((k) => sql`(${searchIn(k, search)})`),
+            sql` OR `,
+          )})`
+        : sql`false`,
+    );
+  }
+  const from = filter.from === undefined ? null : filterTime(filter.from);
+  const to = filter.to === undefined ? null : filterTime(filter.to);
+  if (from) parts.push(sql`created_at >= ${from.toISOString()}::timestamptz`);
+  if (to) parts.push(sql`created_at <= ${to.toISOString()}::timestamptz`);
   if (filter.state) parts.push(inListState(filter.state));
   if (filter.queue) parts.push(sql`queue = ${filter.queue}`);
   if (filter.kind) parts.push(sql`kind = ${filter.kind}`);
@@ -119,7 +182,9 @@ export function filterSql(filter: JobFilter): SQL {
 export async function listJobs(
   executor: Executor,
   query: z.output<typeof jobListSchema>,
+  search?: PayloadSearch,
 ): Promise<{ jobs: JobView[]; next: string | null }> {
+  if (query.path !== undefined) return searchList(executor, query, search);
   const desc = query.sort === 'newest';
   const keyset = query.after ? (desc ? sql`AND id < ${query.after}::uuid` : sql`AND id > ${query.after}::uuid`) : sql``;
   const order = sql.raw(desc ? 'DESC' : 'ASC');
@@ -160,6 +225,43 @@ export async function listJobs(
   );
   const jobs = rows.slice(0, query.limit).map(mapJobView);
   return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };
+}
+
+/**
+ * A payload search's page: per kind, the jobs whose payload has the value at the path, newest
+ * (or oldest) by created time, each kind's part read from its own partial index
+ * (`jobs_search_*`: the value, then created_at and id, so a value matching half the kind's jobs
+ * reads one page of the index, not the half) and the parts merged. The keyset is the last
+ * row's (created_at, id). No `search` (no kind may be searched): no jobs.
+ */
+async function searchList(
+  executor: Executor,
+  query: z.output<typeof jobListSchema>,
+  search: PayloadSearch | undefined,
+): Promise<{ jobs: JobView[]; next: string | null }> {
+  if (!search || search.kinds.length === 0) return { jobs: [], next: null };
+  const rows = await run<JobViewRow>(executor, searchListSql(query, search));
+  const jobs = rows.slice(0, query.limit).map(mapJobView);
+  return { jobs, next: rows.length > query.limit ? jobs[jobs.length - 1]!.id : null };
+}
+
+/** searchList's statement (one row more than the page: whether there is a next one). */
+export function searchListSql(query: z.output<typeof jobListSchema>, search: PayloadSearch): SQL {
+  const desc = query.sort === 'newest';
+  const order = sql.raw(desc ? 'created_at DESC, id DESC' : 'created_at ASC, id ASC');
+  const keyset = query.after
+    ? sql`AND (created_at, id) ${sql.raw(desc ? '<' : '>')} (SELECT a.created_at, a.id FROM leasehold.jobs a WHERE a.id = ${query.after}::uuid)`
+    : sql``;
+  const limit = query.limit + 1;
+  const { path: _path, ...rest } = query;
+  const parts = search.kinds.map(
+    (kind) =>
+      sql`(SELECT id, created_at FROM leasehold.jobs WHERE ${searchIn(kind, search)} AND ${filterSql(rest)} ${keyset}
+           ORDER BY ${order} LIMIT ${limit})`,
+  );
+  return sql`WITH found AS (${sql.join(parts, sql` UNION ALL `)}),
+                  page AS (SELECT id FROM found ORDER BY ${order} LIMIT ${limit})
+             SELECT ${sql.raw(VIEW_COLUMNS)} FROM leasehold.jobs WHERE id IN (SELECT id FROM page) ORDER BY ${order}`;
 }
 
 /** The most jobs `countNewerJobs` counts: the marker says "100+" past it. */
@@ -461,7 +563,13 @@ const ACCEPTS: Record<BulkAction, readonly JobState[]> = { retry: RETRYABLE_FROM
  * then sees `state IN ('dead', 'cancelled')` as the partial indexes spell it, as it did when the
  * data-access layer wrote this condition itself.
  */
-export function previewForAction(executor: Executor, action: BulkAction, filter: JobFilter, cap: number) {
+export function previewForAction(
+  executor: Executor,
+  action: BulkAction,
+  filter: JobFilter,
+  cap: number,
+  search?: PayloadSearch,
+) {
   const states = sql.raw(`state IN (${ACCEPTS[action].map((s) => `'${s}'`).join(', ')})`);
-  return previewIds(executor, sql`${filterSql(filter)} AND ${states}`, cap);
+  return previewIds(executor, sql`${filterSql(filter, search)} AND ${states}`, cap);
 }

@@ -167,8 +167,16 @@ export {
   redactedPathSchema,
   redactedPathsSchema,
   MAX_REDACTED_PATHS,
+  addSearchPath,
+  removeSearchPath,
+  searchPathSchema,
+  searchablePathsSchema,
+  SEARCH_PATH_PATTERN,
+  MAX_SEARCHABLE_PATHS,
 } from './kinds.ts';
 export type {
+  AddSearchPathOutcome,
+  RemoveSearchPathOutcome,
   AddRedactedPathOutcome,
   KindRegistration,
   RemoveAddedRedactedPathOutcome,

@@ -41,6 +41,27 @@ export const redactedPathsSchema = z
   .array(redactedPathSchema)
   .max(MAX_REDACTED_PATHS, `at most ${MAX_REDACTED_PATHS} paths per kind version`);
 
+/** Most searchable paths one kind version may declare (an admin may add 20 more per kind). */
+export const MAX_SEARCHABLE_PATHS = 20;
+
+/**
+ * A payload path a search may use (docs/dashboard.md, "Search"): object keys joined by dots, at
+ * most 8 keys and 200 characters, each key a letter or `_` then letters, digits and `_`:
+ * `orderId`, `customer.email`. No arrays and no quoting: the path becomes the index expression
+ * `payload #>> '{customer,email}'` (db/migrate/search-indexes.ts), the same pattern the table's
+ * CHECK and add_search_path hold (drizzle/0028).
+ */
+export const SEARCH_PATH_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,7}$/;
+
+export const searchPathSchema = z
+  .string()
+  .max(200)
+  .regex(SEARCH_PATH_PATTERN, 'expected 1 to 8 keys joined by dots, each a letter or _ then letters, digits or _');
+
+export const searchablePathsSchema = z
+  .array(searchPathSchema)
+  .max(MAX_SEARCHABLE_PATHS, `at most ${MAX_SEARCHABLE_PATHS} searchable paths per kind version`);
+
 /** What a worker records of one kind version it runs. */
 export interface KindRegistration {
   kind: string;
@@ -53,6 +74,8 @@ export interface KindRegistration {
   redactedPaths: readonly string[];
   /** Whether running a job of this kind again after it succeeded does no harm. */
   rerunSafe: boolean;
+  /** Payload paths the dashboard may search by (each indexed on this kind's jobs alone); absent: none. */
+  searchablePaths?: readonly string[] | undefined;
   /** The handler's attempt cap (below the job's own), which the reaper applies; null or absent: none. */
   maxAttempts?: number | null | undefined;
   /** The JSON Schema of the payload its handler takes (checked: a run-time schedule's payload); null or absent: none. */
@@ -83,6 +106,7 @@ export const kindRegistrationSchema = z.strictObject({
   displayName: textSchema(200).pipe(z.string().min(1)),
   redactedPaths: redactedPathsSchema.readonly(),
   rerunSafe: z.boolean(),
+  searchablePaths: searchablePathsSchema.readonly().optional(),
   maxAttempts: z.int().min(1).max(MAX_ATTEMPTS).nullable().optional(),
   payloadSchema: z.record(z.string(), z.unknown()).nullable().optional(),
   jobSettings: kindSettingsSchema.nullable().optional(),
@@ -104,8 +128,10 @@ export function parseKindRegistrations(kinds: readonly KindRegistration[]): Kind
 /**
  * Records the kinds a worker runs, in one statement: new kind versions are inserted, known ones
  * get the worker's description, `last_seen_at = now` and the union of the stored and the
- * declared redacted paths (sorted, without repeats), and the handler's attempt cap as this
- * worker declares it (the last registration wins: workers of one kind version should agree).
+ * declared redacted paths (sorted, without repeats), and the handler's attempt cap and
+ * searchable paths as this worker declares them (the last registration wins: workers of one
+ * kind version should agree; a searchable path the code no longer declares loses its index at
+ * the next `leasehold search-index`).
  */
 export async function registerKinds(executor: Executor, kinds: readonly KindRegistration[]): Promise<void> {
   const parsed = parseKindRegistrations(kinds);
@@ -117,6 +143,7 @@ export async function registerKinds(executor: Executor, kinds: readonly KindRegi
     display_name: k.displayName,
     redacted_paths: k.redactedPaths,
     rerun_safe: k.rerunSafe,
+    searchable_paths: k.searchablePaths ?? [],
     max_attempts: k.maxAttempts ?? null,
     payload_schema: k.payloadSchema ?? null,
     job_settings: k.jobSettings ?? null,
@@ -127,13 +154,15 @@ export async function registerKinds(executor: Executor, kinds: readonly KindRegi
   await run(
     executor,
     sql`INSERT INTO leasehold.kinds AS k (kind, version, default_queue, display_name, redacted_paths, rerun_safe, max_attempts,
-                                          payload_schema, job_settings)
+                                          payload_schema, job_settings, searchable_paths)
         SELECT r.kind, r.version, r.default_queue, r.display_name,
                ARRAY(SELECT DISTINCT p COLLATE "C" FROM jsonb_array_elements_text(r.redacted_paths) AS e(p) ORDER BY 1),
-               r.rerun_safe, r.max_attempts, r.payload_schema, r.job_settings
+               r.rerun_safe, r.max_attempts, r.payload_schema, r.job_settings,
+               ARRAY(SELECT DISTINCT p COLLATE "C" FROM jsonb_array_elements_text(r.searchable_paths) AS e(p) ORDER BY 1)
         FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
              AS r(kind text, version int, default_queue text, display_name text, redacted_paths jsonb, rerun_safe boolean,
-                  max_attempts int, payload_schema jsonb, job_settings jsonb)
+                  max_attempts int, payload_schema jsonb, job_settings jsonb,
+                  searchable_paths jsonb)
         ORDER BY r.kind COLLATE "C", r.version
         ON CONFLICT (kind, version) DO UPDATE SET
           default_queue = excluded.default_queue,
@@ -142,6 +171,7 @@ export async function registerKinds(executor: Executor, kinds: readonly KindRegi
           max_attempts = excluded.max_attempts,
           payload_schema = excluded.payload_schema,
           job_settings = excluded.job_settings,
+          searchable_paths = excluded.searchable_paths,
           redacted_paths = ARRAY(SELECT DISTINCT p COLLATE "C" FROM unnest(k.redacted_paths || excluded.redacted_paths) AS u(p) ORDER BY 1),
           last_seen_at = statement_timestamp()`,
   );
@@ -259,6 +289,68 @@ export async function removeAddedRedactedPath(
   const rows = await run<{ audit_id: string; removed: boolean; declared: boolean }>(
     executor,
     sql`SELECT audit_id, removed, declared FROM leasehold.remove_added_redacted_path(${kind}, ${path}, ${actor}, ${reason ?? null}::text)`,
+  );
+  const row = rows[0]!;
+  const auditId = Number(row.audit_id);
+  if (row.removed) return { applied: true, auditId, stillDeclared: row.declared };
+  return { applied: false, reason: 'not_added', declared: row.declared, auditId };
+}
+
+const searchPathInput = z.strictObject({
+  kind: nameSchema,
+  path: searchPathSchema,
+  actor: actorSchema,
+  reason: textSchema(1000).optional(),
+});
+
+export type AddSearchPathOutcome =
+  | { applied: true; auditId: number }
+  | { applied: false; reason: 'not_found' | 'bad_path' | 'already_searchable' | 'too_many'; auditId: number };
+
+const ADD_SEARCH_REFUSALS = ['not_found', 'bad_path', 'already_searchable', 'too_many'] as const;
+const isAddSearchRefusal = (v: string): v is (typeof ADD_SEARCH_REFUSALS)[number] =>
+  ADD_SEARCH_REFUSALS.some((r) => r === v);
+
+/**
+ * Admin: makes `path` searchable in every version of `kind` (leasehold.kind_search_paths), with
+ * its `add_search_path` audit row in the same statement (drizzle/0028, SECURITY DEFINER).
+ * Refused, audited: `not_found` (no version registered), `bad_path`, `already_searchable`
+ * (declared or added before), `too_many` (past 20 added). The index is built by the next
+ * `leasehold search-index` (or `leasehold migrate`): until then the search is refused.
+ */
+export async function addSearchPath(
+  executor: Executor,
+  input: { kind: string; path: string; actor: string; reason?: string },
+): Promise<AddSearchPathOutcome> {
+  const { kind, path, actor, reason } = parseInput('addSearchPath', searchPathInput, input);
+  const rows = await run<{ audit_id: string; verdict: string }>(
+    executor,
+    sql`SELECT audit_id, verdict FROM leasehold.add_search_path(${kind}, ${path}, ${actor}, ${reason ?? null}::text)`,
+  );
+  const row = rows[0]!;
+  const auditId = Number(row.audit_id);
+  if (row.verdict === 'applied') return { applied: true, auditId };
+  return { applied: false, reason: isAddSearchRefusal(row.verdict) ? row.verdict : 'not_found', auditId };
+}
+
+export type RemoveSearchPathOutcome =
+  | { applied: true; auditId: number; stillDeclared: boolean }
+  | { applied: false; reason: 'not_added'; declared: boolean; auditId: number };
+
+/**
+ * Admin: removes a searchable path an admin added to `kind`, with its `remove_search_path` audit
+ * row in the same statement. A path the handlers declare is not an admin's to remove (refused,
+ * audited: `not_added`); its index is dropped by the next `leasehold search-index` once neither
+ * declares it.
+ */
+export async function removeSearchPath(
+  executor: Executor,
+  input: { kind: string; path: string; actor: string; reason?: string },
+): Promise<RemoveSearchPathOutcome> {
+  const { kind, path, actor, reason } = parseInput('removeSearchPath', searchPathInput, input);
+  const rows = await run<{ audit_id: string; removed: boolean; declared: boolean }>(
+    executor,
+    sql`SELECT audit_id, removed, declared FROM leasehold.remove_search_path(${kind}, ${path}, ${actor}, ${reason ?? null}::text)`,
   );
   const row = rows[0]!;
   const auditId = Number(row.audit_id);
