@@ -2,6 +2,7 @@
 import { useQuery } from '@tanstack/react-query';
 import type { KindsDTO } from '../lib/dto.ts';
 import { KindRedaction } from './kind-redaction.tsx';
+import { KindSearch } from './kind-search.tsx';
 import { fetchKinds, poll, POLL, queryKeys } from './queries.ts';
 import { TableScroll } from './table-scroll.tsx';
 import { Time } from './time.tsx';
@@ -40,6 +41,7 @@ export function KindsPanel({ initial }: { initial: KindsDTO }) {
               <th>re-run safe</th>
               <th>declared by workers</th>
               <th>added by admins</th>
+              <th>searchable paths</th>
               <th>last seen</th>
             </tr>
           </thead>
@@ -59,6 +61,9 @@ export function KindsPanel({ initial }: { initial: KindsDTO }) {
                     k.addedPaths.join(', ') || '—'
                   )}
                 </td>
+                <td data-testid="searchable-paths">
+                  <KindSearch kind={k.kind} version={k.version} paths={k.searchPaths} edit={data.can.editSearch} />
+                </td>
                 <td>
                   <Time at={k.lastSeenAt} />
                 </td>
@@ -66,7 +71,7 @@ export function KindsPanel({ initial }: { initial: KindsDTO }) {
             ))}
             {data.kinds.length === 0 && (
               <tr>
-                <td colSpan={8}>No worker has registered a kind yet.</td>
+                <td colSpan={9}>No worker has registered a kind yet.</td>
               </tr>
             )}
           </tbody>

@@ -147,3 +147,29 @@ export const fetchNewJobs = (query: string) => getJson<NewJobsDTO>(`/api/jobs/ne
 export const previewBulk = (body: unknown) => postJson<BulkPreviewDTO>('/api/bulk/preview', body);
 export const previewGroup = (body: unknown) => postJson<BulkPreviewDTO>('/api/failures/preview', body);
 export const applyBulk = (body: unknown) => postJson('/api/bulk/apply', body);
+
+/**
+ * POSTs `body` and takes the answer as a file (the CSV export): its bytes and the name its
+ * Content-Disposition gives; a refusal (JSON) as its sentence.
+ */
+export async function postForFile(
+  path: string,
+  body: unknown,
+  fallbackName: string,
+): Promise<{ ok: true; blob: Blob; filename: string } | { ok: false; message: string }> {
+  const response = await fetch(withBasePath(path), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (response.ok && !(response.headers.get('content-type') ?? '').startsWith('application/json')) {
+    const named = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '');
+    return { ok: true, blob: await response.blob(), filename: named?.[1] ?? fallbackName };
+  }
+  const parsed: unknown = await response.json().catch(() => null);
+  const message =
+    typeof parsed === 'object' && parsed !== null && 'message' in parsed && typeof parsed.message === 'string'
+      ? parsed.message
+      : `The server answered ${response.status} without a message.`;
+  return { ok: false, message };
+}

@@ -180,7 +180,7 @@ export interface KindsDTO {
   kinds: KindDTO[];
   /** The configured paths masked in every kind (LEASEHOLD_REDACT_PATHS). */
   defaultPaths: string[];
-  can: { editRedaction: boolean };
+  can: { editRedaction: boolean; editSearch: boolean };
 }
 
 /** A limit's maximum of running attempts and its rate of starts (`100/1s`), each null for none. */

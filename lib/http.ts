@@ -64,3 +64,28 @@ export function bodylessWrite(request: Request, fn: RoleGated, work: () => Promi
     return work();
   });
 }
+
+/**
+ * A write that answers with a file (the CSV export): the same checks and body as jsonWrite; the
+ * file is sent as an attachment named `filename`, never cached. A refusal is JSON, as elsewhere.
+ */
+export async function fileWrite(
+  request: Request,
+  fn: RoleGated,
+  work: (body: unknown) => Promise<{ filename: string; body: string; type: string }>,
+): Promise<NextResponse> {
+  let file: { filename: string; body: string; type: string } | undefined;
+  const refused = await respond(async () => {
+    await admit(request, fn);
+    file = await work(await readJson(request, JSON_BODY_LIMIT));
+    return null;
+  });
+  if (!file) return refused;
+  return new NextResponse(file.body, {
+    headers: {
+      'content-type': file.type,
+      'content-disposition': `attachment; filename="${file.filename.replace(/[^A-Za-z0-9._-]/g, '_')}"`,
+      'cache-control': 'no-store',
+    },
+  });
+}

@@ -11,6 +11,8 @@ import {
   MAX_ADDED_REDACTED_PATHS,
   type ActionResult,
   type AddRedactedPathOutcome,
+  type AddSearchPathOutcome,
+  type RemoveSearchPathOutcome,
   type Job,
   type RemoveAddedRedactedPathOutcome,
   type ScheduleChange,
@@ -401,4 +403,60 @@ export function schedulePauseText(s: { paused: boolean; pausedReason: string | n
 export function scheduleStateText(s: { paused: boolean; pausedReason: string | null; overridden: boolean }): string {
   const state = schedulePauseText(s);
   return s.overridden ? `${state}, changed at run time` : state;
+}
+
+/** What adding an admin's searchable path did, or why it was refused. */
+export function addSearchPathMessage(kind: string, path: string, outcome: AddSearchPathOutcome): string {
+  if (outcome.applied) {
+    return `Saved: ${path} is searchable in every version of ${kind} once its index is built (run leasehold search-index); recorded in the audit log.`;
+  }
+  switch (outcome.reason) {
+    case 'not_found':
+      return `No worker has registered ${kind}: there is nothing to search yet.`;
+    case 'bad_path':
+      return `${path} is not a searchable path: keys joined by dots, such as orderId or customer.email (at most 8 keys).`;
+    case 'already_searchable':
+      return `${path} is searchable in ${kind} already: nothing changed.`;
+    case 'too_many':
+      return `${kind} has 20 admin-added searchable paths already, the most it may have: remove one first.`;
+  }
+}
+
+/** What removing an admin's searchable path did, or why it was refused. */
+export function removeSearchPathMessage(kind: string, path: string, outcome: RemoveSearchPathOutcome): string {
+  if (outcome.applied) {
+    return outcome.stillDeclared
+      ? `Removed the admin's ${path} from ${kind}; it stays searchable where the workers declare it.`
+      : `Removed: ${path} is no longer searchable in ${kind}; its index goes at the next leasehold search-index (recorded in the audit log).`;
+  }
+  return outcome.declared
+    ? `${path} is declared searchable by ${kind}’s handlers: only paths an admin added can be removed here.`
+    : `No admin added ${path} to ${kind}: nothing to remove.`;
+}
+
+/** Why a search was refused: each a sentence the Jobs page and the API (400) say alike. */
+export const SEARCH_REFUSALS = {
+  pathWithoutValue: 'A payload search needs both a path and a value: give the value to look for at that path.',
+  valueWithoutPath: 'A value to search for needs the payload path it is at (such as orderId).',
+  rangeBackwards: 'The created time range ends before it starts: the "to" time must not be earlier than "from".',
+  newJobs: 'New jobs are not counted for a payload search: reload the page to see the newest.',
+} as const;
+
+/** The path is searchable in no kind (or not in the kind asked for). */
+export function notSearchableMessage(path: string, kind: string | undefined): string {
+  return kind === undefined
+    ? `No kind declares ${path} searchable: a handler's \`searchable\` option, or an admin on the Kinds page, makes a path searchable.`
+    : `${path} is not declared searchable in ${kind}: a handler's \`searchable\` option, or an admin on the Kinds page, makes a path searchable.`;
+}
+
+/** The path is searchable, but its index in these kinds is not ready. */
+export function searchIndexNotReadyMessage(path: string, kinds: readonly string[], building: boolean): string {
+  return building
+    ? `The index for ${path} in ${kinds.join(', ')} is being built: search again in a moment (if it stays so, run leasehold search-index).`
+    : `The index for ${path} in ${kinds.join(', ')} is not built yet: run leasehold search-index (or leasehold migrate), then search again.`;
+}
+
+/** More jobs match than one export may hold. */
+export function exportOverCapMessage(cap: number): string {
+  return `More than ${cap.toLocaleString('en')} jobs match, more than one export may hold: narrow the search (kind, state, a created time range) and export again. Nothing was exported.`;
 }

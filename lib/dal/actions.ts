@@ -29,6 +29,7 @@ import { invalidateLive } from '../live-cache.ts';
 import { actionOutcomeMessage, bulkOutcomeMessage, queuePauseMessage } from '../present.ts';
 import { parse, reasonSchema } from './input.ts';
 import { authorize } from './policy.ts';
+import { resolveSearch } from './search.ts';
 
 const retryInput = z.strictObject({ id: uuidSchema, reason: reasonSchema.optional() });
 const cancelInput = z.strictObject({
@@ -63,9 +64,11 @@ const bulkFilterInput = z.strictObject({ action: z.enum(BULK_ACTIONS), filter: j
 
 /** Admin: how many jobs a bulk action by filter would touch, and the frozen id set (≤ 1,000). */
 export async function previewBulk(input: unknown): Promise<BulkPreviewDTO> {
-  await authorize('previewBulk');
+  const user = await authorize('previewBulk');
   const { action, filter } = parse(bulkFilterInput, input, 'bulk request');
-  const preview = await previewForAction(database(), action, filter, MAX_BULK_ACTION);
+  // A payload search's filter resolves as the list's does (an admin's: nothing is masked).
+  const { search } = await resolveSearch(user, filter);
+  const preview = await previewForAction(database(), action, filter, MAX_BULK_ACTION, search);
   return { action, matched: preview.total, overCap: preview.overCap, cap: MAX_BULK_ACTION, jobs: preview.jobs };
 }
 

@@ -34,6 +34,7 @@ import {
   noResultText,
   payloadHiddenMessage,
   retryPlan,
+  SEARCH_REFUSALS,
 } from '../present.ts';
 import { redact } from '../redaction.ts';
 import { dropEmpty } from '../search-params.ts';
@@ -42,6 +43,7 @@ import { redactionRulesFor } from './kinds.ts';
 import { auditDto, iso, jobDto, jobLiveDto, resultDto, scrubAuditDto } from './mappers.ts';
 import { type Scrub, scrubFor, scrubJobDto, scrubPatterns, scrubsFor, scrubsForIds } from './scrub.ts';
 import { authorize, permits } from './policy.ts';
+import { resolveSearch } from './search.ts';
 import type { SessionUser } from './session.ts';
 
 /**
@@ -51,7 +53,7 @@ import type { SessionUser } from './session.ts';
  * missing one answer the same. A tag filter likewise: a job is left out when the tag asked for
  * quotes a value its payload masks. The list and its "n new jobs" count leave out the same jobs.
  */
-function listableTo(
+export function listableTo(
   user: SessionUser,
   query: { search?: string | undefined; tag?: string | undefined },
   scrubOf: (j: Job) => Scrub,
@@ -63,15 +65,20 @@ function listableTo(
     !quotesMasked(j, query.tag);
 }
 
-export async function getJobs(
-  searchParams: Record<string, string | undefined>,
-): Promise<{ jobs: JobDTO[]; next: string | null; newest: string | null; can: { bulk: boolean } }> {
+export async function getJobs(searchParams: Record<string, string | undefined>): Promise<{
+  jobs: JobDTO[];
+  next: string | null;
+  newest: string | null;
+  can: { bulk: boolean; export: boolean };
+}> {
   const user = await authorize('getJobs');
   const query = parse(jobListSchema, dropEmpty(searchParams), 'filter');
-  const { jobs: found, next } = await listJobs(database(), query);
+  const { search, hidden } = await resolveSearch(user, query);
+  const { jobs: found, next } = await listJobs(database(), query, search);
   const scrubs = await scrubsFor(database(), found);
   const scrubOf = (j: Job) => scrubs.get(j.id) ?? scrubPatterns;
-  const jobs = found.filter(listableTo(user, query, scrubOf));
+  const listable = listableTo(user, query, scrubOf);
+  const jobs = found.filter((j) => listable(j) && !hidden(j));
   const waiting = await whyWaiting(
     database(),
     jobs.filter((j) => j.state === 'ready').map((j) => j.id),
@@ -86,7 +93,7 @@ export async function getJobs(
     // The cursor of the list's "n new jobs" marker: its newest row (none shown: the page names
     // the time it read the list instead).
     newest: query.sort === 'newest' ? (jobs[0]?.id ?? null) : null,
-    can: { bulk: permits(user, 'previewBulk') && permits(user, 'applyBulk') },
+    can: { bulk: permits(user, 'previewBulk') && permits(user, 'applyBulk'), export: permits(user, 'exportJobs') },
   };
 }
 
@@ -99,6 +106,8 @@ export async function getJobs(
 export async function getNewJobCount(searchParams: Record<string, string | undefined>): Promise<NewJobsDTO> {
   const user = await authorize('getNewJobCount');
   const { since, newerThan: given, ...filter } = parse(newJobsSchema, dropEmpty(searchParams), 'filter');
+  // A payload search lists by created time, not by id: the page offers no marker for it.
+  if (filter.path !== undefined || filter.value !== undefined) throw new InputError(SEARCH_REFUSALS.newJobs);
   const newerThan = given ?? jobIdFloor(since ?? Date.now());
   const query = { ...filter, newerThan };
   if (permits(user, 'revealPayload') || (filter.search === undefined && filter.tag === undefined)) {

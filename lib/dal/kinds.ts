@@ -7,14 +7,26 @@ import 'server-only';
  * audit row in the same statement as the change.
  */
 import { z } from 'zod';
-import { addRedactedPath, redactedPathSchema, removeAddedRedactedPath } from '../../db/queue/index.ts';
+import {
+  addRedactedPath,
+  addSearchPath,
+  redactedPathSchema,
+  removeAddedRedactedPath,
+  removeSearchPath,
+  searchPathSchema,
+} from '../../db/queue/index.ts';
 import { nameSchema } from '../../db/queue/validate.ts';
 import { listKinds, redactedPathsOf } from '../../db/queries/kinds.ts';
 import type { Executor } from '../../db/queue/executor.ts';
 import { database } from '../db.ts';
 import type { ActionResultDTO, KindsDTO } from '../dto.ts';
 import { webEnv } from '../env.ts';
-import { addRedactionMessage, removeRedactionMessage } from '../present.ts';
+import {
+  addRedactionMessage,
+  addSearchPathMessage,
+  removeRedactionMessage,
+  removeSearchPathMessage,
+} from '../present.ts';
 import { parse, reasonSchema } from './input.ts';
 import { invalidateLive, liveQuery, type LiveRead } from '../live-cache.ts';
 import { authorize, permits } from './policy.ts';
@@ -42,7 +54,10 @@ export async function getKinds({ fresh = false }: LiveRead = {}): Promise<KindsD
       lastSeenAt: k.lastSeenAt.toISOString(),
     })),
     defaultPaths: webEnv().redactPaths,
-    can: { editRedaction: permits(user, 'addKindRedaction') && permits(user, 'removeKindRedaction') },
+    can: {
+      editRedaction: permits(user, 'addKindRedaction') && permits(user, 'removeKindRedaction'),
+      editSearch: permits(user, 'addKindSearchPath') && permits(user, 'removeKindSearchPath'),
+    },
   };
 }
 
@@ -74,4 +89,28 @@ export async function removeKindRedaction(input: unknown): Promise<ActionResultD
   });
   invalidateLive('kinds', 'jobLive', 'failures');
   return { ok: outcome.applied, message: removeRedactionMessage(kind, path, outcome) };
+}
+
+const searchPathInput = z.strictObject({
+  kind: nameSchema,
+  path: searchPathSchema,
+  reason: reasonSchema.optional(),
+});
+
+/** Admin: makes one more payload path searchable in every version of a kind (audited); its index comes with `leasehold search-index`. */
+export async function addKindSearchPath(input: unknown): Promise<ActionResultDTO> {
+  const user = await authorize('addKindSearchPath');
+  const { kind, path, reason } = parse(searchPathInput, input, 'searchable path');
+  const outcome = await addSearchPath(database(), { kind, path, actor: user.email, ...(reason ? { reason } : {}) });
+  invalidateLive('kinds');
+  return { ok: outcome.applied, message: addSearchPathMessage(kind, path, outcome) };
+}
+
+/** Admin: removes a searchable path an admin added (audited); a path the handlers declare stays. */
+export async function removeKindSearchPath(input: unknown): Promise<ActionResultDTO> {
+  const user = await authorize('removeKindSearchPath');
+  const { kind, path, reason } = parse(searchPathInput, input, 'searchable path');
+  const outcome = await removeSearchPath(database(), { kind, path, actor: user.email, ...(reason ? { reason } : {}) });
+  invalidateLive('kinds');
+  return { ok: outcome.applied, message: removeSearchPathMessage(kind, path, outcome) };
 }

@@ -278,6 +278,49 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
       },
     };
   },
+  addKindSearchPath: async () => {
+    const kind = uniqueQueue('policy-search');
+    await registerKinds(t.db, [registration(kind)]);
+    return {
+      call: () => dal.addKindSearchPath({ kind, path: 'orderId' }),
+      allowed: async (result) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query('SELECT path FROM leasehold.kind_search_paths WHERE kind = $1', [kind]);
+        expect(rows).toEqual([{ path: 'orderId' }]);
+      },
+    };
+  },
+  removeKindSearchPath: async () => {
+    const kind = uniqueQueue('policy-unsearch');
+    await registerKinds(t.db, [registration(kind)]);
+    await t.pool.query(
+      `INSERT INTO leasehold.kind_search_paths (kind, path, added_by) VALUES ($1, 'orderId', 'seed')`,
+      [kind],
+    );
+    return {
+      call: () => dal.removeKindSearchPath({ kind, path: 'orderId' }),
+      allowed: async (result) => {
+        expect(result).toMatchObject({ ok: true });
+        const { rows } = await t.pool.query('SELECT path FROM leasehold.kind_search_paths WHERE kind = $1', [kind]);
+        expect(rows).toEqual([]);
+      },
+    };
+  },
+  exportJobs: async () => {
+    const queue = uniqueQueue('policy-export');
+    await enqueueMany(t.db, [{ queue, kind: 'k', payload: { n: 1 } }]);
+    return {
+      call: () => dal.exportJobs({ filter: { queue } }),
+      allowed: async (result) => {
+        expect(result).toMatchObject({ rows: 1, csv: expect.stringMatching(/^id,state,queue,/) });
+        const { rows } = await t.pool.query(
+          `SELECT count(*)::int AS n FROM leasehold.audit_log WHERE action = 'export_jobs' AND detail->'filter'->>'queue' = $1`,
+          [queue],
+        );
+        expect(rows).toEqual([{ n: 1 }]);
+      },
+    };
+  },
   getQueueGroups: async () => {
     const queue = uniqueQueue('policy-groups');
     await enqueueMany(t.db, [{ queue, kind: 'k', group: 'acme' }]);

@@ -245,6 +245,26 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
     expect(await dal.addKindRedaction({ kind, path: 'phone' })).toMatchObject({ ok: true });
     expect(await dal.removeKindRedaction({ kind, path: 'phone' })).toMatchObject({ ok: true });
   },
+  addKindSearchPath: async () => {
+    const kind = uniqueQueue('roles-search');
+    await registerKinds(admin.db, [
+      { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: [], rerunSafe: false },
+    ]);
+    expect(await dal.addKindSearchPath({ kind, path: 'orderId' })).toMatchObject({ ok: true });
+  },
+  removeKindSearchPath: async () => {
+    const kind = uniqueQueue('roles-unsearch');
+    await registerKinds(admin.db, [
+      { kind, version: 1, defaultQueue: 'default', displayName: kind, redactedPaths: [], rerunSafe: false },
+    ]);
+    expect(await dal.addKindSearchPath({ kind, path: 'orderId' })).toMatchObject({ ok: true });
+    expect(await dal.removeKindSearchPath({ kind, path: 'orderId' })).toMatchObject({ ok: true });
+  },
+  exportJobs: async () => {
+    const queue = uniqueQueue('roles-export');
+    await enqueueMany(admin.db, [{ queue, kind: 'k', payload: { n: 1 } }]);
+    expect(await dal.exportJobs({ filter: { queue } })).toMatchObject({ rows: 1 });
+  },
   getSchedules: async () => {
     const name = await schedule();
     expect((await dal.getSchedules()).schedules.map((s) => s.name)).toContain(name);

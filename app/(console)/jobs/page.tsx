@@ -3,6 +3,7 @@ import { TableScroll } from '../../../components/table-scroll.tsx';
 import { Time } from '../../../components/time.tsx';
 import { BulkActions } from '../../../components/bulk-actions.tsx';
 import { JobTags } from '../../../components/job-tags.tsx';
+import { JobExport } from '../../../components/job-export.tsx';
 import { NewJobsMarker } from '../../../components/new-jobs.tsx';
 import { PageError } from '../../../components/page-error.tsx';
 import { StateBadge } from '../../../components/state-badge.tsx';
@@ -28,7 +29,10 @@ function StateCell({ job }: { job: JobDTO }) {
   );
 }
 
-/** The filter form: its values are the page's URL parameters (a GET, so a filter is a link). */
+/**
+ * The filter form: its values are the page's URL parameters (a GET, so a filter, a payload
+ * search included, is a link to share).
+ */
 function JobFilters({ params }: { params: Record<string, string> }) {
   return (
     <form className="filters" method="get">
@@ -67,6 +71,18 @@ function JobFilters({ params }: { params: Record<string, string> }) {
         Job id or idempotency key <input name="search" defaultValue={params.search ?? ''} size={38} />
       </label>
       <label>
+        Payload path <input name="path" defaultValue={params.path ?? ''} placeholder="orderId" />
+      </label>
+      <label>
+        equals <input name="value" defaultValue={params.value ?? ''} maxLength={512} />
+      </label>
+      <label>
+        Created from (UTC) <input name="from" defaultValue={params.from ?? ''} placeholder="2026-05-01T09:00" />
+      </label>
+      <label>
+        to (UTC) <input name="to" defaultValue={params.to ?? ''} placeholder="2026-05-01T18:00" />
+      </label>
+      <label>
         Sort
         <select name="sort" defaultValue={params.sort ?? 'newest'}>
           <option value="newest">newest first</option>
@@ -95,8 +111,10 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
       ) : (
         <>
           {loaded.value.can.bulk && <BulkActions source={{ kind: 'filter', filter }} actions={['retry', 'cancel']} />}
-          {/* New jobs land on the first page of newest first: only there is the marker offered. */}
-          {!params.after && (params.sort ?? 'newest') === 'newest' && (
+          {loaded.value.can.export && <JobExport filter={filterParams} />}
+          {/* New jobs land on the first page of newest first: only there is the marker offered
+              (a payload search lists by created time: none). */}
+          {!params.after && (params.sort ?? 'newest') === 'newest' && params.path === undefined && (
             <NewJobsMarker
               key={loaded.value.newest ?? since}
               filter={filter}
