@@ -2,6 +2,7 @@
  * The 1,000,000-job history the dashboard and history benchmarks run against, and the list of
  * queries the dashboard runs (bench/dashboard.ts and the dashboard case of `npm run bench`).
  */
+import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { readHealth } from '../db/queries/health.ts';
 import type { Db } from '../db/client.ts';
@@ -9,7 +10,10 @@ import { attemptsHistogram, backlog, deadByClass, failureClassesSince, overview 
 import { queueHistory } from '../db/queries/history.ts';
 import { recordQueueHistory } from '../db/queue/queue-history.ts';
 import { auditListSchema, failureGroups, jobDetail, jobListSchema, listAudit, listJobs } from '../db/queries/jobs.ts';
+import { searchableKinds } from '../db/queries/kinds.ts';
 import { run } from '../db/queue/executor.ts';
+import { registerKinds } from '../db/queue/kinds.ts';
+import { buildSearchIndexes } from '../db/migrate/index.ts';
 
 /**
  * A payload of about `min` to `max` bytes for row `g` (SQL): an order with a customer and a
@@ -22,8 +26,41 @@ function payloadSql(bytes: { min: number; max: number }): string {
   const chunks = (n: number) => Math.max(1, Math.round(n / 33));
   const lo = chunks(bytes.min);
   const span = Math.max(1, chunks(bytes.max) - lo + 1);
-  return `jsonb_build_object('n', g, 'orderId', md5(g::text), 'customer', jsonb_build_object('email', 'c' || g || '@example.com'),
+  return `jsonb_build_object('n', g, 'orderId', md5(g::text), 'region', (ARRAY['north','south'])[1 + g % 2],
+    'customer', jsonb_build_object('email', 'c' || g || '@example.com'),
     'notes', (SELECT string_agg(md5(g::text || ':' || i), ' ') FROM generate_series(1, ${lo} + g % ${span}) i))`;
+}
+
+/**
+ * The kind the search cases search (one of the seeded k0 … k6, a seventh of the jobs) and its
+ * searchable paths: `orderId` (each value one job of the done ones past the dead ones' range)
+ * and `region` (north or south: half the kind's jobs each).
+ */
+export const SEARCH_KIND = 'k1';
+export const SEARCH_PATHS = ['orderId', 'region'] as const;
+
+/**
+ * Declares SEARCH_PATHS searchable on SEARCH_KIND (as its worker would at start) and builds
+ * their indexes as `leasehold search-index` does; the build's seconds for the bench's log.
+ */
+export async function declareSearch(db: Db, url: string): Promise<number> {
+  await registerKinds(db, [
+    {
+      kind: SEARCH_KIND,
+      version: 1,
+      defaultQueue: 'receipts',
+      displayName: SEARCH_KIND,
+      redactedPaths: [],
+      rerunSafe: false,
+      searchablePaths: [...SEARCH_PATHS],
+    },
+  ]);
+  const started = performance.now();
+  await buildSearchIndexes(url, { allowProxy: true, lockTimeoutMs: 60_000 });
+  const seconds = (performance.now() - started) / 1000;
+  // The indexes' expression statistics, as autovacuum's next analyze would gather them.
+  await run(db, sql`ANALYZE leasehold.jobs`);
+  return seconds;
 }
 
 /** What seedHistory puts in each job's payload, in bytes (roughly): the dashboard bench's 1–4 kB by default. */
@@ -134,6 +171,13 @@ export const HEALTH_BUDGET_MS = 50;
 export async function dashboardQueries(db: Db): Promise<[string, () => Promise<unknown>, number?][]> {
   const [sample] = await run<{ id: string }>(db, sql`SELECT id FROM leasehold.jobs WHERE state = 'dead' LIMIT 1`);
   const list = (q: Record<string, string>) => () => listJobs(db, jobListSchema.parse(q));
+  // A payload search as the dashboard runs it: the kinds resolved (searchableKinds), then the page.
+  const search = (path: string, value: string) => async () => {
+    const kinds = (await searchableKinds(db, path, SEARCH_KIND)).map((k) => k.kind);
+    return listJobs(db, jobListSchema.parse({ kind: SEARCH_KIND, path, value }), { path, value, kinds });
+  };
+  // A done job's orderId (g = 70,001: kind k1, past the dead and cancelled jobs' range of g): one job has it.
+  const g = 70_001;
   return [
     ['overview (all panels, as /api/overview)', () => overview(db)],
     ['  backlog by queue and state + lag', () => backlog(db)],
@@ -155,6 +199,8 @@ export async function dashboardQueries(db: Db): Promise<[string, () => Promise<u
     ['jobs list: a queue with no jobs', list({ queue: 'empty-queue' })],
     ['jobs list: ready in one queue', list({ state: 'ready', queue: 'emails' })],
     ['jobs list: search by id', list({ search: sample!.id })],
+    ['search: orderId matching one job', search('orderId', md5(String(g)))],
+    ['search: region matching half the kind (first page of 50)', search('region', 'north')],
     ['job detail', () => jobDetail(db, sample!.id)],
     ['failure groups (7 days)', () => failureGroups(db)],
     ['audit log page', () => listAudit(db, auditListSchema.parse({}))],
@@ -173,3 +219,5 @@ export async function timeRuns(work: () => Promise<unknown>, runs = 7): Promise<
   }
   return times.sort((a, b) => a - b);
 }
+
+const md5 = (text: string) => createHash('md5').update(text).digest('hex');

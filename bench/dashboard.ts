@@ -19,7 +19,7 @@ import { createScratchDatabase } from '../test/scratch-database.ts';
 import { migrateDatabase } from '../db/migrate/index.ts';
 import { run } from '../db/queue/executor.ts';
 import { PROJECT_DIR } from '../cli/database-select.ts';
-import { dashboardQueries, DEFAULT_PAYLOAD_BYTES, seedHistory, timeRuns } from './dashboard-queries.ts';
+import { dashboardQueries, declareSearch, DEFAULT_PAYLOAD_BYTES, seedHistory, timeRuns } from './dashboard-queries.ts';
 
 const { values } = parseArgs({
   options: {
@@ -57,6 +57,8 @@ try {
   await client.query('VACUUM ANALYZE');
   client.release();
   console.error(`[bench] seeded and vacuumed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const searchSeconds = await declareSearch(db, url);
+  console.error(`[bench] search indexes (k1: orderId, region) built CONCURRENTLY in ${searchSeconds.toFixed(1)} s`);
 
   const cases = await dashboardQueries(db);
   const results: {
