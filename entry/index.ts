@@ -34,8 +34,14 @@ export { fromKysely, fromPostgresJs, fromDrizzlePostgresJs } from '../db/queue/a
 export type { KyselyExecutor, KyselyRawQuery, PostgresJsSql } from '../db/queue/adapters.ts';
 
 // The schema: install and upgrade it (docs/operations.md, "Migrations").
-export { migrateDatabase, pendingMigrationsSql, MigrationFailed, MigrationRefused } from '../db/migrate/index.ts';
-export type { MigrateOptions, MigrateResult } from '../db/migrate/index.ts';
+export {
+  buildSearchIndexes,
+  migrateDatabase,
+  pendingMigrationsSql,
+  MigrationFailed,
+  MigrationRefused,
+} from '../db/migrate/index.ts';
+export type { MigrateOptions, MigrateResult, SearchIndexResult } from '../db/migrate/index.ts';
 export { SCHEMA_VERSION, SUPPORTED_SCHEMA, schemaCompatibility } from '../db/schema-version.ts';
 
 // PostgreSQL's health and the queues' backlog alerts (docs/operations.md, "Reading the health page").

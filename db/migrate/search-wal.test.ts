@@ -5,7 +5,8 @@
  * path indexed in one: N jobs of kind B (then of kind A) enqueued in one transaction in each,
  * after a CHECKPOINT (so both write the same full-page images). The bytes counted are the
  * transaction's own WAL records (pg_walinspect, by its xid), which other sessions of a shared
- * server do not disturb; the pg_current_wal_lsn distance is printed beside them.
+ * server do not disturb; the LSN distance is printed beside them (pg_current_wal_insert_lsn:
+ * pg_current_wal_lsn is the write position, which lags with synchronous_commit off).
  * docs/performance.md, "Search", has the figures.
  */
 import { sql } from 'drizzle-orm';
@@ -53,8 +54,11 @@ async function prepare(t: TestDatabase, index: boolean) {
 /** The WAL one transaction enqueueing N jobs of `kind` writes: its records' bytes (by xid), and the LSN distance. */
 async function enqueueWal(t: TestDatabase, kind: string): Promise<{ records: number | null; lsnBytes: number }> {
   await run(t.db, sql`CHECKPOINT`);
-  const [start] = await run<{ lsn: string }>(t.db, sql`SELECT pg_current_wal_lsn()::text AS lsn`);
+  const [start] = await run<{ lsn: string }>(t.db, sql`SELECT pg_current_wal_insert_lsn()::text AS lsn`);
   const xid = await t.db.transaction(async (tx) => {
+    // Flushed at commit, so pg_walinspect can read it (the embedded test server runs with
+    // synchronous_commit off); the same WAL records either way.
+    await run(tx, sql`SET LOCAL synchronous_commit = on`);
     await enqueueMany(
       tx,
       Array.from({ length: N }, (_, i) => ({
@@ -68,7 +72,7 @@ async function enqueueWal(t: TestDatabase, kind: string): Promise<{ records: num
   });
   const [end] = await run<{ lsn: string; bytes: string }>(
     t.db,
-    sql`SELECT pg_current_wal_lsn()::text AS lsn, pg_current_wal_lsn() - ${start!.lsn}::pg_lsn AS bytes`,
+    sql`SELECT pg_current_wal_insert_lsn()::text AS lsn, pg_current_wal_insert_lsn() - ${start!.lsn}::pg_lsn AS bytes`,
   );
   if (!walinspect) return { records: null, lsnBytes: Number(end!.bytes) };
   const [records] = await run<{ bytes: string | null }>(

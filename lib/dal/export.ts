@@ -17,7 +17,7 @@ import { redact } from '../redaction.ts';
 import { parse, reasonSchema } from './input.ts';
 import { listableTo } from './jobs.ts';
 import { authorize } from './policy.ts';
-import { rulesLookup, scrubFor } from './scrub.ts';
+import { rulesLookup, scrubFor, scrubPatterns } from './scrub.ts';
 import { resolveSearch } from './search.ts';
 
 const exportInput = z.strictObject({
@@ -68,7 +68,8 @@ export async function exportJobs(input: unknown): Promise<JobsExport> {
       return { job, paths, scrub: scrubFor(job.payload, paths) };
     }),
   );
-  const listable = listableTo(user, filter, (j: Job) => rows.find((r) => r.job.id === j.id)!.scrub);
+  const scrubs = new Map(rows.map((r) => [r.job.id, r.scrub]));
+  const listable = listableTo(user, filter, (j: Job) => scrubs.get(j.id) ?? scrubPatterns);
   const shown = rows.filter((r) => listable(r.job) && !hidden(r.job));
   const auditId = await recordJobsExport(database(), {
     actor: user.email,

@@ -111,7 +111,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Promise
       ) : (
         <>
           {loaded.value.can.bulk && <BulkActions source={{ kind: 'filter', filter }} actions={['retry', 'cancel']} />}
-          {loaded.value.can.export && <JobExport filter={filterParams} />}
+          {loaded.value.can.export && <JobExport filter={params.sort ? { ...filter, sort: params.sort } : filter} />}
           {/* New jobs land on the first page of newest first: only there is the marker offered
               (a payload search lists by created time: none). */}
           {!params.after && (params.sort ?? 'newest') === 'newest' && params.path === undefined && (
