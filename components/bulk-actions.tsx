@@ -1,4 +1,5 @@
 'use client';
+import { useQueryClient } from '@tanstack/react-query';
 import { useRouter } from 'next/navigation';
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
 import type { BulkPreviewDTO } from '../lib/dto.ts';
@@ -57,6 +58,7 @@ export function BulkResults({ children }: { children: ReactNode }) {
  */
 export function BulkActions({ source, actions }: { source: Source; actions: ('retry' | 'cancel')[] }) {
   const router = useRouter();
+  const client = useQueryClient();
   const [preview, setPreview] = useState<(BulkPreviewDTO & { ok?: boolean; message?: string }) | null>(null);
   const [ownMessage, setOwnMessage] = useState<Message | null>(null);
   const place = useContext(ResultPlace);
@@ -89,6 +91,9 @@ export function BulkActions({ source, actions }: { source: Source; actions: ('re
     setBusy(false);
     setPreview(null);
     setMessage({ ok: result.ok === true, text: result.message ?? '' });
+    // The live panels (failures, jobs) hold their first render as React Query data: refetched
+    // now (the server's shared cache dropped what the action changed), not at the next poll.
+    await client.invalidateQueries();
     router.refresh();
   };
 

@@ -249,7 +249,7 @@ function HistoryFigure(props: {
           {props.summary}
         </p>
       </figcaption>
-      <div className="chart" aria-hidden="true">
+      <div className="chart">
         <ResponsiveContainer width="100%" height={220}>
           {props.children}
         </ResponsiveContainer>

@@ -58,17 +58,17 @@ export const queryKeys = {
   kinds: ['kinds'] as const,
 };
 
-/** An answer that was not 2xx: its status (401: the session ended) and the server's sentence. */
-export class HttpError extends Error {
-  readonly status: number;
-  constructor(status: number, message: string) {
-    super(message);
-    this.name = 'HttpError';
-    this.status = status;
-  }
-}
+/**
+ * An answer that was not 2xx: its status (401: the session ended) and the server's sentence. A
+ * plain Error with a status, not a class of its own: the browser's fetch failure is no
+ * LeaseholdError (test/errors.test.ts), and nothing outside this module catches it by type.
+ */
+export type HttpError = Error & { status: number };
 
-export const isSignedOut = (error: unknown) => error instanceof HttpError && error.status === 401;
+const httpError = (status: number, message: string): HttpError =>
+  Object.assign(new Error(message), { name: 'HttpError', status });
+
+export const isSignedOut = (error: unknown) => error instanceof Error && 'status' in error && error.status === 401;
 
 /** Whether a poll of this tab was answered 401; the banner subscribes, every poll checks it. */
 let sessionEnded = false;
@@ -102,12 +102,12 @@ export function poll<T = unknown>(ms: number | ((data: T | undefined) => number 
 /** GETs `path` (the dashboard's own, `/api/…`: under the base path); an error is an HttpError. */
 async function getJson<T>(path: string): Promise<T> {
   // A tab whose session ended asks no more: the banner links to the sign-in.
-  if (sessionEnded) throw new HttpError(401, 'Your session has ended.');
+  if (sessionEnded) throw httpError(401, 'Your session has ended.');
   const response = await fetch(withBasePath(path), { cache: 'no-store' });
   const body = (await response.json().catch(() => null)) as (T & { message?: string }) | null;
   if (!response.ok) {
     if (response.status === 401) endSession();
-    throw new HttpError(response.status, body?.message ?? `The server answered ${response.status}.`);
+    throw httpError(response.status, body?.message ?? `The server answered ${response.status}.`);
   }
   return body as T;
 }
