@@ -315,7 +315,8 @@ class Support implements fc.AsyncCommand<Model, Real> {
     const outcome = this.runNow
       ? await runNowIfUnchanged(t.db, { id: job.id, seen, actor: 'model' })
       : await setPriorityIfUnchanged(t.db, { id: job.id, priority: job.attempts, seen, actor: 'model' });
-    if (outcome.applied !== expected) fail(`${this.toString()} applied=${outcome.applied}, model ${expected} (${job.state})`);
+    if (outcome.applied !== expected)
+      fail(`${this.toString()} applied=${outcome.applied}, model ${expected} (${job.state})`);
     if (expected && this.runNow) job.due = true;
     await compare(m);
   }
