@@ -21,8 +21,9 @@ type Outcome = { ok: boolean; message: string; copyId?: string };
 /**
  * One support action of a job page: its button, and its confirm dialog (the action's own fields,
  * the optional reason, the refusal of bad input said in the dialog, which stays open). The page
- * sends what it saw of the job (state, attempts, updatedAt): an answer, applied or refused because
- * the job changed since, closes the dialog and is said on the page, which then refreshes.
+ * sends what it showed of the job when the dialog opened (state, attempts, updatedAt): an answer,
+ * applied or refused because the job changed since, closes the dialog and is said on the page,
+ * which then refreshes.
  */
 function ActionButton(props: {
   label: string;
@@ -43,15 +44,16 @@ function ActionButton(props: {
   const [busy, setBusy] = useState(false);
   const [reason, setReason] = useState('');
   const [error, setError] = useState<string | null>(null);
+  // What the operator saw when they opened the dialog: the guard compares the job with it.
+  const [seen, setSeen] = useState<Pick<JobLiveDTO, 'state' | 'attempts' | 'updatedAt'> | null>(null);
   const opener = useRef<HTMLButtonElement>(null);
   const reasonField = useRef<HTMLInputElement>(null);
   const focus = props.focus ?? reasonField;
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setBusy(true);
-    const { live } = props;
     const answer = await postJson<SupportResultDTO>(props.path, {
-      seen: { state: live.state, attempts: live.attempts, updatedAt: live.updatedAt },
+      seen,
       ...props.body?.(),
       ...(reason.trim() ? { reason: reason.trim() } : {}),
     });
@@ -71,6 +73,8 @@ function ActionButton(props: {
         type="button"
         ref={opener}
         onClick={() => {
+          const { live } = props;
+          setSeen({ state: live.state, attempts: live.attempts, updatedAt: live.updatedAt });
           setReason('');
           setError(null);
           setOpen(true);
@@ -148,7 +152,7 @@ export function SupportActions(props: { id: string; initial: JobLiveDTO; rerun: 
           path={path('reschedule')}
           live={live}
           onOutcome={setOutcome}
-          body={() => ({ runAt: runAt ? new Date(runAt).toISOString() : '' })}
+          body={() => ({ runAt: new Date(runAt || localInput(live.runAt)).toISOString() })}
           focus={runAtField}
           fields={
             <label>
