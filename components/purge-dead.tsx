@@ -7,6 +7,31 @@ import { ModalDialog } from './modal-dialog.tsx';
 import { postJson } from './queries.ts';
 
 /**
+ * The start of a YYYY-MM-DD day in the browser's time zone; text that is no such date goes as
+ * it is, for the server to refuse in a sentence.
+ */
+function startOfDay(date: string): string {
+  const text = date.trim();
+  const day = new Date(`${text}T00:00:00`);
+  return /^\d{4}-\d{2}-\d{2}$/.test(text) && !Number.isNaN(day.getTime()) ? day.toISOString() : text;
+}
+
+const count = (n: number) => n.toLocaleString('en');
+
+/** How many the preview found, and how many of them the purge takes. */
+function PreviewLine({ preview, queue }: { preview: PurgePreviewDTO; queue: string }) {
+  return (
+    <p>
+      {count(preview.matched)}
+      {preview.moreThanCounted ? '+' : ''} dead job{preview.matched === 1 ? '' : 's'} of {queue} finished before then.
+      {preview.overCap
+        ? ` The purge takes the first ${count(preview.ids.length)} (at most ${count(preview.cap)} at once); preview again for the rest.`
+        : ''}
+    </p>
+  );
+}
+
+/**
  * Admin: purge a queue's dead jobs that finished before a date. A preview first (how many, and
  * the frozen set of at most 1,000 the purge takes, as the bulk actions do); then a confirm
  * dialog with the reason for the audit log. The purge removes exactly the previewed jobs that
@@ -29,9 +54,7 @@ export function PurgeDead(props: { queue: string }) {
     event.preventDefault();
     setMessage(null);
     setPreview(null);
-    // The start of the day in the browser's time zone.
-    const before = date ? new Date(`${date}T00:00:00`).toISOString() : '';
-    const answer = await postJson<PurgePreviewDTO>(`${base}/preview`, { before });
+    const answer = await postJson<PurgePreviewDTO>(`${base}/preview`, { before: startOfDay(date) });
     if (answer.ok === false) setMessage({ ok: false, text: answer.message ?? 'The preview was refused.' });
     else setPreview(answer);
   };
@@ -55,27 +78,26 @@ export function PurgeDead(props: { queue: string }) {
     setMessage({ ok: answer.ok === true, text: answer.message ?? 'The server answered without a message.' });
     router.refresh();
   };
-  const count = (n: number) => n.toLocaleString('en');
   return (
     <section aria-labelledby="purge-title">
       <h2 id="purge-title">Purge old dead jobs</h2>
       <form className="limit-form" aria-label="Preview a purge" onSubmit={(event) => void ask(event)}>
         <label>
-          Dead jobs that finished before (a date, your browser&apos;s time zone)
-          <input type="date" name="before" required value={date} onChange={(event) => setDate(event.target.value)} />
+          Dead jobs that finished before (a date, YYYY-MM-DD, your browser&apos;s time zone)
+          <input
+            name="before"
+            required
+            autoComplete="off"
+            placeholder="2026-01-31"
+            value={date}
+            onChange={(event) => setDate(event.target.value)}
+          />
         </label>
         <button type="submit">Preview the purge</button>
       </form>
       {preview && (
         <div data-testid="purge-preview">
-          <p>
-            {count(preview.matched)}
-            {preview.moreThanCounted ? '+' : ''} dead job{preview.matched === 1 ? '' : 's'} of {props.queue} finished
-            before then.
-            {preview.overCap
-              ? ` The purge takes the first ${count(preview.ids.length)} (at most ${count(preview.cap)} at once); preview again for the rest.`
-              : ''}
-          </p>
+          <PreviewLine preview={preview} queue={props.queue} />
           {preview.ids.length > 0 && (
             <button
               type="button"

@@ -81,6 +81,17 @@ const PAGES: Record<string, PageCase> = {
       await expect(page.getByTestId('backlog-table')).toContainText(seed.queue);
       await expect(page.getByTestId('chart-backlog').locator('.recharts-bar-rectangle').first()).toBeVisible();
     },
+    dialogs: [
+      {
+        name: 'pause',
+        open: async (page, seed) => {
+          await page.getByRole('button', { name: `Pause queue ${seed.queue}`, exact: true }).click();
+          const dialog = page.getByRole('dialog', { name: `Pause queue ${seed.queue}?` });
+          await expect(dialog.getByLabel(/^Reason/)).toBeFocused();
+          return dialog;
+        },
+      },
+    ],
   },
   '/jobs': {
     url: (seed) => `/jobs?queue=${seed.queue}`,
@@ -122,6 +133,18 @@ const PAGES: Record<string, PageCase> = {
           await page.getByRole('button', { name: 'Cancel', exact: true }).click();
           const dialog = page.getByRole('dialog', { name: 'Cancel this job?' });
           await expect(dialog.getByRole('button', { name: 'Keep the job' })).toBeFocused();
+          return dialog;
+        },
+      },
+      {
+        // A support action's dialog (its own field and the reason): the same ready job's.
+        name: 'priority',
+        open: async (page, seed) => {
+          await page.goto(`/jobs/${seed.ready.jobId}`);
+          await expect(page.getByTestId('job-fields')).toContainText(seed.ready.queue);
+          await page.getByRole('button', { name: 'Change priority…' }).click();
+          const dialog = page.getByRole('dialog', { name: "Change this job's priority" });
+          await expect(dialog.getByLabel(/^Priority/)).toBeFocused();
           return dialog;
         },
       },
