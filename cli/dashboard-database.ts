@@ -62,6 +62,12 @@ export const DASHBOARD_GRANTS: readonly DashboardGrant[] = [
     'operator_retry(text, text, text, uuid[])',
     'operator_cancel(text, text, text, uuid[], uuid[])',
     'operator_set_paused(text, text, text, text)',
+    // The support actions (drizzle/0029).
+    'operator_run_now(text, text, uuid, text, integer, timestamptz)',
+    'operator_reschedule(text, text, uuid, timestamptz, text, integer, timestamptz)',
+    'operator_set_priority(text, text, uuid, integer, text, integer, timestamptz)',
+    'operator_rerun(text, text, uuid, text, integer, timestamptz)',
+    'operator_purge_dead(text, text, text, timestamptz, uuid[])',
     'add_redacted_path(text, text, text, text)',
     'remove_added_redacted_path(text, text, text, text)',
     'record_payload_reveal(text, uuid, text)',

@@ -1,6 +1,6 @@
 'use client';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useRef, useState, type FormEvent } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import type { OverviewDTO, QueueAlertDTO, QueueDTO } from '../lib/dto.ts';
 import { fetchOverview, poll, POLL, postJson, queryKeys } from './queries.ts';
@@ -10,6 +10,8 @@ import { TableScroll } from './table-scroll.tsx';
 import { AXIS, TOOLTIP, age, legendText } from './chart-theme.tsx';
 import { HistorySection } from './history.tsx';
 import { Time } from './time.tsx';
+import { DialogFormEnd, ReasonField } from './dialog-form.tsx';
+import { ModalDialog } from './modal-dialog.tsx';
 
 const STATES: { key: keyof QueueDTO; label: string; color: string }[] = [
   { key: 'ready', label: 'ready', color: 'var(--chart-ready)' },
@@ -41,8 +43,11 @@ export function OverviewPanel() {
 function OverviewView({ data }: { data: OverviewDTO }) {
   const client = useQueryClient();
   const [message, setMessage] = useState<string | null>(null);
-  const toggle = async (queue: string, paused: boolean) => {
-    const result = await postJson(`/api/queues/${encodeURIComponent(queue)}/${paused ? 'resume' : 'pause'}`, {});
+  const toggle = async (queue: string, paused: boolean, reason: string) => {
+    const result = await postJson(
+      `/api/queues/${encodeURIComponent(queue)}/${paused ? 'resume' : 'pause'}`,
+      reason ? { reason } : {},
+    );
     setMessage(result.message ?? null);
     await client.invalidateQueries({ queryKey: queryKeys.overview });
   };
@@ -70,7 +75,7 @@ function OverviewView({ data }: { data: OverviewDTO }) {
   );
 }
 
-type Toggle = (queue: string, paused: boolean) => Promise<void>;
+type Toggle = (queue: string, paused: boolean, reason: string) => Promise<void>;
 
 /** Live work apart from outcomes: a few hundred done jobs must not hide a growing ready backlog. */
 const LIVE_STATES = new Set<keyof QueueDTO>(['ready', 'scheduled', 'retrying', 'running', 'leaseExpired']);
@@ -208,15 +213,69 @@ function BacklogRow(props: { q: QueueDTO; alerts: QueueAlertDTO[]; canPause: boo
       <td className="num" data-testid={`waiting-for-kind-${q.queue}`}>
         {q.waitingForKind}
       </td>
-      <td>
-        {canPause && (
-          <button type="button" onClick={() => void onToggle(q.queue, q.paused)}>
-            {q.paused ? 'Resume' : 'Pause'}
-            <span className="visually-hidden"> queue {q.queue}</span>
-          </button>
-        )}
-      </td>
+      <td>{canPause && <PauseQueue queue={q.queue} paused={q.paused} onToggle={onToggle} />}</td>
     </tr>
+  );
+}
+
+/**
+ * An admin's pause or resume of a queue, confirmed in the modal dialog with an optional reason
+ * for the audit log; the focus starts on the reason, and goes back to the button (relabelled).
+ */
+function PauseQueue(props: { queue: string; paused: boolean; onToggle: Toggle }) {
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [reason, setReason] = useState('');
+  const opener = useRef<HTMLButtonElement>(null);
+  const reasonField = useRef<HTMLInputElement>(null);
+  const verb = props.paused ? 'Resume' : 'Pause';
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    await props.onToggle(props.queue, props.paused, reason.trim());
+    setBusy(false);
+    setOpen(false);
+  };
+  return (
+    <>
+      <button
+        type="button"
+        ref={opener}
+        onClick={() => {
+          setReason('');
+          setOpen(true);
+        }}
+      >
+        {verb}
+        <span className="visually-hidden"> queue {props.queue}</span>
+      </button>
+      {open && (
+        <ModalDialog
+          title={`${verb} queue ${props.queue}?`}
+          testId="pause-dialog"
+          initialFocus={reasonField}
+          returnFocus={opener}
+          onClose={() => setOpen(false)}
+        >
+          <p>
+            {props.paused
+              ? 'Workers take its jobs again from their next claim.'
+              : 'Workers take nothing from it until it is resumed; running jobs finish, waiting ones keep their place.'}
+          </p>
+          <form className="limit-form" onSubmit={(event) => void submit(event)}>
+            <ReasonField value={reason} onChange={setReason} inputRef={reasonField} />
+            <DialogFormEnd
+              error={null}
+              errorTestId="pause-error"
+              busy={busy}
+              submitLabel={`${verb} the queue`}
+              danger={!props.paused}
+              onCancel={() => setOpen(false)}
+            />
+          </form>
+        </ModalDialog>
+      )}
+    </>
   );
 }
 

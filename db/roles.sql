@@ -309,6 +309,13 @@ BEGIN
   -- what the workers declared in kinds.searchable_paths is theirs.
   GRANT EXECUTE ON FUNCTION leasehold.add_search_path(text, text, text, text),
     leasehold.remove_search_path(text, text, text, text) TO leasehold_dashboard;
+  -- The support actions (drizzle/0029; db/queue/support-actions.ts): run now, reschedule, priority,
+  -- re-run (a copy of a done job), purge of old dead jobs, each guarded and with its audit row.
+  GRANT EXECUTE ON FUNCTION leasehold.operator_run_now(text, text, uuid, text, integer, timestamptz),
+    leasehold.operator_reschedule(text, text, uuid, timestamptz, text, integer, timestamptz),
+    leasehold.operator_set_priority(text, text, uuid, integer, text, integer, timestamptz),
+    leasehold.operator_rerun(text, text, uuid, text, integer, timestamptz),
+    leasehold.operator_purge_dead(text, text, text, timestamptz, uuid[]) TO leasehold_dashboard;
   -- A CSV export of a search is recorded (its audit row) before the file is sent.
   GRANT EXECUTE ON FUNCTION leasehold.record_jobs_export(text, jsonb, integer, text) TO leasehold_dashboard;
   -- An admin's payload reveal is recorded (its audit row) before the payload is shown.

@@ -19,7 +19,7 @@ import { LeaseholdSchemaError, NO_SCHEMA_SENTENCE } from './queue/errors.ts';
 import { run, type Executor } from './queue/executor.ts';
 
 /** The schema version this code is written for: its migrations reach it (npm run db:check). */
-export const SCHEMA_VERSION = 22;
+export const SCHEMA_VERSION = 23;
 
 /**
  * The schema versions this code runs against: from `min` (the oldest that has everything it
@@ -47,10 +47,11 @@ export const SCHEMA_VERSION = 22;
  * a worker records the oldest schema its code reads (workers.schema_from) and the dashboard reads
  * the run-time alert thresholds (queue_alerts: migration 0026); from 21 on: the maintenance loop
  * records each queue's history and the dashboard charts it (queue_minutes, queue_hours: migration
- * 0027), so the minimum is 21. Version 22 (migration 0028) adds searchable paths and re-runs;
- * this code reads neither yet, so the minimum stays 21.
+ * 0027); version 22 (migration 0028) adds searchable paths and re-runs' origin; from 23 on: the
+ * dashboard's support actions call their functions (run now, reschedule, priority, re-run, purge
+ * of dead jobs: migration 0029), so the minimum is 23.
  */
-export const SUPPORTED_SCHEMA = { min: 21, max: SCHEMA_VERSION } as const;
+export const SUPPORTED_SCHEMA = { min: 23, max: SCHEMA_VERSION } as const;
 
 export type SchemaCompatibility =
   | { ok: true; schemaVersion: number; compatibleFrom: number }

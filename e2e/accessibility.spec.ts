@@ -81,6 +81,17 @@ const PAGES: Record<string, PageCase> = {
       await expect(page.getByTestId('backlog-table')).toContainText(seed.queue);
       await expect(page.getByTestId('chart-backlog').locator('.recharts-bar-rectangle').first()).toBeVisible();
     },
+    dialogs: [
+      {
+        name: 'pause',
+        open: async (page, seed) => {
+          await page.getByRole('button', { name: `Pause queue ${seed.queue}`, exact: true }).click();
+          const dialog = page.getByRole('dialog', { name: `Pause queue ${seed.queue}?` });
+          await expect(dialog.getByLabel(/^Reason/)).toBeFocused();
+          return dialog;
+        },
+      },
+    ],
   },
   '/jobs': {
     url: (seed) => `/jobs?queue=${seed.queue}`,
@@ -122,6 +133,18 @@ const PAGES: Record<string, PageCase> = {
           await page.getByRole('button', { name: 'Cancel', exact: true }).click();
           const dialog = page.getByRole('dialog', { name: 'Cancel this job?' });
           await expect(dialog.getByRole('button', { name: 'Keep the job' })).toBeFocused();
+          return dialog;
+        },
+      },
+      {
+        // A support action's dialog (its own field and the reason): the same ready job's.
+        name: 'priority',
+        open: async (page, seed) => {
+          await page.goto(`/jobs/${seed.ready.jobId}`);
+          await expect(page.getByTestId('job-fields')).toContainText(seed.ready.queue);
+          await page.getByRole('button', { name: 'Change priority…' }).click();
+          const dialog = page.getByRole('dialog', { name: "Change this job's priority" });
+          await expect(dialog.getByLabel(/^Priority/)).toBeFocused();
           return dialog;
         },
       },
@@ -293,7 +316,7 @@ async function seed(page: Page): Promise<Seed> {
   await setQueueAlert(db(), { queue, alert: 'dead', threshold: 1, actor: 'admin@example.com' });
   // Audit rows: the admin pauses and resumes the queue (the page's session is the admin's).
   for (const action of ['pause', 'resume']) {
-    const answer = await page.request.post(`/api/queues/${queue}/${action}`, { headers: FROM_DASHBOARD });
+    const answer = await page.request.post(`/api/queues/${queue}/${action}`, { headers: FROM_DASHBOARD, data: {} });
     expect(answer.status(), `${action} ${queue}`).toBe(200);
   }
   return {
@@ -531,11 +554,19 @@ test.describe('keyboard', () => {
     const pause = page.getByRole('button', { name: `Pause queue ${queue}`, exact: true });
     await tabTo(page, pause, { max: 400 });
     await page.keyboard.press('Enter');
+    // The confirm dialog: the focus on the reason; Enter in it confirms.
+    const pauseDialog = page.getByRole('dialog', { name: `Pause queue ${queue}?` });
+    await expect(pauseDialog.getByLabel(/Reason/)).toBeFocused();
+    await page.keyboard.type('keyboard check');
+    await page.keyboard.press('Enter');
+    await expect(pauseDialog).toHaveCount(0);
     const resume = page.getByRole('button', { name: `Resume queue ${queue}`, exact: true });
     await expect(resume).toBeVisible();
     await expect(page.getByRole('status')).toBeVisible();
-    // The same button, relabelled: the focus stays on it, and Enter undoes the pause.
+    // The same button, relabelled: the focus goes back to it, and Enter (twice: open, confirm) undoes the pause.
     await expect(resume).toBeFocused();
+    await page.keyboard.press('Enter');
+    await expect(page.getByRole('dialog', { name: `Resume queue ${queue}?` }).getByLabel(/Reason/)).toBeFocused();
     await page.keyboard.press('Enter');
     await expect(pause).toBeVisible();
   });

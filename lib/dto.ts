@@ -143,7 +143,12 @@ export interface JobLiveDTO {
   lastError: string | null;
   /** Only for a viewer who may cancel (a cancel of a running job presents it). */
   leaseToken: string | null;
-  can: { retry: boolean; cancel: boolean };
+  /** When the job last changed: a support action sends it back with state and attempts ("as seen"). */
+  updatedAt: string;
+  runAt: string;
+  priority: number;
+  /** runNow and reschedule: a scheduled or retrying job; priority: a ready one (each as the role allows). */
+  can: { retry: boolean; cancel: boolean; runNow: boolean; reschedule: boolean; priority: boolean };
   /** When the server read it (it names the snapshot a page was rendered with). */
   readAt: string;
 }
@@ -170,7 +175,10 @@ export interface JobDetailDTO {
   attempts: AttemptDTO[];
   audit: AuditDTO[];
   retryPlan: string;
-  can: { retry: boolean; cancel: boolean; reveal: boolean };
+  /** The done job this one re-runs, and the copies re-runs made of it (docs/dashboard.md, "Re-run"). */
+  reruns: { rerunOf: string | null; rerunAs: string[] };
+  /** rerun: a done job of a kind version registered re-run safe, for an operator. */
+  can: { retry: boolean; cancel: boolean; reveal: boolean; rerun: boolean };
 }
 
 /** A kind version as the workers registered it. */
@@ -325,7 +333,8 @@ export interface QueueGroupsDTO {
   defaultMax: number | null;
   groups: GroupDTO[];
   other: { groups: number; waiting: number; running: number; oldestWaitingMs: number | null } | null;
-  can: { setMax: boolean; pause: boolean };
+  /** purgeDead: an admin's purge of the queue's old dead jobs. */
+  can: { setMax: boolean; pause: boolean; purgeDead: boolean };
 }
 
 /** A schedule as the Schedules page lists it (db/queue/schedule-admin.ts, ScheduleView). */
@@ -490,6 +499,18 @@ export interface BulkPreviewDTO {
   jobs: { id: string; leaseToken: string | null; state: string }[];
 }
 
+/** A purge's preview: the queue's dead jobs finished before `before`, and the frozen set (≤ cap). */
+export interface PurgePreviewDTO {
+  queue: string;
+  before: string;
+  /** Counted up to `countCap`; more than that when `moreThanCounted`. */
+  matched: number;
+  moreThanCounted: boolean;
+  overCap: boolean;
+  cap: number;
+  ids: string[];
+}
+
 /** The demo's sign-in hint, shown on the login page in demo mode only. */
 export interface DemoLoginsDTO {
   emails: string[];
@@ -510,6 +531,12 @@ export interface LoginOptionsDTO {
 export interface ActionResultDTO {
   ok: boolean;
   message: string;
+}
+
+/** A support action's answer: `refused` when the job was left alone (changed since seen, wrong state); `copyId`: a re-run's copy. */
+export interface SupportResultDTO extends ActionResultDTO {
+  refused?: true;
+  copyId?: string;
 }
 
 export interface ViewerDTO {

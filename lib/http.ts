@@ -89,3 +89,12 @@ export async function fileWrite(
     },
   });
 }
+
+/**
+ * A JSON body with the route's URL parameters added (`{ ...body, id }`), for a DAL function that
+ * parses both at once; a body that is not an object is passed on as is, for its parse to refuse.
+ */
+export function withParams(body: unknown, params: Record<string, string>): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  return { ...body, ...params };
+}

@@ -18,6 +18,7 @@ import {
   type ScheduleChange,
   type SetLimitOutcome,
   type SingleActionOutcome,
+  type SupportOutcome,
 } from '../db/queue/index.ts';
 import { rateText } from '../db/queue/limit-rate.ts';
 import { absoluteTime } from './time-format.ts';
@@ -55,6 +56,52 @@ export function actionOutcomeMessage(action: OperatorAction, outcome: SingleActi
     return 'Not cancelled: the job changed since you looked (the attempt you saw is no longer the one running). Refresh, check what it is doing now, and cancel again if you still want to.';
   }
   return `Not cancelled: the job is already ${outcome.state}.`;
+}
+
+/** The support actions of a job page (lib/dal/support-actions.ts). */
+export type SupportAction = 'runNow' | 'reschedule' | 'priority' | 'rerun';
+
+const SUPPORT_DONE: Record<SupportAction, string> = {
+  runNow: 'Run now: the job is due, and a worker of its queue will pick it up shortly.',
+  reschedule: 'Rescheduled: the job waits for its new run time.',
+  priority: 'Priority changed: the job takes its new place among the waiting jobs.',
+  rerun: 'Re-run: a copy of the job was enqueued.',
+};
+
+const SUPPORT_VERB: Record<SupportAction, string> = {
+  runNow: 'Not run now',
+  reschedule: 'Not rescheduled',
+  priority: 'Priority not changed',
+  rerun: 'Not re-run',
+};
+
+/** What a support action did, or why it was refused, in a sentence. */
+export function supportOutcomeMessage(action: SupportAction, outcome: SupportOutcome): string {
+  if (outcome.applied) return SUPPORT_DONE[action];
+  const verb = SUPPORT_VERB[action];
+  switch (outcome.reason) {
+    case 'not_found':
+      return `${verb}: no job with this id exists any more (retention may have removed it).`;
+    case 'changed_since_viewed':
+      return `${verb}: the job changed since you looked (it is ${outcome.state ?? 'gone'} now). Refresh to see it, and try again if you still want to.`;
+    case 'not_waiting':
+      return action === 'priority'
+        ? `${verb}: only a ready job's priority can change; this one is ${outcome.state ?? 'gone'}.`
+        : `${verb}: only a scheduled or retrying job can be; this one is due already or ${outcome.state ?? 'gone'}.`;
+    case 'not_done':
+      return `${verb}: only a done job is re-run; this one is ${outcome.state ?? 'gone'} (retry a dead or cancelled one instead).`;
+    case 'not_rerun_safe':
+      return `${verb}: its kind version is not declared re-run safe (rerunSafe in its handler), so a second run could repeat its effects.`;
+  }
+}
+
+/** How many of a purge's frozen set it removed, and what became of the others. */
+export function purgeOutcomeMessage(queue: string, requested: number, purged: number): string {
+  const left = requested - purged;
+  return (
+    `Purged ${purged} of ${plural(requested, 'dead job')} of ${queue}.` +
+    (left > 0 ? ` ${left} changed since the preview (retried or already removed) and were left alone.` : '')
+  );
 }
 
 /** How many of a bulk action's frozen set it changed, and what became of the others. */

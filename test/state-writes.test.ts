@@ -3,8 +3,9 @@
  * the flow files behind it in db/queue/transitions/) write a job's state. A product file that
  * updates or inserts `leasehold.jobs`, or sets a `state`, outside them fails here unless it is
  * on WRITERS below with its reason. The database functions that move jobs
- * (leasehold.operator_retry, leasehold.operator_cancel) are called by db/queue/operator.ts
- * and count as inside: they are rows of EDGES, covered by db/queue/model.test.ts (checked
+ * (leasehold.operator_retry, leasehold.operator_cancel; the support actions' operator_run_now,
+ * operator_reschedule, operator_set_priority, operator_rerun and operator_purge_dead) are called
+ * by db/queue/operator.ts and db/queue/support-actions.ts and count as inside: they are rows of EDGES, covered by db/queue/model.test.ts (checked
  * below too). The failure harness's guard-skipping claim (transitions/unguarded-claim.ts) is
  * reachable from workers/failpoints.ts alone (which loads it by its address, `new URL(…,
  * import.meta.url)`, so that the package does not have it: test/unguarded-claim-reach.test.ts),
@@ -108,8 +109,19 @@ describe('the closed state machine', () => {
 
   it('lists the database functions that move jobs in the transition table', () => {
     const by = EDGES.map((e) => e.by).join('\n');
-    for (const fn of ['leasehold.operator_retry', 'leasehold.operator_cancel']) expect(by).toContain(fn);
+    const functions = [
+      'leasehold.operator_retry',
+      'leasehold.operator_cancel',
+      // The support actions (drizzle/0029, db/queue/support-actions.ts).
+      'leasehold.operator_run_now',
+      'leasehold.operator_reschedule',
+      'leasehold.operator_set_priority',
+      'leasehold.operator_rerun',
+      'leasehold.operator_purge_dead',
+    ];
+    for (const fn of functions) expect(by).toContain(fn);
     // leasehold.operator_set_paused writes leasehold.queues (and the audit log), never a job.
     expect(writesIn(sourceOf('db/queue/operator.ts'))).toEqual([]);
+    expect(writesIn(sourceOf('db/queue/support-actions.ts'))).toEqual([]);
   });
 });

@@ -135,6 +135,15 @@ export type {
   RefusalReason,
   QueueActionOutcome,
 } from './operator.ts';
+export {
+  runNowIfUnchanged,
+  rescheduleIfUnchanged,
+  setPriorityIfUnchanged,
+  rerunCopy,
+  purgeDeadJobs,
+  MAX_RESCHEDULE_DAYS,
+} from './support-actions.ts';
+export type { JobSeen, PurgeResult, SupportOutcome, SupportRefusalReason } from './support-actions.ts';
 export { removeExpiredHistory, removeOldAudit, MIN_AUDIT_DAYS, DEFAULT_AUDIT_DAYS } from './retention.ts';
 export type { RetentionOptions, RetentionResult } from './retention.ts';
 export { heartbeatManyIfLeaseHeld, workerHeartbeat } from './settle.ts';

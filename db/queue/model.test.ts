@@ -1,6 +1,6 @@
 /**
  * Model-based test (fast-check): random sequences of enqueue, claim, heartbeat, complete, fail,
- * reap, retry, cancel and time passing, run against real PostgreSQL and compared after every
+ * reap, retry, cancel, run now, priority and time passing, run against real PostgreSQL and compared after every
  * step with an in-memory model of docs/contract.md §2–§4. Stale leases stay in play, so late
  * settlements by old attempts are exercised all the time.
  *
@@ -20,10 +20,12 @@ import {
   heartbeatIfLeaseHeld,
   reapExpiredLeases,
   retryIfTerminal,
+  runNowIfUnchanged,
+  setPriorityIfUnchanged,
   type ClaimedJob,
 } from '.';
 import { useTestDatabase } from '../../test/db.ts';
-import { expireLease, makeDue, uniqueQueue } from '../../test/factories.ts';
+import { expireLease, getJob, makeDue, uniqueQueue } from '../../test/factories.ts';
 import { run } from './executor.ts';
 import { EDGES } from './transitions.ts';
 
@@ -81,6 +83,7 @@ const MODEL_MOVES: Record<string, readonly (readonly [State, State])[]> = {
     ['running', 'cancelled'],
   ],
   unrunKind: [['ready', 'dead']],
+  support: [['ready', 'ready']],
 };
 const move = (from: string, to: string) => `${from} → ${to}`;
 
@@ -294,6 +297,32 @@ class Cancel implements fc.AsyncCommand<Model, Real> {
     `cancel(job ${this.pick}, ${this.withLease === null ? 'no token' : `token of lease ${this.withLease}`})`;
 }
 
+/**
+ * An operator's run now (a scheduled or retrying job) or priority change (a ready job), with
+ * what the database shows as what the page saw: a ready job stays ready, now due for run now.
+ */
+class Support implements fc.AsyncCommand<Model, Real> {
+  constructor(
+    readonly pick: number,
+    readonly runNow: boolean,
+  ) {}
+  check = (m: Readonly<Model>) => m.jobs.length > 0;
+  async run(m: Model) {
+    const job = m.jobs[this.pick % m.jobs.length]!;
+    const real = await getJob(t.db, job.id);
+    const seen = { state: real.state, attempts: real.attempts, updatedAt: real.updatedAt };
+    const expected = job.state === 'ready' && (!this.runNow || job.attempts > 0 || !job.due);
+    const outcome = this.runNow
+      ? await runNowIfUnchanged(t.db, { id: job.id, seen, actor: 'model' })
+      : await setPriorityIfUnchanged(t.db, { id: job.id, priority: job.attempts, seen, actor: 'model' });
+    if (outcome.applied !== expected)
+      fail(`${this.toString()} applied=${outcome.applied}, model ${expected} (${job.state})`);
+    if (expected && this.runNow) job.due = true;
+    await compare(m);
+  }
+  toString = () => `${this.runNow ? 'runNow' : 'setPriority'}(job ${this.pick})`;
+}
+
 const commands = [
   fc.integer({ min: 1, max: 3 }).map((n) => new Enqueue(n)),
   fc.constant(new Claim()),
@@ -305,6 +334,7 @@ const commands = [
   fc.constant(new UnrunKind()),
   fc.nat().map((i) => new Retry(i)),
   fc.tuple(fc.nat(), fc.option(fc.nat(), { nil: null })).map(([i, l]) => new Cancel(i, l)),
+  fc.tuple(fc.nat(), fc.boolean()).map(([i, now]) => new Support(i, now)),
 ];
 
 describe('the queue against its model', () => {

@@ -98,8 +98,33 @@ export const EDGES: readonly Edge[] = [
   { from: 'ready', to: 'cancelled', by: 'cancelIfUnchanged (operator; leasehold.operator_cancel)' },
   { from: 'dead', to: 'ready', by: 'retryIfTerminal (operator; leasehold.operator_retry)' },
   { from: 'cancelled', to: 'ready', by: 'retryIfTerminal (operator; leasehold.operator_retry)' },
+  {
+    from: 'ready',
+    to: 'ready',
+    by: 'runNowIfUnchanged (operator: a scheduled or retrying job as seen, due now; leasehold.operator_run_now)',
+  },
+  {
+    from: 'ready',
+    to: 'ready',
+    by: 'rescheduleIfUnchanged (operator: a scheduled or retrying job as seen, a new run time; leasehold.operator_reschedule)',
+  },
+  {
+    from: 'ready',
+    to: 'ready',
+    by: 'setPriorityIfUnchanged (operator: as seen, claim_at moved with it; leasehold.operator_set_priority)',
+  },
+  {
+    from: null,
+    to: 'ready',
+    by: 'rerunCopy (operator: a copy of a done job of a re-run-safe kind, rerun_of it; leasehold.operator_rerun)',
+  },
   { from: 'done', to: null, by: 'removeExpiredHistory' },
   { from: 'dead', to: null, by: 'removeExpiredHistory' },
+  {
+    from: 'dead',
+    to: null,
+    by: 'purgeDeadJobs (admin: the previewed set, finished before a date; leasehold.operator_purge_dead)',
+  },
   { from: 'cancelled', to: null, by: 'removeExpiredHistory' },
 ];
 

@@ -1,5 +1,5 @@
 -- leasehold:no-transaction
--- leasehold:schema-version 23
+-- leasehold:schema-version 24
 -- leasehold:compatible-from 11
 -- BREAKING, for the release after the one that ships drizzle/0016 (drizzle/contracting/README.md).
 -- Drops `ready_jobs_claim_idx` (queue, claim time): since 0016 no statement of Leasehold reads

@@ -114,13 +114,17 @@ export async function applyBulk(input: unknown): Promise<ActionResultDTO> {
   return { ok: result.affected > 0, message: bulkOutcomeMessage(action, result) };
 }
 
-const queueInput = z.strictObject({ queue: nameSchema });
+const queueInput = z.strictObject({ queue: nameSchema, reason: reasonSchema.optional() });
 
-/** Admin: pauses (`paused`) or resumes a queue; refused when it already is that way. */
+/** Admin: pauses (`paused`) or resumes a queue, with the confirm dialog's optional reason; refused when it already is that way. */
 export async function setQueuePaused(input: unknown, paused: boolean): Promise<ActionResultDTO> {
   const user = await authorize('setQueuePaused');
-  const { queue } = parse(queueInput, input, 'queue');
-  const outcome = await (paused ? pauseQueue : resumeQueue)(database(), { queue, actor: user.email });
+  const { queue, reason } = parse(queueInput, input, 'queue');
+  const outcome = await (paused ? pauseQueue : resumeQueue)(database(), {
+    queue,
+    actor: user.email,
+    ...(reason ? { reason } : {}),
+  });
   invalidateLive('overview');
   return { ok: outcome.applied, message: queuePauseMessage(queue, paused, outcome.applied) };
 }

@@ -41,7 +41,11 @@ export async function getQueueGroups(input: unknown): Promise<QueueGroupsDTO> {
       ...g,
       pausedReason: g.pausedReason === null ? null : scrubPatterns(g.pausedReason),
     })),
-    can: { setMax: permits(user, 'setGroupMax'), pause: permits(user, 'setGroupPaused') },
+    can: {
+      setMax: permits(user, 'setGroupMax'),
+      pause: permits(user, 'setGroupPaused'),
+      purgeDead: permits(user, 'previewPurgeDead') && permits(user, 'purgeDead'),
+    },
   };
 }
 

@@ -16,4 +16,12 @@ export { getLimits, setLimitValues } from './limits.ts';
 export { getHealth, getQueueAlerts, getWorkers, setQueueAlertValue } from './health.ts';
 export { getQueueGroups, setGroupMax, setGroupPaused } from './groups.ts';
 export { getScheduleDetail, getSchedules, setScheduleCron, setSchedulePaused } from './schedules.ts';
+export {
+  previewPurgeDead,
+  purgeDead,
+  rerunJob,
+  rescheduleJob,
+  runJobNow,
+  setJobPriority,
+} from './support-actions.ts';
 export { applyBulk, cancelJob, previewBulk, previewFailureGroup, retryJob, setQueuePaused } from './actions.ts';

@@ -21,6 +21,7 @@ import {
   newJobsSchema,
   recordPayloadReveal,
 } from '../../db/queries/jobs.ts';
+import { rerunLinks, rerunSafe } from '../../db/queries/support.ts';
 import { CANCELLABLE_FROM, RETRYABLE_FROM, TERMINAL_STATES } from '../../db/states.ts';
 import { database } from '../db.ts';
 import type { AttemptDTO, FailureGroupDTO, JobDetailDTO, JobDTO, JobLiveDTO, NewJobsDTO } from '../dto.ts';
@@ -141,6 +142,11 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
   const secrets = redactedValues(job.payload, paths);
   const scrubOne = scrubFor(job.payload, paths);
   const waiting = job.state === 'ready' ? ((await whyWaiting(database(), [job.id])).get(job.id) ?? []) : [];
+  // A re-run copies a done job of a re-run-safe kind version; both pages link the other.
+  const [reruns, safe] = await Promise.all([
+    rerunLinks(database(), job.id),
+    job.state === 'done' && permits(user, 'rerunJob') ? rerunSafe(database(), job.kind, job.kindVersion) : false,
+  ]);
   // The result is masked as the payload is (the same paths, for every role: admins reveal it
   // with the payload), and its text scrubbed of the payload's masked values, which a handler
   // can echo into what it returns; a progress message is scrubbed as error text is.
@@ -160,7 +166,9 @@ export async function getJobDetail(id: string): Promise<JobDetailDTO | null> {
     attempts: detail.attempts.map((a) => attemptDto(a, scrubOne, secrets)),
     audit: detail.audit.map((a) => scrubAuditDto(auditDto(a), [scrubOne])),
     retryPlan: retryPlan({ ...job, idempotencyKey: dto.idempotencyKey }),
+    reruns,
     can: {
+      rerun: safe,
       retry: permits(user, 'retryJob') && RETRYABLE_FROM.includes(job.state),
       cancel: permits(user, 'cancelJob') && CANCELLABLE_FROM.includes(job.state),
       reveal:
@@ -184,6 +192,9 @@ function attemptDto(a: AttemptRow, scrub: Scrub, secrets: readonly string[]): At
     durationMs: a.durationMs,
   };
 }
+
+/** A ready job not yet due or attempted before: what run now and reschedule take. */
+const waitingSubstate = (s: JobLiveDTO['subState']) => s === 'scheduled' || s === 'retrying';
 
 /** What the live read holds: the same for every role (the per-viewer step is `liveDto`). */
 type LiveRows = JobWithOutcome & { attempts: AttemptRow[]; paths: string[] | null };
@@ -234,6 +245,10 @@ function liveDto(user: SessionUser, rows: LiveRows): JobLiveDTO {
     can: {
       retry: permits(user, 'retryJob') && RETRYABLE_FROM.includes(job.state),
       cancel: permits(user, 'cancelJob') && CANCELLABLE_FROM.includes(job.state),
+      // What the functions of drizzle/0029 take: a scheduled or retrying job; any ready one.
+      runNow: permits(user, 'runJobNow') && waitingSubstate(base.subState),
+      reschedule: permits(user, 'rescheduleJob') && waitingSubstate(base.subState),
+      priority: permits(user, 'setJobPriority') && job.state === 'ready',
     },
   };
 }

@@ -92,12 +92,15 @@ export function jobLiveDto(
   job: JobView,
   progress: JobProgress | null,
   scrub: Scrub,
-): Pick<JobLiveDTO, 'state' | 'subState' | 'attempts' | 'progress' | 'readAt'> {
+): Pick<JobLiveDTO, 'state' | 'subState' | 'attempts' | 'progress' | 'readAt' | 'updatedAt' | 'runAt' | 'priority'> {
   const now = new Date();
   return {
     state: job.state,
     subState: subStateOf(job, now),
     attempts: job.attempts,
+    updatedAt: job.updatedAt.toISOString(),
+    runAt: job.runAt.toISOString(),
+    priority: job.priority,
     progress: progress && {
       attempt: progress.attempt,
       fraction: progress.fraction,

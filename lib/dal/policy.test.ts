@@ -9,6 +9,7 @@ import { getServerSession } from 'next-auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addJob, claimOne, uniqueQueue } from '../../test/factories.ts';
 import { useTestDatabase } from '../../test/db.ts';
+import { supportCases } from '../../test/support-cases.ts';
 import { createSchedule, declareLimits, enqueueMany, failIfLeaseHeld, registerKinds } from '../../db/queue/index.ts';
 import { setQueueAlert } from '../../db/queue/alerts.ts';
 import { registerWorker } from '../../db/queue/worker-registry.ts';
@@ -527,6 +528,8 @@ const CASES: Record<DalFunction, () => Promise<Prepared>> = {
       },
     };
   },
+  // The support actions: run now, reschedule, priority, re-run, purge of dead jobs (test/support-cases.ts).
+  ...supportCases(() => t.db, dal),
 };
 
 // The expected answer is worked out here, from the row and the ranking, not with permits():

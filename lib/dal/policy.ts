@@ -56,6 +56,12 @@ export const POLICY = {
   getWorkers: 'viewer',
   getQueueAlerts: 'viewer',
   setQueueAlertValue: 'admin',
+  runJobNow: 'operator',
+  rescheduleJob: 'operator',
+  setJobPriority: 'operator',
+  rerunJob: 'operator',
+  previewPurgeDead: 'admin',
+  purgeDead: 'admin',
 } as const satisfies Record<string, Rule>;
 
 export type DalFunction = keyof typeof POLICY;

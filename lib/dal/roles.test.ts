@@ -22,6 +22,7 @@ import { upsertUser } from '../../db/users.ts';
 import { addJob, claimOne, getJob, mixedFixture, uniqueQueue } from '../../test/factories.ts';
 import { recordQueueHistory } from '../../db/queue/queue-history.ts';
 import { useRoleDatabase } from '../../test/roles.ts';
+import { supportCases, type SupportFunction } from '../../test/support-cases.ts';
 import { closeDatabase } from '../db.ts';
 import * as dal from './index.ts';
 import type { DalFunction } from './policy.ts';
@@ -333,9 +334,19 @@ const CASES: Record<DalFunction, () => Promise<void>> = {
   },
   setQueuePaused: async () => {
     const queue = uniqueQueue('roles-pause');
-    expect(await dal.setQueuePaused({ queue }, true)).toMatchObject({ ok: true });
+    expect(await dal.setQueuePaused({ queue, reason: 'maintenance' }, true)).toMatchObject({ ok: true });
     expect(await dal.setQueuePaused({ queue }, false)).toMatchObject({ ok: true });
   },
+  // The support actions, each through its function of drizzle/0029 (test/support-cases.ts).
+  ...(Object.fromEntries(
+    Object.entries(supportCases(() => admin.db, dal)).map(([fn, prepare]) => [
+      fn,
+      async () => {
+        const { call, allowed } = await prepare();
+        await allowed(await call());
+      },
+    ]),
+  ) as Record<SupportFunction, () => Promise<void>>),
 };
 
 describe('the data-access layer as leasehold_dashboard', () => {

@@ -1,3 +1,4 @@
+import Link from 'next/link';
 import { notFound } from 'next/navigation';
 import { TableScroll } from '../../../../components/table-scroll.tsx';
 import { Fragment, type ReactNode } from 'react';
@@ -12,9 +13,10 @@ import { JobProgress } from '../../../../components/job-progress.tsx';
 import { JobTags } from '../../../../components/job-tags.tsx';
 import { MaskedPayload } from '../../../../components/masked-payload.tsx';
 import { RevealPayload } from '../../../../components/reveal-payload.tsx';
+import { SupportActions } from '../../../../components/support-actions.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
 import { Time } from '../../../../components/time.tsx';
-import type { AuditDTO, JobDTO } from '../../../../lib/dto.ts';
+import type { AuditDTO, JobDetailDTO, JobDTO } from '../../../../lib/dto.ts';
 import { getJobDetail } from '../../../../lib/dal/index.ts';
 import { load } from '../../../../lib/page.ts';
 import { snoozeLine } from '../../../../lib/present.ts';
@@ -32,14 +34,16 @@ export default async function JobPage(props: { params: Promise<{ id: string }> }
   if (!loaded.value) notFound();
   // The state, progress, attempts, result, last error and actions follow the job while it is
   // not finished (components/job-live.tsx), without a reload; the rest is as it was at render.
-  const { job, audit, retryPlan, can, live } = loaded.value;
+  const { job, audit, retryPlan, can, live, reruns } = loaded.value;
   return (
     <>
       <h1>
         Job <span className="mono">{job.id}</span> <LiveStateBadge id={job.id} initial={live} />
       </h1>
       <LiveJobActions id={job.id} initial={live} />
+      <SupportActions id={job.id} initial={live} rerun={can.rerun} />
       <JobFields job={job} />
+      <Reruns reruns={reruns} />
       {job.waiting.length > 0 && (
         <>
           <h2>Why it waits</h2>
@@ -104,6 +108,31 @@ function JobFields({ job }: { job: JobDTO }) {
       <dt>tags</dt>
       <dd>{job.tags.length === 0 ? '—' : <JobTags tags={job.tags} />}</dd>
     </dl>
+  );
+}
+
+/** A re-run's links: the done job a copy re-runs, and the copies re-runs made of a job. */
+function Reruns({ reruns }: { reruns: JobDetailDTO['reruns'] }) {
+  const link = (id: string) => (
+    <Link key={id} href={`/jobs/${id}`} className="mono">
+      {id}
+    </Link>
+  );
+  return (
+    <>
+      {reruns.rerunOf && <p data-testid="rerun-of">re-run of {link(reruns.rerunOf)}</p>}
+      {reruns.rerunAs.length > 0 && (
+        <p data-testid="rerun-as">
+          re-run as{' '}
+          {reruns.rerunAs.map((id, i) => (
+            <Fragment key={id}>
+              {i > 0 && ', '}
+              {link(id)}
+            </Fragment>
+          ))}
+        </p>
+      )}
+    </>
   );
 }
 

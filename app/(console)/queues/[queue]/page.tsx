@@ -1,6 +1,7 @@
 import Link from 'next/link';
 import { GroupMaxForm, GroupPause } from '../../../../components/group-controls.tsx';
 import { PageError } from '../../../../components/page-error.tsx';
+import { PurgeDead } from '../../../../components/purge-dead.tsx';
 import { TableScroll } from '../../../../components/table-scroll.tsx';
 import { getQueueGroups } from '../../../../lib/dal/index.ts';
 import type { GroupDTO } from '../../../../lib/dto.ts';
@@ -111,6 +112,7 @@ export default async function QueuePage(props: { params: Promise<{ queue: string
             </table>
           </TableScroll>
           {loaded.value.can.setMax && <GroupMaxForm queue={name} />}
+          {loaded.value.can.purgeDead && <PurgeDead queue={name} />}
         </>
       )}
     </>

@@ -1,7 +1,8 @@
 import { setQueuePaused } from '../../../../../lib/dal/index.ts';
-import { bodylessWrite } from '../../../../../lib/http.ts';
+import { jsonWrite, withParams } from '../../../../../lib/http.ts';
 
+/** The confirm dialog's body: an optional reason for the audit log. */
 export async function POST(request: Request, context: { params: Promise<{ queue: string }> }) {
   const { queue } = await context.params;
-  return bodylessWrite(request, 'setQueuePaused', () => setQueuePaused({ queue }, false));
+  return jsonWrite(request, 'setQueuePaused', (body) => setQueuePaused(withParams(body, { queue }), false));
 }

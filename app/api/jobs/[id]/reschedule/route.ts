@@ -1,0 +1,7 @@
+import { rescheduleJob } from '../../../../../lib/dal/index.ts';
+import { jsonWrite, withParams } from '../../../../../lib/http.ts';
+
+export async function POST(request: Request, context: { params: Promise<{ id: string }> }) {
+  const { id } = await context.params;
+  return jsonWrite(request, 'rescheduleJob', (body) => rescheduleJob(withParams(body, { id })));
+}

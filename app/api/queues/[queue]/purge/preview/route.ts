@@ -1,0 +1,7 @@
+import { previewPurgeDead } from '../../../../../../lib/dal/index.ts';
+import { jsonWrite, withParams } from '../../../../../../lib/http.ts';
+
+export async function POST(request: Request, context: { params: Promise<{ queue: string }> }) {
+  const { queue } = await context.params;
+  return jsonWrite(request, 'previewPurgeDead', (body) => previewPurgeDead(withParams(body, { queue })));
+}
