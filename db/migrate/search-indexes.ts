@@ -56,12 +56,18 @@ function expressionText(path: string): string {
   return `(payload #>> ${literal(`{${checkedPath(path).split('.').join(',')}}`)})`;
 }
 
-/** The search's expression for `path`, as the index spells it (a fragment for drizzle statements). */
+/**
+ * The search's expression for `path`, as the index spells it (a fragment for drizzle statements).
+ * @internal
+ */
 export function searchExpression(path: string): SQL {
   return sql.raw(expressionText(path));
 }
 
-/** The search's condition on one kind, as the partial index spells its predicate. */
+/**
+ * The search's condition on one kind, as the partial index spells its predicate.
+ * @internal
+ */
 export function searchKindCondition(kind: string): SQL {
   return sql.raw(`kind = ${literal(checkedKind(kind))}`);
 }
