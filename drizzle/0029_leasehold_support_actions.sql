@@ -111,7 +111,9 @@ BEGIN
             WHEN j.state <> 'ready' OR (j.attempts = 0 AND j.run_at <= statement_timestamp()) THEN 'not_waiting'
             ELSE 'applied' END;
   IF v = 'applied' THEN
-    UPDATE leasehold.jobs x SET run_at = statement_timestamp(), claim_at = statement_timestamp() - (x.run_at - x.claim_at),
+    -- A retrying job already due keeps its place (never later than it was).
+    UPDATE leasehold.jobs x SET run_at = least(x.run_at, statement_timestamp()),
+                                claim_at = least(x.run_at, statement_timestamp()) - (x.run_at - x.claim_at),
                                 updated_at = statement_timestamp()
     WHERE x.id = j.id;
     IF pg_catalog.pg_notification_queue_usage() < 0.5 THEN
@@ -198,7 +200,8 @@ $$;
 --> statement-breakpoint
 -- A re-run of a done job (rerunCopy; EDGES' null -> ready): a done job never changes again, so a
 -- copy is enqueued (a new id; the same queue, kind, version, payload, priority, maximum of
--- attempts, group and tags; rerun_of the original; a max age restarts from now), only where the
+-- attempts, group, tags, own settings and trace, without the snooze counters and the uniqueness
+-- key; rerun_of the original; a max age restarts from now), only where the
 -- kind version is registered re-run safe (kinds.rerun_safe). The audit row names both jobs.
 -- Refused, audited: not_found, changed_since_viewed (not the state seen), not_done,
 -- not_rerun_safe. A done job is locked FOR SHARE: retention waits, and two re-runs both copy.
@@ -234,12 +237,15 @@ BEGIN
     bytes := set_byte(bytes, 7, fraction & 255);
     new_id := encode(bytes, 'hex')::uuid;
     -- The ready row comes from jobs_inserted_ready_rows; claim_at as an enqueue computes it.
+    -- The job's own settings (its timeout, back-off, awaitable) and trace go with it; its snooze
+    -- counters start again, and it takes no uniqueness key (the original held it; a re-run is
+    -- an operator's deliberate second run).
     INSERT INTO leasehold.jobs (id, queue, kind, kind_version, payload, priority, run_at, claim_at, max_attempts,
-                                expires_at, group_key, tags, rerun_of)
+                                expires_at, group_key, tags, options, trace_id, rerun_of)
     SELECT new_id, j.queue, j.kind, j.kind_version, j.payload, j.priority, statement_timestamp(),
            statement_timestamp() - make_interval(secs => j.priority * coalesce(q.aging_seconds, 60)), j.max_attempts,
            CASE WHEN j.expires_at IS NULL THEN NULL ELSE statement_timestamp() + (j.expires_at - j.created_at) END,
-           j.group_key, j.tags, j.id
+           j.group_key, j.tags, NULLIF(j.options - 'snoozes' - 'snoozedMs' - 'uniqueKey', '{}'::jsonb), j.trace_id, j.id
     FROM (SELECT 1) one LEFT JOIN leasehold.queues q ON q.name = j.queue;
     IF pg_catalog.pg_notification_queue_usage() < 0.5 THEN
       PERFORM pg_notify('leasehold_jobs', j.queue || CASE WHEN j.group_key IS NULL THEN '' ELSE ' grouped' END);

@@ -4,7 +4,8 @@
  * (kind_search_paths), one partial expression index on that kind's jobs alone:
  *
  *   CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_search_<16 hex of md5(kind:path)>
- *     ON leasehold.jobs ((payload #>> '{customer,email}'), created_at DESC, id DESC) WHERE kind = '<kind>'
+ *     ON leasehold.jobs (left((payload #>> '{customer,email}'), 512), created_at DESC, id DESC)
+ *     WHERE kind = '<kind>'
  *
  * Invariants:
  * - an index exists only for a (kind, path) searchable now: `jobs_search_*` indexes no longer
@@ -51,9 +52,20 @@ export function searchIndexName(kind: string, path: string): string {
   return SEARCH_INDEX_PREFIX + createHash('md5').update(`${kind}:${path}`, 'utf8').digest('hex').slice(0, 16);
 }
 
-/** The expression's text: `(payload #>> '{customer,email}')` (the keys need no quoting: the pattern allows none). */
+/** The path as a text array literal: `'{customer,email}'` (the keys need no quoting: the pattern allows none). */
+const pathLiteral = (path: string) => literal(`{${checkedPath(path).split('.').join(',')}}`);
+
+/** The most characters of a value the index keeps: a search value is at most this long. */
+export const SEARCH_VALUE_MAX = 512;
+
+/**
+ * The indexed expression's text: the value's first 512 characters, `left((payload #>>
+ * '{customer,email}'), 512)`. Cut, because a btree entry holds at most about 2.7 kB: a long string
+ * (or an object's text) at a searchable path would otherwise fail the index's build, and then
+ * every enqueue of the kind. 512 characters are at most 2 kB of UTF-8.
+ */
 function expressionText(path: string): string {
-  return `(payload #>> ${literal(`{${checkedPath(path).split('.').join(',')}}`)})`;
+  return `left((payload #>> ${pathLiteral(path)}), ${SEARCH_VALUE_MAX})`;
 }
 
 /**
@@ -62,6 +74,19 @@ function expressionText(path: string): string {
  */
 export function searchExpression(path: string): SQL {
   return sql.raw(expressionText(path));
+}
+
+/**
+ * The search's whole-value condition beside the indexed one: the value itself equals (the index
+ * holds its first 512 characters), and it is a string, number or boolean. An object's or array's
+ * text is never matched: a search of `customer` with a JSON text as value would otherwise confirm
+ * a value masked beneath it (`customer.email`), which no rule above the path shows.
+ * @internal
+ */
+export function searchScalarCondition(path: string): SQL {
+  return sql.raw(
+    `jsonb_typeof(payload #> ${pathLiteral(path)}) NOT IN ('object', 'array') AND (payload #>> ${pathLiteral(path)})`,
+  );
 }
 
 /**
@@ -116,7 +141,7 @@ async function existingIndexes(executor: Executor): Promise<Map<string, boolean>
     `SELECT c.relname AS name, i.indisvalid AS valid
      FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
      WHERE c.relnamespace = 'leasehold'::regnamespace AND i.indrelid = 'leasehold.jobs'::regclass
-       AND c.relname LIKE 'jobs\\_search\\_%'`,
+       AND c.relname ~ '^jobs_search_[0-9a-f]{16}$'`,
     [],
   );
   return new Map(rows.map((r) => [r.name, r.valid]));
@@ -133,7 +158,17 @@ export async function syncSearchIndexes(
   options: { lockTimeoutMs: number; log?: (line: string) => void },
 ): Promise<SearchIndexResult> {
   const log = options.log ?? (() => {});
-  const wanted = new Map((await searchablePairs(client)).map((p) => [searchIndexName(p.kind, p.path), p]));
+  // A stored pair that is not a kind name and a searchable path (kinds.searchable_paths has no
+  // CHECK of its own) is skipped, said in the log: one bad row must not stop every build.
+  const pairs = (await searchablePairs(client)).filter((p) => {
+    const ok = NAME_PATTERN.test(p.kind) && p.path.length <= 200 && SEARCH_PATH_PATTERN.test(p.path);
+    if (!ok)
+      log(
+        `search: skipping ${JSON.stringify(p.kind)}'s path ${JSON.stringify(p.path.slice(0, 80))}: not a kind name and a searchable path`,
+      );
+    return ok;
+  });
+  const wanted = new Map(pairs.map((p) => [searchIndexName(p.kind, p.path), p]));
   const existing = await existingIndexes(client);
   const result: SearchIndexResult = { created: [], rebuilt: [], dropped: [], ready: [] };
   await runText(client, `SELECT set_config('lock_timeout', $1, false)`, [`${options.lockTimeoutMs}ms`]);

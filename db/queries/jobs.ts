@@ -14,7 +14,7 @@ import { MAX_TAG_LENGTH } from '../queue/enqueue-spec.ts';
 import type { JobProgress, JobResult } from '../queue/results.ts';
 import { nameSchema, uuidSchema } from '../queue/validate.ts';
 import { SEARCH_PATH_PATTERN } from '../queue/kinds.ts';
-import { searchExpression, searchKindCondition } from '../migrate/search-indexes.ts';
+import { searchExpression, searchKindCondition, searchScalarCondition } from '../migrate/search-indexes.ts';
 import { inListState } from './sub-states.ts';
 
 export { LIST_STATES };
@@ -104,6 +104,12 @@ export interface PayloadSearch {
   path: string;
   value: string;
   kinds: readonly string[];
+  /**
+   * Per kind, the versions whose jobs this viewer may find (the path is not masked in them);
+   * undefined: every version (a role that sees payloads whole). Filtered in the statement, so a
+   * page and its next cursor never count a job the viewer may not see.
+   */
+  versions?: Readonly<Record<string, readonly number[]>> | undefined;
 }
 
 export const jobListSchema = jobFilterSchema.extend({
@@ -138,8 +144,13 @@ function mapJobView(row: JobViewRow): JobView {
 }
 
 /** One kind's part of a payload search, as its partial index spells it (db/migrate/search-indexes.ts). */
-const searchIn = (kind: string, search: PayloadSearch) =>
-  sql`${searchKindCondition(kind)} AND ${searchExpression(search.path)} = ${search.value}::text`;
+const searchIn = (kind: string, search: PayloadSearch) => {
+  const versions = search.versions?.[kind];
+  return sql`${searchKindCondition(kind)} AND ${searchExpression(search.path)} = ${search.value}::text
+    AND ${searchScalarCondition(search.path)} = ${search.value}::text${
+      versions === undefined ? sql`` : sql` AND kind_version = ANY(${`{${versions.join(',')}}`}::int[])`
+    }`;
+};
 
 /**
  * The filter's condition on jobs. A payload path in the filter matches through `search` alone

@@ -151,6 +151,25 @@ describe('run now', () => {
     });
     expect((await order(job.id)).run_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
   });
+
+  it('leaves a retrying job that is due already in its place, never later', async () => {
+    const queue = uniqueQueue('run-now-due');
+    const job = await addJob(admin.db, { queue });
+    await failIfLeaseHeld(admin.db, await claimOne(admin.db, queue), { error: '503', failureClass: 'transient' });
+    // Its back-off ended an hour ago: it waits in the backlog with an hour's head start.
+    await admin.pool.query(
+      "UPDATE leasehold.jobs SET run_at = run_at - interval '1 hour', claim_at = claim_at - interval '1 hour' WHERE id = $1",
+      [job.id],
+    );
+    const before = await order(job.id);
+    const due = await getJob(admin.db, job.id);
+    expect(await runNowIfUnchanged(dashboard.db, { id: job.id, seen: seenOf(due), actor })).toMatchObject({
+      applied: true,
+    });
+    const after = await order(job.id);
+    expect(after.run_at).toEqual(before.run_at);
+    expect(after.claim_at).toEqual(before.claim_at);
+  });
 });
 
 describe('reschedule', () => {
@@ -269,6 +288,35 @@ describe('re-run', () => {
     expect(await auditsOf('rerun', done.id)).toMatchObject([
       { outcome: 'applied', job_ids: [done.id, copy.id], detail: { copy: copy.id, reason: 'resend' } },
     ]);
+  });
+
+  it('gives the copy the job’s own settings and trace, without its snooze counters or uniqueness key', async () => {
+    const queue = uniqueQueue('rerun-settings');
+    await registerKinds(admin.db, [
+      {
+        kind: 'support.copy',
+        version: 1,
+        defaultQueue: queue,
+        displayName: 'copy',
+        redactedPaths: [],
+        rerunSafe: true,
+      },
+    ]);
+    const job = await addJob(admin.db, { queue, kind: 'support.copy', payload: { order: 7 } });
+    await admin.pool.query(
+      `UPDATE leasehold.jobs SET trace_id = 'trace-rerun',
+         options = '{"awaitable": true, "snoozes": 2, "snoozedMs": 400, "uniqueKey": "order-7"}'::jsonb WHERE id = $1`,
+      [job.id],
+    );
+    await completeIfLeaseHeld(admin.db, await claimOne(admin.db, queue));
+    const done = await getJob(admin.db, job.id);
+    const outcome = await rerunCopy(dashboard.db, { id: done.id, seen: seenOf(done), actor });
+    if (!outcome.applied || !outcome.copyId) throw new Error(`not applied: ${JSON.stringify(outcome)}`);
+    const { rows } = await admin.pool.query<{ options: unknown; trace_id: string | null }>(
+      'SELECT options, trace_id FROM leasehold.jobs WHERE id = $1',
+      [outcome.copyId],
+    );
+    expect(rows[0]).toEqual({ options: { awaitable: true }, trace_id: 'trace-rerun' });
   });
 
   it('refuses a kind not declared re-run safe, a job that is not done, and a state not as seen', async () => {

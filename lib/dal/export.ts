@@ -51,6 +51,9 @@ export interface JobsExport {
 }
 
 /** Operator: the jobs a search finds as CSV (at most MAX_EXPORT_ROWS), masked as the pages show them, audited first. */
+const EXPORT_FILTER_TOO_LONG =
+  'This search is too long to record with its export (its text and value, as JSON, must fit in 4 kB): shorten it and export again. Nothing was exported.';
+
 export async function exportJobs(input: unknown): Promise<JobsExport> {
   const user = await authorize('exportJobs');
   const { filter, reason } = parse(exportInput, input, 'export request');
@@ -71,9 +74,16 @@ export async function exportJobs(input: unknown): Promise<JobsExport> {
   const scrubs = new Map(rows.map((r) => [r.job.id, r.scrub]));
   const listable = listableTo(user, filter, (j: Job) => scrubs.get(j.id) ?? scrubPatterns);
   const shown = rows.filter((r) => listable(r.job) && !hidden(r.job));
+  const recorded = Object.fromEntries(
+    Object.entries(filter).filter((e): e is [string, string] => typeof e[1] === 'string'),
+  );
+  // The audit row keeps the search as JSON of at most 4 kB (record_jobs_export refuses more):
+  // a search the page accepts can escape past it (512 control characters each in the search and
+  // the value), said here as a sentence rather than the database's refusal.
+  if (JSON.stringify(recorded).length > 4096) throw new InputError(EXPORT_FILTER_TOO_LONG);
   const auditId = await recordJobsExport(database(), {
     actor: user.email,
-    filter: Object.fromEntries(Object.entries(filter).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    filter: recorded,
     rows: shown.length,
     reason,
   });

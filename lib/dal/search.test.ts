@@ -91,6 +91,57 @@ describe('the Jobs page’s payload search', () => {
     expect((await getJobs({ path: 'customer.email', value: 'c1@example.com' })).jobs).toHaveLength(1);
   });
 
+  it('pages only over the kind versions the role may see: no cursor points at a masked match', async () => {
+    // Version 1 leaves `code` open, version 2 masks it; the newer match is version 2's.
+    const kind = uniqueQueue('search.versions');
+    const reg = (version: number, redactedPaths: string[]) => ({
+      kind,
+      version,
+      defaultQueue: 'default',
+      displayName: kind,
+      redactedPaths,
+      rerunSafe: false,
+      searchablePaths: ['code'],
+    });
+    await registerKinds(t.db, [reg(1, []), reg(2, ['code'])]);
+    await enqueueMany(t.db, [{ queue, kind, kindVersion: 1, payload: { code: 'K-1' } }]);
+    await enqueueMany(t.db, [{ queue, kind, kindVersion: 2, payload: { code: 'K-1' } }]);
+    await buildIndexes();
+    signIn('viewer');
+    const page = await getJobs({ path: 'code', value: 'K-1', kind, limit: '1' });
+    expect(page.jobs.map((j) => j.kindVersion)).toEqual([1]);
+    expect(page.next).toBeNull();
+    signIn('admin');
+    expect((await getJobs({ path: 'code', value: 'K-1', kind })).jobs.map((j) => j.kindVersion)).toEqual([2, 1]);
+  });
+
+  it('matches a string, number or boolean only: an object’s text never confirms what is masked beneath it', async () => {
+    const kind = uniqueQueue('search.parent');
+    await registerKinds(t.db, [
+      {
+        kind,
+        version: 1,
+        defaultQueue: 'default',
+        displayName: kind,
+        redactedPaths: ['customer.email'],
+        rerunSafe: false,
+        searchablePaths: ['customer', 'note'],
+      },
+    ]);
+    const long = 'n'.repeat(3000);
+    await enqueueMany(t.db, [{ queue, kind, payload: { customer: { email: 'secret@example.com' }, note: long } }]);
+    // A value past the index's 512 characters is indexed cut (the build and the enqueue work).
+    await buildIndexes();
+    await enqueueMany(t.db, [{ queue, kind, payload: { customer: { email: 'other@example.com' }, note: long } }]);
+    for (const role of ['viewer', 'admin'] as const) {
+      signIn(role);
+      expect((await getJobs({ path: 'customer', value: '{"email": "secret@example.com"}', kind })).jobs, role).toEqual(
+        [],
+      );
+    }
+    expect((await getJobs({ path: 'note', value: 'n'.repeat(512), kind })).jobs).toEqual([]);
+  });
+
   it('says what is wrong with bad input, as a sentence, and reads nothing', async () => {
     signIn('operator');
     const refusal = (params: Record<string, string>) =>

@@ -67,8 +67,16 @@ export async function resolveSearch(user: SessionUser, filter: JobFilter): Promi
       .map((v) => `${v.version}:${v.kind}`),
   );
   const searched = kinds.filter((kind) => versions.some((v) => v.kind === kind && open.has(`${v.version}:${v.kind}`)));
+  const openVersions = Object.fromEntries(
+    searched.map((kind) => [
+      kind,
+      versions.filter((v) => v.kind === kind && open.has(`${v.version}:${v.kind}`)).map((v) => v.version),
+    ]),
+  );
   return {
-    search: { path, value, kinds: searched },
+    // The open versions go into the statement (a page's cursor counts only what may be shown);
+    // `hidden` stays as a second check.
+    search: { path, value, kinds: searched, versions: openVersions },
     hidden: (job) => !open.has(`${job.kindVersion}:${job.kind}`),
   };
 }
