@@ -225,7 +225,8 @@ test.describe('kinds registry', () => {
     await page.getByLabel('Add a redacted path to test.sleep v1').fill('note');
     await page
       .getByRole('row', { name: /test\.sleep/ })
-      .getByRole('button', { name: /^Add/ })
+      // The redaction form's (the search paths' form beside it has an Add button too).
+      .getByRole('button', { name: /^Add \(every version; recorded/ })
       .click();
     await expect(page.getByTestId('redaction-result')).toContainText(
       'Saved: note is now masked in every version of test.sleep',
