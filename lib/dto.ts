@@ -7,6 +7,7 @@ import type { AttemptBudget } from '../db/queue/attempt-cap.ts';
 import type { AttemptRow, failureGroups } from '../db/queries/jobs.ts';
 import type { KindEntry } from '../db/queries/kinds.ts';
 import type { Health, HorizonHolder } from '../db/queries/health.ts';
+import type { HistoryPoint, QueueHistory } from '../db/queries/history.ts';
 import type { deadByClass, Overview, QueueBacklog } from '../db/queries/overview.ts';
 import type { Role } from '../db/schema.ts';
 import type { FailureClass, JobState, LimitScope, ListState } from '../db/states.ts';
@@ -247,32 +248,10 @@ export type HealthDTO = Omit<Jsonified<Health>, 'holders'> & {
 export type WorkerDTO = OverviewDTO['workers'][number];
 
 /** One interval of a queue's history (db/queries/history.ts HistoryPoint, its time as ISO text). */
-export interface HistoryPointDTO {
-  at: string;
-  done: number;
-  dead: number;
-  cancelled: number;
-  failedAttempts: number;
-  /** failed attempts ÷ (failed attempts + completions); null when neither happened. */
-  failureRate: number | null;
-  /** Live work at the interval's highest sample; null where no sample was taken. */
-  ready: number | null;
-  scheduled: number | null;
-  retrying: number | null;
-  running: number | null;
-  leaseExpired: number | null;
-  oldestReadySeconds: number | null;
-}
+export type HistoryPointDTO = Omit<HistoryPoint, 'at'> & { at: string };
 
 /** The overview's history charts: every interval of the range, oldest first. */
-export interface HistoryDTO {
-  generatedAt: string;
-  range: '1h' | '24h' | '7d' | '90d';
-  bucketSeconds: number;
-  /** The queue, or null for every queue together. */
-  queue: string | null;
-  points: HistoryPointDTO[];
-}
+export type HistoryDTO = Omit<QueueHistory, 'points'> & { generatedAt: string; points: HistoryPointDTO[] };
 
 /** The Workers page: the live workers, and per queue the ready jobs of a kind none of them runs. */
 export interface WorkersDTO {

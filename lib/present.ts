@@ -504,6 +504,10 @@ export function searchIndexNotReadyMessage(path: string, kinds: readonly string[
 }
 
 /** More jobs match than one export may hold. */
+/** An export whose search cannot be recorded with it (the audit row keeps at most 4 kB of it). */
+export const EXPORT_SEARCH_TOO_LONG =
+  'This search is too long to record with its export (its text and value, as JSON, must fit in 4 kB): shorten it and export again. Nothing was exported.';
+
 export function exportOverCapMessage(cap: number): string {
   return `More than ${cap.toLocaleString('en')} jobs match, more than one export may hold: narrow the search (kind, state, a created time range) and export again. Nothing was exported.`;
 }

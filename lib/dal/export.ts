@@ -12,7 +12,7 @@ import { MAX_EXPORT_ROWS, recordJobsExport } from '../../db/queries/exports.ts';
 import { toCsv } from '../csv.ts';
 import { database } from '../db.ts';
 import { InputError } from '../errors.ts';
-import { exportOverCapMessage } from '../present.ts';
+import { EXPORT_SEARCH_TOO_LONG, exportOverCapMessage } from '../present.ts';
 import { redact } from '../redaction.ts';
 import { parse, reasonSchema } from './input.ts';
 import { listableTo } from './jobs.ts';
@@ -51,9 +51,6 @@ export interface JobsExport {
 }
 
 /** Operator: the jobs a search finds as CSV (at most MAX_EXPORT_ROWS), masked as the pages show them, audited first. */
-const EXPORT_FILTER_TOO_LONG =
-  'This search is too long to record with its export (its text and value, as JSON, must fit in 4 kB): shorten it and export again. Nothing was exported.';
-
 export async function exportJobs(input: unknown): Promise<JobsExport> {
   const user = await authorize('exportJobs');
   const { filter, reason } = parse(exportInput, input, 'export request');
@@ -80,7 +77,7 @@ export async function exportJobs(input: unknown): Promise<JobsExport> {
   // The audit row keeps the search as JSON of at most 4 kB (record_jobs_export refuses more):
   // a search the page accepts can escape past it (512 control characters each in the search and
   // the value), said here as a sentence rather than the database's refusal.
-  if (JSON.stringify(recorded).length > 4096) throw new InputError(EXPORT_FILTER_TOO_LONG);
+  if (JSON.stringify(recorded).length > 4096) throw new InputError(EXPORT_SEARCH_TOO_LONG);
   const auditId = await recordJobsExport(database(), {
     actor: user.email,
     filter: recorded,

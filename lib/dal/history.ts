@@ -1,7 +1,7 @@
 import 'server-only';
 /** A queue's history for the overview's charts (db/queries/history.ts; docs/dashboard.md, "History"). */
 import { z } from 'zod';
-import { HISTORY_RANGES, queueHistory } from '../../db/queries/history.ts';
+import { isHistoryRange, queueHistory, type HistoryRange } from '../../db/queries/history.ts';
 import { NAME_PATTERN } from '../../db/queue/validate.ts';
 import { database } from '../db.ts';
 import type { HistoryDTO } from '../dto.ts';
@@ -9,17 +9,15 @@ import { parse } from './input.ts';
 import { authorize } from './policy.ts';
 import { liveQuery } from '../live-cache.ts';
 
-const RANGES = ['1h', '24h', '7d', '90d'] as const satisfies readonly (keyof typeof HISTORY_RANGES)[];
-
 const historyInput = z.strictObject({
-  range: z.enum(RANGES, { error: 'one of 1h, 24h, 7d, 90d' }).default('1h'),
+  range: z.custom<HistoryRange>(isHistoryRange, 'one of 1h, 24h, 7d, 90d').default('1h'),
   queue: z.string().regex(NAME_PATTERN, 'not a queue name').optional(),
 });
 
 /** Every viewer sees the same history: one cached read per range and queue (lib/live-cache.ts). */
 const historyRead = liveQuery(
   'history',
-  (range: (typeof RANGES)[number], queue: string | null) => queueHistory(database(), range, queue),
+  (range: HistoryRange, queue: string | null) => queueHistory(database(), range, queue),
   { maxEntries: 256 },
 );
 
